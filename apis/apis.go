@@ -1,0 +1,20 @@
+// Package apis holds the API types of provider-ipsec. Cluster-scoped kinds
+// live under apis/cluster; namespaced twins will live under apis/namespaced.
+package apis
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	clusterv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+)
+
+// AddToSchemes registers every API group of the provider with a Scheme.
+var AddToSchemes = runtime.SchemeBuilder{
+	clusterv1alpha1.SchemeBuilder.AddToScheme,
+}
+
+// AddToScheme adds all of the provider's types to s. It returns the first
+// registration error.
+func AddToScheme(s *runtime.Scheme) error {
+	return AddToSchemes.AddToScheme(s)
+}

@@ -1,0 +1,18 @@
+//go:build generate
+
+// Generation of API code and CRDs. Run with `make generate` (go generate
+// -tags generate ./apis/...).
+
+// Remove generated files first so that types that are gone leave nothing.
+//go:generate rm -rf ../package/crds
+//go:generate sh -c "find . -name 'zz_generated*.go' -delete"
+
+// Deep copy methods and CRDs (controller-gen, a tool of go.mod).
+//go:generate go tool controller-gen object:headerFile=../hack/boilerplate.go.txt paths=./...
+//go:generate go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false paths=./... output:artifacts:config=../package/crds
+
+// Crossplane method sets: managed resource, ProviderConfig(Usage), references
+// (angryjet, a tool of hack/codegen.mod; see there why it is separate).
+//go:generate go tool -modfile=../hack/codegen.mod angryjet generate-methodsets --header-file=../hack/boilerplate.go.txt ./...
+
+package apis

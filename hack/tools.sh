@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the offline toolchain from the Go module proxy into a cache outside
+# the repository, one directory per wrapper module under hack/tools/, keyed by
+# a hash of that module's go.mod, go.sum and sources (and the Go version), so
+# repeated runs on one machine reuse what is built.
+#
+#   hack/tools.sh build    build what is missing, printing progress per tool
+#   hack/tools.sh bindir   print the directory that holds every tool (symlinks)
+#
+# TOOLS_CACHE overrides the cache root (default: $XDG_CACHE_HOME or
+# ~/.cache, then provider-ipsec/tools).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MODS=$ROOT/hack/tools
+CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec/tools}
+K8S_VERSION=v1.35.4
+XP_VERSION=v2.4.0
+CRANK_VERSION=v2.2.1
+
+# key MODULE prints the cache key of one wrapper module.
+key() {
+	(cd "$MODS/$1" && cat go.mod go.sum $(ls *.go 2>/dev/null) && go env GOVERSION) | sha256sum | cut -c1-16
+}
+
+# moddir MODULE prints where that module's binaries are cached.
+moddir() { echo "$CACHE/$1-$(key "$1")"; }
+
+# bindir prints the directory of symlinks to every tool of this checkout.
+bindir() {
+	local all=""
+	for m in $(ls "$MODS"); do all+=$(key "$m"); done
+	echo "$CACHE/bin-$(echo "$all" | sha256sum | cut -c1-16)"
+}
+
+# gobuild OUT PKG [LDFLAGS] builds one static binary from the current module.
+gobuild() {
+	local out=$1 pkg=$2 ld=${3:-} t0
+	t0=$(date +%s)
+	printf '  %-28s ' "$(basename "$out")"
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$out" "$pkg"
+	echo "built in $(($(date +%s) - t0))s"
+}
+
+# module MODULE: builds a wrapper module's tools into a fresh directory and
+# renames it into place only when all of them built, so an interrupted build
+# never leaves a half-filled cache entry behind.
+module() {
+	local m=$1 dir tmp
+	dir=$(moddir "$m")
+	if [ -d "$dir" ]; then
+		echo "tools: $m cached ($dir)"
+		return
+	fi
+	echo "tools: building $m"
+	tmp=$dir.tmp.$$
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	trap 'rm -rf "$tmp"' EXIT
+	cd "$MODS/$m"
+	"build_$m" "$tmp"
+	cd "$ROOT"
+	mv "$tmp" "$dir"
+	trap - EXIT
+}
+
+build_kubernetes() {
+	local ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
+	for c in kube-apiserver kube-controller-manager kubectl; do
+		gobuild "$1/$c" "k8s.io/kubernetes/cmd/$c" "$ld"
+	done
+}
+
+build_etcd() { gobuild "$1/etcd" . ; }
+
+build_crossplane() {
+	gobuild "$1/crossplane" github.com/crossplane/crossplane/v2/cmd/crossplane \
+		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$XP_VERSION"
+	# Core's own CRDs, which 'crossplane core init' installs (CRDS_PATH).
+	cp -r "$(go list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2)/cluster/crds" "$1/crossplane-crds"
+	chmod -R u+w "$1/crossplane-crds"
+}
+
+build_crank() {
+	gobuild "$1/crank" github.com/crossplane/crossplane/v2/cmd/crank \
+		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CRANK_VERSION"
+}
+
+build_fpt() {
+	gobuild "$1/function-patch-and-transform" github.com/crossplane-contrib/function-patch-and-transform
+	# The function's package metadata and input CRD, to register it offline.
+	cp -r "$(go list -m -f '{{.Dir}}' github.com/crossplane-contrib/function-patch-and-transform)/package" "$1/fpt-package"
+	chmod -R u+w "$1/fpt-package"
+}
+
+build() {
+	local t0 bin
+	t0=$(date +%s)
+	for m in $(ls "$MODS"); do module "$m"; done
+	bin=$(bindir)
+	rm -rf "$bin.tmp"
+	mkdir -p "$bin.tmp"
+	for m in $(ls "$MODS"); do
+		for f in "$(moddir "$m")"/*; do ln -s "$f" "$bin.tmp/$(basename "$f")"; done
+	done
+	rm -rf "$bin"
+	mv "$bin.tmp" "$bin"
+	echo "tools: ready in $bin ($(($(date +%s) - t0))s)"
+}
+
+case "${1:-build}" in
+build) build ;;
+bindir) bindir ;;
+*) echo "usage: $0 build|bindir" >&2; exit 2 ;;
+esac
