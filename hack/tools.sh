@@ -46,21 +46,21 @@ gobuild() {
 # renames it into place only when all of them built, so an interrupted build
 # never leaves a half-filled cache entry behind.
 module() {
-	local m=$1 dir tmp
+	local m=$1 dir
 	dir=$(moddir "$m")
 	if [ -d "$dir" ]; then
 		echo "tools: $m cached ($dir)"
 		return
 	fi
 	echo "tools: building $m"
-	tmp=$dir.tmp.$$
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	trap 'rm -rf "$tmp"' EXIT
+	TMP=$dir.tmp.$$
+	rm -rf "$TMP"
+	mkdir -p "$TMP"
+	trap 'rm -rf "$TMP"' EXIT
 	cd "$MODS/$m"
-	"build_$m" "$tmp"
+	"build_$m" "$TMP"
 	cd "$ROOT"
-	mv "$tmp" "$dir"
+	mv "$TMP" "$dir"
 	trap - EXIT
 }
 

@@ -1,0 +1,45 @@
+// Package cluster builds the REST config for the Kubernetes cluster in which
+// Gateway managed resources run their pods.
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients"
+)
+
+// RESTConfig returns the REST config of the cluster that pc.spec.cluster
+// names. InjectedIdentity (the default) returns a copy of own, the provider's
+// own config; Secret parses the kubeconfig document held in the Secret key
+// that secretRef names (its current context). Errors name the ProviderConfig
+// and the Secret and key at fault.
+func RESTConfig(ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig, own *rest.Config) (*rest.Config, error) {
+	cc := pc.Spec.Cluster
+	switch cc.Source {
+	case xpv2.CredentialsSourceInjectedIdentity, "":
+		return rest.CopyConfig(own), nil
+	case xpv2.CredentialsSourceSecret:
+		if cc.SecretRef == nil {
+			return nil, fmt.Errorf("ProviderConfig %s: spec.cluster.secretRef is not set: name the Secret key holding a kubeconfig", pc.Name)
+		}
+		doc, err := clients.SecretKey(ctx, c, *cc.SecretRef, "kubeconfig")
+		if err != nil {
+			return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+		}
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(doc)
+		if err != nil {
+			return nil, fmt.Errorf("ProviderConfig %s: Secret %s/%s key %q is not a usable kubeconfig: %w",
+				pc.Name, cc.SecretRef.Namespace, cc.SecretRef.Name, cc.SecretRef.Key, err)
+		}
+		return cfg, nil
+	default:
+		return nil, fmt.Errorf("ProviderConfig %s: spec.cluster.source %q is not supported: use InjectedIdentity or Secret", pc.Name, cc.Source)
+	}
+}

@@ -1,0 +1,156 @@
+// Package openstack builds authenticated gophercloud clients from a
+// ProviderConfig.
+package openstack
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"gopkg.in/yaml.v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients"
+)
+
+// Credentials are what a client needs to authenticate to Keystone and find
+// its service endpoints.
+type Credentials struct {
+	// Auth holds the identity endpoint and the password, application
+	// credential or token to present, with its scope.
+	Auth gophercloud.AuthOptions
+	// Endpoint selects region and interface in the service catalog.
+	Endpoint gophercloud.EndpointOpts
+	// TLS verifies the API endpoints; RootCAs nil means the system roots.
+	TLS *tls.Config
+}
+
+// CloudOptions select one cloud of a clouds.yaml document and override parts
+// of it.
+type CloudOptions struct {
+	// Cloud is the name of the entry under `clouds:`. Required.
+	Cloud string
+	// Region overrides region_name when not empty.
+	Region string
+	// Interface overrides interface ("public", "internal" or "admin") when
+	// not empty.
+	Interface string
+	// CABundle, PEM, replaces the system roots and any cacert path when not
+	// empty.
+	CABundle []byte
+}
+
+// ParseCloudsYAML parses doc as a clouds.yaml document, in the format of the
+// OpenStack client configuration
+// (https://docs.openstack.org/python-openstackclient/latest/configuration/),
+// with gophercloud's openstack/config/clouds, and returns the credentials of
+// the cloud o.Cloud. Nothing is read from the environment or, except for a
+// cacert path written in doc, from the file system: secure.yaml and
+// clouds-public.yaml are not consulted. The errors returned say what is wrong
+// with the document and never contain its secrets.
+func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
+	if o.Cloud == "" {
+		return nil, errors.New("no cloud name given: set spec.credentials.cloud to an entry under clouds: in clouds.yaml")
+	}
+	// Checked here because gophercloud's parser answers a missing cloud
+	// with an error that does not list the alternatives, and a cloud
+	// without auth with a nil pointer dereference.
+	var parsed struct {
+		Clouds map[string]struct {
+			Auth map[string]any `yaml:"auth"`
+		} `yaml:"clouds"`
+	}
+	if err := yaml.Unmarshal(doc, &parsed); err != nil {
+		return nil, fmt.Errorf("clouds.yaml is not valid YAML: %s", redactYAMLError(err))
+	}
+	cloud, ok := parsed.Clouds[o.Cloud]
+	if !ok {
+		return nil, fmt.Errorf("clouds.yaml has no cloud %q under clouds: (clouds present: %s)", o.Cloud, cloudNames(maps.Keys(parsed.Clouds)))
+	}
+	if cloud.Auth["auth_url"] == nil {
+		return nil, fmt.Errorf("cloud %q of clouds.yaml has no auth.auth_url", o.Cloud)
+	}
+	// Every option that Parse would otherwise take from the environment
+	// (OS_CLOUD, OS_REGION_NAME, OS_INTERFACE) is given explicitly.
+	auth, ep, tlsCfg, err := clouds.Parse(
+		clouds.WithCloudsYAML(bytes.NewReader(doc)),
+		clouds.WithCloudName(o.Cloud),
+		clouds.WithRegion(o.Region),
+		clouds.WithEndpointType(o.Interface),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use cloud %q of clouds.yaml: %w", o.Cloud, err)
+	}
+	if len(o.CABundle) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(o.CABundle) {
+			return nil, errors.New("the CA bundle holds no PEM certificate")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	return &Credentials{Auth: auth, Endpoint: ep, TLS: tlsCfg}, nil
+}
+
+// FromProviderConfig reads the clouds.yaml document and CA bundle that pc
+// names and parses them with ParseCloudsYAML. Errors name the ProviderConfig,
+// the Secret and the key at fault.
+func FromProviderConfig(ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig) (*Credentials, error) {
+	cr := pc.Spec.Credentials
+	if cr.SecretRef == nil {
+		return nil, fmt.Errorf("ProviderConfig %s: spec.credentials.secretRef is not set: name the Secret key holding clouds.yaml", pc.Name)
+	}
+	doc, err := clients.SecretKey(ctx, c, *cr.SecretRef, "clouds.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+	}
+	o := CloudOptions{Cloud: cr.Cloud, Region: cr.Region, Interface: cr.Interface}
+	if cr.CABundleSecretRef != nil {
+		if o.CABundle, err = clients.SecretKey(ctx, c, *cr.CABundleSecretRef, "CA bundle"); err != nil {
+			return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+		}
+	}
+	creds, err := ParseCloudsYAML(doc, o)
+	if err != nil {
+		return nil, fmt.Errorf("ProviderConfig %s: Secret %s/%s key %q: %w", pc.Name, cr.SecretRef.Namespace, cr.SecretRef.Name, cr.SecretRef.Key, err)
+	}
+	return creds, nil
+}
+
+// cloudNames lists cloud names, quoted and sorted, or "none".
+func cloudNames(names iter.Seq[string]) string {
+	quoted := slices.Sorted(names)
+	if len(quoted) == 0 {
+		return "none"
+	}
+	for i, n := range quoted {
+		quoted[i] = strconv.Quote(n)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+var (
+	// yamlQuoted matches the values that YAML decoding errors quote, such
+	// as "cannot unmarshal !!str `hunter2`", which may be secrets.
+	yamlQuoted = regexp.MustCompile("`[^`]*`")
+	// yamlGoType matches the Go type that decoding errors name, which
+	// means nothing to the author of the document.
+	yamlGoType = regexp.MustCompile(" into [^\n]*")
+)
+
+// redactYAMLError keeps a YAML error's position and reason and drops any
+// value it quotes.
+func redactYAMLError(err error) string {
+	return yamlGoType.ReplaceAllString(yamlQuoted.ReplaceAllString(err.Error(), "`…`"), "")
+}
