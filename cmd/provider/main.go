@@ -1,0 +1,165 @@
+// Command provider runs provider-ipsec's controllers: the Crossplane provider
+// that gives tenants site-to-site IPsec VPN gateways on Kubernetes clusters
+// hosted on OpenStack. In cluster it uses its ServiceAccount; out of cluster
+// it uses KUBECONFIG (or --kubeconfig).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ipsecgw/provider-ipsec/apis"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+)
+
+// options are the provider's command-line flags. The names of the first five
+// are those every Crossplane provider takes.
+type options struct {
+	debug              bool
+	poll               time.Duration
+	sync               time.Duration
+	maxReconcileRate   int
+	leaderElection     bool
+	leaderElectionNS   string
+	metricsAddr        string
+	healthAddr         string
+	pollStateMetrics   time.Duration
+	managementPolicies bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
+	fs.BoolVar(&o.debug, "debug", false, "Log at debug level, in a human-readable format.")
+	fs.BoolVar(&o.debug, "d", false, "Shorthand for --debug.")
+	fs.DurationVar(&o.poll, "poll", time.Minute, "How often each managed resource is checked for drift from its external resource.")
+	fs.DurationVar(&o.sync, "sync", time.Hour, "How often all watched objects are resynced from the API server's cache.")
+	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 10, "Most reconciles per second across all controllers; also each controller's concurrency.")
+	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", envOr("POD_NAMESPACE", "crossplane-system"), "Namespace of the leader election Lease (defaults to $POD_NAMESPACE).")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 turns it off.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
+	fs.DurationVar(&o.pollStateMetrics, "poll-state-metric", 5*time.Second, "How often managed resource state metrics are recorded.")
+	fs.BoolVar(&o.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.maxReconcileRate < 1 {
+		return o, fmt.Errorf("--max-reconcile-rate must be at least 1, not %d", o.maxReconcileRate)
+	}
+	return o, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if err == flag.ErrHelp {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "provider-ipsec:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	zl := zap.New(zap.UseDevMode(o.debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-ipsec"))
+	ctrl.SetLogger(zl)
+	log.Debug("Starting", "poll", o.poll, "sync", o.sync, "max-reconcile-rate", o.maxReconcileRate)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("cannot find the API server (set KUBECONFIG out of cluster): %w", err)
+	}
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return fmt.Errorf("cannot add Kubernetes types to scheme: %w", err)
+	}
+	if err := apis.AddToScheme(s); err != nil {
+		return fmt.Errorf("cannot add provider-ipsec types to scheme: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                     s,
+		Cache:                      cache.Options{SyncPeriod: &o.sync},
+		Metrics:                    metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:     o.healthAddr,
+		LeaderElection:             o.leaderElection,
+		LeaderElectionID:           "crossplane-leader-election-provider-ipsec",
+		LeaderElectionNamespace:    o.leaderElectionNS,
+		LeaderElectionResourceLock: "leases",
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("cannot create controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("cannot add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("cannot add readiness check: %w", err)
+	}
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+
+	co := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: o.maxReconcileRate,
+		PollInterval:            o.poll,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(o.maxReconcileRate),
+		Features:                &feature.Flags{},
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: o.pollStateMetrics,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+	}
+	if o.managementPolicies {
+		co.Features.Enable(feature.EnableBetaManagementPolicies)
+		log.Info("Beta feature enabled", "flag", feature.EnableBetaManagementPolicies)
+	}
+	if err := ipsecctrl.Setup(mgr, co); err != nil {
+		return fmt.Errorf("cannot set up controllers: %w", err)
+	}
+	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func ptr[T any](v T) *T { return &v }

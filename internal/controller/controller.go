@@ -1,0 +1,23 @@
+// Package controller registers all of provider-ipsec's controllers, one
+// setup function per kind, each in its own folder.
+package controller
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
+)
+
+// Setup adds every controller of the provider to mgr. It returns the first
+// error a controller's setup returns.
+func Setup(mgr ctrl.Manager, o controller.Options) error {
+	for _, setup := range []func(ctrl.Manager, controller.Options) error{
+		providerconfig.Setup,
+	} {
+		if err := setup(mgr, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
