@@ -20,7 +20,7 @@ CRANK_VERSION=v2.2.1
 
 # key MODULE prints the cache key of one wrapper module.
 key() {
-	(cd "$MODS/$1" && cat go.mod go.sum $(ls *.go 2>/dev/null) && go env GOVERSION) | sha256sum | cut -c1-16
+	(cd "$MODS/$1" && cat go.mod go.sum $(find . -name '*.go' | sort) && go env GOVERSION) | sha256sum | cut -c1-16
 }
 
 # moddir MODULE prints where that module's binaries are cached.
@@ -76,6 +76,8 @@ build_etcd() { gobuild "$1/etcd" . ; }
 build_crossplane() {
 	gobuild "$1/crossplane" github.com/crossplane/crossplane/v2/cmd/crossplane \
 		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$XP_VERSION"
+	# Writes packages into core's package cache (see its doc comment).
+	gobuild "$1/xpkgcache" ./xpkgcache
 	# Core's own CRDs, which 'crossplane core init' installs (CRDS_PATH).
 	cp -r "$(go list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2)/cluster/crds" "$1/crossplane-crds"
 	chmod -R u+w "$1/crossplane-crds"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the provider binary (_output/bin/provider, from `make build`) against
+# the local stack, out of cluster, and waits until it is ready. A provider
+# that already runs is left as it is.
+set -euo pipefail
+# shellcheck source=cluster/local/lib.sh
+source "$(dirname "$0")/lib.sh"
+running apiserver || die "the local stack is not running: run 'make cluster-up' first"
+
+if running provider; then
+	log "provider already running (pid $(cat "$STATE/provider.pid"), log $STATE/provider.log)"
+else
+	[ -x "$ROOT/_output/bin/provider" ] || die "no provider binary: run 'make build'"
+	for p in $PROVIDER_METRICS_PORT $PROVIDER_HEALTH_PORT; do
+		port_free "$p" || die "127.0.0.1:$p is in use; set PROVIDER_METRICS_PORT/PROVIDER_HEALTH_PORT"
+	done
+	log "starting the provider"
+	start provider "$ROOT/_output/bin/provider" --debug \
+		--metrics-bind-address "127.0.0.1:$PROVIDER_METRICS_PORT" \
+		--health-probe-bind-address "127.0.0.1:$PROVIDER_HEALTH_PORT"
+	wait_for provider 60 curl -fsS "http://127.0.0.1:$PROVIDER_HEALTH_PORT/readyz"
+fi
+
+cat <<MSG
+
+provider-ipsec runs against the local stack (log: $STATE/provider.log).
+
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get providerconfigs.ipsecgw.io
+  kubectl get functions
+
+Next, give it OpenStack credentials (edit the clouds.yaml in the Secret first):
+
+  kubectl apply -f examples/providerconfig/
+
+'make cluster-down' stops everything.
+MSG

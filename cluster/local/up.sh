@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Brings up the local control plane on loopback: etcd, kube-apiserver (RBAC,
+# client-certificate auth), kube-controller-manager (garbage collector and
+# namespace controllers, which Crossplane relies on to delete composed
+# resources), Crossplane core out of cluster, function-patch-and-transform
+# registered offline by digest, and the provider's CRDs. Writes
+# $STATE/kubeconfig. A second run while the stack runs says so and changes
+# nothing.
+set -euo pipefail
+# shellcheck source=cluster/local/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+if running apiserver; then
+	log "local stack already running: export KUBECONFIG=$KUBECONFIG ('make cluster-down' stops it)"
+	exit 0
+fi
+for t in etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache function-patch-and-transform; do
+	[ -x "$TOOLS_BIN/$t" ] || die "$t is not built in $TOOLS_BIN: run 'make tools'"
+done
+# Leftovers of a stack that died without cluster-down.
+"$ROOT/cluster/local/down.sh" >/dev/null
+for p in $ETCD_PORT $((ETCD_PORT + 1)) $APISERVER_PORT $XP_METRICS_PORT $XP_HEALTH_PORT $FN_PORT; do
+	port_free "$p" || die "127.0.0.1:$p is in use by another process; stop it or set the *_PORT variables (see cluster/local/lib.sh)"
+done
+
+t0=$(date +%s%N)
+mkdir -p "$STATE/pki"
+"$ROOT/cluster/local/pki.sh" "$STATE/pki"
+
+log "starting etcd and kube-apiserver"
+start etcd "$TOOLS_BIN/etcd" --data-dir "$STATE/etcd" --unsafe-no-fsync \
+	--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+	--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+	--initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls ""
+start apiserver "$TOOLS_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+	--tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key" \
+	--client-ca-file "$STATE/pki/ca.crt" --authorization-mode RBAC --allow-privileged \
+	--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$STATE/pki/sa.pub" \
+	--service-account-signing-key-file "$STATE/pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
+	--disable-admission-plugins ServiceAccount
+cat >"$KUBECONFIG" <<KC
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$STATE/pki/ca.crt"}}]
+users: [{name: admin, user: {client-certificate: "$STATE/pki/admin.crt", client-key: "$STATE/pki/admin.key"}}]
+contexts: [{name: local, context: {cluster: local, user: admin}}]
+current-context: local
+KC
+wait_for kube-apiserver 60 kubectl get --raw /readyz
+
+start kcm "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" \
+	--controllers garbagecollector,namespace --leader-elect=false --secure-port 0
+
+log "starting Crossplane core"
+kubectl create namespace "$XP_NAMESPACE" >/dev/null
+xpinit() {
+	POD_NAMESPACE=$XP_NAMESPACE ENABLE_WEBHOOKS=false CRDS_PATH=$TOOLS_BIN/crossplane-crds \
+		TLS_CA_SECRET_NAME=crossplane-root-ca TLS_CLIENT_SECRET_NAME=crossplane-tls-client \
+		"$TOOLS_BIN/crossplane" core init >"$STATE/crossplane-init.log" 2>&1
+}
+# The first init can race the discovery of the CRDs it has just created.
+xpinit || { sleep 2; xpinit; } || die "crossplane core init failed: see $STATE/crossplane-init.log"
+mkdir -p "$STATE/xp/client" "$STATE/xp/fn" "$STATE/xp/xpkg-cache" "$STATE/xp/xfn-cache"
+for k in ca.crt tls.crt tls.key; do
+	kubectl -n "$XP_NAMESPACE" get secret crossplane-tls-client -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$STATE/xp/client/$k"
+done
+start crossplane env POD_NAMESPACE=$XP_NAMESPACE POD_SERVICE_ACCOUNT=crossplane ENABLE_WEBHOOKS=false \
+	TLS_CLIENT_CERTS_DIR="$STATE/xp/client" PACKAGE_RUNTIME=External \
+	XPKG_CACHE_DIR="$STATE/xp/xpkg-cache" XFN_CACHE_DIR="$STATE/xp/xfn-cache" \
+	"$TOOLS_BIN/crossplane" core start --metrics-port "$XP_METRICS_PORT" --health-probe-port "$XP_HEALTH_PORT" --poll-interval 10s
+
+log "starting function-patch-and-transform"
+"$ROOT/cluster/local/function-cert.sh" "$STATE/xp/fn"
+start fpt "$TOOLS_BIN/function-patch-and-transform" --address "127.0.0.1:$FN_PORT" --tls-certs-dir "$STATE/xp/fn"
+ref=$("$TOOLS_BIN/xpkgcache" "$STATE/xp/xpkg-cache" "$FPT_SOURCE" \
+	"$TOOLS_BIN/fpt-package/crossplane.yaml" "$TOOLS_BIN"/fpt-package/input/*.yaml)
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-patch-and-transform
+spec:
+  package: $ref
+  packagePullPolicy: Never
+YAML
+"$ROOT/cluster/local/external-runtime.sh" function function-patch-and-transform "dns:///localhost:$FN_PORT" "$STATE/xp/fn"
+
+log "installing the provider's CRDs"
+kubectl apply --server-side -f "$ROOT/package/crds" >/dev/null
+kubectl wait --for condition=Established --timeout 60s -f "$ROOT/package/crds" >/dev/null
+kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
+
+ms=$((($(date +%s%N) - t0) / 1000000))
+log "local stack up in $((ms / 1000)).$((ms % 1000 / 100))s: export KUBECONFIG=$KUBECONFIG"
