@@ -31,9 +31,10 @@ type ProviderConfigSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="source Secret needs secretRef: the namespace, name and key of the Secret holding clouds.yaml"
 type OpenStackCredentials struct {
 	// Source of the credentials. Only Secret is supported.
+	// +optional
 	// +kubebuilder:validation:Enum=Secret
 	// +kubebuilder:default=Secret
-	Source xpv2.CredentialsSource `json:"source"`
+	Source xpv2.CredentialsSource `json:"source,omitempty"`
 
 	// SecretRef is the Secret key holding the clouds.yaml document.
 	// +optional
@@ -67,9 +68,10 @@ type ClusterCredentials struct {
 	// Source of the credentials. InjectedIdentity uses the provider's own
 	// identity (its ServiceAccount in cluster, or KUBECONFIG out of cluster);
 	// Secret reads a kubeconfig from secretRef.
+	// +optional
 	// +kubebuilder:validation:Enum=InjectedIdentity;Secret
 	// +kubebuilder:default=InjectedIdentity
-	Source xpv2.CredentialsSource `json:"source"`
+	Source xpv2.CredentialsSource `json:"source,omitempty"`
 
 	// SecretRef is the Secret key holding a kubeconfig document.
 	// +optional
