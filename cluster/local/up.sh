@@ -25,6 +25,18 @@ done
 
 t0=$(date +%s%N)
 mkdir -p "$STATE/pki"
+# A failed bring-up keeps its logs and stops what it started, so that no
+# half-started stack is left to be mistaken for a running one.
+up=false
+cleanup() {
+	$up && return
+	rm -rf "$STATE.failed"
+	mkdir -p "$STATE.failed"
+	cp "$STATE"/*.log "$STATE.failed/" 2>/dev/null || true
+	"$ROOT/cluster/local/down.sh" >/dev/null
+	echo "bring-up failed; logs kept in $STATE.failed" >&2
+}
+trap cleanup EXIT
 "$ROOT/cluster/local/pki.sh" "$STATE/pki"
 
 log "starting etcd and kube-apiserver"
@@ -55,12 +67,18 @@ start kcm "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" \
 log "starting Crossplane core"
 kubectl create namespace "$XP_NAMESPACE" >/dev/null
 xpinit() {
-	POD_NAMESPACE=$XP_NAMESPACE ENABLE_WEBHOOKS=false CRDS_PATH=$TOOLS_BIN/crossplane-crds \
+	POD_NAMESPACE=$XP_NAMESPACE ENABLE_WEBHOOKS=false CRDS_PATH=$(readlink -f "$TOOLS_BIN/crossplane-crds") \
 		TLS_CA_SECRET_NAME=crossplane-root-ca TLS_CLIENT_SECRET_NAME=crossplane-tls-client \
 		"$TOOLS_BIN/crossplane" core init >"$STATE/crossplane-init.log" 2>&1
 }
-# The first init can race the discovery of the CRDs it has just created.
-xpinit || { sleep 2; xpinit; } || die "crossplane core init failed: see $STATE/crossplane-init.log"
+# init can race the discovery of the CRDs it has just created: wait for them
+# and try again.
+for i in 1 2 3 4 5; do
+	xpinit && break
+	[ "$i" = 5 ] && die "crossplane core init failed: see $STATE/crossplane-init.log"
+	kubectl wait --for condition=Established --timeout 30s crd --all >/dev/null
+	sleep 1
+done
 mkdir -p "$STATE/xp/client" "$STATE/xp/fn" "$STATE/xp/xpkg-cache" "$STATE/xp/xfn-cache"
 for k in ca.crt tls.crt tls.key; do
 	kubectl -n "$XP_NAMESPACE" get secret crossplane-tls-client -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$STATE/xp/client/$k"
@@ -91,5 +109,6 @@ kubectl apply --server-side -f "$ROOT/package/crds" >/dev/null
 kubectl wait --for condition=Established --timeout 60s -f "$ROOT/package/crds" >/dev/null
 kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
 
+up=true
 ms=$((($(date +%s%N) - t0) / 1000000))
 log "local stack up in $((ms / 1000)).$((ms % 1000 / 100))s: export KUBECONFIG=$KUBECONFIG"
