@@ -17,7 +17,7 @@ dev: tools build ## Run the main job on the bundled local stack: control plane, 
 	cluster/local/provider.sh
 
 .PHONY: test
-test: tools check-generate test-unit test-integration ## Run all tests (needs `make tools`, done here).
+test: tools check-generate test-unit test-integration test-e2e ## Run all tests (builds the toolchain first).
 
 ##@ Development
 
@@ -44,6 +44,10 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 .PHONY: test-integration
 test-integration: ## Integration tests against a real kube-apiserver and etcd (envtest).
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/...
+
+.PHONY: test-e2e
+test-e2e: build ## End-to-end: the `make dev` stack on its own ports, checked and torn down.
+	test/e2e/dev-stack.sh
 
 .PHONY: reviewable
 reviewable: generate ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.
