@@ -1,0 +1,59 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseFlags(t *testing.T) {
+	defaults := options{
+		poll: time.Minute, sync: time.Hour, maxReconcileRate: 10, leaderElectionNS: "crossplane-system",
+		metricsAddr: ":8080", healthAddr: ":8081", pollStateMetrics: 5 * time.Second, managementPolicies: true,
+	}
+	cases := map[string]struct {
+		reason  string
+		args    []string
+		want    options
+		wantErr string
+	}{
+		"Defaults": {
+			reason: "No flags give the defaults every Crossplane provider has.",
+			want:   defaults,
+		},
+		"CrossplaneFlags": {
+			reason: "The flags platform teams know from other providers are taken with their usual names.",
+			args:   []string{"--poll=30s", "--sync", "10m", "--max-reconcile-rate=3", "--leader-election", "--debug"},
+			want: func() options {
+				o := defaults
+				o.poll, o.sync, o.maxReconcileRate, o.leaderElection, o.debug = 30*time.Second, 10*time.Minute, 3, true, true
+				return o
+			}(),
+		},
+		"ZeroRate": {
+			reason:  "A reconcile rate below one would stall every controller and is refused.",
+			args:    []string{"--max-reconcile-rate=0"},
+			wantErr: "--max-reconcile-rate must be at least 1, not 0",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", "")
+			got, err := parseFlags(tc.args)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Fatalf("%s\nparseFlags(%q): -want error, +got error:\n%s", tc.reason, tc.args, diff)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+				t.Errorf("%s\nparseFlags(%q): -want, +got:\n%s", tc.reason, tc.args, diff)
+			}
+		})
+	}
+}
