@@ -5,12 +5,14 @@ package apis
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
+	gatewayv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	clusterv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 )
 
 // AddToSchemes registers every API group of the provider with a Scheme.
 var AddToSchemes = runtime.SchemeBuilder{
 	clusterv1alpha1.SchemeBuilder.AddToScheme,
+	gatewayv1alpha1.SchemeBuilder.AddToScheme,
 }
 
 // AddToScheme adds all of the provider's types to s. It returns the first

@@ -1,0 +1,175 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Mode is how client traffic reaches the tenant side.
+// +kubebuilder:validation:Enum=nat;routed
+type Mode string
+
+// Modes of a Gateway.
+const (
+	// ModeNAT: the client reaches inside addresses that the gateway
+	// translates to tenant endpoints (exposures), and tenant workloads
+	// reach client hosts through the gateway (reverse exposures).
+	ModeNAT Mode = "nat"
+	// ModeRouted: client subnets are routed to the gateway's port by the
+	// tenant's Neutron router; no address translation.
+	ModeRouted Mode = "routed"
+)
+
+// A GatewayParameters is the desired state of a Gateway.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'routed' || (size(self.exposures) == 0 && size(self.reverseExposures) == 0)",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
+type GatewayParameters struct {
+	// Namespace of the target cluster in which the gateway's pod,
+	// configuration and RBAC objects are created. It must exist.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+
+	// Images of the gateway pod's containers.
+	// +optional
+	// +kubebuilder:default={}
+	Images Images `json:"images,omitempty"`
+
+	// Active false pre-stages the gateway: every object, the rendered
+	// configuration included, is created and kept up to date, but the
+	// Deployment runs 0 replicas. The migration runbook's pre-stage.
+	// +optional
+	// +kubebuilder:default=true
+	Active *bool `json:"active,omitempty"`
+
+	// Endpoint is the gateway's own address on the tenant network (the
+	// Neutron port) and the identity it presents to peers.
+	Endpoint Endpoint `json:"endpoint"`
+
+	// NetworkAttachment configures the pod's secondary interface, a Multus
+	// NetworkAttachmentDefinition with the endpoint's MAC and address.
+	// +optional
+	// +kubebuilder:default={}
+	NetworkAttachment NetworkAttachment `json:"networkAttachment,omitempty"`
+
+	// Tunnels to peers; each is one strongSwan connection (one IKE SA).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	Tunnels []Tunnel `json:"tunnels"`
+
+	// Mode is nat (default) or routed.
+	// +optional
+	// +kubebuilder:default=nat
+	Mode Mode `json:"mode,omitempty"`
+
+	// TenantSubnets are the tenant-side networks, IPv4 CIDRs (such as the
+	// cluster's pod and Service networks and the tenant's Neutron
+	// subnets). No remote traffic selector may overlap them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	TenantSubnets []CIDR `json:"tenantSubnets,omitempty"`
+
+	// Exposures publish tenant endpoints to the client side at inside
+	// addresses (mode nat).
+	// +optional
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	Exposures []Exposure `json:"exposures,omitempty"`
+
+	// ReverseExposures publish client hosts to tenant workloads on a port
+	// of the gateway (mode nat).
+	// +optional
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	ReverseExposures []ReverseExposure `json:"reverseExposures,omitempty"`
+
+	// Resources of the strongswan container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the gateway pod.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the gateway pod.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// Images of the gateway pod.
+type Images struct {
+	// StrongSwan runs charon and swanctl.
+	// +optional
+	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
+	// +kubebuilder:validation:MaxLength=512
+	StrongSwan string `json:"strongswan,omitempty"`
+
+	// Agent loads configuration into charon and reports tunnel state.
+	// +optional
+	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
+	// +kubebuilder:validation:MaxLength=512
+	Agent string `json:"agent,omitempty"`
+}
+
+// IPv4 is a dotted-quad IPv4 address.
+// +kubebuilder:validation:MaxLength=15
+// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="must be an IPv4 address such as 10.0.0.5"
+type IPv4 string
+
+// CIDR is an IPv4 network in CIDR notation with no host bits set, such as
+// 10.1.0.0/24.
+// +kubebuilder:validation:MaxLength=18
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4 && cidr(self) == cidr(self).masked()",message="must be an IPv4 network in CIDR notation with no host bits set, such as 10.1.0.0/24"
+type CIDR string
+
+// An Endpoint is the gateway's address on the tenant network and the
+// identity it presents. The gateway sits behind Neutron's 1:1 floating IP
+// NAT: it binds PrivateAddress and identifies itself with LocalID.
+type Endpoint struct {
+	// PrivateAddress is the Neutron port's fixed IP: the address charon binds
+	// (swanctl local_addrs).
+	PrivateAddress IPv4 `json:"privateAddress"`
+
+	// PrefixLength of the tenant network the port is on, in bits.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=30
+	PrefixLength int32 `json:"prefixLength"`
+
+	// Gateway is the tenant network's default gateway (the Neutron router's
+	// interface address).
+	Gateway IPv4 `json:"gateway"`
+
+	// MACAddress of the Neutron port, given to the secondary interface.
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`
+	MACAddress string `json:"macAddress"`
+
+	// LocalID is the IKE identity the gateway presents (swanctl local.id),
+	// an IPv4 address: the floating IP peers know it by. It may differ from
+	// PrivateAddress.
+	LocalID IPv4 `json:"localId"`
+}
+
+// NetworkAttachment options of the Multus NetworkAttachmentDefinition.
+type NetworkAttachment struct {
+	// Type of CNI plugin.
+	// +optional
+	// +kubebuilder:validation:Enum=macvlan
+	// +kubebuilder:default=macvlan
+	Type string `json:"type,omitempty"`
+
+	// Master is the node's interface that carries the tenant network.
+	// +optional
+	// +kubebuilder:default=eth1
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,14}$`
+	Master string `json:"master,omitempty"`
+
+	// MacvlanMode is the macvlan mode.
+	// +optional
+	// +kubebuilder:validation:Enum=bridge;private;vepa;passthru
+	// +kubebuilder:default=bridge
+	MacvlanMode string `json:"macvlanMode,omitempty"`
+}

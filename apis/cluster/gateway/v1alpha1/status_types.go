@@ -1,0 +1,80 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A GatewayObservation is the observed state of a Gateway.
+type GatewayObservation struct {
+	// ConfigHash is the SHA-256 of the rendered configuration (swanctl.conf,
+	// secrets and NAT rules), hex. The pod template carries it too.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+
+	// Replicas the Deployment asks for: 1, or 0 while the gateway is not
+	// active.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// ReadyReplicas of the Deployment.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// TunnelsUp summarises the tunnels as "established/total".
+	// +optional
+	TunnelsUp string `json:"tunnelsUp,omitempty"`
+
+	// Tunnels as the gateway's agent last reported them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Tunnels []TunnelStatus `json:"tunnels,omitempty"`
+}
+
+// A TunnelStatus is one tunnel's state as charon reports it over VICI.
+type TunnelStatus struct {
+	// Name of the tunnel.
+	Name string `json:"name"`
+
+	// IKEState is the IKE SA's state as strongSwan names it (CONNECTING,
+	// ESTABLISHED, REKEYING, DELETING, …), or DOWN when there is no IKE SA.
+	// +optional
+	IKEState string `json:"ikeState,omitempty"`
+
+	// EstablishedAt is when the IKE SA was established.
+	// +optional
+	EstablishedAt *metav1.Time `json:"establishedAt,omitempty"`
+
+	// ChildSAs of the IKE SA.
+	// +optional
+	ChildSAs []ChildSAStatus `json:"childSAs,omitempty"`
+
+	// LastError is the last failure charon reported for the tunnel, such as
+	// AUTHENTICATION_FAILED or NO_PROPOSAL_CHOSEN.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// A ChildSAStatus is one CHILD_SA's state and counters.
+type ChildSAStatus struct {
+	// Name of the CHILD_SA (the swanctl child name).
+	Name string `json:"name"`
+	// State as strongSwan names it (INSTALLED, REKEYING, …).
+	// +optional
+	State string `json:"state,omitempty"`
+	// LocalTS and RemoteTS are the negotiated traffic selectors, CIDRs.
+	// +optional
+	LocalTS []string `json:"localTS,omitempty"`
+	// +optional
+	RemoteTS []string `json:"remoteTS,omitempty"`
+	// BytesIn and BytesOut count ESP payload bytes, PacketsIn and
+	// PacketsOut packets, since the CHILD_SA was installed.
+	// +optional
+	BytesIn int64 `json:"bytesIn,omitempty"`
+	// +optional
+	BytesOut int64 `json:"bytesOut,omitempty"`
+	// +optional
+	PacketsIn int64 `json:"packetsIn,omitempty"`
+	// +optional
+	PacketsOut int64 `json:"packetsOut,omitempty"`
+}

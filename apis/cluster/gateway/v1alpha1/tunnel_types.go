@@ -1,0 +1,184 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ChildSALayout says how a tunnel's traffic selector pairs map to CHILD_SAs.
+// +kubebuilder:validation:Enum=PerSubnetPair;Single
+type ChildSALayout string
+
+// CHILD_SA layouts. Peers differ in what they accept; IKEv1 supports only
+// PerSubnetPair.
+const (
+	// ChildSAPerSubnetPair negotiates one CHILD_SA per local/remote pair.
+	ChildSAPerSubnetPair ChildSALayout = "PerSubnetPair"
+	// ChildSASingle negotiates one CHILD_SA whose traffic selectors carry
+	// all local and all remote subnets.
+	ChildSASingle ChildSALayout = "Single"
+)
+
+// A Tunnel is one IPsec connection to a peer gateway: one IKE SA and its
+// CHILD_SAs. Field names follow strongSwan's swanctl.conf
+// (https://docs.strongswan.org/docs/5.9/swanctl/swanctlConf.html).
+// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !self.mobike",message="MOBIKE is an IKEv2 extension: set mobike false for ikeVersion 1"
+// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
+type Tunnel struct {
+	// Name of the tunnel, also its swanctl connection name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Peer is the remote gateway.
+	Peer Peer `json:"peer"`
+
+	// IKEVersion is 1 or 2 and must be given: peers differ.
+	// +kubebuilder:validation:Enum=1;2
+	IKEVersion int32 `json:"ikeVersion"`
+
+	// IKEProposals for the IKE SA, most preferred first, in strongSwan's
+	// syntax (encryption-integrity-prf-dhgroup), such as
+	// "aes256-sha256-modp2048" or "aes256gcm16-prfsha384-ecp384".
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	IKEProposals []string `json:"ikeProposals"`
+
+	// ESPProposals for the CHILD_SAs, most preferred first, in strongSwan's
+	// syntax, such as "aes256-sha256-modp2048" (with PFS) or
+	// "aes256gcm16".
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	ESPProposals []string `json:"espProposals"`
+
+	// IKELifetime of the IKE SA.
+	// +optional
+	// +kubebuilder:default={}
+	IKELifetime IKELifetime `json:"ikeLifetime,omitempty"`
+
+	// ChildLifetime of the CHILD_SAs.
+	// +optional
+	// +kubebuilder:default={}
+	ChildLifetime ChildLifetime `json:"childLifetime,omitempty"`
+
+	// DPD is dead peer detection.
+	// +optional
+	// +kubebuilder:default={}
+	DPD DPD `json:"dpd,omitempty"`
+
+	// StartAction: start initiates the tunnel when loaded, trap initiates
+	// it when traffic matches, respond waits for the peer.
+	// +optional
+	// +kubebuilder:validation:Enum=start;trap;respond
+	// +kubebuilder:default=start
+	StartAction string `json:"startAction,omitempty"`
+
+	// ForceEncapsulation sends ESP in UDP even when no NAT is detected
+	// (swanctl encap).
+	// +optional
+	ForceEncapsulation bool `json:"forceEncapsulation,omitempty"`
+
+	// MOBIKE enables IKEv2 mobility (swanctl mobike). Off by default: a
+	// site-to-site gateway's address does not move.
+	// +optional
+	MOBIKE bool `json:"mobike,omitempty"`
+
+	// Fragmentation of IKE messages (swanctl fragmentation).
+	// +optional
+	// +kubebuilder:validation:Enum=yes;accept;force;no
+	// +kubebuilder:default=yes
+	Fragmentation string `json:"fragmentation,omitempty"`
+
+	// PreSharedKeySecretRef is the Secret key holding the tunnel's PSK. The
+	// PSK is never written to a ConfigMap, status, event or log.
+	PreSharedKeySecretRef xpv2.SecretKeySelector `json:"preSharedKeySecretRef"`
+
+	// TrafficSelectors are the local/remote subnet pairs the tunnel
+	// carries.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	TrafficSelectors []TrafficSelector `json:"trafficSelectors"`
+
+	// ChildSALayout is PerSubnetPair (one CHILD_SA per pair, the default)
+	// or Single (one CHILD_SA carrying all pairs' subnets).
+	// +optional
+	// +kubebuilder:default=PerSubnetPair
+	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
+}
+
+// A Peer is the remote gateway of a tunnel.
+type Peer struct {
+	// Address of the peer: an IPv4 address or a DNS name (swanctl
+	// remote_addrs).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*)$`
+	Address string `json:"address"`
+
+	// ID is the identity the peer presents (swanctl remote.id): an IPv4
+	// address, a DNS name, or user@domain. Defaults to Address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?|[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?)$`
+	ID string `json:"id,omitempty"`
+}
+
+// IKELifetime bounds an IKE SA's life. Durations are Go durations ("4h",
+// "90m"), rendered to swanctl in seconds.
+type IKELifetime struct {
+	// RekeyTime after which the IKE SA is rekeyed (swanctl rekey_time).
+	// +optional
+	// +kubebuilder:default="4h"
+	RekeyTime *metav1.Duration `json:"rekeyTime,omitempty"`
+
+	// ReauthTime after which the IKE SA is re-authenticated, 0 for never
+	// (swanctl reauth_time).
+	// +optional
+	ReauthTime *metav1.Duration `json:"reauthTime,omitempty"`
+}
+
+// ChildLifetime bounds a CHILD_SA's life. Durations as in IKELifetime.
+// +kubebuilder:validation:XValidation:rule="!has(self.lifeTime) || !has(self.rekeyTime) || duration(self.lifeTime) > duration(self.rekeyTime)",message="lifeTime must be longer than rekeyTime"
+type ChildLifetime struct {
+	// RekeyTime after which the CHILD_SA is rekeyed (swanctl
+	// children.rekey_time).
+	// +optional
+	// +kubebuilder:default="1h"
+	RekeyTime *metav1.Duration `json:"rekeyTime,omitempty"`
+
+	// LifeTime after which the CHILD_SA expires if not rekeyed (swanctl
+	// children.life_time). Defaults to strongSwan's: 110% of RekeyTime.
+	// +optional
+	LifeTime *metav1.Duration `json:"lifeTime,omitempty"`
+}
+
+// DPD is dead peer detection.
+type DPD struct {
+	// Delay between checks of an idle peer, 0 to turn DPD off (swanctl
+	// dpd_delay).
+	// +optional
+	// +kubebuilder:default="30s"
+	Delay *metav1.Duration `json:"delay,omitempty"`
+
+	// Action when the peer is found dead: clear closes the CHILD_SAs,
+	// trap re-arms them to initiate on traffic, restart initiates at once
+	// (swanctl children.dpd_action).
+	// +optional
+	// +kubebuilder:validation:Enum=clear;trap;restart
+	// +kubebuilder:default=restart
+	Action string `json:"action,omitempty"`
+}
+
+// A TrafficSelector is a pair of subnets whose traffic the tunnel carries.
+type TrafficSelector struct {
+	// Local subnet: in mode nat the inside addresses the client sees, in
+	// mode routed a tenant subnet.
+	Local CIDR `json:"local"`
+	// Remote subnet, on the client side.
+	Remote CIDR `json:"remote"`
+}
