@@ -1,0 +1,79 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// NATTable is the nftables table the gateway's agent owns; nothing else in
+// the pod's network namespace is touched.
+const NATTable = "ipsecgw"
+
+// clusterInterface is the pod's interface on the cluster network.
+const clusterInterface = "eth0"
+
+// natRules renders the nftables script for the gateway. Loaded with
+// `nft -f`, it replaces the table atomically: the first two statements
+// create the table if missing and delete it, in the same transaction as the
+// new definition.
+//
+// Exposures: traffic from a remote subnet to insideAddress:port is
+// DNATed to the target and masqueraded to the address of the interface it
+// leaves by, so replies come back through the gateway. Reverse exposures:
+// traffic arriving on the cluster interface at listenPort is DNATed to the
+// client host and SNATed to sourceAddress so it matches the tunnel's
+// traffic selectors.
+func natRules(in Input, c *checked) []byte {
+	var pre, post bytes.Buffer
+	for _, e := range in.Spec.Exposures {
+		inside := netip.MustParseAddr(string(e.InsideAddress))
+		target := in.ServiceAddresses[e.Name]
+		if e.Target.Address != nil {
+			target = string(*e.Target.Address)
+		}
+		remotes := make([]string, 0)
+		for _, r := range remotesFor(c.pairs, inside) {
+			remotes = append(remotes, r.String())
+		}
+		fmt.Fprintf(&pre, "\t\t# exposure %s\n", e.Name)
+		fmt.Fprintf(&pre, "\t\tip saddr { %s } ip daddr %s %s dport %d dnat to %s:%d\n",
+			strings.Join(remotes, ", "), inside, proto(e.Protocol), e.Port, target, e.Target.Port)
+		fmt.Fprintf(&post, "\t\t# exposure %s\n", e.Name)
+		fmt.Fprintf(&post, "\t\tct status dnat ip daddr %s %s dport %d masquerade\n",
+			target, proto(e.Protocol), e.Target.Port)
+	}
+	for _, r := range in.Spec.ReverseExposures {
+		fmt.Fprintf(&pre, "\t\t# reverse exposure %s\n", r.Name)
+		fmt.Fprintf(&pre, "\t\tiifname %q %s dport %d dnat to %s:%d\n",
+			clusterInterface, proto(r.Protocol), r.ListenPort, r.ClientAddress, r.ClientPort)
+		fmt.Fprintf(&post, "\t\t# reverse exposure %s\n", r.Name)
+		fmt.Fprintf(&post, "\t\tct status dnat ip daddr %s %s dport %d snat to %s\n",
+			r.ClientAddress, proto(r.Protocol), r.ClientPort, r.SourceAddress)
+	}
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# NAT rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), NATTable)
+	fmt.Fprintf(&b, "table ip %s {\n}\ndelete table ip %s\ntable ip %s {\n", NATTable, NATTable, NATTable)
+	fmt.Fprintf(&b, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n%s\t}\n", pre.String())
+	fmt.Fprintf(&b, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n%s\t}\n", post.String())
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+func proto(p v1alpha1.Protocol) string {
+	if p == "" {
+		return "tcp"
+	}
+	return string(p)
+}
+
+func mode(m v1alpha1.Mode) v1alpha1.Mode {
+	if m == "" {
+		return v1alpha1.ModeNAT
+	}
+	return m
+}

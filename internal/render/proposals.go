@@ -1,0 +1,100 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+)
+
+// kind of a proposal keyword, as strongSwan's proposal parser classifies it
+// (https://docs.strongswan.org/docs/5.9/config/IKEv2CipherSuites.html).
+type kind int
+
+const (
+	encryption kind = iota
+	aead            // an encryption algorithm that also protects integrity
+	integrity
+	prf
+	dhGroup
+	esn
+)
+
+// keywords are the proposal keywords of strongSwan 5.9 that the provider
+// accepts. The integration test loads every one of them into a real charon.
+var keywords = func() map[string]kind {
+	m := map[string]kind{
+		"3des": encryption, "cast128": encryption, "blowfish128": encryption, "blowfish192": encryption,
+		"blowfish256": encryption, "aes": encryption, "aes128": encryption, "aes192": encryption,
+		"aes256": encryption, "aes128ctr": encryption, "aes192ctr": encryption, "aes256ctr": encryption,
+		"camellia": encryption, "camellia128": encryption, "camellia192": encryption, "camellia256": encryption,
+		"null": encryption,
+		"chacha20poly1305": aead,
+		// AES-GMAC: authentication only, no confidentiality (ESP).
+		"aes128gmac": aead, "aes192gmac": aead, "aes256gmac": aead,
+
+		"md5": integrity, "md5_128": integrity, "sha1": integrity, "sha": integrity, "sha1_160": integrity,
+		"sha256": integrity, "sha2_256": integrity, "sha256_96": integrity, "sha2_256_96": integrity,
+		"sha384": integrity, "sha2_384": integrity, "sha512": integrity, "sha2_512": integrity,
+		"aesxcbc": integrity, "aescmac": integrity,
+
+		"prfmd5": prf, "prfsha1": prf, "prfsha256": prf, "prfsha384": prf, "prfsha512": prf,
+		"prfaesxcbc": prf, "prfaescmac": prf,
+
+		"modp768": dhGroup, "modp1024": dhGroup, "modp1536": dhGroup, "modp2048": dhGroup,
+		"modp3072": dhGroup, "modp4096": dhGroup, "modp6144": dhGroup, "modp8192": dhGroup,
+		"modp1024s160": dhGroup, "modp2048s224": dhGroup, "modp2048s256": dhGroup,
+		"ecp192": dhGroup, "ecp224": dhGroup, "ecp256": dhGroup, "ecp384": dhGroup, "ecp521": dhGroup,
+		"ecp224bp": dhGroup, "ecp256bp": dhGroup, "ecp384bp": dhGroup, "ecp512bp": dhGroup,
+		"curve25519": dhGroup, "x25519": dhGroup, "curve448": dhGroup, "x448": dhGroup,
+
+		"esn": esn, "noesn": esn,
+	}
+	// AES-CCM and AES-GCM with 8, 12 and 16 byte ICVs, also named by bits.
+	for _, mode := range []string{"ccm", "gcm"} {
+		for _, size := range []string{"128", "192", "256"} {
+			for _, icv := range []string{"8", "12", "16", "64", "96", "128"} {
+				m["aes"+size+mode+icv] = aead
+			}
+		}
+	}
+	return m
+}()
+
+// checkProposal checks one proposal string such as
+// "aes256-sha256-modp2048". ike says whether it is an IKE proposal, which
+// needs a DH group; an ESP proposal may omit it (no PFS). Non-AEAD
+// encryption needs an integrity algorithm. The error names the keyword.
+func checkProposal(p string, ike bool) error {
+	var has [esn + 1]bool
+	for tok := range strings.SplitSeq(p, "-") {
+		k, ok := keywords[tok]
+		if !ok {
+			return fmt.Errorf("%q is not a strongSwan proposal keyword", tok)
+		}
+		if ike && k == esn {
+			return fmt.Errorf("%q applies to ESP only", tok)
+		}
+		if !ike && k == prf {
+			return fmt.Errorf("%q applies to IKE only", tok)
+		}
+		has[k] = true
+	}
+	switch {
+	case !has[encryption] && !has[aead]:
+		return fmt.Errorf("no encryption algorithm")
+	case has[encryption] && !has[integrity]:
+		return fmt.Errorf("no integrity algorithm for non-AEAD encryption")
+	case ike && !has[dhGroup]:
+		return fmt.Errorf("no DH group")
+	}
+	return nil
+}
+
+// Keywords returns the proposal keywords the provider accepts, for tests
+// that confirm them against a real charon.
+func Keywords() []string {
+	out := make([]string, 0, len(keywords))
+	for k := range keywords {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+// Package render turns a Gateway's spec into the files its pod runs with:
+// swanctl.conf (connections, no secrets), a secrets file and the nftables
+// NAT ruleset. It is pure: no I/O, the same input gives the same bytes.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// Input is everything rendering needs.
+type Input struct {
+	// Spec is the Gateway's spec.forProvider.
+	Spec v1alpha1.GatewayParameters
+	// PSKs holds each tunnel's pre-shared key, raw bytes, by tunnel name.
+	PSKs map[string][]byte
+	// ServiceAddresses holds the cluster IP of each exposure's
+	// target.serviceName, by exposure name.
+	ServiceAddresses map[string]string
+}
+
+// Files are the rendered configuration of one gateway.
+type Files struct {
+	// SwanctlConf is swanctl.conf with the connections. It holds no secret
+	// and goes into a ConfigMap.
+	SwanctlConf []byte
+	// Secrets is a swanctl.conf fragment with the secrets section: the PSKs,
+	// hex-encoded. It goes into a Secret.
+	Secrets []byte
+	// NATRules is an nftables script that atomically replaces the table
+	// ipsecgw; in mode routed the table is empty.
+	NATRules []byte
+	// Hash is the hex SHA-256 of SwanctlConf and NATRules. Secrets are left
+	// out so that the hash, which is shown in status, reveals nothing about
+	// a PSK.
+	Hash string
+}
+
+// Render validates in and renders it. It returns Errors listing every
+// problem, each naming the field at fault, and no Files when in is invalid.
+func Render(in Input) (*Files, error) {
+	c, err := validate(in)
+	if err != nil {
+		return nil, err
+	}
+	conf, secrets := swanctlConf(in, c)
+	f := &Files{NATRules: natRules(in, c)}
+	if f.SwanctlConf, err = conf.Format(); err != nil {
+		return nil, err
+	}
+	if f.Secrets, err = secrets.Format(); err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write(f.SwanctlConf)
+	h.Write([]byte{0})
+	h.Write(f.NATRules)
+	f.Hash = hex.EncodeToString(h.Sum(nil))
+	return f, nil
+}

@@ -1,0 +1,115 @@
+package render
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+)
+
+// startActions maps the API's start actions to swanctl's start_action.
+var startActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
+
+// swanctlConf builds the connections document and the secrets document.
+// Settings the spec leaves unset are left out, so strongSwan's defaults
+// apply.
+func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
+	conf, secrets = &swanctl.Section{}, &swanctl.Section{}
+	conns := conf.Section("connections")
+	secs := secrets.Section("secrets")
+	ep := in.Spec.Endpoint
+	for _, t := range in.Spec.Tunnels {
+		conn := conns.Section(t.Name)
+		conn.Set("version", strconv.Itoa(int(t.IKEVersion)))
+		conn.Set("local_addrs", string(ep.PrivateAddress))
+		conn.Set("remote_addrs", t.Peer.Address)
+		conn.Set("proposals", strings.Join(t.IKEProposals, ","))
+		setDuration(conn, "rekey_time", t.IKELifetime.RekeyTime)
+		setDuration(conn, "reauth_time", t.IKELifetime.ReauthTime)
+		setDuration(conn, "dpd_delay", t.DPD.Delay)
+		conn.Set("encap", yesNo(t.ForceEncapsulation))
+		conn.Set("mobike", yesNo(t.MOBIKE))
+		if t.Fragmentation != "" {
+			conn.Set("fragmentation", t.Fragmentation)
+		}
+		conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
+		conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
+		children := conn.Section("children")
+		for _, ch := range childSAs(t, c.pairs) {
+			child := children.Section(ch.name)
+			child.Set("local_ts", strings.Join(ch.local, ","))
+			child.Set("remote_ts", strings.Join(ch.remote, ","))
+			child.Set("esp_proposals", strings.Join(t.ESPProposals, ","))
+			setDuration(child, "rekey_time", t.ChildLifetime.RekeyTime)
+			setDuration(child, "life_time", t.ChildLifetime.LifeTime)
+			if t.DPD.Action != "" {
+				child.Set("dpd_action", t.DPD.Action)
+			}
+			if a, ok := startActions[t.StartAction]; ok {
+				child.Set("start_action", a)
+			}
+		}
+		secs.Section("ike-"+t.Name).
+			Set("id-local", string(ep.LocalID)).
+			Set("id-remote", peerID(t)).
+			Set("secret", "0x"+hex.EncodeToString(in.PSKs[t.Name]))
+	}
+	return conf, secrets
+}
+
+// child is one CHILD_SA to render.
+type child struct {
+	name          string
+	local, remote []string
+}
+
+// childSAs lays a tunnel's subnet pairs out as CHILD_SAs: one per pair,
+// named <tunnel>-<n> from 1, or one named <tunnel> carrying every subnet.
+func childSAs(t v1alpha1.Tunnel, pairs []pair) []child {
+	var out []child
+	single := child{name: t.Name}
+	for _, p := range pairs {
+		if p.tunnel != t.Name {
+			continue
+		}
+		l, r := p.local.String(), p.remote.String()
+		if t.ChildSALayout == v1alpha1.ChildSASingle {
+			if !slices.Contains(single.local, l) {
+				single.local = append(single.local, l)
+			}
+			if !slices.Contains(single.remote, r) {
+				single.remote = append(single.remote, r)
+			}
+			continue
+		}
+		out = append(out, child{name: fmt.Sprintf("%s-%d", t.Name, p.index+1), local: []string{l}, remote: []string{r}})
+	}
+	if t.ChildSALayout == v1alpha1.ChildSASingle {
+		out = append(out, single)
+	}
+	return out
+}
+
+// setDuration sets key to d in whole seconds ("3600s"), rounding up, when d
+// is given.
+func setDuration(s *swanctl.Section, key string, d *metav1.Duration) {
+	if d == nil {
+		return
+	}
+	secs := int64((d.Duration + time.Second - 1) / time.Second)
+	s.Set(key, strconv.FormatInt(secs, 10)+"s")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
