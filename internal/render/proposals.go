@@ -26,7 +26,7 @@ var keywords = func() map[string]kind {
 		"blowfish256": encryption, "aes": encryption, "aes128": encryption, "aes192": encryption,
 		"aes256": encryption, "aes128ctr": encryption, "aes192ctr": encryption, "aes256ctr": encryption,
 		"camellia": encryption, "camellia128": encryption, "camellia192": encryption, "camellia256": encryption,
-		"null": encryption,
+		"null":             encryption,
 		"chacha20poly1305": aead,
 		// AES-GMAC: authentication only, no confidentiality (ESP).
 		"aes128gmac": aead, "aes192gmac": aead, "aes256gmac": aead,

@@ -42,14 +42,14 @@ func goldenInput(t *testing.T, name string) Input {
 // change, and review the diff.
 func TestGolden(t *testing.T) {
 	cases := map[string]string{
-		"single-tunnel":        "One IKEv2 tunnel with one subnet pair and every optional setting.",
-		"several-tunnels":      "Three tunnels to different peers, one identified by FQDN.",
-		"pairs-per-child":      "Several subnet pairs, one CHILD_SA each.",
-		"pairs-single-child":   "Several subnet pairs carried by one CHILD_SA.",
-		"ikev1":                "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
-		"nat-exposures":        "Mode nat with exposures (by address and by Service) and reverse exposures.",
-		"routed":               "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
-		"psk-special-chars":    "PSKs with braces, quotes, '#' and newlines are hex-encoded.",
+		"single-tunnel":      "One IKEv2 tunnel with one subnet pair and every optional setting.",
+		"several-tunnels":    "Three tunnels to different peers, one identified by FQDN.",
+		"pairs-per-child":    "Several subnet pairs, one CHILD_SA each.",
+		"pairs-single-child": "Several subnet pairs carried by one CHILD_SA.",
+		"ikev1":              "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
+		"nat-exposures":      "Mode nat with exposures (by address and by Service) and reverse exposures.",
+		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
+		"psk-special-chars":  "PSKs with braces, quotes, '#' and newlines are hex-encoded.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {

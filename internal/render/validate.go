@@ -26,7 +26,9 @@ type pair struct {
 	local, remote netip.Prefix
 }
 
-func (p pair) path() string { return fmt.Sprintf("tunnels[%s].trafficSelectors[%d]", p.tunnel, p.index) }
+func (p pair) path() string {
+	return fmt.Sprintf("tunnels[%s].trafficSelectors[%d]", p.tunnel, p.index)
+}
 
 // checked is what validation learned that rendering reuses.
 type checked struct {
