@@ -1,0 +1,191 @@
+package render
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// valid returns a gateway that renders, for cases to break one thing in.
+func valid() Input {
+	tunnel := func(name, peer, local, remote string) v1alpha1.Tunnel {
+		return v1alpha1.Tunnel{
+			Name: name, Peer: v1alpha1.Peer{Address: peer}, IKEVersion: 2,
+			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
+			TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(local), Remote: v1alpha1.CIDR(remote)}},
+		}
+	}
+	return Input{
+		Spec: v1alpha1.GatewayParameters{
+			Namespace: "tenant-a",
+			Endpoint: v1alpha1.Endpoint{
+				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+			},
+			TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
+			Tunnels: []v1alpha1.Tunnel{
+				tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
+				tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
+			},
+		},
+		PSKs: map[string][]byte{"a": []byte("k1"), "b": []byte("k2")},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	addr := func(s string) *v1alpha1.IPv4 { a := v1alpha1.IPv4(s); return &a }
+	cases := map[string]struct {
+		reason string
+		mod    func(*Input)
+		want   Errors
+	}{
+		"Valid": {
+			reason: "The base gateway has no problem.",
+			mod:    func(*Input) {},
+		},
+		"OverlapAcrossTunnels": {
+			reason: "Two tunnels whose pairs overlap on both sides would both match the same traffic.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "100.64.0.128/25", Remote: "192.168.0.0/16"}
+			},
+			want: Errors{{"tunnels[b].trafficSelectors[0]", "local 100.64.0.128/25 and remote 192.168.0.0/16 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
+		},
+		"OverlapWithinTunnel": {
+			reason: "A repeated pair in one tunnel overlaps itself.",
+			mod: func(in *Input) {
+				ts := &in.Spec.Tunnels[0].TrafficSelectors
+				*ts = append(*ts, (*ts)[0])
+			},
+			want: Errors{{"tunnels[a].trafficSelectors[1]", "local 100.64.0.0/24 and remote 192.168.1.0/24 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
+		},
+		"SameRemoteDifferentLocal": {
+			reason: "One remote subnet reached from two distinct inside subnets is no overlap.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[1].TrafficSelectors[0].Remote = "192.168.1.0/24"
+				in.Spec.Tunnels[1].Peer.Address = "198.51.100.1"
+				in.Spec.Tunnels[1].Peer.ID = "other.example.com"
+			},
+		},
+		"RemoteOverlapsTenant": {
+			reason: "A client subnet inside the tenant's own networks cannot be routed to the tunnel.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Remote = "10.244.8.0/24" },
+			want:   Errors{{"tunnels[a].trafficSelectors[0].remote", "10.244.8.0/24 overlaps tenant subnet 10.244.0.0/16"}},
+		},
+		"RemoteOverlapsOwnNetwork": {
+			reason: "A client subnet overlapping the gateway's own network would capture its own traffic.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Remote = "10.20.0.0/16" },
+			want:   Errors{{"tunnels[a].trafficSelectors[0].remote", "10.20.0.0/16 overlaps the gateway's own network 10.20.0.0/24"}},
+		},
+		"HostBits": {
+			reason: "A subnet with host bits set is refused with the network it probably means.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Local = "100.64.0.1/24" },
+			want:   Errors{{"tunnels[a].trafficSelectors[0].local", "100.64.0.1/24 has host bits set: did you mean 100.64.0.0/24?"}},
+		},
+		"UnknownProposalKeyword": {
+			reason: "A keyword strongSwan does not know is named.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].IKEProposals = []string{"aes256-sha256-modp2047"} },
+			want:   Errors{{"tunnels[a].ikeProposals[0]", `"aes256-sha256-modp2047": "modp2047" is not a strongSwan proposal keyword`}},
+		},
+		"IKEProposalWithoutDH": {
+			reason: "An IKE proposal needs a DH group.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].IKEProposals = []string{"aes256-sha256"} },
+			want:   Errors{{"tunnels[a].ikeProposals[0]", `"aes256-sha256": no DH group`}},
+		},
+		"ESPWithoutIntegrity": {
+			reason: "Non-AEAD encryption needs an integrity algorithm.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].ESPProposals = []string{"aes256-modp2048"} },
+			want:   Errors{{"tunnels[a].espProposals[0]", `"aes256-modp2048": no integrity algorithm for non-AEAD encryption`}},
+		},
+		"IKEv1SingleChild": {
+			reason: "IKEv1 cannot carry several subnet pairs in one CHILD_SA.",
+			mod: func(in *Input) {
+				tn := &in.Spec.Tunnels[0]
+				tn.IKEVersion, tn.ChildSALayout = 1, v1alpha1.ChildSASingle
+				tn.TrafficSelectors = append(tn.TrafficSelectors, v1alpha1.TrafficSelector{Local: "100.64.0.0/24", Remote: "192.168.9.0/24"})
+			},
+			want: Errors{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
+		},
+		"DuplicatePeer": {
+			reason: "Two tunnels to one peer address and identity would share one IKE SA.",
+			mod:    func(in *Input) { in.Spec.Tunnels[1].Peer.Address = "198.51.100.1" },
+			want:   Errors{{"tunnels[b].peer", "tunnel a already connects to 198.51.100.1 with identity 198.51.100.1: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel"}},
+		},
+		"MissingPSK": {
+			reason: "A tunnel without a PSK cannot authenticate.",
+			mod:    func(in *Input) { delete(in.PSKs, "b") },
+			want:   Errors{{"tunnels[b].preSharedKeySecretRef", "the pre-shared key is missing or empty"}},
+		},
+		"PeerAddressInjection": {
+			reason: "A peer address that is neither IP nor DNS name is refused before it can reach swanctl.conf.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].Peer.Address = "1.2.3.4\n}\nsecrets {" },
+			want:   Errors{{"tunnels[a].peer.address", `"1.2.3.4\n}\nsecrets {" is neither an IPv4 address nor a DNS name`}},
+		},
+		"ExposureOutsideTS": {
+			reason: "An exposure at an inside address no tunnel carries cannot be reached.",
+			mod: func(in *Input) {
+				in.Spec.Exposures = []v1alpha1.Exposure{{Name: "web", Protocol: "tcp", InsideAddress: "100.64.9.1", Port: 443,
+					Target: v1alpha1.ExposureTarget{Address: addr("10.96.0.1"), Port: 443}}}
+			},
+			want: Errors{{"exposures[web].insideAddress", "100.64.9.1 is in no tunnel's local traffic selector"}},
+		},
+		"ExposureUnresolvedService": {
+			reason: "An exposure to a Service whose cluster IP is unknown cannot be rendered.",
+			mod: func(in *Input) {
+				svc := "web"
+				in.Spec.Exposures = []v1alpha1.Exposure{{Name: "web", Protocol: "tcp", InsideAddress: "100.64.0.1", Port: 443,
+					Target: v1alpha1.ExposureTarget{ServiceName: &svc, Port: 443}}}
+			},
+			want: Errors{{"exposures[web].target.serviceName", "the Service's cluster IP is not known"}},
+		},
+		"ReverseExposureWrongTunnel": {
+			reason: "A reverse exposure whose source and client are in different tunnels matches no CHILD_SA.",
+			mod: func(in *Input) {
+				in.Spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "db", Protocol: "tcp", ListenPort: 5432,
+					ClientAddress: "192.168.2.5", ClientPort: 5432, SourceAddress: "100.64.0.9"}}
+			},
+			want: Errors{{"reverseExposures[db]", "no tunnel carries traffic from 100.64.0.9 (sourceAddress, a local traffic selector) to 192.168.2.5 (clientAddress, a remote one)"}},
+		},
+		"RoutedWithExposures": {
+			reason: "Exposures need mode nat.",
+			mod: func(in *Input) {
+				in.Spec.Mode = v1alpha1.ModeRouted
+				in.Spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "db", Protocol: "tcp", ListenPort: 5432,
+					ClientAddress: "192.168.1.5", ClientPort: 5432, SourceAddress: "100.64.0.9"}}
+			},
+			want: Errors{{"mode", "exposures and reverse exposures need mode nat"}},
+		},
+		"GatewayOutsideNetwork": {
+			reason: "The default gateway must be on the endpoint's network.",
+			mod:    func(in *Input) { in.Spec.Endpoint.Gateway = "10.21.0.1" },
+			want:   Errors{{"endpoint.gateway", "10.21.0.1 is not in the endpoint's network 10.20.0.0/24"}},
+		},
+		"SeveralProblems": {
+			reason: "Every problem is reported at once, in spec order.",
+			mod: func(in *Input) {
+				in.Spec.Endpoint.LocalID = "not-an-ip"
+				in.Spec.Tunnels[1].IKEVersion = 3
+			},
+			want: Errors{
+				{"endpoint.localId", `"not-an-ip" is not an IPv4 address`},
+				{"tunnels[b].ikeVersion", "3 is not 1 or 2"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := valid()
+			tc.mod(&in)
+			_, err := Render(in)
+			var got Errors
+			if err != nil && !errors.As(err, &got) {
+				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
