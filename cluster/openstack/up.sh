@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Brings up a real OpenStack Identity (Keystone) and Networking (Neutron) API
+# on 127.0.0.1 for the provider's integration tests, from Debian's packages:
+#
+#   Keystone  http://127.0.0.1:$OS_KEYSTONE_PORT/v3  (uwsgi, one process, fernet tokens)
+#   Neutron   http://127.0.0.1:$OS_NEUTRON_PORT      (ML2 + router plugin, no agents, no RPC bus)
+#
+# Both keep their data in SQLite files under $OS_STATE. The first start on a
+# given set of package versions builds the databases and saves them in the
+# golden cache (see lib.sh); later starts copy them from there. Every start
+# then creates the test fixtures (fixtures.py) and writes $OS_STATE/clouds.yaml
+# and $OS_STATE/fixtures.json. A second run while both servers answer says so
+# and changes nothing. A failed run keeps its logs in $OS_STATE.failed and
+# stops what it started.
+set -euo pipefail
+# shellcheck source=cluster/openstack/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+KS_URL=http://127.0.0.1:$OS_KEYSTONE_PORT
+NEUTRON_URL=http://127.0.0.1:$OS_NEUTRON_PORT
+
+# One bring-up at a time per state directory: a second concurrent run (for
+# example from test packages run in parallel) waits, then finds it running.
+mkdir -p "$(dirname "$OS_STATE")"
+exec 9>"$OS_STATE.lock"
+if ! flock -n 9; then
+	say "another up.sh is bringing up $OS_STATE; waiting for it"
+	flock -w 900 9 || die "timed out waiting for the lock $OS_STATE.lock"
+fi
+
+if alive keystone && alive neutron &&
+	[ "$(http_code "$KS_URL/v3")" = 200 ] && [ "$(http_code "$NEUTRON_URL/")" = 200 ]; then
+	say "already running: Keystone $KS_URL/v3, Neutron $NEUTRON_URL; OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml ('cluster/openstack/down.sh' stops it)"
+	exit 0
+fi
+
+# Leftovers of an instance that died or was half stopped.
+if [ -d "$OS_STATE" ]; then
+	"$OS_DIR/down.sh" >/dev/null
+fi
+
+# neutron-server binds with SO_REUSEPORT: a second one on the same port would
+# start happily next to a stale one, and requests would go to either.
+for p in "$OS_KEYSTONE_PORT" "$OS_NEUTRON_PORT"; do
+	if listening "$p"; then
+		die "127.0.0.1:$p is in use by another process; stop it or set OS_KEYSTONE_PORT / OS_NEUTRON_PORT"
+	fi
+done
+
+up=false
+on_exit() {
+	$up && return
+	rm -rf "$OS_STATE.failed"
+	mkdir -p "$OS_STATE.failed"
+	cp -a "$OS_STATE/log/." "$OS_STATE.failed/" 2>/dev/null || true
+	cp -a "$OS_STATE/etc" "$OS_STATE.failed/" 2>/dev/null || true
+	"$OS_DIR/down.sh" >/dev/null 2>&1 || true
+	echo "OpenStack bring-up failed; logs kept in $OS_STATE.failed" >&2
+}
+trap on_exit EXIT
+mkdir -p "$OS_STATE"/{etc,db,log,lock,neutron,keys/fernet,keys/credential}
+
+"$OS_DIR/install.sh"
+
+# ---------------------------------------------------------------- configuration
+cat >"$OS_STATE/etc/keystone.conf" <<EOF
+[DEFAULT]
+log_dir = $OS_STATE/log
+log_file = keystone.log
+[database]
+connection = sqlite:///$OS_STATE/db/keystone.sqlite
+[token]
+provider = fernet
+[fernet_tokens]
+key_repository = $OS_STATE/keys/fernet
+[fernet_receipts]
+key_repository = $OS_STATE/keys/fernet
+[credential]
+key_repository = $OS_STATE/keys/credential
+[identity]
+# bcrypt cost: the default (12) makes every password or application
+# credential check cost a quarter of a second of CPU; this is a test server.
+password_hash_rounds = 4
+[catalog]
+driver = sql
+[cache]
+# One process, so an in-memory cache stays coherent; it saves most of the
+# database work of validating tokens and checking roles.
+enabled = true
+backend = dogpile.cache.memory
+EOF
+
+cat >"$OS_STATE/etc/neutron.conf" <<EOF
+[DEFAULT]
+bind_host = 127.0.0.1
+bind_port = $OS_NEUTRON_PORT
+auth_strategy = keystone
+core_plugin = ml2
+service_plugins = router
+api_paste_config = /etc/neutron/api-paste.ini
+state_path = $OS_STATE/neutron
+log_dir = $OS_STATE/log
+log_file = neutron-server.log
+# No message bus and no agents: RPC goes nowhere, ports stay unbound (DOWN).
+transport_url = fake://
+api_workers = 0
+rpc_workers = 0
+rpc_state_report_workers = 0
+notify_nova_on_port_status_changes = false
+notify_nova_on_port_data_changes = false
+dhcp_agent_notification = false
+[database]
+connection = sqlite:///$OS_STATE/db/neutron.sqlite
+[oslo_concurrency]
+lock_path = $OS_STATE/lock
+[oslo_messaging_notifications]
+driver = noop
+[keystone_authtoken]
+www_authenticate_uri = $KS_URL
+auth_url = $KS_URL
+auth_type = password
+user_domain_name = Default
+project_domain_name = Default
+project_name = service
+username = $OS_NEUTRON_SERVICE_USER
+password = $OS_NEUTRON_SERVICE_PASSWORD
+service_token_roles_required = true
+EOF
+
+cat >"$OS_STATE/etc/ml2_conf.ini" <<'EOF'
+[ml2]
+type_drivers = flat,vxlan
+tenant_network_types = vxlan
+# No mechanism driver: nothing binds ports, nothing is wired on the host.
+mechanism_drivers =
+extension_drivers = port_security
+[ml2_type_flat]
+flat_networks = *
+[ml2_type_vxlan]
+vni_ranges = 1000:1999
+[securitygroup]
+enable_security_group = true
+firewall_driver = noop
+EOF
+
+keystone_manage() { keystone-manage --config-file "$OS_STATE/etc/keystone.conf" "$@"; }
+neutron_confs=(--config-file "$OS_STATE/etc/neutron.conf" --config-file "$OS_STATE/etc/ml2_conf.ini")
+
+# ---------------------------------------------------------------- databases
+# Creates the Keystone database and keys in $OS_STATE, with the admin user,
+# project and role, the region and the identity endpoints (fixtures.py sets
+# their URLs again for the port in use). The init functions chain their
+# commands with && because set -e does not apply to a function called on the
+# left of ||.
+init_keystone() {
+	keystone_manage db_sync &&
+		keystone_manage fernet_setup --keystone-user root --keystone-group root &&
+		keystone_manage credential_setup --keystone-user root --keystone-group root &&
+		keystone_manage bootstrap --bootstrap-password "$OS_ADMIN_PASSWORD" \
+			--bootstrap-username admin --bootstrap-project-name admin --bootstrap-role-name admin \
+			--bootstrap-service-name keystone --bootstrap-region-id RegionOne \
+			--bootstrap-admin-url "$KS_URL/v3" --bootstrap-internal-url "$KS_URL/v3" \
+			--bootstrap-public-url "$KS_URL/v3"
+}
+
+# Creates the Neutron database in $OS_STATE. The migrations cannot run on
+# SQLite (they ALTER constraints), so the schema comes from the models, as in
+# Neutron's own unit tests, and is then stamped as fully migrated.
+init_neutron() {
+	"$PY" - "$OS_STATE/db/neutron.sqlite" <<'PYEOF' &&
+import sys
+import sqlalchemy
+from neutron.db.migration.models import head
+head.get_metadata().create_all(sqlalchemy.create_engine("sqlite:///" + sys.argv[1]))
+PYEOF
+		neutron-db-manage "${neutron_confs[@]}" stamp heads
+}
+
+# sqlite_wal FILE: puts the database in WAL mode (readers do not block the
+# writer) and folds the log back into the file, so that the file alone is a
+# complete copy.
+sqlite_wal() {
+	"$PY" - "$1" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+db.close()
+PYEOF
+}
+
+golden=$(golden_dir)
+if [ -f "$golden/complete" ]; then
+	cp "$golden/keystone.sqlite" "$golden/neutron.sqlite" "$OS_STATE/db/"
+	cp -a "$golden/fernet/." "$OS_STATE/keys/fernet/"
+	cp -a "$golden/credential/." "$OS_STATE/keys/credential/"
+	say "databases copied from $golden"
+else
+	say "initialising the databases (first start with these package versions)"
+	init_keystone >"$OS_STATE/log/keystone-init.log" 2>&1 &
+	ks_init=$!
+	init_neutron >"$OS_STATE/log/neutron-init.log" 2>&1 ||
+		die "Neutron database initialisation failed: see $OS_STATE/log/neutron-init.log"
+	wait "$ks_init" || die "Keystone database initialisation failed: see $OS_STATE/log/keystone-init.log"
+	sqlite_wal "$OS_STATE/db/keystone.sqlite"
+	sqlite_wal "$OS_STATE/db/neutron.sqlite"
+	# Built aside and renamed, so that a concurrent or interrupted run never
+	# sees half a cache.
+	tmp=$golden.tmp.$$
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	cp "$OS_STATE/db/keystone.sqlite" "$OS_STATE/db/neutron.sqlite" "$tmp/"
+	cp -a "$OS_STATE/keys/fernet" "$OS_STATE/keys/credential" "$tmp/"
+	dpkg-query -W -f='${Package} ${Version}\n' "${OS_VERSIONED_PACKAGES[@]}" >"$tmp/versions"
+	touch "$tmp/complete"
+	if ! mv -T "$tmp" "$golden" 2>/dev/null; then
+		rm -rf "$tmp" # another run got there first
+	fi
+	# Copies made for other package versions will not be used again.
+	for old in "$OS_GOLDEN_ROOT"/openstack-golden-*; do
+		case "$old" in "$golden" | *.tmp.*) ;; *) rm -rf "$old" ;; esac
+	done
+	say "databases initialised and saved in $golden"
+fi
+
+# ---------------------------------------------------------------- servers
+# Each server is the leader of its own session and process group, so that no
+# terminal signal reaches it and down.sh can stop the uwsgi worker with it.
+# They must not inherit the lock (fd 9), or the next up.sh would wait on it.
+say "starting Keystone and Neutron"
+# One uwsgi process: several processes writing one SQLite file fail with
+# "database is locked". 'Connection: close': uwsgi's plain HTTP socket does
+# not do keep-alive properly, and clients reusing connections see resets.
+OS_KEYSTONE_CONFIG_FILES=$OS_STATE/etc/keystone.conf setsid uwsgi --plugin python3 \
+	--http-socket "127.0.0.1:$OS_KEYSTONE_PORT" --wsgi-file /usr/bin/keystone-wsgi-public \
+	--master --processes 1 --threads 1 --die-on-term --need-app --buffer-size 65535 \
+	--add-header 'Connection: close' \
+	>"$OS_STATE/log/keystone-uwsgi.log" 2>&1 </dev/null 9>&- &
+echo $! >"$OS_STATE/keystone.pid"
+setsid neutron-server "${neutron_confs[@]}" >"$OS_STATE/log/neutron-server.out" 2>&1 </dev/null 9>&- &
+echo $! >"$OS_STATE/neutron.pid"
+
+# wait_http NAME URL: waits until URL answers 200 while the server lives.
+wait_http() {
+	local _
+	for _ in $(seq 1 480); do
+		[ "$(http_code "$2")" = 200 ] && return 0
+		alive "$1" || die "$1 exited while starting: see $OS_STATE/log"
+		sleep 0.25
+	done
+	die "$1 did not answer on $2 within 120 s: see $OS_STATE/log"
+}
+wait_http keystone "$KS_URL/v3"
+say "Keystone answers on $KS_URL/v3"
+wait_http neutron "$NEUTRON_URL/"
+say "Neutron answers on $NEUTRON_URL"
+
+# ---------------------------------------------------------------- fixtures
+"$PY" "$OS_DIR/fixtures.py" >"$OS_STATE/log/fixtures.log" 2>&1 ||
+	die "creating the fixtures failed: see $OS_STATE/log/fixtures.log"
+say "fixtures created: $OS_STATE/fixtures.json"
+
+up=true
+# rss NAME: resident memory of the server's whole session.
+rss() { ps -o rss= --sid "$(cat "$OS_STATE/$1.pid")" | awk '{s += $1} END {printf "%d MiB", s / 1024}'; }
+say "up in $(elapsed) s; RSS Keystone $(rss keystone), Neutron $(rss neutron)"
+cat <<EOF
+  Keystone: $KS_URL/v3   Neutron: $NEUTRON_URL   region RegionOne
+  export OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml   # clouds: tenant-a, tenant-a-appcred, admin
+  fixture ids: $OS_STATE/fixtures.json
+  stop: cluster/openstack/down.sh
+EOF
