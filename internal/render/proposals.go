@@ -13,6 +13,7 @@ const (
 	encryption kind = iota
 	aead            // an encryption algorithm that also protects integrity
 	integrity
+	integrityESP // truncated HMACs for ESP only (Linux' pre-RFC 4868 SHA-256)
 	prf
 	dhGroup
 	esn
@@ -32,7 +33,7 @@ var keywords = func() map[string]kind {
 		"aes128gmac": aead, "aes192gmac": aead, "aes256gmac": aead,
 
 		"md5": integrity, "md5_128": integrity, "sha1": integrity, "sha": integrity, "sha1_160": integrity,
-		"sha256": integrity, "sha2_256": integrity, "sha256_96": integrity, "sha2_256_96": integrity,
+		"sha256": integrity, "sha2_256": integrity, "sha256_96": integrityESP, "sha2_256_96": integrityESP,
 		"sha384": integrity, "sha2_384": integrity, "sha512": integrity, "sha2_512": integrity,
 		"aesxcbc": integrity, "aescmac": integrity,
 
@@ -70,11 +71,14 @@ func checkProposal(p string, ike bool) error {
 		if !ok {
 			return fmt.Errorf("%q is not a strongSwan proposal keyword", tok)
 		}
-		if ike && k == esn {
+		if ike && (k == esn || k == integrityESP) {
 			return fmt.Errorf("%q applies to ESP only", tok)
 		}
 		if !ike && k == prf {
 			return fmt.Errorf("%q applies to IKE only", tok)
+		}
+		if k == integrityESP {
+			k = integrity
 		}
 		has[k] = true
 	}
@@ -89,12 +93,20 @@ func checkProposal(p string, ike bool) error {
 	return nil
 }
 
-// Keywords returns the proposal keywords the provider accepts, for tests
-// that confirm them against a real charon.
-func Keywords() []string {
-	out := make([]string, 0, len(keywords))
-	for k := range keywords {
-		out = append(out, k)
+// kindNames name the kinds for Keywords.
+var kindNames = map[kind]string{
+	encryption: "encryption", aead: "aead", integrity: "integrity", integrityESP: "integrity-esp",
+	prf: "prf", dhGroup: "dh", esn: "esn",
+}
+
+// Keywords returns the proposal keywords the provider accepts with their
+// kind (encryption, aead, integrity, integrity-esp, prf, dh or esn), for
+// tests that confirm
+// them against a real charon.
+func Keywords() map[string]string {
+	out := make(map[string]string, len(keywords))
+	for k, v := range keywords {
+		out[k] = kindNames[v]
 	}
 	return out
 }

@@ -1,0 +1,216 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+	"github.com/ipsecgw/provider-ipsec/test/charon"
+)
+
+// goldenDir holds the renderer's golden gateways.
+var goldenDir = filepath.Join("..", "..", "internal", "render", "testdata")
+
+// loadAll loads every connection and secret of the rendered documents into
+// c, failing t on the first error charon reports.
+func loadAll(t *testing.T, c *charon.Charon, conf, secrets []byte) {
+	t.Helper()
+	ctx := context.Background()
+	doc, err := swanctl.Parse(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, err := swanctl.LoadConns(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conn := range conns {
+		if _, err := c.Call(ctx, "load-conn", conn.Message); err != nil {
+			t.Errorf("charon refused connection %s: %v", conn.Name, err)
+		}
+	}
+	sdoc, err := swanctl.Parse(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := swanctl.LoadShared(sdoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range shared {
+		if _, err := c.Call(ctx, "load-shared", s.Message); err != nil {
+			t.Errorf("charon refused secret %s: %v", s.ID, err)
+		}
+	}
+}
+
+// TestCharonLoadsGoldenConfigs loads every golden gateway's rendered
+// configuration into a real charon over VICI: each must load with
+// success=yes, and charon must then list every connection.
+func TestCharonLoadsGoldenConfigs(t *testing.T) {
+	dirs, err := os.ReadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		t.Run(d.Name(), func(t *testing.T) {
+			c := charon.Start(t)
+			dir := filepath.Join(goldenDir, d.Name())
+			conf, err := os.ReadFile(filepath.Join(dir, "swanctl.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets, err := os.ReadFile(filepath.Join(dir, "secrets.conf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loadAll(t, c, conf, secrets)
+
+			doc, _ := swanctl.Parse(conf)
+			var want []string
+			for _, s := range doc.Lookup("connections").Sections {
+				want = append(want, s.Name)
+			}
+			m, err := c.Call(context.Background(), "get-conns", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := m.Get("conns").([]string)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("charon has connections %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// proposalFor builds an IKE or ESP proposal around one keyword of the given
+// kind, with otherwise plain algorithms.
+func proposalFor(keyword, kind string) (p string, ike bool) {
+	switch kind {
+	case "encryption":
+		return keyword + "-sha256-modp2048", true
+	case "aead":
+		return keyword + "-modp2048", false
+	case "integrity":
+		return "aes128-" + keyword + "-modp2048", true
+	case "integrity-esp":
+		return "aes128-" + keyword, false
+	case "prf":
+		return "aes128-sha256-" + keyword + "-modp2048", true
+	case "dh":
+		return "aes128-sha256-" + keyword, true
+	default: // esn
+		return "aes128-sha256-" + keyword, false
+	}
+}
+
+// TestCharonKnowsEveryKeyword confirms the renderer's proposal keyword set
+// against a real charon: a connection using each keyword must load.
+func TestCharonKnowsEveryKeyword(t *testing.T) {
+	c := charon.Start(t)
+	for kw, kind := range render.Keywords() {
+		p, ike := proposalFor(kw, kind)
+		key, ikeP, espP := "esp_proposals", "aes128-sha256-modp2048", p
+		if ike {
+			key, ikeP, espP = "proposals", p, "aes128-sha256"
+		}
+		conf := fmt.Sprintf("connections {\n  kw {\n    proposals = %s\n    children {\n      kw {\n        esp_proposals = %s\n      }\n    }\n  }\n}\n", ikeP, espP)
+		doc, err := swanctl.Parse([]byte(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns, _ := swanctl.LoadConns(doc)
+		if _, err := c.Call(context.Background(), "load-conn", conns[0].Message); err != nil {
+			t.Errorf("charon refused keyword %q (%s) in %s %q: %v", kw, kind, key, p, err)
+		}
+	}
+}
+
+// TestCharonAgreesWithValidator takes configurations the validator rejects,
+// writes them past it, and records what a real charon says. Rules charon
+// enforces too must be refused by it; the others are semantic rules charon
+// cannot know, and the test says why for each.
+func TestCharonAgreesWithValidator(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join(goldenDir, "single-tunnel", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		// conn and child settings to override in the rendered connection.
+		conn, child map[string]string
+		// charonRefuses says charon refuses it too; otherwise why says
+		// why only the validator can know.
+		charonRefuses bool
+		why           string
+	}{
+		"UnknownKeyword":       {conn: map[string]string{"proposals": "aes256-sha256-modp2047"}, charonRefuses: true},
+		"IKEProposalWithoutDH": {conn: map[string]string{"proposals": "aes256-sha256"}, charonRefuses: true},
+		"ESPWithoutIntegrity": {child: map[string]string{"esp_proposals": "aes256-modp2048"},
+			why: "charon loads it, but ESP with confidentiality and no integrity is open to active attacks and NOT RECOMMENDED by RFC 8221"},
+		"HostBits": {child: map[string]string{"local_ts": "100.64.0.1/24"},
+			why: "charon silently masks the host bits, so the tunnel would carry a network other than the one written"},
+		"MOBIKEWithIKEv1": {conn: map[string]string{"version": "1", "mobike": "yes"},
+			why: "charon ignores mobike for IKEv1; the spec asked for something that cannot happen"},
+		"IKEv1SeveralSubnetsOneChild": {conn: map[string]string{"version": "1"}, child: map[string]string{"local_ts": "100.64.0.0/24,100.64.1.0/24"},
+			why: "charon loads it but IKEv1 Quick Mode negotiates only the first subnet pair"},
+		"OverlappingSelectors": {child: map[string]string{"remote_ts": "192.168.10.0/24,192.168.10.128/25"},
+			why: "overlap is legal to charon; which CHILD_SA carries the traffic then depends on policy order"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := charon.Start(t)
+			in := render.Input{PSKs: map[string][]byte{"branch-a": []byte("k")}}
+			if err := yaml.Unmarshal(base, &in.Spec); err != nil {
+				t.Fatal(err)
+			}
+			files, err := render.Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, _ := swanctl.Parse(files.SwanctlConf)
+			conn := doc.Lookup("connections.branch-a")
+			override(conn, tc.conn)
+			override(conn.Lookup("children.branch-a-1"), tc.child)
+			conns, err := swanctl.LoadConns(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Call(context.Background(), "load-conn", conns[0].Message)
+			switch {
+			case tc.charonRefuses && err == nil:
+				t.Errorf("charon loaded a connection the validator refuses as %s", name)
+			case !tc.charonRefuses && err != nil:
+				t.Errorf("charon refused %s (%v), but the test says it is a semantic rule: %s", name, err, tc.why)
+			case err != nil:
+				t.Logf("charon agrees: %v", err)
+			default:
+				t.Logf("validator only: %s", tc.why)
+			}
+		})
+	}
+}
+
+// override replaces the values of keys in s.
+func override(s *swanctl.Section, kv map[string]string) {
+	for k, v := range kv {
+		for i := range s.Settings {
+			if s.Settings[i].Key == k {
+				s.Settings[i].Value = v
+			}
+		}
+		if _, ok := s.Get(k); !ok {
+			s.Set(k, v)
+		}
+	}
+}
