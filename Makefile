@@ -64,6 +64,14 @@ cluster-up: tools ## Start the local control plane with Crossplane (idempotent).
 cluster-down: ## Stop everything the local stack and `make dev` started.
 	cluster/local/down.sh
 
+.PHONY: openstack-up
+openstack-up: ## Install (once) and start a real Keystone + Neutron API on loopback, with fixtures (root).
+	cluster/openstack/up.sh
+
+.PHONY: openstack-down
+openstack-down: ## Stop the local Keystone + Neutron.
+	cluster/openstack/down.sh
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-z-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
