@@ -6,6 +6,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
 )
 
@@ -14,6 +15,7 @@ import (
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	for _, setup := range []func(ctrl.Manager, controller.Options) error{
 		providerconfig.Setup,
+		gateway.Setup,
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

@@ -22,8 +22,12 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 )
 
-// crdDir holds the provider's generated CRDs.
-var crdDir = filepath.Join("..", "..", "package", "crds")
+// crdDir holds the provider's generated CRDs; testCRDDir CRDs of other
+// projects the tests need (Multus' NetworkAttachmentDefinition).
+var (
+	crdDir     = filepath.Join("..", "..", "package", "crds")
+	testCRDDir = filepath.Join("..", "crds")
+)
 
 var (
 	cfg  *rest.Config
@@ -37,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with 'make test-integration'")
 		os.Exit(1)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir, testCRDDir}, ErrorIfCRDPathMissing: true}
 	os.Exit(run(m, env))
 }
 

@@ -49,10 +49,10 @@ func TestCRDsInstalled(t *testing.T) {
 			t.Errorf("CRD %s is not Established", crd.Name)
 		}
 	}
-	slices.Sort(want)
-	got := slices.Sorted(slices.Values(installed))
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("CRDs installed by envtest: -package/crds, +installed:\n%s", diff)
+	for _, name := range want {
+		if !slices.Contains(installed, name) {
+			t.Errorf("envtest did not install CRD %s from package/crds", name)
+		}
 	}
 }
 

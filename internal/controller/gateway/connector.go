@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
+)
+
+// connector connects a Gateway to the cluster its ProviderConfig names.
+type connector struct {
+	// kube reads ProviderConfigs and PSK Secrets in the provider's cluster.
+	kube client.Client
+	// own is the provider's cluster, for InjectedIdentity, and ownConfig
+	// its REST config.
+	own       client.Client
+	ownConfig *rest.Config
+	usage     resource.LegacyTracker
+	// newClient builds a client of a cluster a kubeconfig names.
+	newClient func(*rest.Config) (client.Client, error)
+}
+
+// Connect tracks the Gateway's use of its ProviderConfig and returns an
+// external client for the target cluster. Errors name the ProviderConfig.
+func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.TypedExternalClient[*v1alpha1.Gateway], error) {
+	if err := c.usage.Track(ctx, gw); err != nil {
+		return nil, fmt.Errorf("cannot track ProviderConfig usage: %w", err)
+	}
+	ref := gw.GetProviderConfigReference()
+	if ref == nil {
+		return nil, fmt.Errorf("spec.providerConfigRef is not set")
+	}
+	pc := &pcv1alpha1.ProviderConfig{}
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
+		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
+	}
+	target := c.own
+	if pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret {
+		cfg, err := cluster.RESTConfig(ctx, c.kube, pc, c.ownConfig)
+		if err != nil {
+			return nil, err
+		}
+		if target, err = c.newClient(cfg); err != nil {
+			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
+		}
+	}
+	return &external{kube: c.kube, target: target}, nil
+}

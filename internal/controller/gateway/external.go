@@ -1,0 +1,261 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+)
+
+// fieldManager owns every field the provider applies.
+const fieldManager = "provider-ipsec"
+
+// external manages one Gateway's objects in its target cluster.
+type external struct {
+	kube   client.Client
+	target client.Client
+	// objects are the desired objects, rendered by Observe for Create and
+	// Update of the same reconcile.
+	objects []client.Object
+}
+
+// Observe renders the Gateway, reads its objects and says whether they exist
+// and match. A spec that does not render sets ConfigRendered=False with the
+// field at fault and returns the error, so the Gateway is Synced=False.
+func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalObservation, error) {
+	n := workload.NamesOf(gw.Name)
+	ns := gw.Spec.ForProvider.Namespace
+	dep := &appsv1.Deployment{}
+	depErr := e.target.Get(ctx, types.NamespacedName{Namespace: ns, Name: n.Gateway}, dep)
+	if depErr != nil && !kerrors.IsNotFound(depErr) {
+		return managed.ExternalObservation{}, fmt.Errorf("cannot get Deployment %s/%s: %w", ns, n.Gateway, depErr)
+	}
+	if meta.WasDeleted(gw) {
+		// Deletion needs no rendering: a Gateway whose PSK Secret is gone
+		// must still be deletable.
+		exists, err := e.anyExists(ctx, gw)
+		return managed.ExternalObservation{ResourceExists: exists}, err
+	}
+
+	files, reason, err := e.render(ctx, gw)
+	if err != nil {
+		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
+		return managed.ExternalObservation{}, err
+	}
+	if e.objects, err = workload.Objects(gw, files); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	gw.Status.AtProvider.ConfigHash = files.Hash
+	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
+	if kerrors.IsNotFound(depErr) {
+		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+
+	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
+	setReadiness(gw, dep)
+	diff, err := e.drift(ctx)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if diff == "" {
+		gw.SetConditions(v1alpha1.ConfigRendered())
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// setReadiness sets DeploymentReady and Ready from the Deployment.
+func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
+	switch {
+	case workload.Replicas(gw) == 0:
+		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPreStaged,
+			"spec.forProvider.active is false: configuration is rendered, the Deployment runs 0 replicas"), xpv2.Unavailable())
+	case dep.Status.ReadyReplicas >= 1:
+		gw.SetConditions(v1alpha1.DeploymentReady(), xpv2.Available())
+	default:
+		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPodNotReady,
+			fmt.Sprintf("the gateway pod is not ready (%d of 1 replicas ready)", dep.Status.ReadyReplicas)), xpv2.Unavailable())
+	}
+}
+
+// render reads the PSKs and Service addresses the Gateway names and renders
+// its files. It returns the condition reason that fits the error.
+func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Files, xpv2.ConditionReason, error) {
+	p := gw.Spec.ForProvider
+	in := render.Input{Spec: p, PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
+	for _, t := range p.Tunnels {
+		psk, err := clients.SecretKey(ctx, e.kube, t.PreSharedKeySecretRef, "pre-shared key of tunnel "+t.Name)
+		if err != nil {
+			return nil, v1alpha1.ReasonMissingSecret, err
+		}
+		in.PSKs[t.Name] = psk
+	}
+	for _, x := range p.Exposures {
+		if x.Target.ServiceName == nil {
+			continue
+		}
+		svc := &corev1.Service{}
+		if err := e.target.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: *x.Target.ServiceName}, svc); err != nil {
+			return nil, v1alpha1.ReasonInvalidSpec, fmt.Errorf("exposures[%s]: cannot get Service %s/%s: %w", x.Name, p.Namespace, *x.Target.ServiceName, err)
+		}
+		in.ServiceAddresses[x.Name] = svc.Spec.ClusterIP
+	}
+	f, err := render.Render(in)
+	if err != nil {
+		return nil, v1alpha1.ReasonInvalidSpec, fmt.Errorf("cannot render the gateway configuration: %w", err)
+	}
+	return f, "", nil
+}
+
+// drift compares each desired object with the cluster's and describes the
+// first difference, or returns "" when all match. It compares what the
+// provider owns: the configuration's data, the Deployment's config hash,
+// replicas and images, and the existence of every other object.
+func (e *external) drift(ctx context.Context) (string, error) {
+	for _, want := range e.objects {
+		got, err := e.get(ctx, want)
+		if kerrors.IsNotFound(err) {
+			return fmt.Sprintf("%s %s/%s is missing", kind(want), want.GetNamespace(), want.GetName()), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if d := differs(want, got); d != "" {
+			return fmt.Sprintf("%s %s/%s: %s", kind(want), want.GetNamespace(), want.GetName(), d), nil
+		}
+	}
+	return "", nil
+}
+
+func differs(want, got client.Object) string {
+	switch w := want.(type) {
+	case *corev1.ConfigMap:
+		if !maps.Equal(w.Data, got.(*corev1.ConfigMap).Data) {
+			return "data differs from the rendered configuration"
+		}
+	case *corev1.Secret:
+		if !maps.EqualFunc(w.Data, got.(*corev1.Secret).Data, func(a, b []byte) bool { return string(a) == string(b) }) {
+			return "data differs from the rendered secrets"
+		}
+	case *appsv1.Deployment:
+		g := got.(*appsv1.Deployment)
+		switch {
+		case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
+			return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+		case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
+			return "the pod template is for another configuration"
+		}
+		for i, c := range w.Spec.Template.Spec.Containers {
+			if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
+				return "container images differ"
+			}
+		}
+	}
+	return ""
+}
+
+func ptrValue(p *int32) int32 {
+	if p == nil {
+		return 1
+	}
+	return *p
+}
+
+// get reads the cluster's copy of want into a fresh object of its type.
+func (e *external) get(ctx context.Context, want client.Object) (client.Object, error) {
+	var got client.Object
+	if u, ok := want.(*unstructured.Unstructured); ok {
+		g := &unstructured.Unstructured{}
+		g.SetGroupVersionKind(u.GroupVersionKind())
+		got = g
+	} else {
+		got = want.DeepCopyObject().(client.Object)
+	}
+	return got, e.target.Get(ctx, client.ObjectKeyFromObject(want), got)
+}
+
+// anyExists says whether any object of a Gateway being deleted remains.
+func (e *external) anyExists(ctx context.Context, gw *v1alpha1.Gateway) (bool, error) {
+	for _, o := range existing(gw) {
+		err := e.target.Get(ctx, client.ObjectKeyFromObject(o), o)
+		if err == nil {
+			return true, nil
+		}
+		if !kerrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// Create applies every object of the Gateway.
+func (e *external) Create(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, e.apply(ctx)
+}
+
+// Update applies every object of the Gateway, correcting any drift.
+func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, e.apply(ctx)
+}
+
+// apply server-side applies the desired objects with the provider's field
+// manager, taking over fields others changed by hand.
+func (e *external) apply(ctx context.Context) error {
+	if len(e.objects) == 0 {
+		return errors.New("nothing rendered to apply")
+	}
+	for _, o := range e.objects {
+		//nolint:staticcheck // Patch with client.Apply keeps typed objects; the ApplyConfiguration API needs generated types per kind.
+		if err := e.target.Patch(ctx, o, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Delete removes every object the Gateway created, newest first, and only
+// those carrying its labels.
+func (e *external) Delete(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalDelete, error) {
+	objs := existing(gw)
+	for i := len(objs) - 1; i >= 0; i-- {
+		o := objs[i]
+		if err := e.target.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			if kerrors.IsNotFound(err) {
+				continue
+			}
+			return managed.ExternalDelete{}, err
+		}
+		if o.GetLabels()[workload.LabelGateway] != gw.Name || o.GetLabels()[workload.LabelManagedBy] != workload.ManagedBy {
+			continue
+		}
+		if err := e.target.Delete(ctx, o, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+			return managed.ExternalDelete{}, fmt.Errorf("cannot delete %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect does nothing: clients hold no connection to close.
+func (e *external) Disconnect(context.Context) error { return nil }
+
+func kind(o client.Object) string {
+	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return fmt.Sprintf("%T", o)
+}

@@ -1,0 +1,98 @@
+package workload
+
+import (
+	"encoding/json"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+)
+
+// Replicas returns the replicas the gateway's Deployment runs: 1, or 0
+// while spec.forProvider.active is false (pre-stage).
+func Replicas(gw *v1alpha1.Gateway) int32 {
+	if a := gw.Spec.ForProvider.Active; a != nil && !*a {
+		return 0
+	}
+	return 1
+}
+
+// deployment runs the gateway pod: charon in container strongswan and the
+// agent in container agent, sharing charon's VICI socket. Recreate, so two
+// pods never hold the port's address at once; the config hash annotation
+// records which configuration the pod template was made for.
+func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta) *appsv1.Deployment {
+	p := gw.Spec.ForProvider
+	networks, _ := json.Marshal([]map[string]string{{
+		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
+	}})
+	netAdmin := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
+	run := corev1.VolumeMount{Name: "run", MountPath: RunDir}
+	var resources corev1.ResourceRequirements
+	if p.Resources != nil {
+		resources = *p.Resources
+	}
+	replicas := Replicas(gw)
+	secretMode := int32(0o400)
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      Labels(gw.Name),
+					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationHash: f.Hash},
+				},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: n.Gateway,
+					NodeSelector:       p.NodeSelector,
+					Tolerations:        p.Tolerations,
+					Containers: []corev1.Container{
+						{
+							Name:            "strongswan",
+							Image:           p.Images.StrongSwan,
+							Command:         []string{"/usr/lib/ipsec/charon"},
+							Env:             []corev1.EnvVar{{Name: "STRONGSWAN_CONF", Value: "/etc/strongswan.conf"}},
+							SecurityContext: netAdmin,
+							Resources:       resources,
+							VolumeMounts:    []corev1.VolumeMount{run},
+						},
+						{
+							Name:    "agent",
+							Image:   p.Images.Agent,
+							Command: []string{"/usr/local/bin/gateway-agent"},
+							Args: []string{
+								"--config-dir=" + ConfigDir, "--secrets-dir=" + SecretsDir,
+								"--vici-socket=" + RunDir + "/charon.vici", "--status-configmap=" + n.Status,
+							},
+							Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
+							}}},
+							SecurityContext: netAdmin,
+							VolumeMounts: []corev1.VolumeMount{
+								run,
+								{Name: "config", MountPath: ConfigDir, ReadOnly: true},
+								{Name: "secrets", MountPath: SecretsDir, ReadOnly: true},
+							},
+						},
+					},
+					Volumes: []corev1.Volume{
+						{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
+						}}},
+						{Name: "secrets", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+							SecretName: n.Secrets, DefaultMode: &secretMode,
+						}}},
+					},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,186 @@
+// Package workload builds the Kubernetes objects of one Gateway in its target
+// cluster from the Gateway and its rendered files. Pure: no I/O.
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+)
+
+// Labels and annotations on every object of a gateway.
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	LabelName        = "app.kubernetes.io/name"
+	LabelGateway     = "gateway.ipsecgw.io/name"
+	ManagedBy        = "provider-ipsec"
+	AnnotationHash   = "gateway.ipsecgw.io/config-hash"
+	AnnotationMultus = "k8s.v1.cni.cncf.io/networks"
+)
+
+// Keys of the gateway's ConfigMap and Secret, and where the pod mounts them.
+const (
+	KeySwanctlConf = "swanctl.conf"
+	KeyNATRules    = "nat.nft"
+	KeySecrets     = "secrets.conf"
+	ConfigDir      = "/etc/ipsecgw/config"
+	SecretsDir     = "/etc/ipsecgw/secrets"
+	RunDir         = "/var/run/charon"
+	// SecondaryInterface is the pod's interface on the tenant network.
+	SecondaryInterface = "net1"
+)
+
+// NADKind is the Multus NetworkAttachmentDefinition kind.
+var NADKind = schema.GroupVersionKind{Group: "k8s.cni.cncf.io", Version: "v1", Kind: "NetworkAttachmentDefinition"}
+
+// Names of a gateway's objects in its namespace.
+type Names struct {
+	Gateway, Config, Secrets, Status string
+}
+
+// NamesOf returns the object names of the gateway named name: the
+// ServiceAccount, Role, RoleBinding, NetworkPolicy, NAD and Deployment take
+// the gateway's own name.
+func NamesOf(name string) Names {
+	return Names{Gateway: name, Config: name + "-config", Secrets: name + "-secrets", Status: name + "-status"}
+}
+
+// Objects returns every object of gw in its target namespace, ready for
+// server-side apply, in the order they should be applied (the Deployment
+// last).
+func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
+	p := gw.Spec.ForProvider
+	n := NamesOf(gw.Name)
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: Labels(gw.Name)}
+	}
+	nad, err := networkAttachment(gw, meta(n.Gateway))
+	if err != nil {
+		return nil, err
+	}
+	return []client.Object{
+		nad,
+		&corev1.ConfigMap{
+			TypeMeta:   typeMeta("v1", "ConfigMap"),
+			ObjectMeta: meta(n.Config),
+			Data:       map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)},
+		},
+		&corev1.Secret{
+			TypeMeta:   typeMeta("v1", "Secret"),
+			ObjectMeta: meta(n.Secrets),
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{KeySecrets: f.Secrets},
+		},
+		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(n.Gateway)},
+		&rbacv1.Role{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
+			ObjectMeta: meta(n.Gateway),
+			Rules: []rbacv1.PolicyRule{
+				// The agent writes its tunnel status; create cannot be
+				// limited to one name.
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Status}, Verbs: []string{"get", "update", "patch"}},
+				// It reads its own configuration.
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Config}, Verbs: []string{"get", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{n.Secrets}, Verbs: []string{"get", "watch"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
+			ObjectMeta: meta(n.Gateway),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: n.Gateway},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: n.Gateway, Namespace: p.Namespace}},
+		},
+		networkPolicy(gw, meta(n.Gateway)),
+		deployment(gw, f, n, meta(n.Gateway)),
+	}, nil
+}
+
+// Labels returns the labels of every object of the gateway named name.
+func Labels(name string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelName: "ipsec-gateway", LabelGateway: name}
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// networkAttachment is the Multus NetworkAttachmentDefinition of the
+// secondary interface: the CNI plugin with static IPAM from the endpoint.
+// The MAC address is given per pod in the networks annotation.
+func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructured.Unstructured, error) {
+	p := gw.Spec.ForProvider
+	cfg, err := json.Marshal(map[string]any{
+		"cniVersion":   "0.3.1",
+		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
+		"master":       orDefault(p.NetworkAttachment.Master, "eth1"),
+		"mode":         orDefault(p.NetworkAttachment.MacvlanMode, "bridge"),
+		"capabilities": map[string]bool{"mac": true},
+		"ipam": map[string]any{
+			"type": "static",
+			"addresses": []map[string]string{{
+				"address": fmt.Sprintf("%s/%d", p.Endpoint.PrivateAddress, p.Endpoint.PrefixLength),
+				"gateway": string(p.Endpoint.Gateway),
+			}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(NADKind)
+	u.SetName(meta.Name)
+	u.SetNamespace(meta.Namespace)
+	u.SetLabels(meta.Labels)
+	if err := unstructured.SetNestedField(u.Object, string(cfg), "spec", "config"); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// networkPolicy admits to the gateway pod's cluster interface only what
+// reverse exposures publish. IKE and ESP arrive on the secondary
+// interface, which NetworkPolicy does not govern. Egress is left open: the
+// agent talks to the API server and exposures reach tenant endpoints whose
+// addresses may change.
+func networkPolicy(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
+	var ports []networkingv1.NetworkPolicyPort
+	for _, r := range gw.Spec.ForProvider.ReverseExposures {
+		proto := corev1.ProtocolTCP
+		if r.Protocol == "udp" {
+			proto = corev1.ProtocolUDP
+		}
+		port := intstr.FromInt32(int32(r.ListenPort))
+		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+	}
+	np := &networkingv1.NetworkPolicy{
+		TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
+		ObjectMeta: meta,
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+	if len(ports) > 0 {
+		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: ports}}
+	}
+	return np
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,372 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+// psk is the tunnel's pre-shared key; no ConfigMap, status, event or log
+// line may contain it, plain or hex-encoded.
+const psk = "Gw-PSK-value-2f9c{#}"
+
+// syncBuffer is a log sink safe for the manager's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startProvider runs the provider's controllers against envtest until t
+// ends, logging at debug level into the returned buffer.
+func startProvider(t *testing.T) *syncBuffer {
+	t.Helper()
+	logs := &syncBuffer{}
+	zl := zap.New(zap.UseDevMode(true), zap.WriteTo(logs))
+	ctrl.SetLogger(zl)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 kube.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 zl,
+		// Each test runs its own manager with the same controllers.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewLogrLogger(zl),
+		PollInterval:            time.Second,
+		MaxConcurrentReconciles: 2,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+		Features:                &feature.Flags{},
+	}
+	o.Features.Enable(feature.EnableBetaManagementPolicies)
+	if err := ipsecctrl.Setup(mgr, o); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return logs
+}
+
+// eventually retries check every 200 ms until it returns nil or timeout
+// passes, then fails t with check's last error.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = check(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := kube.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func gatewaySpec(ns string) gwv1alpha1.GatewayParameters {
+	target := gwv1alpha1.IPv4("10.96.0.20")
+	return gwv1alpha1.GatewayParameters{
+		Namespace: ns,
+		Endpoint: gwv1alpha1.Endpoint{
+			PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+			MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+		},
+		Tunnels: []gwv1alpha1.Tunnel{{
+			Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
+			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
+			PreSharedKeySecretRef: xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: ns, Name: "vpn-psk"}, Key: "branch-a"},
+			TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
+		}},
+		Exposures: []gwv1alpha1.Exposure{{
+			Name: "web", InsideAddress: "100.64.0.10", Port: 443,
+			Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
+		}},
+	}
+}
+
+func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
+	return gw.Status.GetCondition(ct)
+}
+
+// TestGatewayLifecycle drives a Gateway through create, edit, drift,
+// pre-stage and delete against a real API server, with the provider's
+// controllers running, and checks that the PSK leaks nowhere.
+func TestGatewayLifecycle(t *testing.T) {
+	ctx := context.Background()
+	logs := startProvider(t)
+	ns := "tenant-gw"
+	create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+			Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+		}},
+	)
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw1"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
+	create(t, gw)
+
+	names := workload.NamesOf("gw1")
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+	cm, dep, sec := &corev1.ConfigMap{}, &appsv1.Deployment{}, &corev1.Secret{}
+	eventually(t, 30*time.Second, "the Gateway's objects are created and it is rendered", func() error {
+		if err := kube.Get(ctx, key(names.Config), cm); err != nil {
+			return err
+		}
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if c := condition(gw, gwv1alpha1.TypeConfigRendered); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("ConfigRendered %s: %s", c.Status, c.Message)
+		}
+		return nil
+	})
+	if err := kube.Get(ctx, key(names.Secrets), sec); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{&unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"}},
+		&corev1.ServiceAccount{}} {
+		if err := kube.Get(ctx, key(names.Gateway), o); err != nil {
+			t.Errorf("%T %s: %v", o, names.Gateway, err)
+		}
+	}
+	if !strings.Contains(cm.Data[workload.KeySwanctlConf], "remote_addrs = 198.51.100.7") {
+		t.Errorf("ConfigMap swanctl.conf lacks the peer:\n%s", cm.Data[workload.KeySwanctlConf])
+	}
+	if !strings.Contains(cm.Data[workload.KeyNATRules], "dnat to 10.96.0.20:8443") {
+		t.Errorf("ConfigMap nat.nft lacks the exposure:\n%s", cm.Data[workload.KeyNATRules])
+	}
+	if !strings.Contains(string(sec.Data[workload.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk))) {
+		t.Errorf("the Secret does not hold the hex-encoded PSK")
+	}
+	hash := dep.Spec.Template.Annotations[workload.AnnotationHash]
+	if hash == "" || hash != gw.Status.AtProvider.ConfigHash {
+		t.Errorf("Deployment config hash %q, status.atProvider.configHash %q: want equal and set", hash, gw.Status.AtProvider.ConfigHash)
+	}
+	if *dep.Spec.Replicas != 1 || dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("Deployment replicas %d strategy %s, want 1 Recreate", *dep.Spec.Replicas, dep.Spec.Strategy.Type)
+	}
+
+	// Editing a tunnel updates the ConfigMap and the hash.
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Spec.ForProvider.Tunnels[0].DPD.Action = "clear"
+	if err := kube.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "an edited tunnel reaches the ConfigMap and the pod template", func() error {
+		if err := kube.Get(ctx, key(names.Config), cm); err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data[workload.KeySwanctlConf], "dpd_action = clear") {
+			return fmt.Errorf("swanctl.conf has no dpd_action = clear")
+		}
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		if dep.Spec.Template.Annotations[workload.AnnotationHash] == hash {
+			return fmt.Errorf("the pod template still has the old hash")
+		}
+		return nil
+	})
+
+	// An object deleted by hand comes back.
+	if err := kube.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a ConfigMap deleted by hand comes back", func() error {
+		return kube.Get(ctx, key(names.Config), &corev1.ConfigMap{})
+	})
+
+	// Pre-stage: active false keeps everything but runs 0 replicas.
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Spec.ForProvider.Active = ptr.To(false)
+	if err := kube.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "active false scales the Deployment to 0 and says pre-staged", func() error {
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		if *dep.Spec.Replicas != 0 {
+			return fmt.Errorf("replicas %d", *dep.Spec.Replicas)
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if c := condition(gw, gwv1alpha1.TypeDeploymentReady); c.Reason != gwv1alpha1.ReasonPreStaged {
+			return fmt.Errorf("DeploymentReady reason %q", c.Reason)
+		}
+		return nil
+	})
+
+	// The PSK is in no ConfigMap, status, event or log line.
+	assertNoPSK(t, ns, gw, logs)
+
+	// Delete removes every object and the Gateway.
+	t.Cleanup(func() {
+		if l := logs.String(); t.Failed() {
+			t.Logf("provider log (last 4 KiB):\n%s", l[max(0, len(l)-4096):])
+		}
+	})
+	if err := kube.Delete(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "deleting the Gateway removes its objects", func() error {
+		nad := &unstructured.Unstructured{}
+		nad.SetGroupVersionKind(workload.NADKind)
+		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &appsv1.Deployment{}, &corev1.ServiceAccount{},
+			&rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.NetworkPolicy{}, nad} {
+			name := names.Gateway
+			switch o.(type) {
+			case *corev1.ConfigMap:
+				name = names.Config
+			case *corev1.Secret:
+				name = names.Secrets
+			}
+			if err := kube.Get(ctx, key(name), o); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still exists (err %v)", o, name, err)
+			}
+		}
+		left := &gwv1alpha1.Gateway{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), left); !kerrors.IsNotFound(err) {
+			return fmt.Errorf("the Gateway still exists (err %v, finalizers %v, conditions %+v)", err, left.Finalizers, left.Status.Conditions)
+		}
+		return nil
+	})
+	if err := kube.Get(ctx, key("vpn-psk"), &corev1.Secret{}); err != nil {
+		t.Errorf("deleting the Gateway touched the tenant's PSK Secret: %v", err)
+	}
+}
+
+// assertNoPSK fails t if the PSK, plain or hex, is in any ConfigMap of ns,
+// the Gateway's status, any event, or the provider's logs.
+func assertNoPSK(t *testing.T, ns string, gw *gwv1alpha1.Gateway, logs *syncBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	leaks := func(where, s string) {
+		if strings.Contains(s, psk) || strings.Contains(s, hex.EncodeToString([]byte(psk))) {
+			t.Errorf("the PSK appears in %s", where)
+		}
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := kube.List(ctx, cms, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		b, _ := json.Marshal(cm)
+		leaks("ConfigMap "+cm.Name, string(b))
+	}
+	b, _ := json.Marshal(gw.Status)
+	leaks("the Gateway's status", string(b))
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		leaks("event "+e.Name, e.Message)
+	}
+	leaks("the provider's logs", logs.String())
+	if len(logs.String()) == 0 {
+		t.Errorf("the provider logged nothing: the log check proves nothing")
+	}
+}
+
+// TestGatewayMissingPSK proves a Gateway whose PSK Secret is missing says
+// so in ConfigRendered and Synced, naming the Secret, and creates nothing.
+func TestGatewayMissingPSK(t *testing.T) {
+	ctx := context.Background()
+	startProvider(t)
+	ns := "tenant-nopsk"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-nopsk"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
+	create(t, gw)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
+	want := "Secret tenant-nopsk/vpn-psk with the pre-shared key of tunnel branch-a does not exist: create it or fix the secretRef"
+	eventually(t, 30*time.Second, "ConfigRendered and Synced name the missing Secret", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		c := condition(gw, gwv1alpha1.TypeConfigRendered)
+		if c.Status != corev1.ConditionFalse || c.Reason != gwv1alpha1.ReasonMissingSecret || c.Message != want {
+			return fmt.Errorf("ConfigRendered = %s/%s %q", c.Status, c.Reason, c.Message)
+		}
+		if s := condition(gw, xpv2.TypeSynced); s.Status != corev1.ConditionFalse || !strings.Contains(s.Message, want) {
+			return fmt.Errorf("Synced = %s %q", s.Status, s.Message)
+		}
+		return nil
+	})
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gw-nopsk"}, &appsv1.Deployment{}); !kerrors.IsNotFound(err) {
+		t.Errorf("a Deployment exists for a Gateway that cannot render (err %v)", err)
+	}
+}
