@@ -18,8 +18,8 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 // fieldManager owns every field the provider applies.
