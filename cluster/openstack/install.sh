@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Installs Debian's Neutron API server and Keystone (and what they need) when
 # missing. up.sh runs it; run it alone to prepare a machine or an image.
-# Services are never started by the packages: when /usr/sbin/policy-rc.d does
-# not exist, one that forbids starting them is put there for the install and
-# removed afterwards.
+# Services are never started by the packages (see hack/apt-install.sh).
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -17,27 +15,7 @@ if [ ${#missing[@]} = 0 ]; then
 	say "packages present: $(versions)"
 	exit 0
 fi
-[ "$(id -u)" = 0 ] || die "installing ${missing[*]} needs root"
-
-made_policy=false
-if [ ! -e /usr/sbin/policy-rc.d ]; then
-	printf '#!/bin/sh\n# installed by cluster/openstack/install.sh for the duration of an apt install\nexit 101\n' >/usr/sbin/policy-rc.d
-	chmod 755 /usr/sbin/policy-rc.d
-	made_policy=true
-fi
-cleanup() { if $made_policy; then rm -f /usr/sbin/policy-rc.d; fi; }
-trap cleanup EXIT
-
 mkdir -p "$OS_STATE/log"
-aptlog=$OS_STATE/log/apt.log
-say "installing ${missing[*]} (log: $aptlog)"
-export DEBIAN_FRONTEND=noninteractive
-apt_opts=(-o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-# An outdated package list makes the install fail on 404s; refresh only then.
-if ! apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" >"$aptlog" 2>&1; then
-	say "install failed, refreshing the package lists and retrying"
-	apt-get "${apt_opts[@]}" update >>"$aptlog" 2>&1
-	apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" >>"$aptlog" 2>&1 ||
-		die "apt-get install ${missing[*]} failed: see $aptlog"
-fi
+say "installing ${missing[*]} (log: $OS_STATE/log/apt.log)"
+APT_LOG=$OS_STATE/log/apt.log "$OS_ROOT/hack/apt-install.sh" "${missing[@]}"
 say "installed: $(versions)"
