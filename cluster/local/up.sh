@@ -104,9 +104,11 @@ spec:
 YAML
 "$ROOT/cluster/local/external-runtime.sh" function function-patch-and-transform "dns:///localhost:$FN_PORT" "$STATE/xp/fn"
 
-log "installing the provider's CRDs"
-kubectl apply --server-side -f "$ROOT/package/crds" >/dev/null
-kubectl wait --for condition=Established --timeout 60s -f "$ROOT/package/crds" >/dev/null
+log "installing the provider's CRDs and the NetworkAttachmentDefinition CRD"
+for d in "$ROOT/package/crds" "$ROOT/cluster/crds"; do
+	kubectl apply --server-side -f "$d" >/dev/null
+	kubectl wait --for condition=Established --timeout 60s -f "$d" >/dev/null
+done
 kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
 
 up=true

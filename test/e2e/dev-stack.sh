@@ -50,6 +50,15 @@ kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/p
 # The provider's ProviderConfig controller adds its in-use finalizer.
 wait_for "the provider's ProviderConfig controller" 30 \
 	bash -c '[[ $("$0" get providerconfig.ipsecgw.io default -o jsonpath={.metadata.finalizers}) == *in-use.crossplane.io* ]]' "$TOOLS_BIN/kubectl"
+# The Gateway example renders and its objects appear (no kubelet runs them).
+kubectl apply -f "$ROOT/examples/gateway/psk.yaml" >/dev/null && kubectl apply -f "$ROOT/examples/gateway/gateway.yaml" >/dev/null ||
+	fail "examples/gateway does not apply"
+wait_for "the example Gateway's ConfigMap" 60 kubectl -n tenant-a get configmap tenant-a-vpn-config
+[ "$(kubectl get gateway tenant-a-vpn -o 'jsonpath={.status.conditions[?(@.type=="ConfigRendered")].status}')" = True ] ||
+	fail "the example Gateway is not ConfigRendered"
+kubectl get gateway tenant-a-vpn | grep -q 203.0.113.10 || fail "kubectl get gateway does not show the local identity"
+kubectl delete gateway tenant-a-vpn --timeout 60s >/dev/null || fail "the example Gateway is not deleted"
+
 metrics=$(curl -fsS "http://127.0.0.1:$PROVIDER_METRICS_PORT/metrics")
 grep -q '^controller_runtime_reconcile_total{controller="providerconfig/providerconfig.ipsecgw.io"' <<<"$metrics" ||
 	fail "the provider's /metrics does not count ProviderConfig reconciles"

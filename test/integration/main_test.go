@@ -22,11 +22,11 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 )
 
-// crdDir holds the provider's generated CRDs; testCRDDir CRDs of other
-// projects the tests need (Multus' NetworkAttachmentDefinition).
+// crdDir holds the provider's generated CRDs; thirdPartyCRDDir the CRDs of
+// other projects the gateway uses (Multus' NetworkAttachmentDefinition).
 var (
-	crdDir     = filepath.Join("..", "..", "package", "crds")
-	testCRDDir = filepath.Join("..", "crds")
+	crdDir           = filepath.Join("..", "..", "package", "crds")
+	thirdPartyCRDDir = filepath.Join("..", "..", "cluster", "crds")
 )
 
 var (
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run these tests with 'make test-integration'")
 		os.Exit(1)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir, testCRDDir}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir, thirdPartyCRDDir}, ErrorIfCRDPathMissing: true}
 	os.Exit(run(m, env))
 }
 
