@@ -1,0 +1,106 @@
+package workload
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+)
+
+func gw(active *bool) *v1alpha1.Gateway {
+	return &v1alpha1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "vpn"},
+		Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{
+			Namespace: "tenant-a", Active: active,
+			Endpoint: v1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
+			Images:           v1alpha1.Images{StrongSwan: "gw:1", Agent: "gw:1"},
+			ReverseExposures: []v1alpha1.ReverseExposure{{Name: "db", Protocol: "udp", ListenPort: 5353}},
+		}},
+	}
+}
+
+var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc"}
+
+func TestObjects(t *testing.T) {
+	objs, err := Objects(gw(nil), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+		if o.GetNamespace() != "tenant-a" || o.GetLabels()[LabelGateway] != "vpn" || o.GetLabels()[LabelManagedBy] != ManagedBy {
+			t.Errorf("%s: namespace %q labels %v, want tenant-a and the gateway's labels", o.GetName(), o.GetNamespace(), o.GetLabels())
+		}
+	}
+	want := []string{"NetworkAttachmentDefinition/vpn", "ConfigMap/vpn-config", "Secret/vpn-secrets", "ServiceAccount/vpn",
+		"Role/vpn", "RoleBinding/vpn", "NetworkPolicy/vpn", "Deployment/vpn"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("objects, in apply order: -want, +got:\n%s", diff)
+	}
+
+	cm := objs[1].(*corev1.ConfigMap)
+	if diff := cmp.Diff(map[string]string{KeySwanctlConf: "connections {\n}\n", KeyNATRules: "table ip ipsecgw {\n}\n"}, cm.Data); diff != "" {
+		t.Errorf("ConfigMap data: -want, +got:\n%s", diff)
+	}
+	if s := objs[2].(*corev1.Secret); string(s.Data[KeySecrets]) != "secrets {\n}\n" || len(s.Data) != 1 {
+		t.Errorf("Secret data = %v, want only %s", s.Data, KeySecrets)
+	}
+
+	var nad struct {
+		Type, Master, Mode string
+		IPAM               struct {
+			Type      string
+			Addresses []struct{ Address, Gateway string }
+		}
+	}
+	cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
+	if err := json.Unmarshal([]byte(cfg), &nad); err != nil {
+		t.Fatalf("NAD config is not JSON: %v", err)
+	}
+	if nad.Type != "macvlan" || nad.Master != "eth1" || nad.IPAM.Type != "static" ||
+		len(nad.IPAM.Addresses) != 1 || nad.IPAM.Addresses[0].Address != "10.20.0.10/24" || nad.IPAM.Addresses[0].Gateway != "10.20.0.1" {
+		t.Errorf("NAD config = %s, want macvlan on eth1 with static 10.20.0.10/24 via 10.20.0.1", cfg)
+	}
+
+	d := objs[7].(*appsv1.Deployment)
+	ann := d.Spec.Template.Annotations
+	if ann[AnnotationHash] != "abc" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
+		t.Errorf("pod annotations = %v, want the config hash and the port's MAC", ann)
+	}
+	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("replicas %d strategy %s, want 1 and Recreate", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	np := objs[6]
+	if b, _ := json.Marshal(np); !strings.Contains(string(b), `"protocol":"UDP","port":5353`) {
+		t.Errorf("NetworkPolicy does not admit the reverse exposure's port: %s", b)
+	}
+}
+
+func TestReplicas(t *testing.T) {
+	cases := map[string]struct {
+		active *bool
+		want   int32
+	}{
+		"Default":  {nil, 1},
+		"Active":   {ptr.To(true), 1},
+		"PreStage": {ptr.To(false), 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Replicas(gw(tc.active)); got != tc.want {
+				t.Errorf("Replicas() = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
