@@ -5,6 +5,7 @@ package openstack
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -35,6 +36,9 @@ type Credentials struct {
 	Endpoint gophercloud.EndpointOpts
 	// TLS verifies the API endpoints; RootCAs nil means the system roots.
 	TLS *tls.Config
+	// fingerprint identifies the inputs these credentials were parsed
+	// from, secrets included; it never leaves memory.
+	fingerprint [sha256.Size]byte
 }
 
 // CloudOptions select one cloud of a clouds.yaml document and override parts
@@ -100,7 +104,14 @@ func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	return &Credentials{Auth: auth, Endpoint: ep, TLS: tlsCfg}, nil
+	h := sha256.New()
+	for _, part := range [][]byte{doc, []byte(o.Cloud), []byte(o.Region), []byte(o.Interface), o.CABundle} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	c := &Credentials{Auth: auth, Endpoint: ep, TLS: tlsCfg}
+	copy(c.fingerprint[:], h.Sum(nil))
+	return c, nil
 }
 
 // FromProviderConfig reads the clouds.yaml document and CA bundle that pc

@@ -1,0 +1,83 @@
+package openstack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+// An APIError is an error response of an OpenStack API, with Neutron's
+// error type and message when the body is Neutron's
+// {"NeutronError": {"type", "message", "detail"}}
+// (https://docs.openstack.org/api-ref/network/v2/#faults).
+type APIError struct {
+	// Code is the HTTP status code.
+	Code int
+	// Type is Neutron's error type, such as FloatingIPNotFound or
+	// IpAddressAlreadyAllocated; empty when the body is not Neutron's.
+	Type string
+	// Message is Neutron's message, or the HTTP status text.
+	Message string
+}
+
+func (e *APIError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("OpenStack API returned %d: %s", e.Code, e.Message)
+	}
+	return fmt.Sprintf("Neutron %d %s: %s", e.Code, e.Type, e.Message)
+}
+
+// Retryable says whether the request may succeed when repeated later:
+// conflicts (409), failed preconditions such as a stale revision_number
+// (412), rate limits (429) and server errors (5xx).
+func (e *APIError) Retryable() bool {
+	return e.Code == http.StatusConflict || e.Code == http.StatusPreconditionFailed ||
+		e.Code == http.StatusTooManyRequests || e.Code >= 500
+}
+
+// AsAPIError returns the APIError in err, parsing gophercloud's
+// ErrUnexpectedResponseCode, and whether there is one.
+func AsAPIError(err error) (*APIError, bool) {
+	var a *APIError
+	if errors.As(err, &a) {
+		return a, true
+	}
+	var u gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &u) {
+		return nil, false
+	}
+	a = &APIError{Code: u.Actual, Message: http.StatusText(u.Actual)}
+	var body struct {
+		NeutronError *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"NeutronError"`
+	}
+	if json.Unmarshal(u.Body, &body) == nil && body.NeutronError != nil {
+		a.Type, a.Message = body.NeutronError.Type, body.NeutronError.Message
+	}
+	return a, true
+}
+
+// Wrap returns err with Neutron's own type and message in place of
+// gophercloud's generic text, prefixed by what failed, such as
+// "cannot create port". Errors that are no API response are wrapped as
+// they are.
+func Wrap(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if a, ok := AsAPIError(err); ok {
+		return fmt.Errorf("%s: %w", what, a)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// IsNotFound says whether err is an API answer of 404.
+func IsNotFound(err error) bool {
+	a, ok := AsAPIError(err)
+	return ok && a.Code == http.StatusNotFound
+}
