@@ -9,6 +9,7 @@ require (
 	github.com/crossplane/crossplane/apis/v2 v2.4.0
 	github.com/google/go-cmp v0.7.0
 	github.com/gophercloud/gophercloud/v2 v2.16.0
+	github.com/pkg/errors v0.9.1
 	github.com/strongswan/govici v0.8.0
 	gopkg.in/yaml.v2 v2.4.0
 	k8s.io/api v0.35.4

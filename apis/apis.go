@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	gatewayv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	networkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	clusterv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 )
 
@@ -13,6 +14,7 @@ import (
 var AddToSchemes = runtime.SchemeBuilder{
 	clusterv1alpha1.SchemeBuilder.AddToScheme,
 	gatewayv1alpha1.SchemeBuilder.AddToScheme,
+	networkingv1alpha1.SchemeBuilder.AddToScheme,
 }
 
 // AddToScheme adds all of the provider's types to s. It returns the first

@@ -1,0 +1,23 @@
+package v1alpha1
+
+// IPAddress is an IPv4 or IPv6 address.
+// +kubebuilder:validation:MaxLength=45
+// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IP address such as 10.20.0.10"
+type IPAddress string
+
+// CIDR is a network in CIDR notation with no host bits set, such as
+// 10.20.0.0/24 or 2001:db8::/64.
+// +kubebuilder:validation:MaxLength=49
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self) == cidr(self).masked()",message="must be a network in CIDR notation with no host bits set, such as 10.20.0.0/24"
+type CIDR string
+
+// UUID is a Neutron resource ID.
+// +kubebuilder:validation:Pattern=`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`
+type UUID string
+
+// TagCreatedBy prefixes the Neutron tag that every object the provider
+// creates carries: "crossplane-uid-<managed resource UID>". When the
+// provider dies after Neutron created an object but before its external
+// name was saved, the next reconcile finds the object by this tag and
+// adopts it instead of creating a second one.
+const TagCreatedBy = "crossplane-uid-"

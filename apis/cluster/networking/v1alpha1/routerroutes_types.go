@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A Route is one extra route of a router: traffic to Destination goes to
+// Nexthop.
+type Route struct {
+	// Destination network.
+	Destination CIDR `json:"destination"`
+	// Nexthop address; defaults to spec.forProvider.nexthop.
+	// +optional
+	Nexthop *IPAddress `json:"nexthop,omitempty"`
+}
+
+// RouterRoutesParameters are extra routes this resource owns on a Neutron
+// router. They are added and removed with Neutron's atomic
+// add_extraroutes/remove_extraroutes
+// (https://docs.openstack.org/api-ref/network/v2/#add-extra-routes-to-router),
+// so routes other tools set on the same router are never touched.
+// +kubebuilder:validation:XValidation:rule="has(self.nexthop) || has(self.nexthopPortRef) || has(self.nexthopPortSelector) || self.routes.all(r, has(r.nexthop))",message="every route needs a nexthop: give one per route, nexthop, or a Port to take it from"
+type RouterRoutesParameters struct {
+	// RouterID of the router.
+	RouterID UUID `json:"routerId"`
+
+	// Routes this resource owns.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Routes []Route `json:"routes"`
+
+	// Nexthop of routes that give none, such as the gateway port's fixed
+	// IP.
+	// +optional
+	// +crossplane:generate:reference:type=Port
+	// +crossplane:generate:reference:extractor=PortFixedIP()
+	// +crossplane:generate:reference:refFieldName=NexthopPortRef
+	// +crossplane:generate:reference:selectorFieldName=NexthopPortSelector
+	Nexthop *string `json:"nexthop,omitempty"`
+
+	// NexthopPortRef takes nexthop from a Port managed resource's first
+	// fixed IP.
+	// +optional
+	NexthopPortRef *xpv2.Reference `json:"nexthopPortRef,omitempty"`
+
+	// NexthopPortSelector selects that Port by label.
+	// +optional
+	NexthopPortSelector *xpv2.Selector `json:"nexthopPortSelector,omitempty"`
+}
+
+// RouterRoutesObservation is what Neutron holds of these routes.
+type RouterRoutesObservation struct {
+	// Routes of this resource present on the router.
+	Routes []ObservedRoute `json:"routes,omitempty"`
+	// RevisionNumber of the router.
+	RevisionNumber int `json:"revisionNumber,omitempty"`
+}
+
+// An ObservedRoute is an extra route on the router.
+type ObservedRoute struct {
+	Destination string `json:"destination"`
+	Nexthop     string `json:"nexthop"`
+}
+
+// A RouterRoutesSpec defines the desired state of RouterRoutes.
+type RouterRoutesSpec struct {
+	xpv2.ClusterManagedResourceSpec `json:",inline"`
+	ForProvider                     RouterRoutesParameters `json:"forProvider"`
+}
+
+// A RouterRoutesStatus represents the observed state of RouterRoutes.
+type RouterRoutesStatus struct {
+	xpv2.ManagedResourceStatus `json:",inline"`
+	AtProvider                 RouterRoutesObservation `json:"atProvider,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// RouterRoutes are extra routes on a Neutron router, such as a VPN's client
+// subnets via the gateway port in mode routed.
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="ROUTER",type="string",JSONPath=".spec.forProvider.routerId"
+// +kubebuilder:printcolumn:name="NEXTHOP",type="string",JSONPath=".spec.forProvider.nexthop"
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,managed,openstack}
+type RouterRoutes struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RouterRoutesSpec   `json:"spec"`
+	Status RouterRoutesStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// RouterRoutesList contains a list of RouterRoutes.
+type RouterRoutesList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RouterRoutes `json:"items"`
+}
