@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ipsecgw/provider-ipsec/apis"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 )
 
@@ -155,7 +156,7 @@ func run(o options) error {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
 		log.Info("Beta feature enabled", "flag", feature.EnableBetaManagementPolicies)
 	}
-	if err := ipsecctrl.Setup(mgr, co); err != nil {
+	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)

@@ -6,13 +6,21 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
 )
 
+// Dependencies are what the controllers share beyond the manager.
+type Dependencies struct {
+	// OpenStack caches authenticated OpenStack clients per ProviderConfig
+	// for the OpenStack kinds.
+	OpenStack *openstack.Clients
+}
+
 // Setup adds every controller of the provider to mgr. It returns the first
 // error a controller's setup returns.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 	for _, setup := range []func(ctrl.Manager, controller.Options) error{
 		providerconfig.Setup,
 		gateway.Setup,

@@ -34,6 +34,7 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -62,7 +63,7 @@ func (s *syncBuffer) String() string {
 
 // startProvider runs the provider's controllers against envtest until t
 // ends, logging at debug level into the returned buffer.
-func startProvider(t *testing.T) *syncBuffer {
+func startProvider(t *testing.T, d ipsecctrl.Dependencies) *syncBuffer {
 	t.Helper()
 	logs := &syncBuffer{}
 	zl := zap.New(zap.UseDevMode(true), zap.WriteTo(logs))
@@ -86,7 +87,7 @@ func startProvider(t *testing.T) *syncBuffer {
 		Features:                &feature.Flags{},
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
-	if err := ipsecctrl.Setup(mgr, o); err != nil {
+	if err := ipsecctrl.Setup(mgr, o, d); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,7 +154,7 @@ func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
 // controllers running, and checks that the PSK leaks nowhere.
 func TestGatewayLifecycle(t *testing.T) {
 	ctx := context.Background()
-	logs := startProvider(t)
+	logs := startProvider(t, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
 	ns := "tenant-gw"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -341,7 +342,7 @@ func assertNoPSK(t *testing.T, ns string, gw *gwv1alpha1.Gateway, logs *syncBuff
 // so in ConfigRendered and Synced, naming the Secret, and creates nothing.
 func TestGatewayMissingPSK(t *testing.T) {
 	ctx := context.Background()
-	startProvider(t)
+	startProvider(t, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
 	ns := "tenant-nopsk"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{

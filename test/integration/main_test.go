@@ -58,6 +58,7 @@ func run(m *testing.M, env *envtest.Environment) int {
 			fmt.Fprintln(os.Stderr, "cannot stop envtest:", err)
 		}
 	}()
+	defer stopOpenStack()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -36,8 +36,8 @@ type Clients struct {
 }
 
 type cached struct {
-	key      [sha256.Size]byte
-	provider *gophercloud.ProviderClient
+	key     [sha256.Size]byte
+	network *gophercloud.ServiceClient
 }
 
 // NewClients returns an empty client cache.
@@ -46,33 +46,20 @@ func NewClients() *Clients {
 }
 
 // Network returns a Neutron (network v2) client for pc, reading its
-// credentials with kube. Errors name the ProviderConfig and say whether
-// reading the credentials, authenticating to Keystone or finding Neutron in
-// the service catalog failed.
+// credentials with kube. The client is made once per ProviderConfig and set
+// of credentials: authentication and Neutron's version discovery happen
+// only then. Errors name the ProviderConfig and say whether reading the
+// credentials, authenticating to Keystone or finding Neutron in the service
+// catalog failed.
 func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.ProviderConfig) (*gophercloud.ServiceClient, error) {
 	creds, err := FromProviderConfig(ctx, kube, pc)
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.provider(ctx, pc.Name, creds)
-	if err != nil {
-		return nil, fmt.Errorf("ProviderConfig %s: cannot authenticate to Keystone at %s: %w", pc.Name, creds.Auth.IdentityEndpoint, err)
-	}
-	sc, err := openstack.NewNetworkV2(p, creds.Endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("ProviderConfig %s: no Neutron endpoint in the service catalog (region %q): %w", pc.Name, creds.Endpoint.Region, err)
-	}
-	return sc, nil
-}
-
-// provider returns the cached ProviderClient of name when its credentials
-// are unchanged, else authenticates a new one.
-func (c *Clients) provider(ctx context.Context, name string, creds *Credentials) (*gophercloud.ProviderClient, error) {
-	key := creds.fingerprint
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.clients[name]; ok && e.key == key {
-		return e.provider, nil
+	if e, ok := c.clients[pc.Name]; ok && e.key == creds.fingerprint {
+		return e.network, nil
 	}
 	var rt http.RoundTripper = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: creds.TLS}
 	if c.Transport != nil {
@@ -80,10 +67,14 @@ func (c *Clients) provider(ctx context.Context, name string, creds *Credentials)
 	}
 	p, err := c.authenticate(ctx, creds, rt)
 	if err != nil {
-		return nil, err
+		return nil, Wrap(err, fmt.Sprintf("ProviderConfig %s: cannot authenticate to Keystone at %s", pc.Name, creds.Auth.IdentityEndpoint))
 	}
-	c.clients[name] = cached{key: key, provider: p}
-	return p, nil
+	sc, err := openstack.NewNetworkV2(p, creds.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("ProviderConfig %s: no Neutron endpoint in the service catalog (region %q): %w", pc.Name, creds.Endpoint.Region, err)
+	}
+	c.clients[pc.Name] = cached{key: creds.fingerprint, network: sc}
+	return sc, nil
 }
 
 // authenticate logs in to Keystone with c over rt, allowing gophercloud to

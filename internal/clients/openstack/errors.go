@@ -9,23 +9,29 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 )
 
-// An APIError is an error response of an OpenStack API, with Neutron's
-// error type and message when the body is Neutron's
-// {"NeutronError": {"type", "message", "detail"}}
-// (https://docs.openstack.org/api-ref/network/v2/#faults).
+// An APIError is an error response of an OpenStack API, with the error
+// type and message of Neutron's body {"NeutronError": {"type", "message",
+// "detail"}} (https://docs.openstack.org/api-ref/network/v2/#faults) or
+// Keystone's {"error": {"code", "title", "message"}}.
 type APIError struct {
 	// Code is the HTTP status code.
 	Code int
 	// Type is Neutron's error type, such as FloatingIPNotFound or
-	// IpAddressAlreadyAllocated; empty when the body is not Neutron's.
+	// IpAddressAlreadyAllocated, or Keystone's title, such as Unauthorized;
+	// empty when the body is neither's.
 	Type string
-	// Message is Neutron's message, or the HTTP status text.
+	// Message is Neutron's or Keystone's message, or the HTTP status text.
 	Message string
+
+	keystone bool
 }
 
 func (e *APIError) Error() string {
-	if e.Type == "" {
+	switch {
+	case e.Type == "":
 		return fmt.Sprintf("OpenStack API returned %d: %s", e.Code, e.Message)
+	case e.keystone:
+		return fmt.Sprintf("Keystone %d %s: %s", e.Code, e.Type, e.Message)
 	}
 	return fmt.Sprintf("Neutron %d %s: %s", e.Code, e.Type, e.Message)
 }
@@ -55,9 +61,18 @@ func AsAPIError(err error) (*APIError, bool) {
 			Type    string `json:"type"`
 			Message string `json:"message"`
 		} `json:"NeutronError"`
+		Error *struct {
+			Title   string `json:"title"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	if json.Unmarshal(u.Body, &body) == nil && body.NeutronError != nil {
-		a.Type, a.Message = body.NeutronError.Type, body.NeutronError.Message
+	if json.Unmarshal(u.Body, &body) == nil {
+		switch {
+		case body.NeutronError != nil:
+			a.Type, a.Message = body.NeutronError.Type, body.NeutronError.Message
+		case body.Error != nil:
+			a.Type, a.Message, a.keystone = body.Error.Title, body.Error.Message, true
+		}
 	}
 	return a, true
 }

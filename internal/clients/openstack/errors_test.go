@@ -50,6 +50,11 @@ func TestWrap(t *testing.T) {
 			err:    unexpected(403, `{"NeutronError": {"type": "PolicyNotAuthorized", "message": "rule:create_port is disallowed by policy", "detail": ""}}`),
 			want:   "cannot create port: Neutron 403 PolicyNotAuthorized: rule:create_port is disallowed by policy",
 		},
+		"Keystone": {
+			reason: "Keystone's error body gives its title and message.",
+			err:    unexpected(401, `{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`),
+			want:   "cannot create port: Keystone 401 Unauthorized: The request you have made requires authentication.",
+		},
 		"NoResponse": {
 			reason: "An error without a response is wrapped as it is.",
 			err:    errors.New("dial tcp 127.0.0.1:9696: connection refused"),

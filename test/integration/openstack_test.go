@@ -1,0 +1,176 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+// openStackEnv is a real Keystone and Neutron API started by
+// cluster/openstack/up.sh for these tests, with its fixtures.
+type openStackEnv struct {
+	// State is the scripts' OS_STATE; down.sh removes it.
+	State    string
+	Fixtures struct {
+		NeutronURL string                    `json:"neutron_url"`
+		Project    struct{ ID string }       `json:"project"`
+		ExtNet     struct{ ID string }       `json:"ext_net"`
+		ExtSubnet  struct{ ID, CIDR string } `json:"ext_subnet"`
+		TenantNet  struct{ ID string }       `json:"tenant_net"`
+		TenantSub  struct{ ID, CIDR string } `json:"tenant_subnet"`
+		Router     struct{ ID string }       `json:"router"`
+	}
+	// CloudsYAML is the clouds.yaml document with clouds tenant-a
+	// (password), tenant-a-appcred and admin.
+	CloudsYAML []byte
+	// Clients is the provider's OpenStack client cache, counting every
+	// request it sends in Requests.
+	Clients  *openstack.Clients
+	Requests atomic.Int64
+}
+
+var (
+	osOnce sync.Once
+	osEnv  *openStackEnv
+	osErr  error
+	// osSkip is why OpenStack tests skip, if they do.
+	osSkip string
+)
+
+// stopOpenStack stops what startOpenStack started; TestMain calls it.
+func stopOpenStack() {
+	if osEnv == nil {
+		return
+	}
+	cmd := exec.Command(filepath.Join(repoRoot, "cluster", "openstack", "down.sh"))
+	cmd.Env = osEnv.env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cluster/openstack/down.sh: %v\n%s", err, out)
+	}
+}
+
+var repoRoot = filepath.Join("..", "..")
+
+func (e *openStackEnv) env() []string {
+	return append(os.Environ(), "OS_STATE="+e.State,
+		"OS_KEYSTONE_PORT="+envOr("ITEST_KEYSTONE_PORT", "15000"),
+		"OS_NEUTRON_PORT="+envOr("ITEST_NEUTRON_PORT", "19696"))
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// startOpenStack starts Keystone and Neutron once for the package, on
+// ports of their own (ITEST_KEYSTONE_PORT, ITEST_NEUTRON_PORT; default
+// 15000 and 19696, so that a developer's make openstack-up is untouched),
+// and creates the ProviderConfigs default (password) and appcred
+// (application credential). It skips t when not root.
+func startOpenStack(t *testing.T) *openStackEnv {
+	t.Helper()
+	osOnce.Do(func() {
+		if os.Geteuid() != 0 {
+			osSkip = "the real Keystone and Neutron need root to install and start: run the tests as root"
+			return
+		}
+		root, err := filepath.Abs(repoRoot)
+		if err != nil {
+			osErr = err
+			return
+		}
+		repoRoot = root
+		e := &openStackEnv{State: filepath.Join(root, ".work", "itest-openstack")}
+		cmd := exec.Command(filepath.Join(root, "cluster", "openstack", "up.sh"))
+		cmd.Env = e.env()
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		osEnv = e
+		if osErr = cmd.Run(); osErr != nil {
+			osErr = fmt.Errorf("cluster/openstack/up.sh: %w", osErr)
+			return
+		}
+		if osErr = e.load(); osErr != nil {
+			return
+		}
+		osErr = e.providerConfigs()
+	})
+	switch {
+	case osSkip != "":
+		t.Skip(osSkip)
+	case osErr != nil:
+		t.Fatalf("cannot start OpenStack: %v", osErr)
+	}
+	return osEnv
+}
+
+func (e *openStackEnv) load() error {
+	b, err := os.ReadFile(filepath.Join(e.State, "fixtures.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &e.Fixtures); err != nil {
+		return fmt.Errorf("fixtures.json: %w", err)
+	}
+	if e.CloudsYAML, err = os.ReadFile(filepath.Join(e.State, "clouds.yaml")); err != nil {
+		return err
+	}
+	e.Clients = openstack.NewClients()
+	e.Clients.Transport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			e.Requests.Add(1)
+			resp, err := rt.RoundTrip(r)
+			if os.Getenv("ITEST_TRACE") != "" && err == nil {
+				fmt.Fprintf(os.Stderr, "openstack: %s %s -> %d\n", r.Method, r.URL, resp.StatusCode)
+			}
+			return resp, err
+		})
+	}
+	return nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// providerConfigs creates the credentials Secret and two ProviderConfigs.
+func (e *openStackEnv) providerConfigs() error {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
+	if err := kube.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "openstack-clouds"},
+		Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
+	if err := kube.Create(ctx, s); err != nil {
+		return err
+	}
+	ref := secretRef("openstack-clouds", "clouds.yaml")
+	ref.Namespace = "crossplane-system"
+	for name, cloud := range map[string]string{"openstack": "tenant-a", "openstack-appcred": "tenant-a-appcred"} {
+		pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ProviderConfigSpec{
+			Credentials: v1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: cloud},
+		}}
+		if err := kube.Create(ctx, pc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
