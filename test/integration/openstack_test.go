@@ -98,7 +98,7 @@ func startOpenStack(t *testing.T) *openStackEnv {
 			return
 		}
 		repoRoot = root
-		e := &openStackEnv{State: filepath.Join(root, ".work", "itest-openstack")}
+		e := &openStackEnv{State: filepath.Join(root, ".work", "itest-openstack-"+envOr("ITEST_NEUTRON_PORT", "19696"))}
 		cmd := exec.Command(filepath.Join(root, "cluster", "openstack", "up.sh"))
 		cmd.Env = e.env()
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
