@@ -61,9 +61,15 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startProvider runs the provider's controllers against envtest until t
-// ends, logging at debug level into the returned buffer.
-func startProvider(t *testing.T, d ipsecctrl.Dependencies) *syncBuffer {
+// allControllers sets up every controller of the provider.
+func allControllers(d ipsecctrl.Dependencies) func(ctrl.Manager, controller.Options) error {
+	return func(mgr ctrl.Manager, o controller.Options) error { return ipsecctrl.Setup(mgr, o, d) }
+}
+
+// startProvider runs the controllers setup adds against envtest until t
+// ends, polling every second and logging at debug level into the returned
+// buffer.
+func startProvider(t *testing.T, setup func(ctrl.Manager, controller.Options) error) *syncBuffer {
 	t.Helper()
 	logs := &syncBuffer{}
 	zl := zap.New(zap.UseDevMode(true), zap.WriteTo(logs))
@@ -87,7 +93,7 @@ func startProvider(t *testing.T, d ipsecctrl.Dependencies) *syncBuffer {
 		Features:                &feature.Flags{},
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
-	if err := ipsecctrl.Setup(mgr, o, d); err != nil {
+	if err := setup(mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,7 +160,7 @@ func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
 // controllers running, and checks that the PSK leaks nowhere.
 func TestGatewayLifecycle(t *testing.T) {
 	ctx := context.Background()
-	logs := startProvider(t, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
+	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
 	ns := "tenant-gw"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -342,7 +348,7 @@ func assertNoPSK(t *testing.T, ns string, gw *gwv1alpha1.Gateway, logs *syncBuff
 // so in ConfigRendered and Synced, naming the Secret, and creates nothing.
 func TestGatewayMissingPSK(t *testing.T) {
 	ctx := context.Background()
-	startProvider(t, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
+	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
 	ns := "tenant-nopsk"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
