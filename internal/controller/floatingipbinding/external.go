@@ -1,0 +1,249 @@
+package floatingipbinding
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+const (
+	errGet          = "cannot get floating IP %s"
+	errAllocate     = "cannot allocate a floating IP from network %s"
+	errTag          = "cannot tag floating IP %s with %s"
+	errAssociate    = "cannot associate floating IP %s with port %s"
+	errUpdate       = "cannot update floating IP %s"
+	errDisassociate = "cannot disassociate floating IP %s from port %s"
+	errRelease      = "cannot release floating IP %s"
+	errNoExternal   = "floating IP of this binding is not known yet (no external name)"
+
+	// errPinnedMissing and errBoundElsewhere are the runbook's pinning
+	// contract: a pinned floating IP must exist, and it is never taken from
+	// another port.
+	errPinnedMissing  = "floating IP %s does not exist in the project: a pinned floating IP (spec.forProvider.floatingIpAddress) must be allocated beforehand"
+	errBoundElsewhere = "floating IP %s is associated with port %s, not %s: disassociate it there first (runbook: cutover)"
+)
+
+// tagResource is the floating IPs' resource type in Neutron's tags API.
+const tagResource = "floatingips"
+
+// external binds one FloatingIPBinding's floating IP through Neutron.
+type external struct {
+	neutron *gophercloud.ServiceClient
+}
+
+// Observe reads the binding's floating IP with one GET: by its ID (the
+// external name) once known; before that, a pinned binding looks its
+// address up and an allocated one looks up the floating IP tagged with
+// the binding's UID (a create the provider did not live to record), and
+// adopts what it finds as the external name. Observe never changes
+// Neutron.
+//
+// A pinned address that does not exist is an error naming the address
+// (Synced=False), except while the binding is being deleted. A floating
+// IP bound to another port is reported as not up to date: Update refuses
+// it with an error naming that port. During deletion a pinned floating IP
+// exists for the reconciler only while it is bound to the binding's port,
+// since Delete only disassociates it.
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalObservation, error) {
+	fip, adopted, err := e.find(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if fip == nil {
+		mg.Status.AtProvider = v1alpha1.FloatingIPBindingObservation{Pinned: pinned(mg)}
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if adopted {
+		meta.SetExternalName(mg, fip.ID)
+	}
+	mg.Status.AtProvider = observation(mg, fip)
+	if meta.WasDeleted(mg) {
+		if pinned(mg) {
+			return managed.ExternalObservation{ResourceExists: boundToUs(mg, fip)}, nil
+		}
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+	// An adopted external name is saved with the late-initialised spec,
+	// so that the next Observe is one GET by ID.
+	lateInit := lateInitialize(&mg.Spec.ForProvider, fip) || adopted
+	d := diff(mg, fip)
+	setReadiness(mg)
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        d == "",
+		ResourceLateInitialized: lateInit,
+		Diff:                    d,
+	}, nil
+}
+
+// find returns the binding's floating IP, or nil when it does not exist,
+// and whether it was found by a lookup rather than by the external name.
+func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*floatingips.FloatingIP, bool, error) {
+	if id := externalID(mg); id != "" {
+		fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+		switch {
+		case err == nil:
+			return fip, false, nil
+		case !openstack.IsNotFound(err):
+			return nil, false, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+		case !pinned(mg):
+			return nil, false, nil
+		}
+		// A pinned floating IP whose ID is gone: the address may have
+		// been allocated again; look it up.
+	}
+	if addr := pinnedAddress(mg); addr != "" {
+		fip, err := byAddress(ctx, e.neutron, addr)
+		switch {
+		case err != nil:
+			return nil, false, err
+		case fip == nil && meta.WasDeleted(mg):
+			return nil, false, nil
+		case fip == nil:
+			return nil, false, fmt.Errorf(errPinnedMissing, addr)
+		}
+		return fip, true, nil
+	}
+	fip, err := byTag(ctx, e.neutron, openstack.CreatedByTag(mg))
+	return fip, fip != nil, err
+}
+
+// Create binds a floating IP to the port. Pinned: it looks the address up
+// (an error naming it when it does not exist), records its ID as the
+// external name and associates it as Update does, refusing one bound to
+// another port. Allocated: it allocates a floating IP from
+// floatingNetworkId with the port, fixed IP and description in one POST,
+// records its ID, then tags it with the binding's UID (Neutron 21 takes no
+// tags in the POST). A failed tagging is returned as an error with the
+// external name kept, so the next reconcile adopts the floating IP by ID
+// and Update tags it.
+func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalCreation, error) {
+	p := mg.Spec.ForProvider
+	if addr := pinnedAddress(mg); addr != "" {
+		fip, err := byAddress(ctx, e.neutron, addr)
+		if err != nil {
+			return managed.ExternalCreation{}, err
+		}
+		if fip == nil {
+			return managed.ExternalCreation{}, fmt.Errorf(errPinnedMissing, addr)
+		}
+		meta.SetExternalName(mg, fip.ID)
+		return managed.ExternalCreation{}, e.associate(ctx, mg, fip)
+	}
+	network := string(ptr.Deref(p.FloatingNetworkID, ""))
+	fip, err := floatingips.Create(ctx, e.neutron, floatingips.CreateOpts{
+		FloatingNetworkID: network,
+		PortID:            ptr.Deref(p.PortID, ""),
+		FixedIP:           string(ptr.Deref(p.FixedIP, "")),
+		Description:       ptr.Deref(p.Description, ""),
+	}).Extract()
+	if err != nil {
+		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errAllocate, network))
+	}
+	meta.SetExternalName(mg, fip.ID)
+	return managed.ExternalCreation{}, e.tag(ctx, fip.ID, openstack.CreatedByTag(mg))
+}
+
+// Update reads the floating IP and associates it with the wanted port (and
+// fixed IP) with If-Match: revision_number, so that a concurrent change
+// gets 412 RevisionNumberConstraintFailed, a retryable error, instead of
+// a stolen floating IP. A pinned floating IP bound to another port is left
+// untouched and the error names that port. An allocated floating IP also
+// gets its description corrected and its UID tag back when missing.
+func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalUpdate, error) {
+	id := externalID(mg)
+	if id == "" {
+		return managed.ExternalUpdate{}, fmt.Errorf("%s", errNoExternal)
+	}
+	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	if err != nil {
+		return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	}
+	if err := e.associate(ctx, mg, fip); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	if tag := openstack.CreatedByTag(mg); !pinned(mg) && !hasTag(fip, tag) {
+		return managed.ExternalUpdate{}, e.tag(ctx, fip.ID, tag)
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+// associate sends the one PUT that makes fip what the binding wants, if
+// any, guarded by fip's revision number. It refuses to take a pinned
+// floating IP from another port: Neutron would move it silently (200).
+// An allocated floating IP, owned by the binding, is moved.
+func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) error {
+	p := mg.Spec.ForProvider
+	wanted := ptr.Deref(p.PortID, "")
+	opts := floatingips.UpdateOpts{}
+	change := false
+	what := fmt.Sprintf(errUpdate, fip.FloatingIP)
+	if wanted != "" && !attached(mg, fip) {
+		if pinned(mg) && fip.PortID != "" && fip.PortID != wanted {
+			return fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted)
+		}
+		opts.PortID = &wanted
+		opts.FixedIP = string(ptr.Deref(p.FixedIP, ""))
+		change = true
+		what = fmt.Sprintf(errAssociate, fip.FloatingIP, wanted)
+	}
+	if !pinned(mg) && p.Description != nil && *p.Description != fip.Description {
+		opts.Description = p.Description
+		change = true
+	}
+	if !change {
+		return nil
+	}
+	rev := fip.RevisionNumber
+	opts.RevisionNumber = &rev
+	_, err := floatingips.Update(ctx, e.neutron, fip.ID, opts).Extract()
+	return openstack.Wrap(err, what)
+}
+
+// tag adds tag to the floating IP id, keeping its other tags.
+func (e *external) tag(ctx context.Context, id, tag string) error {
+	err := attributestags.Add(ctx, e.neutron, tagResource, id, tag).ExtractErr()
+	return openstack.Wrap(err, fmt.Sprintf(errTag, id, tag))
+}
+
+// Delete releases an allocated floating IP (DELETE). A pinned floating IP
+// is customer-owned and never released: Delete only disassociates it
+// (port_id null, with If-Match: revision_number), and only when it is
+// bound to the binding's port. A floating IP already gone is no error.
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalDelete, error) {
+	id := externalID(mg)
+	if id == "" {
+		return managed.ExternalDelete{}, nil
+	}
+	if !pinned(mg) {
+		err := floatingips.Delete(ctx, e.neutron, id).ExtractErr()
+		if openstack.IsNotFound(err) {
+			err = nil
+		}
+		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errRelease, id))
+	}
+	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	switch {
+	case openstack.IsNotFound(err):
+		return managed.ExternalDelete{}, nil
+	case err != nil:
+		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	case !boundToUs(mg, fip):
+		return managed.ExternalDelete{}, nil
+	}
+	none, rev := "", fip.RevisionNumber
+	_, err = floatingips.Update(ctx, e.neutron, fip.ID, floatingips.UpdateOpts{PortID: &none, RevisionNumber: &rev}).Extract()
+	return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errDisassociate, fip.FloatingIP, fip.PortID))
+}
+
+// Disconnect does nothing: the Neutron client is cached per ProviderConfig.
+func (e *external) Disconnect(context.Context) error { return nil }

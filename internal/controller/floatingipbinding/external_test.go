@@ -1,0 +1,556 @@
+package floatingipbinding
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	fake "github.com/gophercloud/gophercloud/v2/openstack/networking/v2/common"
+	th "github.com/gophercloud/gophercloud/v2/testhelper"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+const (
+	fipID   = "6f1b4c1e-5a2d-4b8e-9d51-0c8a3f2b7e10"
+	ourPort = "0b4a7d3e-2c1f-4e9a-8b6d-5f3e2a1c9d70"
+	vmPort  = "9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c60"
+	extNet  = "095bc516-ad9b-4e47-ab51-9bd699535a0c"
+	address = "203.0.113.5"
+	uid     = "11111111-2222-4333-8444-555555555555"
+	tag     = v1alpha1.TagCreatedBy + uid
+	tagPath = "/v2.0/floatingips/" + fipID + "/tags/" + tag
+)
+
+// fip is a Neutron floating IP as JSON, bound to port (none when "").
+func fip(port string, rev int, tags ...string) string {
+	p, f := "null", "null"
+	if port != "" {
+		p, f = `"`+port+`"`, `"10.20.0.10"`
+	}
+	t := `[]`
+	if len(tags) > 0 {
+		t = `["` + strings.Join(tags, `","`) + `"]`
+	}
+	return fmt.Sprintf(`{"id": %q, "floating_ip_address": %q, "floating_network_id": %q, "port_id": %s, "fixed_ip_address": %s,
+		"status": "DOWN", "description": "", "tags": %s, "revision_number": %d}`, fipID, address, extNet, p, f, t, rev)
+}
+
+func one(obj string) string  { return `{"floatingip": ` + obj + `}` }
+func list(obj ...string) string { return `{"floatingips": [` + strings.Join(obj, ",") + `]}` }
+
+func neutronError(typ, msg string) string {
+	return fmt.Sprintf(`{"NeutronError": {"type": %q, "message": %q, "detail": ""}}`, typ, msg)
+}
+
+// reply is a canned answer of the fake Neutron.
+type reply struct {
+	code int
+	body string
+}
+
+// call is a request the fake Neutron received.
+type call struct {
+	Request string // "METHOD path[?query]"
+	IfMatch string
+	Body    string
+}
+
+// neutron serves the canned replies, keyed by "METHOD path[?query]", and
+// records every request; a request with no reply fails the test.
+type neutron struct {
+	t       *testing.T
+	replies map[string]reply
+	mu      sync.Mutex
+	calls   []call
+}
+
+func (n *neutron) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Method + " " + r.URL.Path
+	if r.URL.RawQuery != "" {
+		key += "?" + r.URL.RawQuery
+	}
+	b, _ := io.ReadAll(r.Body)
+	n.mu.Lock()
+	n.calls = append(n.calls, call{Request: key, IfMatch: r.Header.Get("If-Match"), Body: strings.TrimSpace(string(b))})
+	n.mu.Unlock()
+	rep, ok := n.replies[key]
+	if !ok {
+		n.t.Errorf("unexpected request %s", key)
+		w.WriteHeader(http.StatusTeapot)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.code)
+	_, _ = io.WriteString(w, rep.body)
+}
+
+// serve starts a fake Neutron with replies and returns an external client
+// of it and the fake.
+func serve(t *testing.T, replies map[string]reply) (*external, *neutron) {
+	t.Helper()
+	srv := th.SetupHTTP()
+	t.Cleanup(srv.Teardown)
+	n := &neutron{t: t, replies: replies}
+	srv.Mux.Handle("/", n)
+	return &external{neutron: fake.ServiceClient(srv)}, n
+}
+
+type option func(*v1alpha1.FloatingIPBinding)
+
+func withExternalName(n string) option {
+	return func(mg *v1alpha1.FloatingIPBinding) { meta.SetExternalName(mg, n) }
+}
+
+func withPinned(mg *v1alpha1.FloatingIPBinding) {
+	mg.Spec.ForProvider.FloatingIPAddress = ptr.To(v1alpha1.IPAddress(address))
+	mg.Spec.ForProvider.FloatingNetworkID = nil
+}
+
+func withDeleting(mg *v1alpha1.FloatingIPBinding) {
+	now := metav1.Unix(1700000000, 0)
+	mg.SetDeletionTimestamp(&now)
+}
+
+func withDescription(d string) option {
+	return func(mg *v1alpha1.FloatingIPBinding) { mg.Spec.ForProvider.Description = ptr.To(d) }
+}
+
+func withStatus(o v1alpha1.FloatingIPBindingObservation, c ...xpv2.Condition) option {
+	return func(mg *v1alpha1.FloatingIPBinding) {
+		mg.Status.AtProvider = o
+		mg.SetConditions(c...)
+	}
+}
+
+// binding is an allocated binding of ourPort named "fip", external name
+// as the default initializer leaves it, unless options say otherwise.
+func binding(opts ...option) *v1alpha1.FloatingIPBinding {
+	mg := &v1alpha1.FloatingIPBinding{ObjectMeta: metav1.ObjectMeta{Name: "fip", UID: uid}}
+	mg.Spec.ForProvider = v1alpha1.FloatingIPBindingParameters{
+		FloatingNetworkID: ptr.To(v1alpha1.UUID(extNet)),
+		PortID:            ptr.To(ourPort),
+	}
+	meta.SetExternalName(mg, "fip")
+	for _, o := range opts {
+		o(mg)
+	}
+	return mg
+}
+
+func attachedStatus(pinned bool, rev int, tags ...string) v1alpha1.FloatingIPBindingObservation {
+	return v1alpha1.FloatingIPBindingObservation{FloatingIPID: fipID, FloatingIPAddress: address, PortID: ourPort,
+		FixedIP: "10.20.0.10", Attached: true, Pinned: pinned, Status: "DOWN", RevisionNumber: rev}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+const (
+	getFIP     = "GET /v2.0/floatingips/" + fipID
+	putFIP     = "PUT /v2.0/floatingips/" + fipID
+	byAddr     = "GET /v2.0/floatingips?floating_ip_address=" + address
+	byTagQuery = "GET /v2.0/floatingips?tags=" + tag
+)
+
+func TestObserve(t *testing.T) {
+	type want struct {
+		o     managed.ExternalObservation
+		err   string
+		mg    *v1alpha1.FloatingIPBinding
+		calls []string
+	}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mg      *v1alpha1.FloatingIPBinding
+		want    want
+	}{
+		"AttachedIsOneGET": {
+			reason:  "An attached binding with a known ID is observed with exactly one GET, up to date and Available.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 4, tag))}},
+			mg:      binding(withExternalName(fipID), withDescription("")),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mg:    binding(withExternalName(fipID), withDescription(""), withStatus(attachedStatus(false, 4), xpv2.Available())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedFoundBoundElsewhere": {
+			reason:  "A pinned binding without an ID looks the address up with one GET, adopts the ID even though another port holds it, and reports it not up to date (Update refuses it) without changing Neutron.",
+			replies: map[string]reply{byAddr: {200, list(fip(vmPort, 7))}},
+			mg:      binding(withPinned),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10"}, state{PortID: vmPort, FixedIP: "10.20.0.10"})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					Pinned: true, Status: "DOWN", RevisionNumber: 7}, xpv2.Unavailable())),
+				calls: []string{byAddr},
+			},
+		},
+		"PinnedMissing": {
+			reason:  "A pinned address that does not exist (Neutron answers 200 with an empty list) is an error naming the address.",
+			replies: map[string]reply{byAddr: {200, list()}},
+			mg:      binding(withPinned),
+			want: want{
+				err:   fmt.Sprintf(errPinnedMissing, address),
+				mg:    binding(withPinned),
+				calls: []string{byAddr},
+			},
+		},
+		"PinnedMissingWhileDeleting": {
+			reason:  "A binding of a missing pinned address can be deleted: it does not exist.",
+			replies: map[string]reply{byAddr: {200, list()}},
+			mg:      binding(withPinned, withDeleting),
+			want: want{
+				mg:    binding(withPinned, withDeleting, withStatus(v1alpha1.FloatingIPBindingObservation{Pinned: true})),
+				calls: []string{byAddr},
+			},
+		},
+		"PinnedIDGoneLooksUpAddress": {
+			reason: "A pinned floating IP whose ID is gone is looked up by address again.",
+			replies: map[string]reply{
+				getFIP: {404, neutronError("FloatingIPNotFound", "Floating IP "+fipID+" could not be found")},
+				byAddr: {200, list()},
+			},
+			mg: binding(withPinned, withExternalName(fipID)),
+			want: want{
+				err:   fmt.Sprintf(errPinnedMissing, address),
+				mg:    binding(withPinned, withExternalName(fipID)),
+				calls: []string{getFIP, byAddr},
+			},
+		},
+		"PinnedDeletingBoundElsewhere": {
+			reason:  "While deleting, a pinned floating IP bound to another port does not exist for the reconciler: Delete has nothing to do.",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 2))}},
+			mg:      binding(withPinned, withExternalName(fipID), withDeleting),
+			want: want{
+				mg: binding(withPinned, withExternalName(fipID), withDeleting, withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					Pinned: true, Status: "DOWN", RevisionNumber: 2})),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedDeletingBoundToUs": {
+			reason:  "While deleting, a pinned floating IP bound to our port exists, so that Delete disassociates it.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 2))}},
+			mg:      binding(withPinned, withExternalName(fipID), withDeleting),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true},
+				mg:    binding(withPinned, withExternalName(fipID), withDeleting, withStatus(attachedStatus(true, 2))),
+				calls: []string{getFIP},
+			},
+		},
+		"AllocatedAdoptedByTag": {
+			reason:  "An allocated binding without an ID adopts the floating IP tagged with its UID (a create the provider did not live to record).",
+			replies: map[string]reply{byTagQuery: {200, list(fip(ourPort, 1, tag))}},
+			mg:      binding(withDescription("")),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mg:    binding(withDescription(""), withExternalName(fipID), withStatus(attachedStatus(false, 1), xpv2.Available())),
+				calls: []string{byTagQuery},
+			},
+		},
+		"AllocatedNotCreated": {
+			reason:  "An allocated binding with no tagged floating IP does not exist yet.",
+			replies: map[string]reply{byTagQuery: {200, list()}},
+			mg:      binding(),
+			want:    want{mg: binding(), calls: []string{byTagQuery}},
+		},
+		"AllocatedGone": {
+			reason:  "An allocated floating IP whose ID answers 404 does not exist.",
+			replies: map[string]reply{getFIP: {404, neutronError("FloatingIPNotFound", "not found")}},
+			mg:      binding(withExternalName(fipID)),
+			want:    want{mg: binding(withExternalName(fipID)), calls: []string{getFIP}},
+		},
+		"AllocatedUntagged": {
+			reason:  "An allocated floating IP missing its UID tag is not up to date, so that Update tags it.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 3))}},
+			mg:      binding(withExternalName(fipID), withDescription("")),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true,
+					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10", Tagged: true}, state{PortID: ourPort, FixedIP: "10.20.0.10"})},
+				mg:    binding(withExternalName(fipID), withDescription(""), withStatus(attachedStatus(false, 3), xpv2.Available())),
+				calls: []string{getFIP},
+			},
+		},
+		"ServerError": {
+			reason:  "A Neutron error carries its type and message and what failed.",
+			replies: map[string]reply{getFIP: {500, neutronError("HTTPInternalServerError", "boom")}},
+			mg:      binding(withExternalName(fipID)),
+			want: want{
+				err:   "cannot get floating IP " + fipID + ": Neutron 500 HTTPInternalServerError: boom",
+				mg:    binding(withExternalName(fipID)),
+				calls: []string{getFIP},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, n := serve(t, tc.replies)
+			o, err := e.Observe(context.Background(), tc.mg)
+			if diff := cmp.Diff(tc.want.err, errText(err)); diff != "" {
+				t.Errorf("%s\nObserve(): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.o, o); diff != "" {
+				t.Errorf("%s\nObserve(): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.mg, tc.mg, cmpConditions); diff != "" {
+				t.Errorf("%s\nObserve(): -want managed, +got managed:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.calls, requests(n)); diff != "" {
+				t.Errorf("%s\nObserve(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// cmpConditions ignores condition transition times.
+var cmpConditions = cmp.Comparer(func(a, b metav1.Time) bool { return true })
+
+func requests(n *neutron) []string {
+	var r []string
+	for _, c := range n.calls {
+		r = append(r, c.Request)
+	}
+	return r
+}
+
+func TestCreate(t *testing.T) {
+	type want struct {
+		err          string
+		externalName string
+		calls        []call
+	}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mg      *v1alpha1.FloatingIPBinding
+		want    want
+	}{
+		"Allocate": {
+			reason: "An allocated binding allocates with port, fixed IP and description in one POST, records the ID and tags it with the UID.",
+			replies: map[string]reply{
+				"POST /v2.0/floatingips": {201, one(fip(ourPort, 0))},
+				"PUT " + tagPath:         {201, ""},
+			},
+			mg: binding(withDescription("vpn"), func(mg *v1alpha1.FloatingIPBinding) {
+				mg.Spec.ForProvider.FixedIP = ptr.To(v1alpha1.IPAddress("10.20.0.10"))
+			}),
+			want: want{externalName: fipID, calls: []call{
+				{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"description":"vpn","fixed_ip_address":"10.20.0.10","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`},
+				{Request: "PUT " + tagPath},
+			}},
+		},
+		"AllocateFails": {
+			reason:  "A refused allocation is an error with Neutron's type and message; nothing is recorded.",
+			replies: map[string]reply{"POST /v2.0/floatingips": {409, neutronError("FloatingIPPortAlreadyAssociated", "port has a floating IP")}},
+			mg:      binding(),
+			want: want{
+				err:          "cannot allocate a floating IP from network " + extNet + ": Neutron 409 FloatingIPPortAlreadyAssociated: port has a floating IP",
+				externalName: "fip",
+				calls:        []call{{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`}},
+			},
+		},
+		"TagFailsKeepsID": {
+			reason: "When tagging fails the ID is kept (the reconciler saves it) so that the next reconcile adopts the floating IP instead of allocating another.",
+			replies: map[string]reply{
+				"POST /v2.0/floatingips": {201, one(fip(ourPort, 0))},
+				"PUT " + tagPath:         {503, neutronError("HTTPServiceUnavailable", "busy")},
+			},
+			mg: binding(),
+			want: want{
+				err:          "cannot tag floating IP " + fipID + " with " + tag + ": Neutron 503 HTTPServiceUnavailable: busy",
+				externalName: fipID,
+				calls: []call{
+					{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`},
+					{Request: "PUT " + tagPath},
+				},
+			},
+		},
+		"PinnedMissing": {
+			reason:  "Creating a pinned binding of an address that does not exist creates nothing and names the address.",
+			replies: map[string]reply{byAddr: {200, list()}},
+			mg:      binding(withPinned),
+			want:    want{err: fmt.Sprintf(errPinnedMissing, address), externalName: "fip", calls: []call{{Request: byAddr}}},
+		},
+		"PinnedBoundElsewhere": {
+			reason:  "A pinned floating IP bound to another port is left untouched and the error names that port.",
+			replies: map[string]reply{byAddr: {200, list(fip(vmPort, 5))}},
+			mg:      binding(withPinned),
+			want: want{
+				err:          "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				externalName: fipID,
+				calls:        []call{{Request: byAddr}},
+			},
+		},
+		"PinnedFree": {
+			reason: "A free pinned floating IP is associated with If-Match on the revision read.",
+			replies: map[string]reply{
+				byAddr: {200, list(fip("", 5))},
+				putFIP: {200, one(fip(ourPort, 6))},
+			},
+			mg: binding(withPinned),
+			want: want{externalName: fipID, calls: []call{
+				{Request: byAddr},
+				{Request: putFIP, IfMatch: "revision_number=5", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`},
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, n := serve(t, tc.replies)
+			_, err := e.Create(context.Background(), tc.mg)
+			if diff := cmp.Diff(tc.want.err, errText(err)); diff != "" {
+				t.Errorf("%s\nCreate(): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.externalName, meta.GetExternalName(tc.mg)); diff != "" {
+				t.Errorf("%s\nCreate(): -want external name, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.calls, n.calls); diff != "" {
+				t.Errorf("%s\nCreate(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	type want struct {
+		err       string
+		retryable bool
+		calls     []call
+	}
+	assoc := call{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mg      *v1alpha1.FloatingIPBinding
+		want    want
+	}{
+		"PinnedAssociates": {
+			reason:  "Update reads the floating IP and associates it with If-Match: revision_number=N.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			want:    want{calls: []call{{Request: getFIP}, assoc}},
+		},
+		"StaleRevision": {
+			reason: "A concurrent change makes Neutron answer 412: a retryable error, not a success and not a stolen floating IP.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))},
+				putFIP: {412, neutronError("RevisionNumberConstraintFailed", "Constrained to 9, but current revision is 10")}},
+			mg: binding(withPinned, withExternalName(fipID)),
+			want: want{
+				err:       "cannot associate floating IP " + address + " with port " + ourPort + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 9, but current revision is 10",
+				retryable: true,
+				calls:     []call{{Request: getFIP}, assoc},
+			},
+		},
+		"PinnedBoundElsewhere": {
+			reason:  "Update refuses a pinned floating IP bound to another port, names the port and sends no PUT.",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			want: want{
+				err:   "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				calls: []call{{Request: getFIP}},
+			},
+		},
+		"AllocatedMovedBack": {
+			reason:  "An allocated floating IP, the binding's own, is moved back to its port (with If-Match) and its missing UID tag restored.",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}, putFIP: {200, one(fip(ourPort, 10))}, "PUT " + tagPath: {201, ""}},
+			mg:      binding(withExternalName(fipID)),
+			want:    want{calls: []call{{Request: getFIP}, assoc, {Request: "PUT " + tagPath}}},
+		},
+		"AllocatedDescription": {
+			reason:  "An allocated floating IP's description is corrected with If-Match.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, tag))}, putFIP: {200, one(fip(ourPort, 10, tag))}},
+			mg:      binding(withExternalName(fipID), withDescription("vpn")),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn"}}`}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, n := serve(t, tc.replies)
+			_, err := e.Update(context.Background(), tc.mg)
+			if diff := cmp.Diff(tc.want.err, errText(err)); diff != "" {
+				t.Errorf("%s\nUpdate(): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			a, ok := openstack.AsAPIError(err)
+			if got := ok && a.Retryable(); got != tc.want.retryable {
+				t.Errorf("%s\nUpdate(): retryable = %v, want %v", tc.reason, got, tc.want.retryable)
+			}
+			if diff := cmp.Diff(tc.want.calls, n.calls); diff != "" {
+				t.Errorf("%s\nUpdate(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mg      *v1alpha1.FloatingIPBinding
+		err     string
+		calls   []call
+	}{
+		"AllocatedReleased": {
+			reason:  "An allocated floating IP is released.",
+			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {204, ""}},
+			mg:      binding(withExternalName(fipID)),
+			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}},
+		},
+		"AllocatedAlreadyGone": {
+			reason:  "An allocated floating IP already gone is no error.",
+			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {404, neutronError("FloatingIPNotFound", "not found")}},
+			mg:      binding(withExternalName(fipID)),
+			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}},
+		},
+		"PinnedDisassociatedNeverReleased": {
+			reason:  "A pinned floating IP bound to our port is only disassociated (port_id null, If-Match), never released.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 4))}, putFIP: {200, one(fip("", 5))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			calls:   []call{{Request: getFIP}, {Request: putFIP, IfMatch: "revision_number=4", Body: `{"floatingip":{"port_id":null}}`}},
+		},
+		"PinnedBoundElsewhereUntouched": {
+			reason:  "A pinned floating IP bound to another port (a rollback to the VM) is left alone.",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 4))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			calls:   []call{{Request: getFIP}},
+		},
+		"PinnedDisassociateFails": {
+			reason:  "A failed disassociation is an error with Neutron's type.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 4))}, putFIP: {412, neutronError("RevisionNumberConstraintFailed", "stale")}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			err:     "cannot disassociate floating IP " + address + " from port " + ourPort + ": Neutron 412 RevisionNumberConstraintFailed: stale",
+			calls:   []call{{Request: getFIP}, {Request: putFIP, IfMatch: "revision_number=4", Body: `{"floatingip":{"port_id":null}}`}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, n := serve(t, tc.replies)
+			_, err := e.Delete(context.Background(), tc.mg)
+			if diff := cmp.Diff(tc.err, errText(err)); diff != "" {
+				t.Errorf("%s\nDelete(): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.calls, n.calls); diff != "" {
+				t.Errorf("%s\nDelete(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
