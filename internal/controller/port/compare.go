@@ -1,0 +1,241 @@
+package port
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+)
+
+// changes are what an Update must send to make a Neutron port match a
+// Port's spec.
+//
+// What the spec manages:
+//   - name, description, portSecurityEnabled: when set; unset leaves
+//     Neutron's value alone (portSecurityEnabled is late-initialized).
+//   - securityGroupIds, as a set: when not empty. An empty list with port
+//     security on leaves Neutron's choice (the project's "default" group)
+//     alone; with port security off the port must have no groups.
+//   - allowedAddressPairs, as a set: always; an unset MAC means the port's
+//     own, as Neutron fills it in.
+//   - fixedIps: only what each entry asks (a subnet, an address or both);
+//     the addresses Neutron picks and addresses Neutron adds on its own
+//     (IPv6 SLAAC) are no drift.
+//   - tags, as a set: exactly spec.tags and the MR's CreatedByTag.
+type changes struct {
+	// update holds the port attributes that differ; nil fields match.
+	update ports.UpdateOpts
+	// portSecurity is port_security_enabled when it differs.
+	portSecurity *bool
+	// tags is the full tag set to write when the tags differ.
+	tags []string
+	// diff describes each difference, for the reconciler's debug log.
+	diff []string
+}
+
+// UpToDate says whether nothing differs.
+func (c *changes) UpToDate() bool { return len(c.diff) == 0 }
+
+// portChanged says whether a PUT of the port itself is needed (tags are a
+// separate request).
+func (c *changes) portChanged() bool {
+	u := c.update
+	return c.portSecurity != nil || u.Name != nil || u.Description != nil ||
+		u.SecurityGroups != nil || u.AllowedAddressPairs != nil || u.FixedIPs != nil
+}
+
+// Diff is a cmp.Diff of every differing field, want (-) against have (+).
+func (c *changes) Diff() string { return strings.Join(c.diff, "\n") }
+
+func (c *changes) differs(field string, want, have any, opts ...cmp.Option) bool {
+	opts = append(opts, cmpopts.EquateEmpty())
+	if cmp.Equal(want, have, opts...) {
+		return false
+	}
+	c.diff = append(c.diff, field+": "+cmp.Diff(want, have, opts...))
+	return true
+}
+
+var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+
+// compare returns what differs between spec and the Neutron port p.
+// createdBy is the MR's CreatedByTag.
+func compare(spec *v1alpha1.PortParameters, p *neutronPort, createdBy string) *changes {
+	c := &changes{}
+	if spec.Name != nil && c.differs("name", *spec.Name, p.Name) {
+		c.update.Name = spec.Name
+	}
+	if spec.Description != nil && c.differs("description", *spec.Description, p.Description) {
+		c.update.Description = spec.Description
+	}
+	if spec.PortSecurityEnabled != nil && c.differs("portSecurityEnabled", *spec.PortSecurityEnabled, p.PortSecurityEnabled) {
+		c.portSecurity = spec.PortSecurityEnabled
+	}
+	portSecurityOff := spec.PortSecurityEnabled != nil && !*spec.PortSecurityEnabled
+	if sgs := unique(spec.SecurityGroupIDs); len(sgs) > 0 || portSecurityOff {
+		if c.differs("securityGroupIds", sgs, p.SecurityGroups, sortStrings) {
+			if sgs == nil {
+				sgs = []string{}
+			}
+			c.update.SecurityGroups = &sgs
+		}
+	}
+	if want := addressPairs(spec.AllowedAddressPairs, p.MACAddress); c.differs("allowedAddressPairs", want, observedPairs(p.AllowedAddressPairs), sortPairs) {
+		send := make([]ports.AddressPair, 0, len(spec.AllowedAddressPairs))
+		for _, ap := range spec.AllowedAddressPairs {
+			send = append(send, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: deref(ap.MACAddress)})
+		}
+		c.update.AllowedAddressPairs = &send
+	}
+	if len(spec.FixedIPs) > 0 {
+		if want, ok := matchFixedIPs(spec.FixedIPs, p.FixedIPs); !ok {
+			c.diff = append(c.diff, "fixedIps: "+cmp.Diff(want, p.FixedIPs))
+			c.update.FixedIPs = want
+		}
+	}
+	if tags := unique(append(slices.Clone(spec.Tags), createdBy)); c.differs("tags", tags, p.Tags, sortStrings) {
+		slices.Sort(tags)
+		c.tags = tags
+	}
+	return c
+}
+
+// lateInit fills the unset fields of spec that Neutron chose a value for:
+// portSecurityEnabled (the network's default). It says whether it filled
+// any. Other unset fields stay unset: fixed IPs Neutron picked are not
+// written back, so the spec keeps saying only what its author asked.
+func lateInit(spec *v1alpha1.PortParameters, p *neutronPort) bool {
+	if spec.PortSecurityEnabled == nil {
+		spec.PortSecurityEnabled = &p.PortSecurityEnabled
+		return true
+	}
+	return false
+}
+
+// observation is the Port's status.atProvider for p.
+func observation(p *neutronPort) v1alpha1.PortObservation {
+	o := v1alpha1.PortObservation{ID: p.ID, MACAddress: p.MACAddress, Status: p.Status, RevisionNumber: p.RevisionNumber}
+	for _, ip := range p.FixedIPs {
+		o.FixedIPs = append(o.FixedIPs, v1alpha1.ObservedFixedIP{SubnetID: ip.SubnetID, IPAddress: ip.IPAddress})
+	}
+	return o
+}
+
+// matchFixedIPs matches each wanted fixed IP with a distinct one the port
+// has: same subnet when the spec names one, same address when it names
+// one. Entries naming an address are matched first, so that a
+// subnet-only entry does not take the address another entry asks for. It
+// returns the fixed IPs to send (the port's own where matched, as the
+// spec says otherwise) and whether every wanted one matched.
+func matchFixedIPs(want []v1alpha1.FixedIP, have []ports.IP) ([]ports.IP, bool) {
+	out := make([]ports.IP, len(want))
+	used := make([]bool, len(have))
+	ok := true
+	order := make([]int, 0, len(want))
+	for i, w := range want {
+		if w.IPAddress != nil {
+			order = append(order, i)
+		}
+	}
+	for i, w := range want {
+		if w.IPAddress == nil {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		w := want[i]
+		j := -1
+		for k, h := range have {
+			if !used[k] && (w.SubnetID == nil || string(*w.SubnetID) == h.SubnetID) &&
+				(w.IPAddress == nil || sameAddress(string(*w.IPAddress), h.IPAddress)) {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			ok = false
+			out[i] = ports.IP{SubnetID: string(deref(w.SubnetID)), IPAddress: string(deref(w.IPAddress))}
+			continue
+		}
+		used[j] = true
+		out[i] = have[j]
+	}
+	return out, ok
+}
+
+// pair is an allowed address pair in a comparable form.
+type pair struct{ IP, MAC string }
+
+var sortPairs = cmpopts.SortSlices(func(a, b pair) bool { return a.IP < b.IP || a.IP == b.IP && a.MAC < b.MAC })
+
+// addressPairs normalises the spec's pairs; an unset MAC is the port's.
+func addressPairs(aps []v1alpha1.AddressPair, portMAC string) []pair {
+	out := make([]pair, 0, len(aps))
+	for _, ap := range aps {
+		mac := portMAC
+		if ap.MACAddress != nil {
+			mac = *ap.MACAddress
+		}
+		out = append(out, pair{IP: canonical(ap.IPAddress), MAC: strings.ToLower(mac)})
+	}
+	return uniqueBy(out)
+}
+
+func observedPairs(aps []ports.AddressPair) []pair {
+	out := make([]pair, 0, len(aps))
+	for _, ap := range aps {
+		out = append(out, pair{IP: canonical(ap.IPAddress), MAC: strings.ToLower(ap.MACAddress)})
+	}
+	return out
+}
+
+// canonical writes an address or CIDR the one way netip does, so that
+// 2001:db8::1 and 2001:DB8:0::1 compare equal; anything else is kept.
+func canonical(s string) string {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.String()
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.String()
+	}
+	return s
+}
+
+func sameAddress(a, b string) bool { return canonical(a) == canonical(b) }
+
+// unique returns ss without duplicates, in first-seen order; nil stays nil.
+func unique[T ~string](ss []T) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, string(s)) {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+func uniqueBy[T comparable](ts []T) []T {
+	out := ts[:0:0]
+	for _, t := range ts {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

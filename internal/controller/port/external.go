@@ -1,0 +1,214 @@
+package port
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+// Error messages; %s are the Port's name and the Neutron port ID or tag.
+const (
+	errGet      = "Port %s: cannot get Neutron port %s"
+	errFind     = "Port %s: cannot list Neutron ports tagged %s"
+	errMany     = "Port %s: %d Neutron ports carry its tag %s (%s); delete all but one by hand"
+	errCreate   = "Port %s: cannot create Neutron port on network %s"
+	errTag      = "Port %s: cannot set the tags of Neutron port %s"
+	errUpdate   = "Port %s: cannot update Neutron port %s"
+	errDelete   = "Port %s: cannot delete Neutron port %s"
+	statusError = "ERROR"
+)
+
+// external manages one Port's Neutron port.
+type external struct {
+	network *gophercloud.ServiceClient
+	// observed is the port as Observe read it, for Update in the same
+	// reconcile (the reconciler connects anew for every reconcile).
+	observed *neutronPort
+}
+
+// Observe reads the port with one GET by its external name, fills
+// status.atProvider, late-initializes portSecurityEnabled and compares the
+// spec with the port (see changes). While the external name is empty it
+// lists the ports carrying the MR's CreatedByTag instead: a port found
+// there was created by a Create whose external name was never saved, and
+// is adopted (its ID becomes the external name). More than one such port is
+// an error naming them all. A port that is gone (404) does not exist.
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
+	adopted := false
+	p := &neutronPort{}
+	if id := meta.GetExternalName(mg); id != "" {
+		if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
+			if openstack.IsNotFound(err) {
+				return managed.ExternalObservation{ResourceExists: false}, nil
+			}
+			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
+		}
+	} else {
+		var err error
+		if p, err = e.findCreated(ctx, mg); err != nil || p == nil {
+			return managed.ExternalObservation{ResourceExists: false}, err
+		}
+		meta.SetExternalName(mg, p.ID)
+		adopted = true
+	}
+	e.observed = p
+	mg.Status.AtProvider = observation(p)
+	if p.Status == statusError {
+		mg.SetConditions(xpv2.Unavailable().WithMessage("Neutron reports the port in status ERROR"))
+	} else {
+		// An unbound port is DOWN for as long as no device uses it: it
+		// is ready for a gateway pod to take its MAC and fixed IP.
+		mg.SetConditions(xpv2.Available())
+	}
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+	li := lateInit(&mg.Spec.ForProvider, p)
+	c := compare(&mg.Spec.ForProvider, p, openstack.CreatedByTag(mg))
+	return managed.ExternalObservation{
+		ResourceExists:          true,
+		ResourceUpToDate:        c.UpToDate(),
+		ResourceLateInitialized: li || adopted,
+		Diff:                    c.Diff(),
+	}, nil
+}
+
+// findCreated returns the port tagged with mg's CreatedByTag, or nil when
+// there is none.
+func (e *external) findCreated(ctx context.Context, mg *v1alpha1.Port) (*neutronPort, error) {
+	tag := openstack.CreatedByTag(mg)
+	pages, err := ports.List(e.network, ports.ListOpts{Tags: tag}).AllPages(ctx)
+	if err != nil {
+		return nil, openstack.Wrap(err, fmt.Sprintf(errFind, mg.GetName(), tag))
+	}
+	var found []neutronPort
+	if err := ports.ExtractPortsInto(pages, &found); err != nil {
+		return nil, openstack.Wrap(err, fmt.Sprintf(errFind, mg.GetName(), tag))
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &found[0], nil
+	}
+	ids := make([]string, 0, len(found))
+	for _, f := range found {
+		ids = append(ids, f.ID)
+	}
+	return nil, fmt.Errorf(errMany, mg.GetName(), len(found), tag, strings.Join(ids, ", "))
+}
+
+// Create creates the port with the spec's attributes and tags it with
+// spec.tags and the MR's CreatedByTag, then sets the external name to its
+// ID. The tags go in the create body; a Neutron without the ML2 extension
+// driver tag_ports_during_bulk_creation drops them silently, and Create
+// then sets them with PUT /v2.0/ports/{id}/tags at once (until that
+// answers, a crash leaves an untagged port that the next reconcile cannot
+// find). Neutron errors such as 409 IpAddressAlreadyAllocated or
+// AddressPairAndPortSecurityRequired come back with their type and
+// message.
+func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalCreation, error) {
+	fp := &mg.Spec.ForProvider
+	tags := unique(append(slices.Clone(fp.Tags), openstack.CreatedByTag(mg)))
+	slices.Sort(tags)
+	opts := createOpts{
+		CreateOpts: ports.CreateOpts{
+			NetworkID:   string(fp.NetworkID),
+			Name:        deref(fp.Name),
+			Description: deref(fp.Description),
+		},
+		PortSecurityEnabled: fp.PortSecurityEnabled,
+		Tags:                tags,
+	}
+	if len(fp.FixedIPs) > 0 {
+		ips := make([]ports.IP, 0, len(fp.FixedIPs))
+		for _, f := range fp.FixedIPs {
+			ips = append(ips, ports.IP{SubnetID: string(deref(f.SubnetID)), IPAddress: string(deref(f.IPAddress))})
+		}
+		opts.FixedIPs = ips
+	}
+	if sgs := unique(fp.SecurityGroupIDs); len(sgs) > 0 {
+		opts.SecurityGroups = &sgs
+	}
+	for _, ap := range fp.AllowedAddressPairs {
+		opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: deref(ap.MACAddress)})
+	}
+	p := &neutronPort{}
+	if err := ports.Create(ctx, e.network, opts).ExtractInto(p); err != nil {
+		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName(), fp.NetworkID))
+	}
+	// The reconciler saves the external name even when Create fails from
+	// here on.
+	meta.SetExternalName(mg, p.ID)
+	if !slices.Contains(p.Tags, openstack.CreatedByTag(mg)) {
+		if err := e.setTags(ctx, mg, p.ID, tags); err != nil {
+			return managed.ExternalCreation{}, err
+		}
+	}
+	return managed.ExternalCreation{}, nil
+}
+
+// Update changes what differs between the spec and the port Observe read:
+// one PUT of the port's attributes with If-Match: revision_number (a port
+// changed in between gets 412 RevisionNumberConstraintFailed and the next
+// reconcile reads it again), then one PUT of its tags if they differ.
+// Turning port security off sends the empty security groups and address
+// pairs in the same PUT, as Neutron requires.
+func (e *external) Update(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalUpdate, error) {
+	p := e.observed
+	if p == nil {
+		p = &neutronPort{}
+		id := meta.GetExternalName(mg)
+		if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
+		}
+	}
+	c := compare(&mg.Spec.ForProvider, p, openstack.CreatedByTag(mg))
+	if c.portChanged() {
+		rev := p.RevisionNumber
+		opts := updateOpts{UpdateOpts: c.update, PortSecurityEnabled: c.portSecurity, RevisionNumber: &rev}
+		if err := ports.Update(ctx, e.network, p.ID, opts).Err; err != nil {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, mg.GetName(), p.ID))
+		}
+	}
+	if c.tags != nil {
+		if err := e.setTags(ctx, mg, p.ID, c.tags); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+func (e *external) setTags(ctx context.Context, mg *v1alpha1.Port, id string, tags []string) error {
+	err := attributestags.ReplaceAll(ctx, e.network, resourceType, id, attributestags.ReplaceAllOpts{Tags: tags}).Err
+	return openstack.Wrap(err, fmt.Sprintf(errTag, mg.GetName(), id))
+}
+
+// Delete deletes the port; a port that is already gone (404) is deleted.
+// deletionPolicy Orphan never gets here: the reconciler skips Delete.
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
+	id := meta.GetExternalName(mg)
+	if id == "" {
+		return managed.ExternalDelete{}, nil
+	}
+	mg.SetConditions(xpv2.Deleting())
+	err := ports.Delete(ctx, e.network, id).ExtractErr()
+	if err != nil && !openstack.IsNotFound(err) {
+		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errDelete, mg.GetName(), id))
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect does nothing: the Neutron client is shared per ProviderConfig.
+func (e *external) Disconnect(context.Context) error { return nil }

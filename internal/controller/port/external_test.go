@@ -1,0 +1,543 @@
+package port
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gophercloud/gophercloud/v2"
+	th "github.com/gophercloud/gophercloud/v2/testhelper"
+	fakeclient "github.com/gophercloud/gophercloud/v2/testhelper/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+)
+
+const (
+	netID  = "11111111-1111-1111-1111-111111111111"
+	subID  = "22222222-2222-2222-2222-222222222222"
+	sgID   = "33333333-3333-3333-3333-333333333333"
+	sg2ID  = "44444444-4444-4444-4444-444444444444"
+	portID = "55555555-5555-5555-5555-555555555555"
+	mac    = "fa:16:3e:00:00:01"
+	ourTag = "crossplane-uid-uid-1"
+)
+
+// reply is a canned Neutron answer.
+type reply struct {
+	code int
+	body string
+}
+
+// neutron serves canned replies keyed "METHOD /path[?query]" and records
+// every request as "METHOD /path[?query] [If-Match=...] [body]", with the
+// JSON body re-encoded with sorted keys.
+func neutron(t *testing.T, replies map[string]reply) (*gophercloud.ServiceClient, *[]string) {
+	t.Helper()
+	fs := th.SetupHTTP()
+	t.Cleanup(fs.Teardown)
+	var seen []string
+	fs.Mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		key := r.Method + " " + r.URL.Path
+		if r.URL.RawQuery != "" {
+			key += "?" + r.URL.RawQuery
+		}
+		rec := key
+		if m := r.Header.Get("If-Match"); m != "" {
+			rec += " If-Match=" + m
+		}
+		if b, _ := io.ReadAll(r.Body); len(b) > 0 {
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Errorf("%s: body is no JSON: %s", key, b)
+			}
+			canon, _ := json.Marshal(v)
+			rec += " " + string(canon)
+		}
+		seen = append(seen, rec)
+		rp, ok := replies[key]
+		if !ok {
+			t.Errorf("unexpected request %s", rec)
+			rp = reply{http.StatusNotImplemented, `{}`}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rp.code)
+		_, _ = w.Write([]byte(rp.body))
+	})
+	return fakeclient.ServiceClient(fs), &seen
+}
+
+// neutronError is Neutron's error body.
+func neutronError(typ, msg string) string {
+	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
+	return string(b)
+}
+
+// neutronPortJSON is {"port": {...}} of a port matching mr(), changed by mods.
+func neutronPortJSON(mods ...func(map[string]any)) string {
+	p := map[string]any{
+		"id": portID, "network_id": netID, "name": "vip", "description": "gateway VIP",
+		"status": "DOWN", "mac_address": mac, "admin_state_up": true, "device_owner": "",
+		"fixed_ips":             []any{map[string]any{"subnet_id": subID, "ip_address": "10.20.0.10"}},
+		"security_groups":       []any{sgID},
+		"allowed_address_pairs": []any{map[string]any{"ip_address": "192.168.10.0/24", "mac_address": mac}},
+		"port_security_enabled": true, "tags": []any{ourTag, "team-a"}, "revision_number": 3,
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	b, _ := json.Marshal(map[string]any{"port": p})
+	return string(b)
+}
+
+func listJSON(ports ...string) string {
+	items := make([]json.RawMessage, 0, len(ports))
+	for _, p := range ports {
+		var v struct{ Port json.RawMessage }
+		_ = json.Unmarshal([]byte(p), &v)
+		items = append(items, v.Port)
+	}
+	b, _ := json.Marshal(map[string]any{"ports": items})
+	return string(b)
+}
+
+// mr is a Port whose spec matches neutronPortJSON(), changed by mods.
+func mr(mods ...func(*v1alpha1.Port)) *v1alpha1.Port {
+	sub, ip := v1alpha1.UUID(subID), v1alpha1.IPAddress("10.20.0.10")
+	p := &v1alpha1.Port{
+		ObjectMeta: metav1.ObjectMeta{Name: "vip", UID: "uid-1", Annotations: map[string]string{meta.AnnotationKeyExternalName: portID}},
+		Spec: v1alpha1.PortSpec{ForProvider: v1alpha1.PortParameters{
+			NetworkID:           netID,
+			Name:                ptr.To("vip"),
+			Description:         ptr.To("gateway VIP"),
+			FixedIPs:            []v1alpha1.FixedIP{{SubnetID: &sub, IPAddress: &ip}},
+			SecurityGroupIDs:    []string{sgID},
+			AllowedAddressPairs: []v1alpha1.AddressPair{{IPAddress: "192.168.10.0/24"}},
+			PortSecurityEnabled: ptr.To(true),
+			Tags:                []string{"team-a"},
+		}},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func withoutExternalName(p *v1alpha1.Port) { meta.SetExternalName(p, "") }
+
+// observed is the status.atProvider of neutronPortJSON().
+var observed = v1alpha1.PortObservation{
+	ID: portID, MACAddress: mac, Status: "DOWN", RevisionNumber: 3,
+	FixedIPs: []v1alpha1.ObservedFixedIP{{SubnetID: subID, IPAddress: "10.20.0.10"}},
+}
+
+func available(p *v1alpha1.Port) {
+	p.Status.AtProvider = observed
+	p.SetConditions(xpv2.Available())
+}
+
+// message is err's text, "" for nil: the tests check what a user reads.
+func message(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+var ignoreDiff = cmpopts.IgnoreFields(managed.ExternalObservation{}, "Diff")
+
+func TestObserve(t *testing.T) {
+	get := "GET /ports/" + portID
+	list := "GET /ports?tags=" + ourTag
+	type want struct {
+		obs      managed.ExternalObservation
+		mr       *v1alpha1.Port
+		err      error
+		requests []string
+	}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mr      *v1alpha1.Port
+		want    want
+	}{
+		"UpToDate": {
+			reason:  "A port that matches the spec is up to date after exactly one GET, with its fixed IP, MAC, status and revision in status.atProvider.",
+			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			mr:      mr(),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mr:       mr(available),
+				requests: []string{get},
+			},
+		},
+		"NotFound": {
+			reason:  "A port that is gone (404 PortNotFound) does not exist.",
+			replies: map[string]reply{get: {404, neutronError("PortNotFound", "Port could not be found.")}},
+			mr:      mr(),
+			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(), requests: []string{get}},
+		},
+		"GetFails": {
+			reason:  "Other errors of the GET carry Neutron's type and message, the Port's name and the port ID.",
+			replies: map[string]reply{get: {500, neutronError("HTTPInternalServerError", "boom")}},
+			mr:      mr(),
+			want: want{
+				mr:       mr(),
+				err:      errors.New("Port vip: cannot get Neutron port " + portID + ": Neutron 500 HTTPInternalServerError: boom"),
+				requests: []string{get},
+			},
+		},
+		"LateInitPortSecurity": {
+			reason:  "An unset portSecurityEnabled takes Neutron's value and says so; nothing else is late-initialized.",
+			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			mr:      mr(func(p *v1alpha1.Port) { p.Spec.ForProvider.PortSecurityEnabled = nil }),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mr:       mr(available),
+				requests: []string{get},
+			},
+		},
+		"NeutronPickedTheAddress": {
+			reason:  "A fixed IP that names only its subnet matches whatever address Neutron picked, and the spec is not rewritten with it.",
+			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			mr:      mr(func(p *v1alpha1.Port) { p.Spec.ForProvider.FixedIPs[0].IPAddress = nil }),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mr:       mr(available, func(p *v1alpha1.Port) { p.Spec.ForProvider.FixedIPs[0].IPAddress = nil }),
+				requests: []string{get},
+			},
+		},
+		"AddressPairRemovedByHand": {
+			reason:  "A port that lost an allowed address pair is not up to date.",
+			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["allowed_address_pairs"] = []any{} })}},
+			mr:      mr(),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				mr:       mr(available),
+				requests: []string{get},
+			},
+		},
+		"ErrorStatus": {
+			reason:  "A port Neutron reports in status ERROR is unavailable.",
+			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["status"] = "ERROR" })}},
+			mr:      mr(),
+			want: want{
+				obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mr: mr(func(p *v1alpha1.Port) {
+					p.Status.AtProvider = observed
+					p.Status.AtProvider.Status = "ERROR"
+					p.SetConditions(xpv2.Unavailable().WithMessage("Neutron reports the port in status ERROR"))
+				}),
+				requests: []string{get},
+			},
+		},
+		"AdoptTagged": {
+			reason:  "With no external name, the one port carrying the MR's tag is adopted: its ID becomes the external name, to be saved.",
+			replies: map[string]reply{list: {200, listJSON(neutronPortJSON())}},
+			mr:      mr(withoutExternalName),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mr:       mr(available),
+				requests: []string{list},
+			},
+		},
+		"NothingTagged": {
+			reason:  "With no external name and no port carrying the MR's tag, the port does not exist.",
+			replies: map[string]reply{list: {200, `{"ports": []}`}},
+			mr:      mr(withoutExternalName),
+			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(withoutExternalName), requests: []string{list}},
+		},
+		"TwoTagged": {
+			reason:  "Two ports carrying the MR's tag are an error naming both; neither is adopted.",
+			replies: map[string]reply{list: {200, listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
+			mr:      mr(withoutExternalName),
+			want: want{
+				mr:       mr(withoutExternalName),
+				err:      errors.New("Port vip: 2 Neutron ports carry its tag " + ourTag + " (" + portID + ", other); delete all but one by hand"),
+				requests: []string{list},
+			},
+		},
+		"Deleting": {
+			reason:  "A port whose MR is being deleted exists; it is not compared with the spec.",
+			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["name"] = "renamed" })}},
+			mr:      mr(func(p *v1alpha1.Port) { p.SetDeletionTimestamp(&metav1.Time{}) }),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true},
+				mr:       mr(available, func(p *v1alpha1.Port) { p.SetDeletionTimestamp(&metav1.Time{}) }),
+				requests: []string{get},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutron(t, tc.replies)
+			e := &external{network: sc}
+			got, err := e.Observe(context.Background(), tc.mr)
+			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.obs, got, ignoreDiff); diff != "" {
+				t.Errorf("%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if got.ResourceExists && !got.ResourceUpToDate && got.Diff == "" {
+				t.Errorf("%s\nObserve(...): not up to date, but no Diff", tc.reason)
+			}
+			if diff := cmp.Diff(tc.want.mr, tc.mr, test.EquateConditions()); diff != "" {
+				t.Errorf("%s\nObserve(...): -want MR, +got MR:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.requests, *seen); diff != "" {
+				t.Errorf("%s\nObserve(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCreate(t *testing.T) {
+	post := "POST /ports"
+	putTags := "PUT /ports/" + portID + "/tags"
+	fullBody := `{"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"gateway VIP",` +
+		`"fixed_ips":[{"ip_address":"10.20.0.10","subnet_id":"` + subID + `"}],"name":"vip","network_id":"` + netID + `",` +
+		`"port_security_enabled":true,"security_groups":["` + sgID + `"],"tags":["` + ourTag + `","team-a"]}}`
+	type want struct {
+		mr       *v1alpha1.Port
+		err      error
+		requests []string
+	}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mr      *v1alpha1.Port
+		want    want
+	}{
+		"TaggedAtCreate": {
+			reason:  "One POST carries every attribute and the tags; a Neutron that keeps the tags needs nothing more. The external name is the new port's ID.",
+			replies: map[string]reply{post: {201, neutronPortJSON()}},
+			mr:      mr(withoutExternalName),
+			want:    want{mr: mr(), requests: []string{post + " " + fullBody}},
+		},
+		"TagsDropped": {
+			reason: "A Neutron without tag_ports_during_bulk_creation drops the tags of the POST; Create sets them at once.",
+			replies: map[string]reply{
+				post:    {201, neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
+				putTags: {200, `{"tags": ["` + ourTag + `", "team-a"]}`},
+			},
+			mr:   mr(withoutExternalName),
+			want: want{mr: mr(), requests: []string{post + " " + fullBody, putTags + ` {"tags":["` + ourTag + `","team-a"]}`}},
+		},
+		"Minimal": {
+			reason:  "Unset attributes are not sent, so Neutron picks the address, the default security group and the network's port security.",
+			replies: map[string]reply{post: {201, neutronPortJSON()}},
+			mr: mr(withoutExternalName, func(p *v1alpha1.Port) {
+				p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: netID}
+			}),
+			want: want{
+				mr:       mr(func(p *v1alpha1.Port) { p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: netID} }),
+				requests: []string{post + ` {"port":{"network_id":"` + netID + `","tags":["` + ourTag + `"]}}`},
+			},
+		},
+		"AddressTaken": {
+			reason:  "A create Neutron refuses is an error with Neutron's type and message; no external name is set.",
+			replies: map[string]reply{post: {409, neutronError("IpAddressAlreadyAllocated", "IP address 10.20.0.10 already allocated in subnet "+subID)}},
+			mr:      mr(withoutExternalName),
+			want: want{
+				mr:       mr(withoutExternalName),
+				err:      errors.New("Port vip: cannot create Neutron port on network " + netID + ": Neutron 409 IpAddressAlreadyAllocated: IP address 10.20.0.10 already allocated in subnet " + subID),
+				requests: []string{post + " " + fullBody},
+			},
+		},
+		"TaggingFails": {
+			reason: "When tagging after the create fails, the error says so and the external name is kept, for the reconciler to save.",
+			replies: map[string]reply{
+				post:    {201, neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
+				putTags: {503, neutronError("ServiceUnavailable", "try later")},
+			},
+			mr: mr(withoutExternalName),
+			want: want{
+				mr:       mr(),
+				err:      errors.New("Port vip: cannot set the tags of Neutron port " + portID + ": Neutron 503 ServiceUnavailable: try later"),
+				requests: []string{post + " " + fullBody, putTags + ` {"tags":["` + ourTag + `","team-a"]}`},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutron(t, tc.replies)
+			e := &external{network: sc}
+			_, err := e.Create(context.Background(), tc.mr)
+			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.mr, tc.mr); diff != "" {
+				t.Errorf("%s\nCreate(...): -want MR, +got MR:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.requests, *seen); diff != "" {
+				t.Errorf("%s\nCreate(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	put := "PUT /ports/" + portID
+	putTags := put + "/tags"
+	get := "GET /ports/" + portID
+	type want struct {
+		err      error
+		requests []string
+	}
+	cases := map[string]struct {
+		reason   string
+		replies  map[string]reply
+		observed string
+		mr       *v1alpha1.Port
+		want     want
+	}{
+		"RestoreAddressPair": {
+			reason:   "Only what differs is sent, with If-Match on the revision Observe read.",
+			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			observed: neutronPortJSON(func(p map[string]any) { p["allowed_address_pairs"] = []any{} }),
+			mr:       mr(),
+			want: want{requests: []string{
+				put + ` If-Match=revision_number=3 {"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}]}}`,
+			}},
+		},
+		"SecurityGroupsAndTags": {
+			reason:  "Security groups go in the port's PUT, tags in a PUT of their own after it, as the whole set.",
+			replies: map[string]reply{put: {200, neutronPortJSON()}, putTags: {200, `{"tags": []}`}},
+			observed: neutronPortJSON(func(p map[string]any) {
+				p["security_groups"] = []any{sg2ID}
+				p["tags"] = []any{"team-b"}
+			}),
+			mr: mr(),
+			want: want{requests: []string{
+				put + ` If-Match=revision_number=3 {"port":{"security_groups":["` + sgID + `"]}}`,
+				putTags + ` {"tags":["` + ourTag + `","team-a"]}`,
+			}},
+		},
+		"PortSecurityOff": {
+			reason:   "Turning port security off clears security groups and address pairs in the same PUT, as Neutron requires.",
+			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			observed: neutronPortJSON(),
+			mr: mr(func(p *v1alpha1.Port) {
+				p.Spec.ForProvider.PortSecurityEnabled = ptr.To(false)
+				p.Spec.ForProvider.SecurityGroupIDs = nil
+				p.Spec.ForProvider.AllowedAddressPairs = nil
+			}),
+			want: want{requests: []string{
+				put + ` If-Match=revision_number=3 {"port":{"allowed_address_pairs":[],"port_security_enabled":false,"security_groups":[]}}`,
+			}},
+		},
+		"FixedIPKeepsNeutronsPick": {
+			reason:   "A changed fixed IP is sent with the addresses Neutron picked for the entries that still match.",
+			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			observed: neutronPortJSON(),
+			mr: mr(func(p *v1alpha1.Port) {
+				sub, ip := v1alpha1.UUID(subID), v1alpha1.IPAddress("10.20.0.11")
+				p.Spec.ForProvider.FixedIPs = []v1alpha1.FixedIP{{SubnetID: &sub}, {IPAddress: &ip}}
+			}),
+			want: want{requests: []string{
+				put + ` If-Match=revision_number=3 {"port":{"fixed_ips":[{"ip_address":"10.20.0.10","subnet_id":"` + subID + `"},{"ip_address":"10.20.0.11"}]}}`,
+			}},
+		},
+		"StaleRevision": {
+			reason:  "A port changed since Observe gets 412 from Neutron; the error says so and tags are not touched.",
+			replies: map[string]reply{put: {412, neutronError("RevisionNumberConstraintFailed", "Constrained to 3, but current revision is 4")}},
+			observed: neutronPortJSON(func(p map[string]any) {
+				p["name"] = "old"
+				p["tags"] = []any{}
+			}),
+			mr: mr(),
+			want: want{
+				err:      errors.New("Port vip: cannot update Neutron port " + portID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 3, but current revision is 4"),
+				requests: []string{put + ` If-Match=revision_number=3 {"port":{"name":"vip"}}`},
+			},
+		},
+		"NotObserved": {
+			reason:  "Without a port from Observe, Update reads it first.",
+			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["description"] = "" })}, put: {200, neutronPortJSON()}},
+			mr:      mr(),
+			want:    want{requests: []string{get, put + ` If-Match=revision_number=3 {"port":{"description":"gateway VIP"}}`}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutron(t, tc.replies)
+			e := &external{network: sc}
+			if tc.observed != "" {
+				e.observed = &neutronPort{}
+				var r gophercloud.Result
+				if err := json.Unmarshal([]byte(tc.observed), &r.Body); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.ExtractIntoStructPtr(e.observed, "port"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := e.Update(context.Background(), tc.mr)
+			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+				t.Errorf("%s\nUpdate(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.requests, *seen); diff != "" {
+				t.Errorf("%s\nUpdate(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	del := "DELETE /ports/" + portID
+	cases := map[string]struct {
+		reason   string
+		replies  map[string]reply
+		mr       *v1alpha1.Port
+		err      error
+		requests []string
+	}{
+		"Deleted": {
+			reason:   "The port is deleted with one DELETE.",
+			replies:  map[string]reply{del: {204, ""}},
+			mr:       mr(),
+			requests: []string{del},
+		},
+		"AlreadyGone": {
+			reason:   "A port that is already gone (404) is deleted.",
+			replies:  map[string]reply{del: {404, neutronError("PortNotFound", "gone")}},
+			mr:       mr(),
+			requests: []string{del},
+		},
+		"InUse": {
+			reason:   "A refused delete is an error with Neutron's type and message.",
+			replies:  map[string]reply{del: {409, neutronError("PortInUse", "Port is in use")}},
+			mr:       mr(),
+			err:      errors.New("Port vip: cannot delete Neutron port " + portID + ": Neutron 409 PortInUse: Port is in use"),
+			requests: []string{del},
+		},
+		"NeverCreated": {
+			reason: "An MR without an external name has no port to delete.",
+			mr:     mr(withoutExternalName),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutron(t, tc.replies)
+			e := &external{network: sc}
+			_, err := e.Delete(context.Background(), tc.mr)
+			if diff := cmp.Diff(message(tc.err), message(err)); diff != "" {
+				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
+				t.Errorf("%s\nDelete(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
