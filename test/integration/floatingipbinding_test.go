@@ -1,0 +1,390 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
+)
+
+// fipTest holds what the FloatingIPBinding tests share: the tenant's
+// Neutron client (through the provider's own client cache) and the
+// fixtures.
+type fipTest struct {
+	e  *openStackEnv
+	sc *gophercloud.ServiceClient
+}
+
+func newFIPTest(t *testing.T) *fipTest {
+	t.Helper()
+	e := startOpenStack(t)
+	pc := &v1alpha1.ProviderConfig{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "openstack"}, pc); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.Clients.Network(context.Background(), kube, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fipTest{e: e, sc: sc}
+}
+
+// port creates an unbound port on the tenant network directly in Neutron
+// and deletes it when t ends.
+func (f *fipTest) port(t *testing.T, name string) *ports.Port {
+	t.Helper()
+	p, err := ports.Create(context.Background(), f.sc, ports.CreateOpts{NetworkID: f.e.Fixtures.TenantNet.ID, Name: name}).Extract()
+	if err != nil {
+		t.Fatalf("create port %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := ports.Delete(context.Background(), f.sc, p.ID).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+			t.Errorf("delete port %s: %v", p.ID, err)
+		}
+	})
+	return p
+}
+
+// releaseAfter deletes every floating IP tagged for mg, or with ID id,
+// when t ends: whatever the test leaves behind.
+func (f *fipTest) releaseAfter(t *testing.T, mg *netv1alpha1.FloatingIPBinding, id string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		var ids []string
+		if id != "" {
+			ids = append(ids, id)
+		}
+		if mg != nil {
+			for _, fip := range f.list(t, floatingips.ListOpts{Tags: openstack.CreatedByTag(mg)}) {
+				ids = append(ids, fip.ID)
+			}
+		}
+		for _, id := range ids {
+			if err := floatingips.Delete(ctx, f.sc, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+				t.Errorf("release floating IP %s: %v", id, err)
+			}
+		}
+	})
+}
+
+func (f *fipTest) list(t *testing.T, opts floatingips.ListOpts) []floatingips.FloatingIP {
+	t.Helper()
+	pages, err := floatingips.List(f.sc, opts).AllPages(context.Background())
+	if err != nil {
+		t.Fatalf("list floating IPs: %v", err)
+	}
+	all, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+func (f *fipTest) get(t *testing.T, id string) *floatingips.FloatingIP {
+	t.Helper()
+	fip, err := floatingips.Get(context.Background(), f.sc, id).Extract()
+	if err != nil {
+		t.Fatalf("get floating IP %s: %v", id, err)
+	}
+	return fip
+}
+
+func (f *fipTest) setPort(t *testing.T, id, port string) {
+	t.Helper()
+	if _, err := floatingips.Update(context.Background(), f.sc, id, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+		t.Fatalf("set floating IP %s port to %q: %v", id, port, err)
+	}
+}
+
+// fipBinding is a FloatingIPBinding of port through the ProviderConfig
+// "openstack".
+func fipBinding(name, port string, p netv1alpha1.FloatingIPBindingParameters) *netv1alpha1.FloatingIPBinding {
+	p.PortID = ptr.To(port)
+	mg := &netv1alpha1.FloatingIPBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	mg.Spec.ForProvider = p
+	mg.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
+	return mg
+}
+
+// deleteAndWait deletes mg and waits until its finalizer is gone.
+func fipDeleteAndWait(t *testing.T, mg client.Object) {
+	t.Helper()
+	if err := kube.Delete(context.Background(), mg); err != nil && !kerrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the binding is deleted", func() error {
+		err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg)
+		if kerrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// fipCond returns mg's condition ct as read from the API server.
+func fipCond(t *testing.T, mg *netv1alpha1.FloatingIPBinding, ct xpv2.ConditionType) (xpv2.Condition, error) {
+	t.Helper()
+	if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err != nil {
+		return xpv2.Condition{}, err
+	}
+	return mg.GetCondition(ct), nil
+}
+
+func fipWaitReady(t *testing.T, mg *netv1alpha1.FloatingIPBinding, timeout time.Duration, what string) {
+	t.Helper()
+	eventually(t, timeout, what, func() error {
+		c, err := fipCond(t, mg, xpv2.TypeReady)
+		if err != nil {
+			return err
+		}
+		s := mg.GetCondition(xpv2.TypeSynced)
+		if c.Status != corev1.ConditionTrue || s.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Ready=%s Synced=%s %s", c.Status, s.Status, s.Message)
+		}
+		return nil
+	})
+}
+
+func fipSetup(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
+	return func(mgr ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(mgr, o, e.Clients) }
+}
+
+// TestFloatingIPBindingAllocated: an allocated binding becomes Ready with
+// its floating IP really associated in Neutron, costs one GET per Observe,
+// and deleting it releases the floating IP.
+func TestFloatingIPBindingAllocated(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	startProvider(t, fipSetup(f.e))
+	port := f.port(t, "fipb-alloc-port")
+
+	mg := fipBinding("fipb-alloc", port.ID, netv1alpha1.FloatingIPBindingParameters{
+		FloatingNetworkID: ptr.To(netv1alpha1.UUID(f.e.Fixtures.ExtNet.ID)),
+		Description:       ptr.To("itest allocated"),
+	})
+	start := time.Now()
+	create(t, mg)
+	f.releaseAfter(t, mg, "")
+	fipWaitReady(t, mg, 60*time.Second, "the allocated binding is Ready")
+	t.Logf("allocated binding: create to Ready in %s", time.Since(start).Round(time.Millisecond))
+
+	id := meta.GetExternalName(mg)
+	fip := f.get(t, id)
+	if fip.PortID != port.ID || fip.Description != "itest allocated" || !slices.Contains(fip.Tags, openstack.CreatedByTag(mg)) {
+		t.Errorf("Neutron has floating IP %s on port %q, description %q, tags %v; want port %s, the description and the UID tag",
+			id, fip.PortID, fip.Description, fip.Tags, port.ID)
+	}
+	if a := mg.Status.AtProvider; a.FloatingIPID != id || a.FloatingIPAddress != fip.FloatingIP || a.PortID != port.ID || !a.Attached || a.Pinned {
+		t.Errorf("status.atProvider = %+v", a)
+	}
+
+	// Steady state: one Observe is exactly one Neutron request.
+	ext := floatingipbinding.NewExternal(f.sc)
+	before := f.e.Requests.Load()
+	o, err := ext.Observe(ctx, mg)
+	if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
+		t.Fatalf("Observe() = %+v, %v; want existing and up to date", o, err)
+	}
+	if n := f.e.Requests.Load() - before; n != 1 {
+		t.Errorf("Observe of an attached binding sent %d Neutron requests, want 1", n)
+	} else {
+		t.Logf("Observe of an attached binding: %d Neutron request", n)
+	}
+
+	deleted := time.Now()
+	fipDeleteAndWait(t, mg)
+	t.Logf("allocated binding: delete to gone in %s", time.Since(deleted).Round(time.Millisecond))
+	if _, err := floatingips.Get(ctx, f.sc, id).Extract(); !openstack.IsNotFound(err) {
+		t.Errorf("after deleting the binding, GET floating IP %s = %v; want 404 (released)", id, err)
+	}
+}
+
+// TestFloatingIPBindingRunbook plays the runbook's cutover and rollback at
+// the OpenStack level with a pinned floating IP held by a "VM port".
+func TestFloatingIPBindingRunbook(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	startProvider(t, fipSetup(f.e))
+	vm := f.port(t, "fipb-vm-port")
+	gw := f.port(t, "fipb-gateway-port")
+	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: vm.ID, Description: "the VM's customer-owned floating IP"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.releaseAfter(t, nil, fip.ID)
+
+	// 1. Pre-stage: the binding fails harmlessly, naming the VM's port.
+	mg := fipBinding("fipb-pinned", gw.ID, netv1alpha1.FloatingIPBindingParameters{FloatingIPAddress: ptr.To(netv1alpha1.IPAddress(fip.FloatingIP))})
+	create(t, mg)
+	eventually(t, 60*time.Second, "the pinned binding is Synced=False naming the VM port", func() error {
+		c, err := fipCond(t, mg, xpv2.TypeSynced)
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, vm.ID) || !strings.Contains(c.Message, fip.FloatingIP) {
+			return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
+		}
+		return nil
+	})
+	t.Logf("pre-stage: %s", mg.GetCondition(xpv2.TypeSynced).Message)
+	if r := mg.GetCondition(xpv2.TypeReady); r.Status == corev1.ConditionTrue {
+		t.Errorf("pre-stage: Ready=True while the VM holds the floating IP")
+	}
+	if got := meta.GetExternalName(mg); got != fip.ID {
+		t.Errorf("pre-stage: external name %q, want the floating IP's ID %s", got, fip.ID)
+	}
+	// Let a few retries happen: none may move the floating IP.
+	time.Sleep(3 * time.Second)
+	if now := f.get(t, fip.ID); now.PortID != vm.ID || now.RevisionNumber != fip.RevisionNumber {
+		t.Fatalf("pre-stage: Neutron shows the floating IP on port %q (revision %d), want still on the VM port %s (revision %d)",
+			now.PortID, now.RevisionNumber, vm.ID, fip.RevisionNumber)
+	}
+
+	// Neutron's own If-Match guard, which the association relies on: after
+	// a concurrent change (here: of the description), a PUT with the
+	// revision read before is refused with 412, a retryable error, and
+	// moves nothing.
+	if _, err := floatingips.Update(ctx, f.sc, fip.ID, floatingips.UpdateOpts{Description: ptr.To("changed meanwhile")}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	stale := fip.RevisionNumber
+	_, err = floatingips.Update(ctx, f.sc, fip.ID, floatingips.UpdateOpts{PortID: &gw.ID, RevisionNumber: &stale}).Extract()
+	if a, ok := openstack.AsAPIError(err); !ok || a.Code != 412 || !a.Retryable() {
+		t.Errorf("PUT with a stale If-Match = %v; want 412 RevisionNumberConstraintFailed", err)
+	} else {
+		t.Logf("stale If-Match: %v", a)
+	}
+	if now := f.get(t, fip.ID); now.PortID != vm.ID {
+		t.Fatalf("a PUT with a stale revision moved the floating IP to %q", now.PortID)
+	}
+
+	// 2. Cutover: unset the floating IP from the VM; the binding attaches
+	// by itself.
+	f.setPort(t, fip.ID, "")
+	unset := time.Now()
+	fipWaitReady(t, mg, 90*time.Second, "the pinned binding attaches after the cutover")
+	t.Logf("cutover: unset from the VM to Ready in %s", time.Since(unset).Round(time.Millisecond))
+	if now := f.get(t, fip.ID); now.PortID != gw.ID {
+		t.Errorf("after the cutover Neutron shows the floating IP on port %q, want the gateway port %s", now.PortID, gw.ID)
+	}
+	if a := mg.Status.AtProvider; !a.Attached || !a.Pinned || a.PortID != gw.ID || a.FloatingIPAddress != fip.FloatingIP {
+		t.Errorf("status.atProvider = %+v", a)
+	}
+
+	// Deleting the binding only disassociates the pinned floating IP.
+	fipDeleteAndWait(t, mg)
+	if now := f.get(t, fip.ID); now.PortID != "" {
+		t.Errorf("after deleting the binding the floating IP is on port %q, want unassociated and still existing", now.PortID)
+	}
+
+	// Rollback: the VM takes its floating IP back.
+	f.setPort(t, fip.ID, vm.ID)
+	if now := f.get(t, fip.ID); now.PortID != vm.ID || now.FloatingIP != fip.FloatingIP {
+		t.Errorf("rollback: floating IP %s on port %q, want %s on the VM port %s", now.FloatingIP, now.PortID, fip.FloatingIP, vm.ID)
+	}
+}
+
+// TestFloatingIPBindingPinnedMissing: a pinned address that does not exist
+// is a clear error naming it, nothing is created, and the binding can be
+// deleted.
+func TestFloatingIPBindingPinnedMissing(t *testing.T) {
+	f := newFIPTest(t)
+	startProvider(t, fipSetup(f.e))
+	port := f.port(t, "fipb-missing-port")
+	const addr = "203.0.113.250"
+	if got := f.list(t, floatingips.ListOpts{FloatingIP: addr}); len(got) != 0 {
+		t.Fatalf("%s exists already: %+v", addr, got)
+	}
+	before := len(f.list(t, floatingips.ListOpts{}))
+
+	mg := fipBinding("fipb-missing", port.ID, netv1alpha1.FloatingIPBindingParameters{FloatingIPAddress: ptr.To(netv1alpha1.IPAddress(addr))})
+	create(t, mg)
+	eventually(t, 60*time.Second, "the binding is Synced=False naming the address", func() error {
+		c, err := fipCond(t, mg, xpv2.TypeSynced)
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "floating IP "+addr+" does not exist") {
+			return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
+		}
+		return nil
+	})
+	t.Logf("missing pinned address: %s", mg.GetCondition(xpv2.TypeSynced).Message)
+	time.Sleep(2 * time.Second)
+	if got := f.list(t, floatingips.ListOpts{FloatingIP: addr}); len(got) != 0 {
+		t.Errorf("a floating IP %s was created: %+v", addr, got)
+	}
+	if after := len(f.list(t, floatingips.ListOpts{})); after != before {
+		t.Errorf("the project has %d floating IPs, had %d: the binding created one", after, before)
+	}
+	fipDeleteAndWait(t, mg)
+}
+
+// TestFloatingIPBindingCrashSafeCreate: a binding with no external name
+// whose tagged floating IP already exists (the provider died after
+// Neutron allocated it) adopts it instead of allocating a second one.
+func TestFloatingIPBindingCrashSafeCreate(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	startProvider(t, fipSetup(f.e))
+	port := f.port(t, "fipb-crash-port")
+
+	// Paused, so that the controller does nothing until the "crashed"
+	// create is in Neutron.
+	mg := fipBinding("fipb-crash", port.ID, netv1alpha1.FloatingIPBindingParameters{
+		FloatingNetworkID: ptr.To(netv1alpha1.UUID(f.e.Fixtures.ExtNet.ID)),
+	})
+	mg.SetAnnotations(map[string]string{meta.AnnotationKeyReconciliationPaused: "true"})
+	create(t, mg)
+	f.releaseAfter(t, mg, "")
+	tag := openstack.CreatedByTag(mg)
+	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: port.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.releaseAfter(t, nil, fip.ID)
+	if err := attributestags.Add(ctx, f.sc, "floatingips", fip.ID, tag).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+		t.Fatal(err)
+	}
+	if n := meta.GetExternalName(mg); n != "" {
+		t.Fatalf("the paused binding has external name %q already", n)
+	}
+	delete(mg.Annotations, meta.AnnotationKeyReconciliationPaused)
+	if err := kube.Update(ctx, mg); err != nil {
+		t.Fatal(err)
+	}
+	fipWaitReady(t, mg, 60*time.Second, "the binding adopts the tagged floating IP")
+	if got := meta.GetExternalName(mg); got != fip.ID {
+		t.Errorf("external name %q, want the tagged floating IP %s", got, fip.ID)
+	}
+	if got := f.list(t, floatingips.ListOpts{Tags: tag}); len(got) != 1 || got[0].ID != fip.ID {
+		t.Errorf("floating IPs tagged %s: %d, want exactly the one created before (%s)", tag, len(got), fip.ID)
+	}
+	fipDeleteAndWait(t, mg)
+}
