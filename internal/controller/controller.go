@@ -9,6 +9,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
 // Dependencies are what the controllers share beyond the manager.
@@ -24,6 +25,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 	for _, setup := range []func(ctrl.Manager, controller.Options) error{
 		providerconfig.Setup,
 		gateway.Setup,
+		func(m ctrl.Manager, o controller.Options) error { return securitygroup.Setup(m, o, d.OpenStack) },
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

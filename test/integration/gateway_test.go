@@ -104,6 +104,9 @@ func startProvider(t *testing.T, setup func(ctrl.Manager, controller.Options) er
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
+		if l := logs.String(); t.Failed() {
+			t.Logf("provider log (last 8 KiB):\n%s", l[max(0, len(l)-8192):])
+		}
 	})
 	return logs
 }
@@ -276,11 +279,6 @@ func TestGatewayLifecycle(t *testing.T) {
 	assertNoPSK(t, ns, gw, logs)
 
 	// Delete removes every object and the Gateway.
-	t.Cleanup(func() {
-		if l := logs.String(); t.Failed() {
-			t.Logf("provider log (last 4 KiB):\n%s", l[max(0, len(l)-4096):])
-		}
-	})
 	if err := kube.Delete(ctx, gw); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,181 @@
+package securitygroup
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+// resourceType is the security group's name in Neutron's tag API.
+const resourceType = "security-groups"
+
+// external manages one security group in Neutron.
+type external struct {
+	neutron *gophercloud.ServiceClient
+	// observed is the group Observe read, for Update.
+	observed *groups.SecGroup
+}
+
+// Observe reads the group with its rules in one GET. A group without an
+// external name is looked up by the tag Create puts on it, so that a group
+// created by a provider that died before recording its ID is adopted, not
+// created twice.
+func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
+	id := meta.GetExternalName(sg)
+	adopted := false
+	if id == "" {
+		found, err := e.byTag(ctx, sg)
+		if err != nil || found == "" {
+			return managed.ExternalObservation{}, err
+		}
+		id, adopted = found, true
+		meta.SetExternalName(sg, id)
+	}
+	g, err := groups.Get(ctx, e.neutron, id).Extract()
+	if openstack.IsNotFound(err) {
+		return managed.ExternalObservation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, openstack.Wrap(err, "cannot get security group "+id)
+	}
+	e.observed = g
+	sg.Status.AtProvider = observation(g)
+	sg.SetConditions(xpv2.Available())
+
+	p := sg.Spec.ForProvider
+	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
+	upToDate := g.Name == p.Name && g.Description == deref(p.Description) && len(missing) == 0 && len(extra) == 0
+	var d string
+	if !upToDate {
+		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, g.Description, len(missing), len(extra))
+	}
+	// An adopted external name is written back like a late-initialised
+	// field.
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: adopted, Diff: d}, nil
+}
+
+// byTag returns the ID of the group tagged for sg, or "".
+func (e *external) byTag(ctx context.Context, sg *v1alpha1.SecurityGroup) (string, error) {
+	pages, err := groups.List(e.neutron, groups.ListOpts{Tags: openstack.CreatedByTag(sg)}).AllPages(ctx)
+	if err != nil {
+		return "", openstack.Wrap(err, "cannot list security groups by tag")
+	}
+	all, err := groups.ExtractGroups(pages)
+	if err != nil {
+		return "", err
+	}
+	switch len(all) {
+	case 0:
+		return "", nil
+	case 1:
+		return all[0].ID, nil
+	}
+	return "", fmt.Errorf("%d security groups carry tag %s: delete all but one in Neutron", len(all), openstack.CreatedByTag(sg))
+}
+
+func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
+	o := v1alpha1.SecurityGroupObservation{ID: g.ID, RevisionNumber: g.RevisionNumber}
+	for _, r := range g.Rules {
+		or := v1alpha1.ObservedRule{ID: r.ID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
+			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID}
+		if r.PortRangeMin != 0 || r.PortRangeMax != 0 {
+			lo, hi := int32(r.PortRangeMin), int32(r.PortRangeMax)
+			or.PortRangeMin, or.PortRangeMax = &lo, &hi
+		}
+		if r.Description != "" {
+			or.Description = &r.Description
+		}
+		o.Rules = append(o.Rules, or)
+	}
+	return o
+}
+
+// Create creates the group and tags it for Observe's lookup. Neutron 21
+// takes no tags in the create request, so the tag follows at once; when
+// tagging fails the group is deleted again rather than left untraceable.
+// Rules follow in the Update of the next reconcile.
+func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
+	p := sg.Spec.ForProvider
+	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: deref(p.Description)}).Extract()
+	if err != nil {
+		return managed.ExternalCreation{}, openstack.Wrap(err, "cannot create security group")
+	}
+	if _, err := attributestags.ReplaceAll(ctx, e.neutron, resourceType, g.ID, attributestags.ReplaceAllOpts{Tags: []string{openstack.CreatedByTag(sg)}}).Extract(); err != nil {
+		_ = groups.Delete(ctx, e.neutron, g.ID).ExtractErr()
+		return managed.ExternalCreation{}, openstack.Wrap(err, "cannot tag new security group "+g.ID)
+	}
+	meta.SetExternalName(sg, g.ID)
+	return managed.ExternalCreation{}, nil
+}
+
+// Update corrects name and description and makes the rules exactly the
+// spec's: it adds the missing ones and deletes the extra ones (Neutron
+// rules cannot be changed in place).
+func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
+	p := sg.Spec.ForProvider
+	g := e.observed
+	if g.Name != p.Name || g.Description != deref(p.Description) {
+		desc := deref(p.Description)
+		if _, err := groups.Update(ctx, e.neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, "cannot update security group "+g.ID)
+		}
+	}
+	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
+	for _, id := range extra {
+		if err := rules.Delete(ctx, e.neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf("cannot delete rule %s of security group %s", id, g.ID))
+		}
+	}
+	for _, r := range missing {
+		opts := rules.CreateOpts{
+			Direction: rules.RuleDirection(r.Direction), EtherType: rules.RuleEtherType(r.EtherType), SecGroupID: g.ID,
+			Protocol: rules.RuleProtocol(r.Protocol), PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax,
+			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID, Description: r.Description,
+		}
+		if _, err := rules.Create(ctx, e.neutron, opts).Extract(); err != nil {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf("cannot add %s %s rule to security group %s", r.Direction, orAny(r.Protocol), g.ID))
+		}
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+// Delete deletes the group; one already gone is not an error. A group still
+// used by ports answers 409 SecurityGroupInUse, returned to retry later.
+func (e *external) Delete(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
+	id := meta.GetExternalName(sg)
+	if err := groups.Delete(ctx, e.neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+		return managed.ExternalDelete{}, openstack.Wrap(err, "cannot delete security group "+id)
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+// Disconnect does nothing: the Neutron client is shared.
+func (e *external) Disconnect(context.Context) error { return nil }
+
+func keepDefaults(p v1alpha1.SecurityGroupParameters) bool {
+	return p.KeepDefaultEgressRules == nil || *p.KeepDefaultEgressRules
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func orAny(proto string) string {
+	if proto == "" {
+		return "any-protocol"
+	}
+	return proto
+}

@@ -1,0 +1,251 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
+)
+
+// neutron returns a Neutron client of the ProviderConfig "openstack", for
+// the test's own reads and hand-made changes.
+func neutron(t *testing.T, e *openStackEnv) *gophercloud.ServiceClient {
+	t.Helper()
+	pc := &pcv1alpha1.ProviderConfig{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "openstack"}, pc); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.Clients.Network(context.Background(), kube, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func gatewaySecurityGroup(name, pc string) *v1alpha1.SecurityGroup {
+	any4 := v1alpha1.CIDR("0.0.0.0/0")
+	udp := func(port int32) v1alpha1.SecurityGroupRule {
+		return v1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("udp"), PortRangeMin: &port, PortRangeMax: &port, RemoteIPPrefix: &any4}
+	}
+	sg := &v1alpha1.SecurityGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SecurityGroupSpec{ForProvider: v1alpha1.SecurityGroupParameters{
+			Name: name, Description: ptr.To("IKE and ESP to the VPN gateway"),
+			Rules: []v1alpha1.SecurityGroupRule{udp(500), udp(4500), {Direction: "ingress", Protocol: ptr.To("esp"), RemoteIPPrefix: &any4}},
+		}},
+	}
+	sg.Spec.ProviderConfigReference = &xpv2.Reference{Name: pc}
+	return sg
+}
+
+func securityGroupControllers(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
+	return func(mgr ctrl.Manager, o controller.Options) error { return securitygroup.Setup(mgr, o, e.Clients) }
+}
+
+func waitReady(t *testing.T, mg client.Object, conds func() xpv2.ConditionedStatus) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("%s becomes Ready", mg.GetName()), func() error {
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err != nil {
+			return err
+		}
+		c := conds()
+		if r := c.GetCondition(xpv2.TypeReady); r.Status != corev1.ConditionTrue {
+			s := c.GetCondition(xpv2.TypeSynced)
+			return fmt.Errorf("Ready %s, Synced %s %q", r.Status, s.Status, s.Message)
+		}
+		if s := c.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Synced %s %q", s.Status, s.Message)
+		}
+		return nil
+	})
+}
+
+// TestSecurityGroup drives a SecurityGroup against the real Neutron:
+// create with rules, drift in both directions corrected, one GET per
+// up-to-date Observe, delete.
+func TestSecurityGroup(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	logs := startProvider(t, securityGroupControllers(e))
+	sc := neutron(t, e)
+
+	sg := gatewaySecurityGroup("itest-gw-sg", "openstack")
+	start := time.Now()
+	create(t, sg)
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	t.Logf("SecurityGroup Ready %s after create", time.Since(start).Round(10*time.Millisecond))
+	id := meta.GetExternalName(sg)
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, id).ExtractErr() })
+
+	g, err := groups.Get(ctx, sc, id).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Tags) != 1 || g.Tags[0] != "crossplane-uid-"+string(sg.UID) {
+		t.Errorf("group tags %v, want the MR's UID tag", g.Tags)
+	}
+	if len(g.Rules) != 5 {
+		t.Errorf("group has %d rules, want 3 from the spec and Neutron's 2 default egress rules:\n%+v", len(g.Rules), g.Rules)
+	}
+
+	// Steady state: one Neutron request per Observe.
+	time.Sleep(2 * time.Second)
+	reconciles := func() int {
+		return strings.Count(logs.String(), `Reconciling	{"controller": "managed/securitygroup.networking.ipsecgw.io", "request": {"name":"itest-gw-sg"}}`)
+	}
+	before, r0 := e.Requests.Load(), reconciles()
+	time.Sleep(4 * time.Second)
+	requests := e.Requests.Load() - before
+	observes := reconciles() - r0
+	if observes == 0 || requests != int64(observes) {
+		t.Errorf("%d Neutron requests in %d reconciles of an up-to-date SecurityGroup, want one each", requests, observes)
+	}
+	t.Logf("steady state: %d requests in %d reconciles", requests, observes)
+
+	// Drift: a rule deleted by hand comes back, a rule added by hand goes.
+	var esp string
+	for _, r := range g.Rules {
+		if r.Protocol == "esp" {
+			esp = r.ID
+		}
+	}
+	// Hand-made changes race the controller's own writes, which SQLite
+	// serialises; a refused write is simply tried again.
+	eventually(t, 10*time.Second, "delete the ESP rule by hand", func() error {
+		return rules.Delete(ctx, sc, esp).ExtractErr()
+	})
+	var ssh *rules.SecGroupRule
+	eventually(t, 10*time.Second, "add an SSH rule by hand", func() (err error) {
+		ssh, err = rules.Create(ctx, sc, rules.CreateOpts{Direction: "ingress", EtherType: "IPv4", SecGroupID: id, Protocol: "tcp", PortRangeMin: 22, PortRangeMax: 22}).Extract()
+		return err
+	})
+	eventually(t, 30*time.Second, "hand-made rule changes are undone", func() error {
+		g, err := groups.Get(ctx, sc, id).Extract()
+		if err != nil {
+			return err
+		}
+		hasESP, hasSSH := false, false
+		for _, r := range g.Rules {
+			hasESP = hasESP || r.Protocol == "esp"
+			hasSSH = hasSSH || r.ID == ssh.ID
+		}
+		if !hasESP || hasSSH {
+			return fmt.Errorf("esp rule present %v, hand-added ssh rule present %v", hasESP, hasSSH)
+		}
+		return nil
+	})
+
+	if err := kube.Delete(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "deleting the MR deletes the group", func() error {
+		if _, err := groups.Get(ctx, sc, id).Extract(); err == nil {
+			return fmt.Errorf("group %s still exists", id)
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); !kerrors.IsNotFound(err) {
+			return fmt.Errorf("MR still exists (%v)", err)
+		}
+		return nil
+	})
+}
+
+// TestSecurityGroupAdoptsUnrecordedCreate simulates a provider that died
+// after Neutron created the group but before its ID was recorded: the next
+// reconcile finds the group by its tag and adopts it.
+func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	startProvider(t, securityGroupControllers(e))
+	sc := neutron(t, e)
+
+	sg := gatewaySecurityGroup("itest-adopt-sg", "openstack")
+	sg.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
+	create(t, sg)
+	orphan, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-adopt-sg"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, orphan.ID).ExtractErr() })
+	tag := "crossplane-uid-" + string(sg.UID)
+	if _, err := attributestags.ReplaceAll(ctx, sc, "security-groups", orphan.ID, attributestags.ReplaceAllOpts{Tags: []string{tag}}).Extract(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "unpause the MR", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		meta.RemoveAnnotations(sg, meta.AnnotationKeyReconciliationPaused)
+		return kube.Update(ctx, sg)
+	})
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	if got := meta.GetExternalName(sg); got != orphan.ID {
+		t.Errorf("external name %q, want the orphaned group %s", got, orphan.ID)
+	}
+	pages, err := groups.List(sc, groups.ListOpts{Tags: tag}).AllPages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := groups.ExtractGroups(pages); len(all) != 1 {
+		t.Errorf("%d groups carry %s, want exactly the adopted one", len(all), tag)
+	}
+	if err := kube.Delete(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the adopted group is deleted with its MR", func() error {
+		if _, err := groups.Get(ctx, sc, orphan.ID).Extract(); err == nil {
+			return fmt.Errorf("group still exists")
+		}
+		return nil
+	})
+}
+
+// TestSecurityGroupWrongPassword proves a ProviderConfig with a wrong
+// password makes the MR Synced=False with a message naming it.
+func TestSecurityGroupWrongPassword(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	startProvider(t, securityGroupControllers(e))
+	bad := strings.Replace(string(e.CloudsYAML), "tenant-a-password", "wrong", 1)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "sg-bad-clouds"}, Data: map[string][]byte{"clouds.yaml": []byte(bad)}}
+	ref := secretRef(s.Name, "clouds.yaml")
+	ref.Namespace = "crossplane-system"
+	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "sg-wrong-password"},
+		Spec: pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: "tenant-a"}}}
+	sg := gatewaySecurityGroup("itest-badpw-sg", pc.Name)
+	create(t, s, pc, sg)
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), sg)
+	})
+	eventually(t, 30*time.Second, "Synced=False names the ProviderConfig", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		c := sg.Status.GetCondition(xpv2.TypeSynced)
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "ProviderConfig sg-wrong-password: cannot authenticate to Keystone") ||
+			!strings.Contains(c.Message, "Keystone 401 Unauthorized") {
+			return fmt.Errorf("Synced %s %q", c.Status, c.Message)
+		}
+		return nil
+	})
+}
