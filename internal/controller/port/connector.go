@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -24,4 +25,12 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.Port) (managed.Typ
 		return nil, err
 	}
 	return &external{network: sc}, nil
+}
+
+// NewExternal returns the external client that manages a Port's port
+// through the Neutron client sc, as Connect does after resolving the
+// ProviderConfig; for tests that drive Observe directly and count its
+// requests.
+func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
+	return &external{network: sc}
 }
