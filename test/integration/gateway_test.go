@@ -243,6 +243,33 @@ func TestGatewayLifecycle(t *testing.T) {
 		return nil
 	})
 
+	// A rotated PSK reaches the gateway's Secret; the config hash, which
+	// leaves secrets out, stays.
+	hash = dep.Spec.Template.Annotations[workload.AnnotationHash]
+	pskSecret := &corev1.Secret{}
+	if err := kube.Get(ctx, key("vpn-psk"), pskSecret); err != nil {
+		t.Fatal(err)
+	}
+	pskSecret.Data["branch-a"] = []byte(psk + "-rotated")
+	if err := kube.Update(ctx, pskSecret); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a rotated PSK reaches the gateway's Secret", func() error {
+		if err := kube.Get(ctx, key(names.Secrets), sec); err != nil {
+			return err
+		}
+		if !strings.Contains(string(sec.Data[workload.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk+"-rotated"))) {
+			return fmt.Errorf("the gateway's Secret still has the old PSK")
+		}
+		return nil
+	})
+	if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Spec.Template.Annotations[workload.AnnotationHash]; got != hash {
+		t.Errorf("a PSK rotation changed the config hash %s -> %s: the hash must not depend on secrets", hash, got)
+	}
+
 	// An object deleted by hand comes back.
 	if err := kube.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
