@@ -1,0 +1,84 @@
+// Package mrsetup holds what every managed resource controller of the
+// provider sets up the same way: the reconciler's common options, the
+// OpenStack kinds' extra options and connector, and the registration with
+// the manager.
+package mrsetup
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+// Register adds a controller named name that reconciles the managed
+// resources of kind gvk (whose Go type obj is) with a managed.Reconciler
+// built from opts and the options every controller shares: logger, poll
+// interval, events, management policies when enabled, and MR metrics when
+// configured. It returns an error when the controller cannot be built.
+func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object, opts ...managed.ReconcilerOption) error {
+	all := append([]managed.ReconcilerOption{
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithPollInterval(o.PollInterval),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
+	}, opts...)
+	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+		all = append(all, managed.WithManagementPolicies())
+	}
+	if o.MetricOptions != nil {
+		all = append(all, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+	}
+	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		WithEventFilter(resource.DesiredStateChanged()).
+		For(obj).
+		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// UncachedClient returns a client that reads straight from the API server:
+// for Secrets and other objects the provider must not cache cluster-wide.
+func UncachedClient(mgr ctrl.Manager) (client.Client, error) {
+	return client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+}
+
+// UsageTracker records ProviderConfigUsages of cluster-scoped managed
+// resources.
+func UsageTracker(mgr ctrl.Manager) resource.LegacyTracker {
+	return resource.NewLegacyProviderConfigUsageTracker(mgr.GetClient(), &pcv1alpha1.ProviderConfigUsage{})
+}
+
+// OpenStackConnector returns the connector the OpenStack kinds embed,
+// authenticating through clients.
+func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack.Connector, error) {
+	kube, err := UncachedClient(mgr)
+	if err != nil {
+		return openstack.Connector{}, err
+	}
+	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), Clients: clients}, nil
+}
+
+// OpenStackOptions are the reconciler options of the OpenStack kinds.
+func OpenStackOptions() []managed.ReconcilerOption {
+	return []managed.ReconcilerOption{
+		// The external name is Neutron's UUID, set by Create, not the
+		// object's name.
+		managed.WithInitializers(),
+		// An object whose create was not recorded is found again by the
+		// tag Create puts on it (openstack.CreatedByTag), so an incomplete
+		// create need not stop the reconciler.
+		managed.WithDeterministicExternalName(true),
+		// Neutron reads its own writes: an object it no longer returns is
+		// gone, also right after it was created.
+		managed.WithCreationGracePeriod(0),
+	}
+}
