@@ -6,7 +6,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,9 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
@@ -300,6 +305,52 @@ func TestPort(t *testing.T) {
 		}
 	})
 
+	t.Run("ObserveOnlyImports", func(t *testing.T) {
+		// A port someone else made, imported by its ID with management
+		// policy Observe: status is filled, Neutron is not touched, and
+		// deleting the MR leaves the port.
+		p, err := ports.Create(ctx, sc, ports.CreateOpts{NetworkID: e.Fixtures.TenantNet.ID, Name: "itest-port-theirs",
+			AllowedAddressPairs: []ports.AddressPair{{IPAddress: "192.168.60.0/24"}}}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		neutronPorts = append(neutronPorts, p.ID)
+		imported := portMR("itest-port-imported", netv1alpha1.PortParameters{
+			NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+			Name:      ptr.To("another-name"),
+		})
+		imported.Annotations = map[string]string{meta.AnnotationKeyExternalName: p.ID}
+		imported.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		mrs = append(mrs, imported)
+		create(t, imported)
+		eventually(t, 30*time.Second, "the imported Port is Ready", func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), imported); err != nil {
+				return err
+			}
+			if imported.Status.AtProvider.MACAddress != p.MACAddress {
+				return fmt.Errorf("status.atProvider %+v, want MAC %s", imported.Status.AtProvider, p.MACAddress)
+			}
+			return ready(imported)
+		})
+		time.Sleep(2 * time.Second)
+		if err := kube.Delete(ctx, imported); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the imported Port MR is gone", func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("MR still there (%v)", err)
+			}
+			return nil
+		})
+		after, err := ports.Get(ctx, sc, p.ID).Extract()
+		if err != nil {
+			t.Fatalf("the imported port after the MR's deletion: %v, want it untouched", err)
+		}
+		if after.RevisionNumber != p.RevisionNumber || after.Name != "itest-port-theirs" || len(after.Tags) != 0 || len(after.AllowedAddressPairs) != 1 {
+			t.Errorf("imported port = %+v, want it as made (revision %d, no tags, its pair)", after, p.RevisionNumber)
+		}
+	})
+
 	t.Run("DeleteDeletesThePort", func(t *testing.T) {
 		for _, mr := range []*netv1alpha1.Port{vip, crashed} {
 			if mr == nil || meta.GetExternalName(mr) == "" {
@@ -325,4 +376,27 @@ func TestPort(t *testing.T) {
 			t.Logf("%s: MR delete to port and MR gone: %s", mr.Name, time.Since(deleted).Round(10*time.Millisecond))
 		}
 	})
+}
+
+// TestPortExample applies examples/networking/port.yaml to the API server
+// (dry run): the example is valid against the CRD, and CEL refuses allowed
+// address pairs on a port without port security.
+func TestPortExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "networking", "port.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Create(context.Background(), u, client.DryRunAll); err != nil {
+		t.Fatalf("the example does not apply: %v", err)
+	}
+	fp := u.Object["spec"].(map[string]any)["forProvider"].(map[string]any)
+	fp["portSecurityEnabled"] = false
+	delete(fp, "securityGroupIdRefs")
+	if err := kube.Create(context.Background(), u, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "need portSecurityEnabled") {
+		t.Errorf("address pairs without port security: %v, want refused", err)
+	}
 }
