@@ -14,6 +14,13 @@ type connector struct {
 	openstack.Connector
 }
 
+// NewConnector returns the connector of RouterRoutes' external clients,
+// which Setup gives the reconciler; tests use it to run one Observe on its
+// own.
+func NewConnector(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
+	return &connector{c}
+}
+
 // Connect tracks the RouterRoutes' use of its ProviderConfig and returns an
 // external client with that ProviderConfig's Neutron client. Errors name
 // the ProviderConfig and what failed (reading it, its credentials,

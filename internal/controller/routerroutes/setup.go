@@ -33,11 +33,11 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 		return err
 	}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.RouterRoutes](&connector{openstack.Connector{
+		managed.WithTypedExternalConnector(NewConnector(openstack.Connector{
 			Kube:    kube,
 			Usage:   resource.NewLegacyProviderConfigUsageTracker(mgr.GetClient(), &pcv1alpha1.ProviderConfigUsage{}),
 			Clients: clients,
-		}}),
+		})),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
