@@ -3,8 +3,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +35,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
+	portctrl "github.com/ipsecgw/provider-ipsec/internal/controller/port"
 )
 
 // fipTest holds what the FloatingIPBinding tests share: the tenant's
@@ -387,4 +395,134 @@ func TestFloatingIPBindingCrashSafeCreate(t *testing.T) {
 		t.Errorf("floating IPs tagged %s: %d, want exactly the one created before (%s)", tag, len(got), fip.ID)
 	}
 	fipDeleteAndWait(t, mg)
+}
+
+// TestFloatingIPBindingPortRef: a binding that references a Port managed
+// resource (portIdRef) waits for it, then binds a pool floating IP to the
+// port that resource made; deleting both releases the floating IP and
+// deletes the port.
+func TestFloatingIPBindingPortRef(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		if err := portctrl.Setup(mgr, o, f.e.Clients); err != nil {
+			return err
+		}
+		return floatingipbinding.Setup(mgr, o, f.e.Clients)
+	})
+	port := &netv1alpha1.Port{ObjectMeta: metav1.ObjectMeta{Name: "fipb-ref-port"}}
+	port.Spec.ForProvider.NetworkID = netv1alpha1.UUID(f.e.Fixtures.TenantNet.ID)
+	port.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
+	mg := fipBinding("fipb-ref", "", netv1alpha1.FloatingIPBindingParameters{
+		FloatingNetworkID: ptr.To(netv1alpha1.UUID(f.e.Fixtures.ExtNet.ID)),
+	})
+	mg.Spec.ForProvider.PortID = nil
+	mg.Spec.ForProvider.PortIDRef = &xpv2.Reference{Name: port.Name}
+	start := time.Now()
+	create(t, mg, port)
+	f.releaseAfter(t, mg, "")
+	t.Cleanup(func() {
+		pages, err := ports.List(f.sc, ports.ListOpts{Tags: openstack.CreatedByTag(port)}).AllPages(ctx)
+		if err != nil {
+			t.Errorf("list ports: %v", err)
+			return
+		}
+		left, _ := ports.ExtractPorts(pages)
+		for _, p := range left {
+			if err := ports.Delete(ctx, f.sc, p.ID).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+				t.Errorf("delete port %s: %v", p.ID, err)
+			}
+		}
+	})
+	fipWaitReady(t, mg, 90*time.Second, "the binding of the Port MR is Ready")
+	t.Logf("Port MR + binding: create to binding Ready in %s", time.Since(start).Round(time.Millisecond))
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(port), port); err != nil {
+		t.Fatal(err)
+	}
+	portID := meta.GetExternalName(port)
+	if got := ptr.Deref(mg.Spec.ForProvider.PortID, ""); got != portID {
+		t.Errorf("spec.forProvider.portId = %q, want the Port MR's external name %q", got, portID)
+	}
+	id := meta.GetExternalName(mg)
+	if fip := f.get(t, id); fip.PortID != portID {
+		t.Errorf("Neutron has floating IP %s on port %q, want %s", id, fip.PortID, portID)
+	}
+	fipDeleteAndWait(t, mg)
+	fipDeleteAndWait(t, port)
+	if _, err := floatingips.Get(ctx, f.sc, id).Extract(); !openstack.IsNotFound(err) {
+		t.Errorf("GET floating IP %s after delete = %v; want 404 (released)", id, err)
+	}
+	if _, err := ports.Get(ctx, f.sc, portID).Extract(); !openstack.IsNotFound(err) {
+		t.Errorf("GET port %s after delete = %v; want 404", portID, err)
+	}
+}
+
+// TestFloatingIPBindingExample: every document of
+// examples/networking/floatingipbinding.yaml is accepted by the API server
+// (schema and CEL rules; dry run).
+func TestFloatingIPBindingExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "networking", "floatingipbinding.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	n := 0
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		n++
+		if err := kube.Create(context.Background(), u, client.DryRunAll); err != nil {
+			t.Errorf("%s %s does not apply: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	if n != 2 {
+		t.Errorf("the example has %d documents, want 2 (pinned and allocated)", n)
+	}
+}
+
+// TestFloatingIPBindingObserveOnly: with managementPolicies [Observe] a
+// binding imports a pinned floating IP and reports it without changing
+// it: a free one is not associated, and deleting the binding leaves it.
+func TestFloatingIPBindingObserveOnly(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	startProvider(t, fipSetup(f.e))
+	gw := f.port(t, "fipb-observe-port")
+	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.releaseAfter(t, nil, fip.ID)
+
+	mg := fipBinding("fipb-observe", gw.ID, netv1alpha1.FloatingIPBindingParameters{FloatingIPAddress: ptr.To(netv1alpha1.IPAddress(fip.FloatingIP))})
+	mg.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	create(t, mg)
+	eventually(t, 60*time.Second, "the Observe-only binding reports the floating IP", func() error {
+		c, err := fipCond(t, mg, xpv2.TypeSynced)
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionTrue || mg.Status.AtProvider.FloatingIPID != fip.ID {
+			return fmt.Errorf("Synced=%s %s, atProvider %+v", c.Status, c.Message, mg.Status.AtProvider)
+		}
+		return nil
+	})
+	if a := mg.Status.AtProvider; a.Attached || a.PortID != "" || !a.Pinned || a.FloatingIPAddress != fip.FloatingIP {
+		t.Errorf("status.atProvider = %+v, want the free pinned floating IP, not attached", a)
+	}
+	time.Sleep(2 * time.Second)
+	if now := f.get(t, fip.ID); now.PortID != "" || now.RevisionNumber != fip.RevisionNumber {
+		t.Errorf("Observe-only changed the floating IP: port %q, revision %d (was %d)", now.PortID, now.RevisionNumber, fip.RevisionNumber)
+	}
+	fipDeleteAndWait(t, mg)
+	if now := f.get(t, fip.ID); now.RevisionNumber != fip.RevisionNumber {
+		t.Errorf("deleting the Observe-only binding changed the floating IP (revision %d, was %d)", now.RevisionNumber, fip.RevisionNumber)
+	}
 }

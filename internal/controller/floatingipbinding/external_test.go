@@ -47,7 +47,7 @@ func fip(port string, rev int, tags ...string) string {
 		"status": "DOWN", "description": "", "tags": %s, "revision_number": %d}`, fipID, address, extNet, p, f, t, rev)
 }
 
-func one(obj string) string  { return `{"floatingip": ` + obj + `}` }
+func one(obj string) string     { return `{"floatingip": ` + obj + `}` }
 func list(obj ...string) string { return `{"floatingips": [` + strings.Join(obj, ",") + `]}` }
 
 func neutronError(typ, msg string) string {
@@ -149,7 +149,7 @@ func binding(opts ...option) *v1alpha1.FloatingIPBinding {
 	return mg
 }
 
-func attachedStatus(pinned bool, rev int, tags ...string) v1alpha1.FloatingIPBindingObservation {
+func attachedStatus(pinned bool, rev int) v1alpha1.FloatingIPBindingObservation {
 	return v1alpha1.FloatingIPBindingObservation{FloatingIPID: fipID, FloatingIPAddress: address, PortID: ourPort,
 		FixedIP: "10.20.0.10", Attached: true, Pinned: pinned, Status: "DOWN", RevisionNumber: rev}
 }
