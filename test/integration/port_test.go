@@ -361,10 +361,7 @@ func TestPort(t *testing.T) {
 			if err := kube.Delete(ctx, mr); err != nil {
 				t.Fatal(err)
 			}
-			// Up to crossplane-runtime's creation grace period (30 s
-			// after the create): until then a port that Observe no longer
-			// finds is awaited rather than believed gone.
-			eventually(t, 60*time.Second, "the Port MR and its Neutron port are gone", func() error {
+			eventually(t, 30*time.Second, "the Port MR and its Neutron port are gone", func() error {
 				if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
 					return fmt.Errorf("MR still there (%v)", err)
 				}
