@@ -32,6 +32,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
 )
 
@@ -92,36 +93,36 @@ func rrReady(mg resource.Managed) error {
 func TestRouterRoutes(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
-	logs := startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		return routerroutes.Setup(mgr, o, e.Clients)
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("provider log:\n%s", logs)
-		}
-	})
-	pc := &v1alpha1.ProviderConfig{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "openstack"}, pc); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := e.Clients.Network(ctx, kube, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := tenantNetwork(t, e)
 	router, cidr := e.Fixtures.Router.ID, e.Fixtures.TenantSub.CIDR
 	gw, gw2, other, portIP := rrHostIn(t, cidr, 50), rrHostIn(t, cidr, 51), rrHostIn(t, cidr, 9), rrHostIn(t, cidr, 60)
 	route := func(dst, nh string) routers.Route { return routers.Route{DestinationCIDR: dst, NextHop: nh} }
 	s := func(r routers.Route) string { return r.DestinationCIDR + " via " + r.NextHop }
-
 	// Routes another tool owns: one elsewhere, one to our destination via
 	// another nexthop.
 	foreign := []routers.Route{route("172.16.0.0/16", other), route("10.30.0.0/24", other)}
 	a, b, c := route("10.30.0.0/24", gw), route("10.31.0.0/24", gw2), route("10.32.0.0/24", gw)
 	viaPort := route("10.33.0.0/24", portIP)
+	// Registered before the provider starts, so it runs after the provider
+	// stopped and cannot repair what it removes.
+	var mrs []client.Object
 	t.Cleanup(func() {
-		all := append(slices.Clone(foreign), a, b, c, viaPort)
+		forgetMRs(mrs...)
+		deletePorts(t, sc, mrs)
+		all := append(slices.Clone(foreign), a, b, c, viaPort, route("10.40.0.0/24", other))
 		if _, err := extraroutes.Remove(context.Background(), sc, router, extraroutes.Opts{Routes: &all}).Extract(); err != nil {
 			t.Errorf("cleanup: remove_extraroutes: %v", err)
+		}
+	})
+	logs := startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		if err := port.Setup(mgr, o, e.Clients); err != nil {
+			return err
+		}
+		return routerroutes.Setup(mgr, o, e.Clients)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("provider log:\n%s", logs)
 		}
 	})
 	if _, err := extraroutes.Add(ctx, sc, router, extraroutes.Opts{Routes: &foreign}).Extract(); err != nil {
@@ -151,11 +152,7 @@ func TestRouterRoutes(t *testing.T) {
 			},
 		},
 	}
-	t.Cleanup(func() {
-		if err := kube.Delete(context.Background(), mg); err != nil && !kerrors.IsNotFound(err) {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	mrs = append(mrs, mg)
 	start := time.Now()
 	create(t, mg)
 	key := client.ObjectKeyFromObject(mg)
@@ -245,18 +242,13 @@ func TestRouterRoutes(t *testing.T) {
 	})
 
 	t.Run("NexthopFromPort", func(t *testing.T) {
-		// No Port controller runs here: the Port managed resource's status
-		// is set by hand, as the Port controller would after creating it.
-		port := &netv1alpha1.Port{
-			ObjectMeta: metav1.ObjectMeta{Name: "itest-routes-gw-port"},
-			Spec:       netv1alpha1.PortSpec{ForProvider: netv1alpha1.PortParameters{NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID)}},
-		}
-		create(t, port)
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), port) })
-		port.Status.AtProvider.FixedIPs = []netv1alpha1.ObservedFixedIP{{SubnetID: e.Fixtures.TenantSub.ID, IPAddress: portIP}}
-		if err := kube.Status().Update(ctx, port); err != nil {
-			t.Fatal(err)
-		}
+		// The Port controller runs: the Port MR gets a real Neutron port
+		// with a fixed IP in tenant-subnet, and the RouterRoutes takes that
+		// address as nexthop through nexthopPortRef.
+		gwPort := portMR("itest-routes-gw-port", netv1alpha1.PortParameters{
+			NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+			FixedIPs:  []netv1alpha1.FixedIP{{SubnetID: ptr.To(netv1alpha1.UUID(e.Fixtures.TenantSub.ID)), IPAddress: ptr.To(netv1alpha1.IPAddress(portIP))}},
+		})
 		byPort := &netv1alpha1.RouterRoutes{
 			ObjectMeta: metav1.ObjectMeta{Name: "itest-routes-by-port"},
 			Spec: netv1alpha1.RouterRoutesSpec{
@@ -264,18 +256,22 @@ func TestRouterRoutes(t *testing.T) {
 				ForProvider: netv1alpha1.RouterRoutesParameters{
 					RouterID:       netv1alpha1.UUID(router),
 					Routes:         []netv1alpha1.Route{{Destination: "10.33.0.0/24"}},
-					NexthopPortRef: &xpv2.Reference{Name: port.Name},
+					NexthopPortRef: &xpv2.Reference{Name: gwPort.Name},
 				},
 			},
 		}
-		create(t, byPort)
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), byPort) })
-		eventually(t, 30*time.Second, "RouterRoutes with nexthop from a Port Ready", func() error {
+		// Both at once, as a composition creates them: the RouterRoutes
+		// waits for the Port's fixed IP.
+		start := time.Now()
+		create(t, gwPort, byPort)
+		mrs = append(mrs, gwPort, byPort)
+		eventually(t, 60*time.Second, "RouterRoutes with nexthop from a Port Ready", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(byPort), byPort); err != nil {
 				return err
 			}
 			return rrReady(byPort)
 		})
+		t.Logf("Port and RouterRoutes created together to RouterRoutes Ready: %s", time.Since(start).Round(time.Millisecond))
 		if nh := ptr.Deref(byPort.Spec.ForProvider.Nexthop, ""); nh != portIP {
 			t.Errorf("spec.forProvider.nexthop = %q, want the Port's fixed IP %s", nh, portIP)
 		}
@@ -285,13 +281,20 @@ func TestRouterRoutes(t *testing.T) {
 		if err := kube.Delete(ctx, byPort); err != nil {
 			t.Fatal(err)
 		}
-		// Deleted within crossplane-runtime's default creation grace period
-		// (30 s), the reconciler waits for it to pass before Delete.
-		eventually(t, 60*time.Second, "the Port's route goes with its RouterRoutes, the other RouterRoutes' stay", func() error {
+		eventually(t, 30*time.Second, "the Port's route goes with its RouterRoutes, the other RouterRoutes' stay", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(byPort), byPort); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("RouterRoutes still there: %v", err)
 			}
 			return rrWantRoutes(ctx, sc, router, s(foreign[0]), s(foreign[1]), s(a), s(c))
+		})
+		if err := kube.Delete(ctx, gwPort); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the Port MR is deleted", func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(gwPort), gwPort); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("Port still there: %v", err)
+			}
+			return nil
 		})
 	})
 
@@ -314,7 +317,7 @@ func TestRouterRoutes(t *testing.T) {
 			},
 		}
 		create(t, imported)
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), imported) })
+		mrs = append(mrs, imported)
 		eventually(t, 30*time.Second, "the imported routes are observed", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), imported); err != nil {
 				return err
@@ -332,7 +335,7 @@ func TestRouterRoutes(t *testing.T) {
 		if err := kube.Delete(ctx, imported); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "the Observe-only resource is deleted and the routes stay", func() error {
+		eventually(t, 30*time.Second, "the Observe-only resource is deleted and the routes stay", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), imported); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("RouterRoutes still there: %v", err)
 			}
@@ -353,7 +356,7 @@ func TestRouterRoutes(t *testing.T) {
 	// Removing a route the router does not have: what Delete meets when a
 	// route went by hand between Observe and Delete.
 	gone := []routers.Route{a}
-	_, err = extraroutes.Remove(ctx, sc, router, extraroutes.Opts{Routes: &gone}).Extract()
+	_, err := extraroutes.Remove(ctx, sc, router, extraroutes.Opts{Routes: &gone}).Extract()
 	t.Logf("remove_extraroutes of an absent route: %v", err)
 	if err != nil {
 		t.Errorf("remove_extraroutes of an absent route: %v, want success (idempotent)", err)

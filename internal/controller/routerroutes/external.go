@@ -42,9 +42,10 @@ type external struct {
 }
 
 // routerOf returns the router whose routes mg manages: its external name,
-// or "" while Create has not run. crossplane-runtime's default initializer
-// sets the external name to metadata.name before the first Create; that
-// placeholder, unless it happens to be the router's ID, means "not created".
+// or "" while Create has not run. Setup runs no initializer; should one
+// (crossplane-runtime's default) set the external name to metadata.name,
+// that placeholder, unless it happens to be the router's ID, means "not
+// created" too.
 func routerOf(mg *v1alpha1.RouterRoutes) string {
 	en := meta.GetExternalName(mg)
 	if en == mg.GetName() && en != string(mg.Spec.ForProvider.RouterID) {

@@ -7,52 +7,30 @@ package routerroutes
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
-	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
 // Setup adds the RouterRoutes controller to mgr, taking Neutron clients
 // from clients. It returns an error when a client or the controller cannot
 // be built.
+//
+// The reconciler takes the OpenStack kinds' options (mrsetup): no
+// initializer, since Create sets the external name; a deterministic
+// external name, which it is here (the router's ID, known before any
+// call), and adding a route the router already has is a no-op, so an
+// interrupted create is safe to repeat; no creation grace period, since
+// Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	name := managed.ControllerName(v1alpha1.RouterRoutesGroupKind)
-	// An uncached client for ProviderConfigs and credential Secrets:
-	// caching every Secret of the cluster would cost memory and RBAC the
-	// provider does not need.
-	kube, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	c, err := mrsetup.OpenStackConnector(mgr, clients)
 	if err != nil {
 		return err
 	}
-	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector(NewConnector(openstack.Connector{
-			Kube:    kube,
-			Usage:   resource.NewLegacyProviderConfigUsageTracker(mgr.GetClient(), &pcv1alpha1.ProviderConfigUsage{}),
-			Clients: clients,
-		})),
-		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithPollInterval(o.PollInterval),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
-	}
-	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
-		opts = append(opts, managed.WithManagementPolicies())
-	}
-	if o.MetricOptions != nil {
-		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
-	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.RouterRoutesGroupVersionKind), opts...)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(resource.DesiredStateChanged()).
-		For(&v1alpha1.RouterRoutes{}).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.RouterRoutesGroupKind), v1alpha1.RouterRoutesGroupVersionKind,
+		&v1alpha1.RouterRoutes{},
+		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector(NewConnector(c)))...)
 }
