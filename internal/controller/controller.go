@@ -7,8 +7,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
@@ -26,6 +29,9 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		providerconfig.Setup,
 		gateway.Setup,
 		func(m ctrl.Manager, o controller.Options) error { return securitygroup.Setup(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return port.Setup(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return routerroutes.Setup(m, o, d.OpenStack) },
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

@@ -23,8 +23,9 @@ const (
 var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // externalID is the floating IP's ID from mg's external name, or "" while
-// it is not known. crossplane-runtime's default initializer sets the
-// external name to the binding's name first; only a Neutron UUID counts.
+// it is not known. Only a Neutron UUID counts: an external name set to
+// anything else (by hand, or by an initializer naming it after the MR) is
+// not looked up as an ID.
 func externalID(mg *v1alpha1.FloatingIPBinding) string {
 	if n := meta.GetExternalName(mg); uuid.MatchString(n) {
 		return n

@@ -7,51 +7,23 @@ package floatingipbinding
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
-	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
 // Setup adds the FloatingIPBinding controller to mgr, with Neutron clients
-// from clients. It returns an error when a client or the controller cannot
-// be built.
+// from clients and the OpenStack kinds' reconciler options (mrsetup). It
+// returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	name := managed.ControllerName(v1alpha1.FloatingIPBindingGroupKind)
-	// An uncached client reads ProviderConfigs and credential Secrets:
-	// caching every Secret of the cluster would cost memory and RBAC.
-	kube, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	c, err := mrsetup.OpenStackConnector(mgr, clients)
 	if err != nil {
 		return err
 	}
-	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.FloatingIPBinding](&connector{openstack.Connector{
-			Kube:    kube,
-			Usage:   resource.NewLegacyProviderConfigUsageTracker(mgr.GetClient(), &pcv1alpha1.ProviderConfigUsage{}),
-			Clients: clients,
-		}}),
-		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithPollInterval(o.PollInterval),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
-	}
-	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
-		opts = append(opts, managed.WithManagementPolicies())
-	}
-	if o.MetricOptions != nil {
-		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
-	}
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.FloatingIPBindingGroupVersionKind), opts...)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(resource.DesiredStateChanged()).
-		For(&v1alpha1.FloatingIPBinding{}).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.FloatingIPBindingGroupKind), v1alpha1.FloatingIPBindingGroupVersionKind,
+		&v1alpha1.FloatingIPBinding{},
+		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector[*v1alpha1.FloatingIPBinding](&connector{c}))...)
 }
