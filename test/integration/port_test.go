@@ -36,21 +36,6 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 )
 
-// tenantNetwork returns a Neutron client of the tenant ProviderConfig
-// "openstack", for what the tests do in Neutron by hand.
-func tenantNetwork(t *testing.T, e *openStackEnv) *gophercloud.ServiceClient {
-	t.Helper()
-	pc := &v1alpha1.ProviderConfig{}
-	if err := kube.Get(context.Background(), client.ObjectKey{Name: "openstack"}, pc); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := e.Clients.Network(context.Background(), kube, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
-}
-
 // portMR is a Port on the fixtures' tenant network using the password
 // ProviderConfig.
 func portMR(name string, fp netv1alpha1.PortParameters) *netv1alpha1.Port {
@@ -114,7 +99,7 @@ func ready(p *netv1alpha1.Port) error {
 func TestPort(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
-	sc := tenantNetwork(t, e)
+	sc := neutron(t, e)
 	var mrs []client.Object
 	var neutronPorts, neutronGroups []string
 	// Runs after the provider stopped (cleanups run last-in first-out).

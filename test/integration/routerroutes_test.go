@@ -93,7 +93,7 @@ func rrReady(mg resource.Managed) error {
 func TestRouterRoutes(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
-	sc := tenantNetwork(t, e)
+	sc := neutron(t, e)
 	router, cidr := e.Fixtures.Router.ID, e.Fixtures.TenantSub.CIDR
 	gw, gw2, other, portIP := rrHostIn(t, cidr, 50), rrHostIn(t, cidr, 51), rrHostIn(t, cidr, 9), rrHostIn(t, cidr, 60)
 	route := func(dst, nh string) routers.Route { return routers.Route{DestinationCIDR: dst, NextHop: nh} }
