@@ -22,7 +22,9 @@ type Route struct {
 // so routes other tools set on the same router are never touched.
 // +kubebuilder:validation:XValidation:rule="has(self.nexthop) || has(self.nexthopPortRef) || has(self.nexthopPortSelector) || self.routes.all(r, has(r.nexthop))",message="every route needs a nexthop: give one per route, nexthop, or a Port to take it from"
 type RouterRoutesParameters struct {
-	// RouterID of the router.
+	// RouterID of the router. It cannot be changed: routes are not moved
+	// between routers; create another RouterRoutes instead.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="routerId cannot be changed: create another RouterRoutes"
 	RouterID UUID `json:"routerId"`
 
 	// Routes this resource owns.
