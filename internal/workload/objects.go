@@ -34,6 +34,9 @@ const (
 	KeySwanctlConf = "swanctl.conf"
 	KeyNATRules    = "nat.nft"
 	KeySecrets     = "secrets.conf"
+	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
+	// v1alpha1.TunnelStatus, sorted by name.
+	KeyTunnels = "tunnels.json"
 	ConfigDir      = "/etc/ipsecgw/config"
 	SecretsDir     = "/etc/ipsecgw/secrets"
 	RunDir         = "/var/run/charon"
@@ -82,14 +85,16 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{KeySecrets: f.Secrets},
 		},
+		// The agent fills data; the provider applies only the metadata, so
+		// the two never fight over a field.
+		&corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(n.Status)},
 		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(n.Gateway)},
 		&rbacv1.Role{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
 			ObjectMeta: meta(n.Gateway),
 			Rules: []rbacv1.PolicyRule{
-				// The agent writes its tunnel status; create cannot be
-				// limited to one name.
-				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+				// The agent writes its tunnel status into the ConfigMap
+				// the provider creates for it, and nowhere else.
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Status}, Verbs: []string{"get", "update", "patch"}},
 				// It reads its own configuration.
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Config}, Verbs: []string{"get", "watch"}},

@@ -43,7 +43,7 @@ func TestObjects(t *testing.T) {
 			t.Errorf("%s: namespace %q labels %v, want tenant-a and the gateway's labels", o.GetName(), o.GetNamespace(), o.GetLabels())
 		}
 	}
-	want := []string{"NetworkAttachmentDefinition/vpn", "ConfigMap/vpn-config", "Secret/vpn-secrets", "ServiceAccount/vpn",
+	want := []string{"NetworkAttachmentDefinition/vpn", "ConfigMap/vpn-config", "Secret/vpn-secrets", "ConfigMap/vpn-status", "ServiceAccount/vpn",
 		"Role/vpn", "RoleBinding/vpn", "NetworkPolicy/vpn", "Deployment/vpn"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Fatalf("objects, in apply order: -want, +got:\n%s", diff)
@@ -73,7 +73,7 @@ func TestObjects(t *testing.T) {
 		t.Errorf("NAD config = %s, want macvlan on eth1 with static 10.20.0.10/24 via 10.20.0.1", cfg)
 	}
 
-	d := objs[7].(*appsv1.Deployment)
+	d := objs[8].(*appsv1.Deployment)
 	ann := d.Spec.Template.Annotations
 	if ann[AnnotationHash] != "abc" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
 		t.Errorf("pod annotations = %v, want the config hash and the port's MAC", ann)
@@ -81,7 +81,7 @@ func TestObjects(t *testing.T) {
 	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("replicas %d strategy %s, want 1 and Recreate", *d.Spec.Replicas, d.Spec.Strategy.Type)
 	}
-	np := objs[6]
+	np := objs[7]
 	if b, _ := json.Marshal(np); !strings.Contains(string(b), `"protocol":"UDP","port":5353`) {
 		t.Errorf("NetworkPolicy does not admit the reverse exposure's port: %s", b)
 	}

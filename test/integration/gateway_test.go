@@ -270,6 +270,42 @@ func TestGatewayLifecycle(t *testing.T) {
 		t.Errorf("a PSK rotation changed the config hash %s -> %s: the hash must not depend on secrets", hash, got)
 	}
 
+	// The agent's tunnel reports reach status and events; the provider's
+	// own applies leave the agent's data alone.
+	report := func(state, lastError string) {
+		t.Helper()
+		b, _ := json.Marshal([]gwv1alpha1.TunnelStatus{{Name: "branch-a", IKEState: state, LastError: lastError,
+			ChildSAs: []gwv1alpha1.ChildSAStatus{{Name: "branch-a-1", State: "INSTALLED", BytesIn: 840, BytesOut: 840}}}})
+		eventually(t, 10*time.Second, "the agent writes its status", func() error {
+			st := &corev1.ConfigMap{}
+			if err := kube.Get(ctx, key(names.Status), st); err != nil {
+				return err
+			}
+			st.Data = map[string]string{workload.KeyTunnels: string(b)}
+			return kube.Update(ctx, st)
+		})
+	}
+	report("ESTABLISHED", "")
+	eventually(t, 30*time.Second, "an established tunnel shows in status and as a TunnelUp event", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if gw.Status.AtProvider.TunnelsUp != "1/1" || len(gw.Status.AtProvider.Tunnels) != 1 || gw.Status.AtProvider.Tunnels[0].ChildSAs[0].BytesIn != 840 {
+			return fmt.Errorf("tunnelsUp %q tunnels %+v", gw.Status.AtProvider.TunnelsUp, gw.Status.AtProvider.Tunnels)
+		}
+		return gatewayEvent(gw, "TunnelUp", "Tunnel branch-a is up")
+	})
+	report("DOWN", "AUTHENTICATION_FAILED")
+	eventually(t, 30*time.Second, "a tunnel going down shows as a TunnelDown warning naming charon's error", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if gw.Status.AtProvider.TunnelsUp != "0/1" {
+			return fmt.Errorf("tunnelsUp %q", gw.Status.AtProvider.TunnelsUp)
+		}
+		return gatewayEvent(gw, "TunnelDown", "Tunnel branch-a is down: IKE SA DOWN, last error AUTHENTICATION_FAILED")
+	})
+
 	// An object deleted by hand comes back.
 	if err := kube.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -334,6 +370,20 @@ func TestGatewayLifecycle(t *testing.T) {
 	if err := kube.Get(ctx, key("vpn-psk"), &corev1.Secret{}); err != nil {
 		t.Errorf("deleting the Gateway touched the tenant's PSK Secret: %v", err)
 	}
+}
+
+// gatewayEvent finds an event of gw with reason and a message holding msg.
+func gatewayEvent(gw *gwv1alpha1.Gateway, reason, msg string) error {
+	events := &corev1.EventList{}
+	if err := kube.List(context.Background(), events); err != nil {
+		return err
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.UID == gw.UID && e.Reason == reason && strings.Contains(e.Message, msg) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s event %q on the Gateway", reason, msg)
 }
 
 // assertNoPSK fails t if the PSK, plain or hex, is in any ConfigMap of ns,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -27,6 +28,8 @@ type connector struct {
 	usage     resource.LegacyTracker
 	// newClient builds a client of a cluster a kubeconfig names.
 	newClient func(*rest.Config) (client.Client, error)
+	// recorder emits the Gateway's tunnel events.
+	recorder event.Recorder
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -53,5 +56,5 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
 		}
 	}
-	return &external{kube: c.kube, target: target}, nil
+	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
 }

@@ -29,6 +29,7 @@ func existing(gw *v1alpha1.Gateway) []client.Object {
 		nad,
 		&corev1.ConfigMap{ObjectMeta: m(n.Config)},
 		&corev1.Secret{ObjectMeta: m(n.Secrets)},
+		&corev1.ConfigMap{ObjectMeta: m(n.Status)},
 		&corev1.ServiceAccount{ObjectMeta: m(n.Gateway)},
 		&rbacv1.Role{ObjectMeta: m(n.Gateway)},
 		&rbacv1.RoleBinding{ObjectMeta: m(n.Gateway)},

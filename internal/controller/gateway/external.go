@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -29,6 +30,8 @@ const fieldManager = "provider-ipsec"
 type external struct {
 	kube   client.Client
 	target client.Client
+	// recorder emits events when a tunnel changes state.
+	recorder event.Recorder
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects []client.Object
@@ -69,6 +72,15 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 
 	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
 	setReadiness(gw, dep)
+	ts, err := e.tunnels(ctx, gw)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
+		e.recorder.Event(gw, ev)
+	}
+	gw.Status.AtProvider.Tunnels = ts
+	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	diff, err := e.drift(ctx)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -145,7 +157,9 @@ func (e *external) drift(ctx context.Context) (string, error) {
 func differs(want, got client.Object) string {
 	switch w := want.(type) {
 	case *corev1.ConfigMap:
-		if !maps.Equal(w.Data, got.(*corev1.ConfigMap).Data) {
+		// A ConfigMap applied without data (the agent's status) is
+		// the agent's to fill.
+		if w.Data != nil && !maps.Equal(w.Data, got.(*corev1.ConfigMap).Data) {
 			return "data differs from the rendered configuration"
 		}
 	case *corev1.Secret:

@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,13 +28,15 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	if err != nil {
 		return err
 	}
-	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.GatewayGroupKind), v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{},
+	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
+	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{},
 		managed.WithTypedExternalConnector[*v1alpha1.Gateway](&connector{
 			kube:      own,
 			own:       own,
 			ownConfig: mgr.GetConfig(),
 			usage:     mrsetup.UsageTracker(mgr),
 			newClient: newClient,
+			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)),
 		}),
 		// Reads go to the API server uncached, so a created object is seen
 		// at once: no grace period before believing it is gone.

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+// ikeEstablished is strongSwan's state of an IKE SA that is up.
+const ikeEstablished = "ESTABLISHED"
+
+// Reasons of the events a Gateway emits when a tunnel changes state.
+const (
+	reasonTunnelUp   event.Reason = "TunnelUp"
+	reasonTunnelDown event.Reason = "TunnelDown"
+)
+
+// tunnels reads the tunnel status the gateway's agent publishes in its
+// status ConfigMap (key tunnels.json). A missing ConfigMap or key means no
+// report yet; content that does not parse is an error naming the
+// ConfigMap.
+func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha1.TunnelStatus, error) {
+	nn := types.NamespacedName{Namespace: gw.Spec.ForProvider.Namespace, Name: workload.NamesOf(gw.Name).Status}
+	cm := &corev1.ConfigMap{}
+	if err := e.target.Get(ctx, nn, cm); err != nil {
+		if kerrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("cannot get the agent's status ConfigMap %s: %w", nn, err)
+	}
+	raw, ok := cm.Data[workload.KeyTunnels]
+	if !ok {
+		return nil, nil
+	}
+	var ts []v1alpha1.TunnelStatus
+	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+		return nil, fmt.Errorf("the agent's status ConfigMap %s has no valid %s: %w", nn, workload.KeyTunnels, err)
+	}
+	return ts, nil
+}
+
+// tunnelsUp summarises ts as "established/configured".
+func tunnelsUp(ts []v1alpha1.TunnelStatus, configured int) string {
+	up := 0
+	for _, t := range ts {
+		if t.IKEState == ikeEstablished {
+			up++
+		}
+	}
+	return fmt.Sprintf("%d/%d", up, configured)
+}
+
+// tunnelEvents returns the events for tunnels whose state changed from old
+// to now: TunnelUp when one became ESTABLISHED, TunnelDown (a warning, with
+// charon's last error) when one stopped being ESTABLISHED or is first seen
+// down with an error.
+func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
+	before := map[string]v1alpha1.TunnelStatus{}
+	for _, t := range old {
+		before[t.Name] = t
+	}
+	var out []event.Event
+	for _, t := range now {
+		prev, seen := before[t.Name]
+		switch {
+		case t.IKEState == ikeEstablished && prev.IKEState != ikeEstablished:
+			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s)", t.Name, t.IKEState, len(t.ChildSAs))))
+		case t.IKEState != ikeEstablished && (prev.IKEState == ikeEstablished || (!seen && t.LastError != "")):
+			msg := fmt.Sprintf("Tunnel %s is down: IKE SA %s", t.Name, orNone(t.IKEState))
+			if t.LastError != "" {
+				msg += ", last error " + t.LastError
+			}
+			out = append(out, event.Warning(reasonTunnelDown, fmt.Errorf("%s", msg)))
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "DOWN"
+	}
+	return s
+}

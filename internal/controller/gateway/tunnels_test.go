@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+func TestTunnelEvents(t *testing.T) {
+	up := v1alpha1.TunnelStatus{Name: "a", IKEState: "ESTABLISHED", ChildSAs: []v1alpha1.ChildSAStatus{{Name: "a-1", State: "INSTALLED"}}}
+	down := v1alpha1.TunnelStatus{Name: "a", IKEState: "DOWN", LastError: "AUTHENTICATION_FAILED"}
+	connecting := v1alpha1.TunnelStatus{Name: "a", IKEState: "CONNECTING"}
+	cases := map[string]struct {
+		reason   string
+		old, now []v1alpha1.TunnelStatus
+		want     []event.Event
+	}{
+		"ComesUp": {
+			reason: "A tunnel that becomes ESTABLISHED emits TunnelUp.",
+			old:    []v1alpha1.TunnelStatus{connecting}, now: []v1alpha1.TunnelStatus{up},
+			want: []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s)")},
+		},
+		"FirstSeenUp": {
+			reason: "A tunnel first reported up emits TunnelUp.",
+			now:    []v1alpha1.TunnelStatus{up},
+			want:   []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s)")},
+		},
+		"GoesDown": {
+			reason: "A tunnel that was up and is not emits a TunnelDown warning with charon's error.",
+			old:    []v1alpha1.TunnelStatus{up}, now: []v1alpha1.TunnelStatus{down},
+			want: []event.Event{event.Warning(reasonTunnelDown, errors.New("Tunnel a is down: IKE SA DOWN, last error AUTHENTICATION_FAILED"))},
+		},
+		"FirstSeenFailing": {
+			reason: "A tunnel first reported down with an error warns at once.",
+			now:    []v1alpha1.TunnelStatus{down},
+			want:   []event.Event{event.Warning(reasonTunnelDown, errors.New("Tunnel a is down: IKE SA DOWN, last error AUTHENTICATION_FAILED"))},
+		},
+		"Steady": {
+			reason: "No change, no event.",
+			old:    []v1alpha1.TunnelStatus{up}, now: []v1alpha1.TunnelStatus{up},
+		},
+		"StillConnecting": {
+			reason: "A tunnel still connecting without an error is no news.",
+			now:    []v1alpha1.TunnelStatus{connecting},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tunnelEvents(tc.old, tc.now)); diff != "" {
+				t.Errorf("%s\ntunnelEvents(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTunnelsUp(t *testing.T) {
+	ts := []v1alpha1.TunnelStatus{{Name: "a", IKEState: "ESTABLISHED"}, {Name: "b", IKEState: "CONNECTING"}}
+	if got := tunnelsUp(ts, 3); got != "1/3" {
+		t.Errorf("tunnelsUp() = %q, want 1/3", got)
+	}
+}
