@@ -37,9 +37,9 @@ const (
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
-	ConfigDir      = "/etc/ipsecgw/config"
-	SecretsDir     = "/etc/ipsecgw/secrets"
-	RunDir         = "/var/run/charon"
+	ConfigDir  = "/etc/ipsecgw/config"
+	SecretsDir = "/etc/ipsecgw/secrets"
+	RunDir     = "/var/run/charon"
 	// SecondaryInterface is the pod's interface on the tenant network.
 	SecondaryInterface = "net1"
 )
