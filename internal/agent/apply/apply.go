@@ -1,0 +1,354 @@
+// Package apply loads the gateway's rendered strongSwan configuration into a
+// running charon over VICI, as the gateway agent does when the mounted
+// ConfigMap (swanctl.conf) or Secret (secrets.conf) changes.
+//
+// A new set is validated as a whole before anything reaches the live charon,
+// then only what changed is sent: load-shared for every secret, load-conn for
+// new or changed connections, unload-conn for connections that disappeared.
+// Unchanged connections are not reloaded, so their established SAs are left
+// alone. The VICI commands follow strongSwan's VICI protocol description
+// (https://github.com/strongswan/strongswan/blob/master/src/libcharon/plugins/vici/README.md).
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+)
+
+// A Caller sends one VICI command request and returns charon's answer. A
+// *vici.Session is a Caller.
+type Caller interface {
+	Call(ctx context.Context, cmd string, in *vici.Message) (*vici.Message, error)
+}
+
+// A Validator loads a whole converted set into a charon that is not the live
+// one and reports the first thing that charon refuses. Its errors must name
+// the connection or secret and carry charon's errmsg, never a secret value.
+type Validator interface {
+	Validate(ctx context.Context, s *Set) error
+}
+
+// A Set is a rendered configuration converted to VICI requests.
+type Set struct {
+	// Conns are the load-conn requests, in document order.
+	Conns []swanctl.Conn
+	// Shared are the load-shared requests, in document order.
+	Shared []swanctl.Shared
+}
+
+// Convert parses the rendered swanctl.conf (conf, the ConfigMap key
+// swanctl.conf) and secrets file (secrets, the Secret key secrets.conf) and
+// converts them to VICI requests. Errors name the file and line, connection
+// or secret, never a secret value.
+func Convert(conf, secrets []byte) (*Set, error) {
+	doc, err := swanctl.Parse(conf)
+	if err != nil {
+		return nil, fmt.Errorf("swanctl.conf: %w", err)
+	}
+	if doc.Lookup("secrets") != nil {
+		return nil, errors.New("swanctl.conf: secrets belong in secrets.conf")
+	}
+	conns, err := swanctl.LoadConns(doc)
+	if err != nil {
+		return nil, fmt.Errorf("swanctl.conf: %w", err)
+	}
+	sdoc, err := swanctl.Parse(secrets)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.conf: %w", err)
+	}
+	shared, err := swanctl.LoadShared(sdoc)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.conf: %w", err)
+	}
+	return &Set{Conns: conns, Shared: shared}, nil
+}
+
+// A Result says what an Apply or Reapply sent to charon. Names are sorted.
+type Result struct {
+	// Loaded are the connections sent with load-conn (new or changed).
+	Loaded []string `json:"loaded,omitempty"`
+	// Unloaded are the connections removed with unload-conn.
+	Unloaded []string `json:"unloaded,omitempty"`
+	// Unchanged are the connections left as they were.
+	Unchanged []string `json:"unchanged,omitempty"`
+	// Secrets are the secret IDs sent with load-shared.
+	Secrets []string `json:"secrets,omitempty"`
+	// SecretsUnloaded are the secret IDs removed with unload-shared.
+	SecretsUnloaded []string `json:"secretsUnloaded,omitempty"`
+}
+
+// An Applier applies rendered sets to one live charon. It remembers what it
+// applied, for the next diff and for Reapply. It is safe for concurrent use;
+// calls are serialised.
+type Applier struct {
+	c Caller
+	v Validator
+
+	mu sync.Mutex
+	// conns maps each connection charon holds (as far as the Applier knows)
+	// to its load-conn request and that request's fingerprint.
+	conns map[string]applied
+	// shared maps each secret ID loaded to its load-shared request.
+	shared map[string]*vici.Message
+	// order keeps document order for Reapply.
+	connOrder, sharedOrder []string
+}
+
+type applied struct {
+	msg *vici.Message
+	fp  string
+}
+
+// An Option configures an Applier.
+type Option func(*Applier)
+
+// WithValidator makes every Apply validate the new set with v before the
+// live charon is touched.
+func WithValidator(v Validator) Option {
+	return func(a *Applier) { a.v = v }
+}
+
+// New returns an Applier that sends its requests through c, usually a
+// *vici.Session to the live charon.
+func New(c Caller, opts ...Option) *Applier {
+	a := &Applier{c: c, conns: map[string]applied{}, shared: map[string]*vici.Message{}}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// An InvalidError is a set that failed validation; nothing was sent to the
+// live charon.
+type InvalidError struct {
+	// Err names the file, connection or secret and says why.
+	Err error
+}
+
+func (e *InvalidError) Error() string { return "invalid configuration: " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Apply validates the rendered swanctl.conf and secrets.conf as a whole and,
+// when valid, brings the live charon to them: load-shared for every secret,
+// load-conn for new or changed connections, unload-conn for connections that
+// disappeared, then unload-shared for secrets that disappeared. An invalid
+// set returns an *InvalidError and changes nothing. Errors charon reports on
+// the live side are joined and returned after every other step was tried;
+// what succeeded is remembered, so the next Apply retries only the rest.
+func (a *Applier) Apply(ctx context.Context, conf, secrets []byte) (Result, error) {
+	s, err := Convert(conf, secrets)
+	if err != nil {
+		return Result{}, &InvalidError{Err: err}
+	}
+	if err := duplicates(s); err != nil {
+		return Result{}, &InvalidError{Err: err}
+	}
+	if a.v != nil {
+		if err := a.v.Validate(ctx, s); err != nil {
+			return Result{}, &InvalidError{Err: err}
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.apply(ctx, s)
+}
+
+func duplicates(s *Set) error {
+	seen := map[string]bool{}
+	for _, c := range s.Conns {
+		if seen[c.Name] {
+			return fmt.Errorf("swanctl.conf: connection %s appears twice", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	seen = map[string]bool{}
+	for _, sh := range s.Shared {
+		if seen[sh.ID] {
+			return fmt.Errorf("secrets.conf: secret %s appears twice", sh.ID)
+		}
+		seen[sh.ID] = true
+	}
+	return nil
+}
+
+func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) {
+	var res Result
+	var errs []error
+
+	wantShared := map[string]bool{}
+	for _, sh := range s.Shared {
+		wantShared[sh.ID] = true
+		if err := a.call(ctx, "load-shared", sh.Message); err != nil {
+			errs = append(errs, fmt.Errorf("load-shared %s: %w", sh.ID, err))
+			continue
+		}
+		a.shared[sh.ID] = sh.Message
+		res.Secrets = append(res.Secrets, sh.ID)
+	}
+
+	wantConn := map[string]bool{}
+	for _, c := range s.Conns {
+		wantConn[c.Name] = true
+		fp := Fingerprint(c.Message)
+		if old, ok := a.conns[c.Name]; ok && old.fp == fp {
+			res.Unchanged = append(res.Unchanged, c.Name)
+			continue
+		}
+		if err := a.call(ctx, "load-conn", c.Message); err != nil {
+			errs = append(errs, fmt.Errorf("load-conn %s: %w", c.Name, err))
+			continue
+		}
+		a.conns[c.Name] = applied{msg: c.Message, fp: fp}
+		res.Loaded = append(res.Loaded, c.Name)
+	}
+
+	for _, name := range sortedKeys(a.conns) {
+		if wantConn[name] {
+			continue
+		}
+		m := vici.NewMessage()
+		if err := m.Set("name", name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := a.call(ctx, "unload-conn", m); err != nil {
+			errs = append(errs, fmt.Errorf("unload-conn %s: %w", name, err))
+			continue
+		}
+		delete(a.conns, name)
+		res.Unloaded = append(res.Unloaded, name)
+	}
+	for _, id := range sortedKeys(a.shared) {
+		if wantShared[id] {
+			continue
+		}
+		m := vici.NewMessage()
+		if err := m.Set("id", id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := a.call(ctx, "unload-shared", m); err != nil {
+			errs = append(errs, fmt.Errorf("unload-shared %s: %w", id, err))
+			continue
+		}
+		delete(a.shared, id)
+		res.SecretsUnloaded = append(res.SecretsUnloaded, id)
+	}
+
+	a.connOrder = a.connOrder[:0]
+	for _, c := range s.Conns {
+		if _, ok := a.conns[c.Name]; ok {
+			a.connOrder = append(a.connOrder, c.Name)
+		}
+	}
+	a.sharedOrder = a.sharedOrder[:0]
+	for _, sh := range s.Shared {
+		if _, ok := a.shared[sh.ID]; ok {
+			a.sharedOrder = append(a.sharedOrder, sh.ID)
+		}
+	}
+	res.sort()
+	return res, errors.Join(errs...)
+}
+
+// Reapply loads everything the Applier has applied into charon again, for a
+// charon that restarted and holds nothing: every secret, then every
+// connection, in the order of the last applied set.
+func (a *Applier) Reapply(ctx context.Context) (Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var res Result
+	var errs []error
+	for _, id := range a.sharedOrder {
+		if err := a.call(ctx, "load-shared", a.shared[id]); err != nil {
+			errs = append(errs, fmt.Errorf("load-shared %s: %w", id, err))
+			continue
+		}
+		res.Secrets = append(res.Secrets, id)
+	}
+	for _, name := range a.connOrder {
+		if err := a.call(ctx, "load-conn", a.conns[name].msg); err != nil {
+			errs = append(errs, fmt.Errorf("load-conn %s: %w", name, err))
+			continue
+		}
+		res.Loaded = append(res.Loaded, name)
+	}
+	res.sort()
+	return res, errors.Join(errs...)
+}
+
+// Applied returns the names of the connections the Applier has loaded,
+// sorted.
+func (a *Applier) Applied() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return sortedKeys(a.conns)
+}
+
+// call sends one request and turns an answer with success=no into an error
+// carrying charon's errmsg.
+func (a *Applier) call(ctx context.Context, cmd string, in *vici.Message) error {
+	out, err := a.c.Call(ctx, cmd, in)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		return out.Err()
+	}
+	return nil
+}
+
+func (r *Result) sort() {
+	for _, s := range []*[]string{&r.Loaded, &r.Unloaded, &r.Unchanged, &r.Secrets, &r.SecretsUnloaded} {
+		sort.Strings(*s)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Fingerprint returns a canonical text form of a VICI message: keys in
+// message order, values tagged by kind (value, list, section), so that two
+// load-conn requests have the same fingerprint exactly when charon would
+// receive the same request. Do not use it on load-shared requests: it
+// contains every value.
+func Fingerprint(m *vici.Message) string {
+	var b strings.Builder
+	fingerprint(&b, m)
+	return b.String()
+}
+
+func fingerprint(b *strings.Builder, m *vici.Message) {
+	b.WriteByte('{')
+	for _, k := range m.Keys() {
+		fmt.Fprintf(b, "%q", k)
+		switch v := m.Get(k).(type) {
+		case string:
+			fmt.Fprintf(b, "=%q;", v)
+		case []string:
+			fmt.Fprintf(b, "=[%q];", v)
+		case *vici.Message:
+			fingerprint(b, v)
+		default:
+			fmt.Fprintf(b, "=?%T;", v)
+		}
+	}
+	b.WriteByte('}')
+}
