@@ -1,0 +1,374 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+	"github.com/ipsecgw/provider-ipsec/test/charon"
+)
+
+// needRoot skips t unless it runs as root with charon installed.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the agent's loaders run charon and nft in namespaces of their own: run the tests as root")
+	}
+	if _, err := os.Stat(apply.CharonBinary); err != nil {
+		t.Skipf("%s is missing: apt-get install strongswan-charon strongswan-swanctl", apply.CharonBinary)
+	}
+}
+
+// goldenSet reads a golden gateway's swanctl.conf and secrets.conf.
+func goldenSet(t *testing.T, name string) (conf, secrets []byte) {
+	t.Helper()
+	dir := filepath.Join(goldenDir, name)
+	conf, err := os.ReadFile(filepath.Join(dir, "swanctl.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err = os.ReadFile(filepath.Join(dir, "secrets.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conf, secrets
+}
+
+// edit parses a document, lets fn change it and formats it again.
+func edit(t *testing.T, doc []byte, fn func(d *swanctl.Section)) []byte {
+	t.Helper()
+	d, err := swanctl.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(d)
+	out, err := d.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// setting replaces the value of key in s, or appends it.
+func setting(s *swanctl.Section, key, value string) {
+	for i := range s.Settings {
+		if s.Settings[i].Key == key {
+			s.Settings[i].Value = value
+			return
+		}
+	}
+	s.Set(key, value)
+}
+
+// rename renames the subsection old of s to name and returns it.
+func rename(t *testing.T, s *swanctl.Section, old, name string) *swanctl.Section {
+	t.Helper()
+	sub := s.Lookup(old)
+	if sub == nil {
+		t.Fatalf("no section %s", old)
+	}
+	sub.Name = name
+	return sub
+}
+
+// getConns returns the sorted names of the connections c holds.
+func getConns(t *testing.T, c apply.Caller) []string {
+	t.Helper()
+	m, err := c.Call(context.Background(), "get-conns", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := m.Get("conns").([]string)
+	slices.Sort(got)
+	return got
+}
+
+// remoteTS returns the remote traffic selectors charon lists for a child of
+// conn (list-conns shows no IKE proposals in strongSwan 5.9).
+func remoteTS(t *testing.T, s *vici.Session, conn, child string) []string {
+	t.Helper()
+	in := vici.NewMessage()
+	_ = in.Set("ike", conn)
+	var ts []string
+	for m, err := range s.CallStreaming(context.Background(), "list-conns", "list-conn", in) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := m.Get(conn).(*vici.Message); ok {
+			if children, ok := c.Get("children").(*vici.Message); ok {
+				if ch, ok := children.Get(child).(*vici.Message); ok {
+					switch v := ch.Get("remote-ts").(type) {
+					case []string:
+						ts = v
+					case string:
+						ts = []string{v}
+					}
+				}
+			}
+		}
+	}
+	return ts
+}
+
+// switchable is a Caller whose session can be replaced, as the agent's is
+// when charon restarts.
+type switchable struct {
+	mu sync.Mutex
+	c  apply.Caller
+}
+
+func (s *switchable) Call(ctx context.Context, cmd string, in *vici.Message) (*vici.Message, error) {
+	s.mu.Lock()
+	c := s.c
+	s.mu.Unlock()
+	return c.Call(ctx, cmd, in)
+}
+
+func (s *switchable) set(c apply.Caller) {
+	s.mu.Lock()
+	s.c = c
+	s.mu.Unlock()
+}
+
+// TestAgentApplyValidatorGolden validates every golden gateway's rendered
+// set with the real validation charon (started, loaded and stopped per
+// set) and reports the time each took.
+func TestAgentApplyValidatorGolden(t *testing.T) {
+	needRoot(t)
+	dirs, err := os.ReadDir(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := apply.CharonValidator{TempDir: t.TempDir()}
+	for _, d := range dirs {
+		t.Run(d.Name(), func(t *testing.T) {
+			conf, secrets := goldenSet(t, d.Name())
+			s, err := apply.Convert(conf, secrets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			if err := v.Validate(context.Background(), s); err != nil {
+				t.Fatalf("the validation charon refuses a golden set: %v", err)
+			}
+			t.Logf("validated %d connections and %d secrets in %s", len(s.Conns), len(s.Shared), time.Since(start).Round(time.Millisecond))
+		})
+	}
+	if left, _ := os.ReadDir(v.TempDir); len(left) != 0 {
+		t.Errorf("the validator left %d entries in its temporary directory", len(left))
+	}
+}
+
+// TestAgentApplyLive applies sets to a real charon through the Applier with
+// the real validator: a golden set, then a set with one connection changed,
+// one removed and one added, then an invalid set that must change nothing;
+// finally Reapply loads the last good set into a fresh charon.
+func TestAgentApplyLive(t *testing.T) {
+	needRoot(t)
+	ctx := context.Background()
+	live := charon.Start(t)
+	caller := &switchable{c: live.Session}
+	a := apply.New(caller, apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
+
+	confA, secretsA := goldenSet(t, "several-tunnels")
+	res, err := a.Apply(ctx, confA, secretsA)
+	if err != nil {
+		t.Fatalf("Apply(several-tunnels): %v", err)
+	}
+	want := apply.Result{Loaded: []string{"branch-a", "branch-b", "hq"}, Secrets: []string{"ike-branch-a", "ike-branch-b", "ike-hq"}}
+	if diff := cmp.Diff(want, res, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Apply(several-tunnels): -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"branch-a", "branch-b", "hq"}, getConns(t, live.Session)); diff != "" {
+		t.Errorf("get-conns after the first Apply: -want, +got:\n%s", diff)
+	}
+
+	// Set B: branch-a changed, branch-b gone, branch-c new (branch-b's
+	// section under a new name and peer).
+	confB := edit(t, confA, func(d *swanctl.Section) {
+		setting(d.Lookup("connections.branch-a"), "proposals", "aes128-sha256-modp3072")
+		setting(d.Lookup("connections.branch-a.children.branch-a-1"), "remote_ts", "192.168.10.0/24,192.168.11.0/24")
+		c := rename(t, d.Lookup("connections"), "branch-b", "branch-c")
+		setting(c, "remote_addrs", "198.51.100.30")
+		setting(c.Lookup("remote"), "id", "198.51.100.30")
+		rename(t, c.Lookup("children"), "branch-b-1", "branch-c-1")
+	})
+	secretsB := edit(t, secretsA, func(d *swanctl.Section) {
+		s := rename(t, d.Lookup("secrets"), "ike-branch-b", "ike-branch-c")
+		setting(s, "id-remote", "198.51.100.30")
+	})
+	start := time.Now()
+	res, err = a.Apply(ctx, confB, secretsB)
+	if err != nil {
+		t.Fatalf("Apply(set B): %v", err)
+	}
+	t.Logf("validated and applied set B in %s", time.Since(start).Round(time.Millisecond))
+	want = apply.Result{Loaded: []string{"branch-a", "branch-c"}, Unloaded: []string{"branch-b"}, Unchanged: []string{"hq"},
+		Secrets: []string{"ike-branch-a", "ike-branch-c", "ike-hq"}, SecretsUnloaded: []string{"ike-branch-b"}}
+	if diff := cmp.Diff(want, res, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Apply(set B): -want, +got:\n%s", diff)
+	}
+	wantConns := []string{"branch-a", "branch-c", "hq"}
+	if diff := cmp.Diff(wantConns, getConns(t, live.Session)); diff != "" {
+		t.Errorf("get-conns after set B: -want, +got:\n%s", diff)
+	}
+	changedTS := []string{"192.168.10.0/24", "192.168.11.0/24"}
+	if got := remoteTS(t, live.Session, "branch-a", "branch-a-1"); !slices.Equal(got, changedTS) {
+		t.Errorf("charon lists branch-a-1 with remote-ts %v, want the changed %v", got, changedTS)
+	}
+
+	// An invalid set, written past the renderer: a DH group charon does
+	// not know in hq, and branch-a changed again. Nothing may change.
+	confBad := edit(t, confB, func(d *swanctl.Section) {
+		setting(d.Lookup("connections.hq"), "proposals", "aes256-sha384-modp2047")
+		setting(d.Lookup("connections.branch-a.children.branch-a-1"), "remote_ts", "192.168.10.0/24")
+	})
+	_, err = a.Apply(ctx, confBad, secretsB)
+	var invalid *apply.InvalidError
+	switch {
+	case err == nil:
+		t.Fatal("Apply(invalid set): no error")
+	case !errors.As(err, &invalid):
+		t.Errorf("Apply(invalid set): error %v is not an InvalidError", err)
+	case !strings.Contains(err.Error(), "connection hq"):
+		t.Errorf("Apply(invalid set): error %q does not name connection hq", err)
+	}
+	t.Logf("invalid set refused: %v", err)
+	for _, psk := range []string{"psk-branch-a", "psk-hq", "70736b"} {
+		if err != nil && strings.Contains(err.Error(), psk) {
+			t.Errorf("Apply(invalid set): the error holds a secret: %v", err)
+		}
+	}
+	if diff := cmp.Diff(wantConns, getConns(t, live.Session)); diff != "" {
+		t.Errorf("get-conns after the invalid set: -want, +got:\n%s", diff)
+	}
+	if got := remoteTS(t, live.Session, "branch-a", "branch-a-1"); !slices.Equal(got, changedTS) {
+		t.Errorf("the invalid set changed branch-a on the live charon: remote-ts %v, want %v", got, changedTS)
+	}
+
+	// charon "restarts": a fresh one gets the last good set.
+	fresh := charon.Start(t)
+	caller.set(fresh.Session)
+	res, err = a.Reapply(ctx)
+	if err != nil {
+		t.Fatalf("Reapply: %v", err)
+	}
+	want = apply.Result{Loaded: wantConns, Secrets: []string{"ike-branch-a", "ike-branch-c", "ike-hq"}}
+	if diff := cmp.Diff(want, res, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Reapply: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(wantConns, getConns(t, fresh.Session)); diff != "" {
+		t.Errorf("get-conns of the fresh charon after Reapply: -want, +got:\n%s", diff)
+	}
+}
+
+// netns starts a process in a new network namespace for t and returns the
+// path of that namespace; the process ends, and the namespace with it, when
+// t ends.
+func netns(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("unshare", "--net", "sleep", "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("unshare --net: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ns := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "ns", "net")
+	// unshare execs sleep once the namespace exists.
+	self, _ := os.Readlink("/proc/self/ns/net")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if l, err := os.Readlink(ns); err == nil && l != self {
+			return ns
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new network namespace did not appear")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestAgentApplyNAT applies golden NAT scripts with the agent's nat.Applier
+// in a new network namespace that also holds another table: after several
+// applies (one skipped as unchanged) the namespace holds table ip ipsecgw
+// once, with the last script's rules, and the other table as it was.
+func TestAgentApplyNAT(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("nft in a network namespace of the test's own needs root")
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is missing: apt-get install nftables")
+	}
+	ctx := context.Background()
+	ns := netns(t)
+	nft := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("nsenter", append([]string{"--net=" + ns, "nft"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	nft("add table inet ipa-other")
+	nft("add chain inet ipa-other input { type filter hook input priority 0; policy accept; }")
+	nft("add rule inet ipa-other input tcp dport 22 accept")
+	other := nft("list table inet ipa-other")
+
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(goldenDir, name, "nat.nft"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	plain, exposures := read("single-tunnel"), read("nat-exposures")
+	a := nat.New(nat.WithCommand("nsenter", "--net="+ns, "nft"))
+	for i, step := range []struct {
+		script      []byte
+		wantApplied bool
+	}{{plain, true}, {exposures, true}, {exposures, false}, {plain, true}, {exposures, true}} {
+		start := time.Now()
+		applied, err := a.Apply(ctx, step.script)
+		if err != nil {
+			t.Fatalf("step %d: Apply: %v", i, err)
+		}
+		if applied != step.wantApplied {
+			t.Errorf("step %d: Apply applied = %v, want %v", i, applied, step.wantApplied)
+		}
+		t.Logf("step %d: applied=%v in %s", i, applied, time.Since(start).Round(time.Millisecond))
+	}
+	tables := strings.Split(strings.TrimSpace(nft("list tables")), "\n")
+	slices.Sort(tables)
+	if diff := cmp.Diff([]string{"table inet ipa-other", "table ip ipsecgw"}, tables); diff != "" {
+		t.Errorf("nft list tables: -want, +got:\n%s", diff)
+	}
+	got := nft("list table ip ipsecgw")
+	for _, target := range []string{"dnat to 10.96.0.1:8443", "dnat to 10.20.0.53:53", "dnat to 192.168.10.5:5432"} {
+		if n := strings.Count(got, target); n != 1 {
+			t.Errorf("table ip ipsecgw holds %q %d times, want once:\n%s", target, n, got)
+		}
+	}
+	if diff := cmp.Diff(other, nft("list table inet ipa-other")); diff != "" {
+		t.Errorf("the other table changed: -before, +after:\n%s", diff)
+	}
+}
