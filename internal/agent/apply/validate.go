@@ -19,9 +19,10 @@ const CharonBinary = "/usr/lib/ipsec/charon"
 // ValidationPlugins are the plugins of a validation charon: everything needed
 // to parse and load IKE and ESP configurations, and no kernel interface other
 // than kernel-netlink (no kernel-libipsec), so it never installs an SA.
-// socket-default is needed for charon to start.
+// socket-default is needed for charon to start; openssl provides the
+// Diffie-Hellman groups, curve25519 included.
 const ValidationPlugins = "random nonce openssl pem pkcs1 x509 pubkey revocation constraints kdf hmac " +
-	"sha1 sha2 md5 aes gcm gmp xcbc curve25519 kernel-netlink socket-default vici"
+	"sha1 sha2 md5 aes gcm gmp xcbc kernel-netlink socket-default vici"
 
 // A CharonValidator validates a set by loading it into a scratch charon of
 // its own: charon runs with ValidationPlugins in new network and mount
