@@ -1,0 +1,201 @@
+// Package status builds the gateway agent's per-tunnel status from charon's
+// VICI interface and publishes it in the gateway's status ConfigMap, where
+// the provider's Gateway controller reads it.
+//
+// The VICI messages followed are those of strongSwan 5.9's vici plugin
+// (src/libcharon/plugins/vici/README.md: the list-sas command with its
+// streamed list-sa events, and the ike-updown, child-updown and log events).
+package status
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/strongswan/govici/vici"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// States as charon names them, and the state of a configured connection
+// that has no IKE SA.
+const (
+	StateDown        = "DOWN"
+	StateEstablished = "ESTABLISHED"
+	StateInstalled   = "INSTALLED"
+)
+
+// A Caller makes streamed VICI command requests; a *vici.Session is one.
+type Caller interface {
+	CallStreaming(ctx context.Context, cmd, event string, in *vici.Message) iter.Seq2[*vici.Message, error]
+}
+
+// An ikeSA is the body of one IKE SA in a list-sa event (and in ike-updown
+// and child-updown events). Every value is a string; absent keys are empty.
+type ikeSA struct {
+	UniqueID string `vici:"uniqueid"`
+	State    string `vici:"state"`
+	// Established is the number of seconds since the IKE SA was
+	// established; absent while it is not.
+	Established string             `vici:"established"`
+	ChildSAs    map[string]childSA `vici:"child-sas"`
+}
+
+// A childSA is the body of one CHILD_SA of a list-sa event, keyed there by
+// "<child name>-<unique id>".
+type childSA struct {
+	Name       string   `vici:"name"`
+	UniqueID   string   `vici:"uniqueid"`
+	State      string   `vici:"state"`
+	BytesIn    string   `vici:"bytes-in"`
+	PacketsIn  string   `vici:"packets-in"`
+	BytesOut   string   `vici:"bytes-out"`
+	PacketsOut string   `vici:"packets-out"`
+	LocalTS    []string `vici:"local-ts"`
+	RemoteTS   []string `vici:"remote-ts"`
+}
+
+// An Option configures Collect.
+type Option func(*options)
+
+type options struct {
+	now func() time.Time
+}
+
+// WithClock makes Collect convert charon's "established N seconds ago" to a
+// time with now instead of time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
+}
+
+// Collect asks charon for its IKE SAs (list-sas, with noblock so that an
+// SA busy in a job does not stall it) and returns the status of every
+// connection in conns, sorted by name: one entry per connection, with
+// IKEState DOWN when the connection has no IKE SA. IKE SAs of connections
+// not in conns are ignored. LastError is left empty: it comes from events
+// (see Watcher).
+//
+// When a connection has several IKE SAs (for example while it is
+// reauthenticated), the ESTABLISHED one established most recently wins.
+// When a child has several CHILD_SAs (while it is rekeyed), the INSTALLED
+// one with the highest unique id wins, so counters are those of the
+// CHILD_SA carrying the traffic.
+func Collect(ctx context.Context, c Caller, conns []string, opts ...Option) ([]v1alpha1.TunnelStatus, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	want := make(map[string]bool, len(conns))
+	for _, n := range conns {
+		want[n] = true
+	}
+	best := map[string]ikeSA{}
+	in := vici.NewMessage()
+	if err := in.Set("noblock", "yes"); err != nil {
+		return nil, err
+	}
+	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+		if err != nil {
+			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
+		}
+		// Each list-sa event holds one IKE SA, keyed by its connection.
+		for _, name := range m.Keys() {
+			if !want[name] {
+				continue
+			}
+			sub, ok := m.Get(name).(*vici.Message)
+			if !ok {
+				return nil, fmt.Errorf("list-sa: IKE SA %s is not a section", name)
+			}
+			var sa ikeSA
+			if err := vici.UnmarshalMessage(sub, &sa); err != nil {
+				return nil, fmt.Errorf("list-sa: IKE SA %s: %w", name, err)
+			}
+			if prev, ok := best[name]; !ok || betterIKE(sa, prev) {
+				best[name] = sa
+			}
+		}
+	}
+	now := o.now()
+	out := make([]v1alpha1.TunnelStatus, 0, len(want))
+	for name := range want {
+		sa, ok := best[name]
+		if !ok {
+			out = append(out, v1alpha1.TunnelStatus{Name: name, IKEState: StateDown})
+			continue
+		}
+		out = append(out, tunnelStatus(name, sa, now))
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.TunnelStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// betterIKE reports whether a should represent its connection rather than b.
+func betterIKE(a, b ikeSA) bool {
+	if (a.State == StateEstablished) != (b.State == StateEstablished) {
+		return a.State == StateEstablished
+	}
+	if a.Established != b.Established {
+		// Fewer seconds since established is more recent; an empty
+		// value (not established) parses as 0 but both are then not
+		// established, handled above.
+		return atoi(a.Established) < atoi(b.Established)
+	}
+	return atoi(a.UniqueID) > atoi(b.UniqueID)
+}
+
+// betterChild reports whether a should represent its child rather than b.
+func betterChild(a, b childSA) bool {
+	if (a.State == StateInstalled) != (b.State == StateInstalled) {
+		return a.State == StateInstalled
+	}
+	return atoi(a.UniqueID) > atoi(b.UniqueID)
+}
+
+func tunnelStatus(name string, sa ikeSA, now time.Time) v1alpha1.TunnelStatus {
+	ts := v1alpha1.TunnelStatus{Name: name, IKEState: sa.State}
+	if sa.Established != "" {
+		if s, err := strconv.ParseInt(sa.Established, 10, 64); err == nil {
+			t := metav1.NewTime(now.Add(-time.Duration(s) * time.Second).Truncate(time.Second))
+			ts.EstablishedAt = &t
+		}
+	}
+	children := map[string]childSA{}
+	for _, c := range sa.ChildSAs {
+		if prev, ok := children[c.Name]; !ok || betterChild(c, prev) {
+			children[c.Name] = c
+		}
+	}
+	for _, c := range children {
+		ts.ChildSAs = append(ts.ChildSAs, v1alpha1.ChildSAStatus{
+			Name:       c.Name,
+			State:      c.State,
+			LocalTS:    c.LocalTS,
+			RemoteTS:   c.RemoteTS,
+			BytesIn:    atoi(c.BytesIn),
+			BytesOut:   atoi(c.BytesOut),
+			PacketsIn:  atoi(c.PacketsIn),
+			PacketsOut: atoi(c.PacketsOut),
+		})
+	}
+	slices.SortFunc(ts.ChildSAs, func(a, b v1alpha1.ChildSAStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return ts
+}
+
+// atoi parses one of charon's decimal counters; anything else is 0.
+// Counters above MaxInt64 saturate.
+func atoi(s string) int64 {
+	u, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0
+	}
+	if u > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(u)
+}

@@ -1,0 +1,112 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// KeyTunnels is the status ConfigMap's only key: a JSON array of
+// v1alpha1.TunnelStatus sorted by name (the provider's Gateway controller
+// reads it; internal/workload names the same key).
+const KeyTunnels = "tunnels.json"
+
+// DefaultMinInterval is the least time between two writes of a Publisher.
+const DefaultMinInterval = 5 * time.Second
+
+// A Publisher writes a gateway's tunnel status into its status ConfigMap
+// (<gateway>-status in the gateway's namespace), with the pod's own
+// identity: it creates the ConfigMap if it is missing, writes only when the
+// content changed, and at most once per MinInterval. The ConfigMap holds
+// KeyTunnels and nothing else; TunnelStatus carries no secret.
+type Publisher struct {
+	Client    client.Client
+	Namespace string
+	Name      string
+	// MinInterval defaults to DefaultMinInterval.
+	MinInterval time.Duration
+	// Now defaults to time.Now.
+	Now func() time.Time
+
+	mu sync.Mutex
+	// written is the content last written or found in the ConfigMap;
+	// nil when unknown (first call, or after a failed write).
+	written []byte
+	// at is when the Publisher last wrote.
+	at time.Time
+}
+
+// Publish writes tunnels unless the ConfigMap already holds them. It
+// returns 0 when it wrote or had nothing to write, or how long to wait
+// before calling again when the rate limit held a change back (the change
+// is not written by itself: offer the then current status again).
+// Unchanged content costs no API call once the Publisher knows what the
+// ConfigMap holds.
+func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus) (time.Duration, error) {
+	if tunnels == nil {
+		tunnels = []v1alpha1.TunnelStatus{}
+	}
+	data, err := json.Marshal(tunnels)
+	if err != nil {
+		return 0, fmt.Errorf("cannot encode the tunnel status: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.written != nil && bytes.Equal(p.written, data) {
+		return 0, nil
+	}
+	now, minInterval := time.Now, p.MinInterval
+	if p.Now != nil {
+		now = p.Now
+	}
+	if minInterval <= 0 {
+		minInterval = DefaultMinInterval
+	}
+	if !p.at.IsZero() {
+		if wait := p.at.Add(minInterval).Sub(now()); wait > 0 {
+			return wait, nil
+		}
+	}
+
+	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	cm := &corev1.ConfigMap{}
+	err = p.Client.Get(ctx, nn, cm)
+	switch {
+	case kerrors.IsNotFound(err):
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+			Data:       map[string]string{KeyTunnels: string(data)},
+		}
+		if err := p.Client.Create(ctx, cm); err != nil {
+			p.written = nil
+			return 0, fmt.Errorf("cannot create the status ConfigMap %s: %w", nn, err)
+		}
+	case err != nil:
+		p.written = nil
+		return 0, fmt.Errorf("cannot get the status ConfigMap %s: %w", nn, err)
+	case cm.Data[KeyTunnels] == string(data) && len(cm.Data) == 1 && len(cm.BinaryData) == 0:
+		// Already there (the agent restarted): no write.
+		p.written = data
+		return 0, nil
+	default:
+		cm.Data = map[string]string{KeyTunnels: string(data)}
+		cm.BinaryData = nil
+		if err := p.Client.Update(ctx, cm); err != nil {
+			p.written = nil
+			return 0, fmt.Errorf("cannot update the status ConfigMap %s: %w", nn, err)
+		}
+	}
+	p.written, p.at = data, now()
+	return 0, nil
+}
