@@ -1,0 +1,182 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+)
+
+// tunnelTimeout bounds every wait for a tunnel: with the harness'
+// retransmission settings a failed exchange gives up within about 3 s.
+const tunnelTimeout = 15 * time.Second
+
+// TestTunnelThroughFloatingIPNAT brings a real tunnel up between a gateway
+// configured by the project's renderer and a client site configured from
+// its own parameter sheet, through the 1:1 floating-IP NAT: the gateway
+// binds its private address and identifies itself with the floating IP, so
+// IKE runs over NAT-T. A ping from the client host must reach the tenant
+// service and come back through the tunnel.
+func TestTunnelThroughFloatingIPNAT(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	peer := tp.Peers[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const psk = "tunnel-test-psk-0123456789abcdef"
+
+	// The client site, as its administrator configures it from the sheet
+	// the provider sent: it answers and waits for the gateway to initiate.
+	sheet := tunnel.ClientSheet{
+		Name:          "to-provider",
+		LocalAddress:  peer.Address.String(),
+		RemoteAddress: tunnel.FloatingIP.String(),
+		PSK:           psk,
+		IKEProposals:  []string{"aes256-sha256-modp2048"},
+		ESPProposals:  []string{"aes256gcm16-modp2048"},
+		Children: []tunnel.ClientChild{{
+			Name:     "tenant",
+			LocalTS:  []string{peer.Subnet.String()},
+			RemoteTS: []string{tunnel.TenantSubnet.String()},
+		}},
+	}
+	if err := peer.LoadSheet(ctx, sheet); err != nil {
+		t.Fatal(err)
+	}
+
+	spec := v1alpha1.GatewayParameters{
+		Namespace: "tenant-a",
+		Endpoint: v1alpha1.Endpoint{
+			PrivateAddress: v1alpha1.IPv4(tunnel.PrivateAddress.String()),
+			PrefixLength:   int32(tunnel.PrivatePrefixLength),
+			Gateway:        v1alpha1.IPv4(tunnel.Router.String()),
+			MACAddress:     tunnel.MACAddress,
+			LocalID:        v1alpha1.IPv4(tunnel.FloatingIP.String()),
+		},
+		Mode:          v1alpha1.ModeRouted,
+		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(tunnel.TenantSubnet.String())},
+		Tunnels: []v1alpha1.Tunnel{{
+			Name:         "branch-a",
+			Peer:         v1alpha1.Peer{Address: peer.Address.String()},
+			IKEVersion:   2,
+			IKEProposals: []string{"aes256-sha256-modp2048"},
+			ESPProposals: []string{"aes256gcm16-modp2048"},
+			StartAction:  "start",
+			TrafficSelectors: []v1alpha1.TrafficSelector{{
+				Local:  v1alpha1.CIDR(tunnel.TenantSubnet.String()),
+				Remote: v1alpha1.CIDR(peer.Subnet.String()),
+			}},
+		}},
+	}
+	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	events := tp.Gateway.Events(t, "ike-updown", "child-updown")
+	start := time.Now()
+	if err := tp.Gateway.LoadConfig(ctx, files.SwanctlConf, files.Secrets); err != nil {
+		t.Fatal(err)
+	}
+	loaded := time.Since(start)
+	ikeUp, childUp := waitUp(t, events, "branch-a", start, tunnelTimeout)
+	t.Logf("config loaded over VICI in %v; IKE SA ESTABLISHED %v and CHILD_SA INSTALLED %v after the load started",
+		loaded.Round(time.Millisecond), ikeUp.Round(time.Millisecond), childUp.Round(time.Millisecond))
+
+	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up("branch-a-1"))
+	// charon also reports nat-remote=yes here, although only the gateway
+	// is behind the NAT: not asserted.
+	type ends struct {
+		LocalHost, LocalID, RemoteHost, RemoteID, NATLocal string
+	}
+	want := ends{
+		LocalHost: tunnel.PrivateAddress.String(), LocalID: tunnel.FloatingIP.String(),
+		RemoteHost: peer.Address.String(), RemoteID: peer.Address.String(),
+		NATLocal: "yes",
+	}
+	got := ends{gw.LocalHost, gw.LocalID, gw.RemoteHost, gw.RemoteID, gw.NATLocal}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("gateway's IKE SA: -want, +got:\n%s", diff)
+	}
+	child, _ := gw.Child("branch-a-1")
+	if child.Encap != "yes" {
+		t.Errorf("gateway's CHILD_SA is not UDP-encapsulated (encap=%q): NAT-T was not used", child.Encap)
+	}
+	wantTS := [2][]string{{tunnel.TenantSubnet.String()}, {peer.Subnet.String()}}
+	if diff := cmp.Diff(wantTS, [2][]string{child.LocalTS, child.RemoteTS}); diff != "" {
+		t.Errorf("gateway's CHILD_SA traffic selectors [local, remote]: -want, +got:\n%s", diff)
+	}
+	// The client sees the floating IP, behind a NAT on the other side.
+	ps := peer.WaitSA(t, "to-provider", tunnelTimeout, tunnel.Up("tenant"))
+	t.Logf("gateway: nat-local=%q nat-remote=%q; peer: nat-local=%q nat-remote=%q", gw.NATLocal, gw.NATRemote, ps.NATLocal, ps.NATRemote)
+	if ps.RemoteHost != tunnel.FloatingIP.String() || ps.NATRemote != "yes" {
+		t.Errorf("peer's IKE SA: remote-host %s nat-remote %q, want %s and yes", ps.RemoteHost, ps.NATRemote, tunnel.FloatingIP)
+	}
+
+	// Client host → tenant service and back, then the other way round.
+	for _, p := range []struct {
+		from, to string
+		res      func() (tunnel.PingResult, error)
+	}{
+		{from: "client host", to: "tenant service", res: func() (tunnel.PingResult, error) {
+			return tp.Ping(peer.HostNS, tunnel.Service, 3, 2*time.Second)
+		}},
+		{from: "tenant service", to: "client host", res: func() (tunnel.PingResult, error) {
+			return tp.Ping(tp.Gateway.ServiceNS, peer.Host, 3, 2*time.Second)
+		}},
+	} {
+		r, err := p.res()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Received == 0 {
+			t.Errorf("ping from the %s to the %s: %d sent, none came back", p.from, p.to, r.Sent)
+			continue
+		}
+		t.Logf("ping from the %s to the %s: %d/%d back, RTTs %v", p.from, p.to, r.Received, r.Sent, r.RTTs)
+	}
+
+	// The pings went through the gateway's CHILD_SA: its counters show them.
+	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up("branch-a-1"))
+	child, _ = gw.Child("branch-a-1")
+	in, _ := strconv.Atoi(child.PacketsIn)
+	out, _ := strconv.Atoi(child.PacketsOut)
+	if in < 2 || out < 2 {
+		t.Errorf("gateway's CHILD_SA counted %d packets in and %d out, want at least 2 each (one echo each way, and its reply)", in, out)
+	}
+}
+
+// waitUp waits for charon's ike-updown and child-updown events with up=yes
+// for connection conn and returns when each arrived, measured from start.
+func waitUp(t *testing.T, events <-chan vici.Event, conn string, start time.Time, timeout time.Duration) (ike, child time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for ike == 0 || child == 0 {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("charon closed the event session")
+			}
+			if ev.Message.Get("up") != "yes" || ev.Message.Get(conn) == nil {
+				continue
+			}
+			switch ev.Name {
+			case "ike-updown":
+				ike = ev.Timestamp.Sub(start)
+			case "child-updown":
+				child = ev.Timestamp.Sub(start)
+			}
+		case <-deadline:
+			t.Fatalf("%s not up within %v (IKE up after %v, CHILD up after %v; 0 = not yet)", conn, timeout, ike, child)
+		}
+	}
+	return ike, child
+}

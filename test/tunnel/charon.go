@@ -1,0 +1,315 @@
+package tunnel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+)
+
+// Plugins every charon of the topology loads, in this order:
+// kernel-libipsec must register its IPsec backend before kernel-netlink, or
+// CHILD_SAs fail with "Function not implemented" on a kernel without ESP.
+// openssl provides the Diffie-Hellman groups, curve25519 included.
+const Plugins = "random nonce openssl pem pkcs1 x509 pubkey revocation constraints kdf hmac " +
+	"sha1 sha2 md5 aes gcm gmp xcbc kernel-libipsec kernel-netlink socket-default vici"
+
+// Retransmission settings of every charon: an unanswered IKE request is
+// given up after about 3 s instead of strongSwan's default 165 s, so dead
+// peers and failed exchanges show within seconds
+// (https://docs.strongswan.org/docs/5.9/config/retransmission.html).
+const (
+	RetransmitTimeout = "1.0"
+	RetransmitBase    = "1.0"
+	RetransmitTries   = "2"
+)
+
+// startTimeout bounds how long a starting charon may take to answer on VICI.
+const startTimeout = 10 * time.Second
+
+// A Charon is one running charon in a network namespace of the topology,
+// and a VICI session to it.
+type Charon struct {
+	// Session is a VICI session to the charon, replaced by Restart.
+	*vici.Session
+	// NS is the network namespace the charon runs in.
+	NS string
+	// Dir holds its strongswan.conf, VICI socket (charon.vici), log
+	// (charon.log) and standard output (charon.out).
+	Dir string
+
+	cmd    *exec.Cmd
+	out    *os.File
+	waited chan struct{} // closed when cmd has exited
+}
+
+// Socket is the path of the charon's VICI socket.
+func (c *Charon) Socket() string { return filepath.Join(c.Dir, "charon.vici") }
+
+// Pid is the charon's process id, 0 when stopped.
+func (c *Charon) Pid() int {
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// start writes the charon's strongswan.conf, runs it and waits until it
+// answers on VICI.
+func (c *Charon) start() error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(`charon {
+  load_modular = no
+  load = %s
+  retransmit_timeout = %s
+  retransmit_base = %s
+  retransmit_tries = %s
+  plugins {
+    vici {
+      socket = unix://%s
+    }
+  }
+  filelog {
+    log {
+      path = %s
+      time_format = %%T
+      time_add_ms = yes
+      ike_name = yes
+      flush_line = yes
+      default = 1
+      ike = 2
+    }
+  }
+  syslog {
+    daemon {
+      default = -1
+    }
+  }
+}
+swanctl {
+  load = random pem pkcs1 x509 pubkey openssl
+  socket = unix://%[5]s
+}
+`, Plugins, RetransmitTimeout, RetransmitBase, RetransmitTries, c.Socket(), filepath.Join(c.Dir, "charon.log"))
+	if err := os.WriteFile(filepath.Join(c.Dir, "strongswan.conf"), []byte(conf), 0o600); err != nil {
+		return err
+	}
+	_ = os.Remove(c.Socket())
+	out, err := os.OpenFile(filepath.Join(c.Dir, "charon.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	// charon writes its pid file to the fixed path /run/charon.pid: give
+	// it a private /run in a private mount namespace. nsenter, unshare and
+	// sh each exec the next, so the process started is charon itself. No
+	// parent-death signal: Go delivers it when the forking OS thread ends,
+	// not the process; Start reaps charons of killed test binaries instead.
+	cmd := exec.Command("nsenter", "--net="+nsPath(c.NS), "--",
+		"unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"`, CharonBinary)
+	cmd.Env = append(os.Environ(), "STRONGSWAN_CONF="+filepath.Join(c.Dir, "strongswan.conf"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("cannot start charon in %s: %w", c.NS, err)
+	}
+	c.cmd, c.out = cmd, out
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		if s, err := vici.NewSession(vici.WithSocketPath(c.Socket())); err == nil {
+			if _, err := s.Call(context.Background(), "version", nil); err == nil {
+				c.Session = s
+				c.waited = exited
+				return nil
+			}
+			_ = s.Close()
+		}
+		select {
+		case <-exited:
+			c.cmd = nil
+			return fmt.Errorf("charon in %s exited at start:\n%s", c.NS, c.tail(40))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.waited = exited
+			return fmt.Errorf("charon in %s did not answer on %s within %v:\n%s", c.NS, c.Socket(), startTimeout, c.tail(40))
+		}
+	}
+}
+
+// stop kills the charon and waits for it. SIGKILL, not SIGTERM: charon
+// would spend seconds sending IKE DELETEs, and nothing of it outlives its
+// namespaces.
+func (c *Charon) stop() {
+	if c.Session != nil {
+		_ = c.Session.Close()
+		c.Session = nil
+	}
+	if c.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	<-c.waited
+	c.cmd = nil
+	_ = c.out.Close()
+}
+
+// Restart kills the charon (SIGKILL, as a crash) and starts it again with
+// the same files; it forgets every loaded connection and SA. Sessions from
+// Dial are closed by charon's exit.
+func (c *Charon) Restart(t testing.TB) {
+	t.Helper()
+	c.stop()
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Kill kills the charon (SIGKILL, as a crash) and leaves it stopped; Restart
+// starts it again. The topology's cleanup copes with either.
+func (c *Charon) Kill() { c.stop() }
+
+// Dial opens a new VICI session to the charon, closed when t ends. Use one
+// per goroutine or event subscriber.
+func (c *Charon) Dial(t testing.TB) *vici.Session {
+	t.Helper()
+	s, err := vici.NewSession(vici.WithSocketPath(c.Socket()))
+	if err != nil {
+		t.Fatalf("cannot connect to charon in %s: %v", c.NS, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Events subscribes a new session to the named events (such as ike-updown
+// and child-updown) and returns the channel they arrive on. The channel
+// buffers 256 events; govici drops events when it is full.
+func (c *Charon) Events(t testing.TB, names ...string) <-chan vici.Event {
+	t.Helper()
+	s := c.Dial(t)
+	if err := s.Subscribe(names...); err != nil {
+		t.Fatalf("cannot subscribe to %v in %s: %v", names, c.NS, err)
+	}
+	ch := make(chan vici.Event, 256)
+	s.NotifyEvents(ch)
+	return ch
+}
+
+// LoadConfig loads a swanctl.conf document (connections) and a secrets
+// document into the charon over VICI, as the gateway's agent does: the
+// secrets first (load-shared), so that connections starting at once find
+// their PSK, then every connection (load-conn), converted by
+// internal/swanctl. It stops at the first refusal and returns charon's
+// message.
+func (c *Charon) LoadConfig(ctx context.Context, conf, secrets []byte) error {
+	sdoc, err := swanctl.Parse(secrets)
+	if err != nil {
+		return fmt.Errorf("cannot parse secrets: %w", err)
+	}
+	shared, err := swanctl.LoadShared(sdoc)
+	if err != nil {
+		return err
+	}
+	doc, err := swanctl.Parse(conf)
+	if err != nil {
+		return fmt.Errorf("cannot parse swanctl.conf: %w", err)
+	}
+	conns, err := swanctl.LoadConns(doc)
+	if err != nil {
+		return err
+	}
+	for _, s := range shared {
+		if _, err := c.Call(ctx, "load-shared", s.Message); err != nil {
+			return fmt.Errorf("charon refused secret %s: %w", s.ID, err)
+		}
+	}
+	for _, cn := range conns {
+		if _, err := c.Call(ctx, "load-conn", cn.Message); err != nil {
+			return fmt.Errorf("charon refused connection %s: %w", cn.Name, err)
+		}
+	}
+	return nil
+}
+
+// LoadFile loads a complete swanctl.conf (connections and secrets) with
+// the swanctl command, as a client site's administrator would, replacing
+// whatever was loaded before. swanctl's exit code is not trusted (a syntax
+// error exits 0): any "failed" or "error" in its output is an error too, and
+// every connection in want must be loaded afterwards.
+func (c *Charon) LoadFile(ctx context.Context, conf []byte, want ...string) error {
+	// swanctl looks for credentials in directories beside the file and
+	// reports each missing one as failed.
+	dir := filepath.Join(c.Dir, "swanctl")
+	for _, d := range []string{"x509", "x509ca", "x509ocsp", "x509aa", "x509ac", "x509crl", "pubkey",
+		"private", "rsa", "ecdsa", "bliss", "pkcs8", "pkcs12"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return err
+		}
+	}
+	file := filepath.Join(dir, "swanctl.conf")
+	if err := os.WriteFile(file, conf, 0o600); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, SwanctlBinary, "--load-all", "--noprompt", "--file", file, "--uri", "unix://"+c.Socket())
+	cmd.Env = append(os.Environ(), "STRONGSWAN_CONF="+filepath.Join(c.Dir, "strongswan.conf"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("swanctl --load-all: %w: %s", err, out)
+	}
+	if l := strings.ToLower(string(out)); strings.Contains(l, "failed") || strings.Contains(l, "error") {
+		return fmt.Errorf("swanctl --load-all reported a problem:\n%s", out)
+	}
+	m, err := c.Call(ctx, "get-conns", nil)
+	if err != nil {
+		return err
+	}
+	got, _ := m.Get("conns").([]string)
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			return fmt.Errorf("connection %s is not loaded after swanctl --load-all (loaded: %v):\n%s", w, got, out)
+		}
+	}
+	return nil
+}
+
+// tail returns the last n lines of the charon's log and output.
+func (c *Charon) tail(n int) string {
+	var b strings.Builder
+	for _, f := range []string{"charon.out", "charon.log"} {
+		data, err := os.ReadFile(filepath.Join(c.Dir, f))
+		if err != nil {
+			continue
+		}
+		lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+		if len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		fmt.Fprintf(&b, "--- %s\n%s\n", f, bytes.Join(lines, []byte("\n")))
+	}
+	return b.String()
+}
+
+// Log returns the charon's log (charon.log) so far.
+func (c *Charon) Log() string {
+	data, _ := os.ReadFile(filepath.Join(c.Dir, "charon.log"))
+	return string(data)
+}
