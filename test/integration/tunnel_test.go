@@ -180,3 +180,47 @@ func waitUp(t *testing.T, events <-chan vici.Event, conn string, start time.Time
 	}
 	return ike, child
 }
+
+// TestTunnelHarness checks what other real-tunnel tests rely on from the
+// harness: several client sites each reachable from the gateway through the
+// floating-IP NAT, and a charon that can be killed and restarted.
+func TestTunnelHarness(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	for i, p := range tp.Peers {
+		r, err := tp.Ping(tp.Gateway.NS, p.Address, 2, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Received == 0 {
+			t.Errorf("peer %d at %s does not answer the gateway through the NAT", i, p.Address)
+		}
+		if r, _ := tp.Ping(p.NS, p.Host, 1, 2*time.Second); r.Received == 0 {
+			t.Errorf("peer %d does not reach its client host %s", i, p.Host)
+		}
+	}
+	if r, _ := tp.Ping(tp.Gateway.NS, tunnel.Service, 1, 2*time.Second); r.Received == 0 {
+		t.Errorf("the gateway does not reach the tenant service %s", tunnel.Service)
+	}
+
+	events := tp.Gateway.Events(t, "ike-updown")
+	before := tp.Gateway.Pid()
+	tp.Gateway.Restart(t)
+	if tp.Gateway.Pid() == before {
+		t.Errorf("charon's pid is still %d after Restart", before)
+	}
+	select {
+	case _, ok := <-events:
+		if ok {
+			t.Error("an event arrived from the killed charon")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the event channel of the killed charon is still open after 5s")
+	}
+	if _, err := tp.Gateway.Call(context.Background(), "version", nil); err != nil {
+		t.Errorf("the restarted charon does not answer: %v", err)
+	}
+	tp.Peers[1].Kill()
+	if tp.Peers[1].Pid() != 0 {
+		t.Error("a killed charon still has a pid")
+	}
+}
