@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +21,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/strongswan/govici/vici"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/test/charon"
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
 )
 
 // needRoot skips t unless it runs as root with charon installed.
@@ -370,5 +375,107 @@ func TestAgentApplyNAT(t *testing.T) {
 	}
 	if diff := cmp.Diff(other, nft("list table inet ipa-other")); diff != "" {
 		t.Errorf("the other table changed: -before, +after:\n%s", diff)
+	}
+}
+
+// liveGateway is the gateway spec of TestAgentApplyAddsPairLive: one tunnel
+// to the harness's first peer, one CHILD_SA per subnet pair; pairs are
+// appended as "{local: ..., remote: ...}".
+const liveGateway = `namespace: ipa
+endpoint:
+  privateAddress: %s
+  prefixLength: %d
+  gateway: %s
+  macAddress: %s
+  localId: %s
+tunnels:
+  - name: site
+    peer: {address: %s}
+    ikeVersion: 2
+    ikeProposals: [aes256-sha256-modp2048]
+    espProposals: [aes256-sha256]
+    preSharedKeySecretRef: {namespace: ipa, name: vpn-psk, key: site}
+    childSALayout: PerSubnetPair
+    trafficSelectors:
+%s`
+
+// TestAgentApplyAddsPairLive adds a subnet pair to a running tunnel through
+// the Applier: the gateway's connection is reloaded live, the CHILD_SA
+// that was up keeps its SPIs (it was not torn down or rekeyed), and the new
+// pair's CHILD_SA comes up next to it.
+func TestAgentApplyAddsPairLive(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	ctx := context.Background()
+	peer := tp.Peers[0]
+	// A second tenant subnet behind the gateway, for the new pair: libipsec
+	// needs a local address inside each CHILD_SA's local selector.
+	second := netip.MustParsePrefix("10.30.1.0/24")
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", "ten")
+
+	render1 := func(pairs ...[2]netip.Prefix) (conf, secrets []byte) {
+		t.Helper()
+		var ts strings.Builder
+		for _, p := range pairs {
+			fmt.Fprintf(&ts, "      - {local: %s, remote: %s}\n", p[0], p[1])
+		}
+		spec := fmt.Sprintf(liveGateway, tunnel.PrivateAddress, tunnel.PrivatePrefixLength, tunnel.Router,
+			tunnel.MACAddress, tunnel.FloatingIP, peer.Address, ts.String())
+		in := render.Input{PSKs: map[string][]byte{"site": []byte("ipa-live-psk")}}
+		if err := yaml.UnmarshalStrict([]byte(spec), &in.Spec); err != nil {
+			t.Fatal(err)
+		}
+		files, err := render.Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files.SwanctlConf, files.Secrets
+	}
+	sheet := tunnel.ClientSheet{
+		Name: "gw", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(),
+		PSK: "ipa-live-psk", IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256-sha256"},
+		StartAction: "start",
+		Children: []tunnel.ClientChild{{Name: "gw-1", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
+	}
+
+	// The Applier gets a session of its own (a session per call site).
+	a := apply.New(tp.Gateway.Dial(t), apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
+	conf, secrets := render1([2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet})
+	if _, err := a.Apply(ctx, conf, secrets); err != nil {
+		t.Fatalf("Apply(one pair): %v", err)
+	}
+	start := time.Now()
+	if err := peer.LoadSheet(ctx, sheet); err != nil {
+		t.Fatal(err)
+	}
+	before := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up("site-1"))
+	t.Logf("tunnel up in %s", time.Since(start).Round(time.Millisecond))
+	child1, _ := before.Child("site-1")
+
+	// Add the pair on the gateway through the Applier, then on the peer.
+	conf, secrets = render1([2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet})
+	res, err := a.Apply(ctx, conf, secrets)
+	if err != nil {
+		t.Fatalf("Apply(two pairs): %v", err)
+	}
+	if diff := cmp.Diff([]string{"site"}, res.Loaded); diff != "" {
+		t.Errorf("Apply(two pairs) loaded: -want, +got:\n%s", diff)
+	}
+	sheet.Children = append(sheet.Children, tunnel.ClientChild{Name: "gw-2", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{second.String()}})
+	start = time.Now()
+	if err := peer.LoadSheet(ctx, sheet); err != nil {
+		t.Fatal(err)
+	}
+	after := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up("site-1", "site-2"))
+	t.Logf("new CHILD_SA up %s after the peer's reload", time.Since(start).Round(time.Millisecond))
+	if after.UniqueID != before.UniqueID {
+		t.Errorf("the IKE SA was replaced: uniqueid %s, was %s", after.UniqueID, before.UniqueID)
+	}
+	got, _ := after.Child("site-1")
+	if got.SPIIn != child1.SPIIn || got.SPIOut != child1.SPIOut || got.UniqueID != child1.UniqueID {
+		t.Errorf("the existing CHILD_SA site-1 changed across the reload: uniqueid/spi-in/spi-out %s/%s/%s, were %s/%s/%s",
+			got.UniqueID, got.SPIIn, got.SPIOut, child1.UniqueID, child1.SPIIn, child1.SPIOut)
+	}
+	if n := len(after.ChildSAs); n != 2 {
+		t.Errorf("the IKE SA has %d CHILD_SAs, want 2: %+v", n, after.ChildSAs)
 	}
 }

@@ -118,7 +118,11 @@ func WithValidator(v Validator) Option {
 }
 
 // New returns an Applier that sends its requests through c, usually a
-// *vici.Session to the live charon.
+// *vici.Session to the live charon. Give it a session of its own: govici
+// v0.8.0 can leave the last event of a CallStreaming (such as list-sas)
+// queued on its session, and the next Call on that session then fails with
+// "unexpected response type: 7". After charon restarts, point c at the new
+// charon and call Reapply.
 func New(c Caller, opts ...Option) *Applier {
 	a := &Applier{c: c, conns: map[string]applied{}, shared: map[string]*vici.Message{}}
 	for _, o := range opts {
