@@ -434,7 +434,7 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 		Name: "gw", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(),
 		PSK: "ipa-live-psk", IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256-sha256"},
 		StartAction: "start",
-		Children: []tunnel.ClientChild{{Name: "gw-1", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
+		Children:    []tunnel.ClientChild{{Name: "gw-1", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
 	}
 
 	// The Applier gets a session of its own (a session per call site).
