@@ -149,6 +149,13 @@ func TestApply(t *testing.T) {
 			wantApplied: []string{"a", "b"},
 			wantErr:     []string{"invalid configuration", "secrets.conf", "line 3"},
 		},
+		"UndecodableSecretChangesNothing": {
+			reason:      "A secret that is not valid hex is refused by name, without its value.",
+			before:      &initial,
+			next:        set{conf("a"), []byte("secrets {\n  ike-a {\n    secret = 0x" + psk + "\n  }\n}\n")},
+			wantApplied: []string{"a", "b"},
+			wantErr:     []string{"invalid configuration", "secret ike-a", "not valid hex"},
+		},
 		"ValidatorErrorChangesNothing": {
 			reason:      "A set the validation charon refuses sends nothing to the live charon.",
 			before:      &initial,
