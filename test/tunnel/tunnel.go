@@ -263,7 +263,7 @@ func (tp *Topology) build() error {
 	}
 }
 `, FloatingIP, PrivateAddress)
-	cmd := tp.command(context.Background(), tp.FIP, "nft", "-f", "-")
+	cmd := tp.Command(context.Background(), tp.FIP, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(nat)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("nft in %s: %v: %s", tp.FIP, err, out)
@@ -271,8 +271,10 @@ func (tp *Topology) build() error {
 	return nil
 }
 
-// command returns a command running args in namespace ns.
-func (tp *Topology) command(ctx context.Context, ns string, args ...string) *exec.Cmd {
+// Command returns a command running args in the network namespace ns (one
+// of the topology's), for a process that runs alongside the test, such as
+// the gateway's agent. The caller starts, stops and waits for it.
+func (tp *Topology) Command(ctx context.Context, ns string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + nsPath(ns), "--"}, args...)...)
 }
 
@@ -286,7 +288,7 @@ const ExecTimeout = 30 * time.Second
 func (tp *Topology) Exec(ns string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ExecTimeout)
 	defer cancel()
-	out, err := tp.command(ctx, ns, args...).CombinedOutput()
+	out, err := tp.Command(ctx, ns, args...).CombinedOutput()
 	return string(out), err
 }
 
