@@ -152,6 +152,7 @@ func Start(t testing.TB, o Options) *Topology {
 	}
 	reapStale(t)
 
+	began := time.Now()
 	prefix := fmt.Sprintf("ipt%d-%d-", os.Getpid(), seq.Add(1))
 	tp := &Topology{Dir: t.TempDir(), FIP: prefix + "fip", t: t}
 	t.Cleanup(tp.cleanup)
@@ -188,6 +189,7 @@ func Start(t testing.TB, o Options) *Topology {
 			t.Fatal(err)
 		}
 	}
+	t.Logf("tunnel: namespaces %s*, %d charons up in %v", prefix, len(tp.charons), time.Since(began).Round(time.Millisecond))
 	return tp
 }
 
