@@ -9,8 +9,9 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Do runs f on an OS thread switched into the network namespace ns, so
@@ -53,11 +54,9 @@ func (tp *Topology) Do(ns string, f func() error) error {
 	return <-errc
 }
 
+// setns moves the calling thread into the network namespace f refers to.
 func setns(f *os.File) error {
-	if _, _, errno := syscall.Syscall(sysSetns, f.Fd(), syscall.CLONE_NEWNET, 0); errno != 0 {
-		return errno
-	}
-	return nil
+	return unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
 }
 
 // pingSeq tells the echo identifiers of concurrent Pings apart.
