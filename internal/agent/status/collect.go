@@ -30,7 +30,8 @@ const (
 	StateInstalled   = "INSTALLED"
 )
 
-// A Caller makes streamed VICI command requests; a *vici.Session is one.
+// A Caller makes streamed VICI command requests. Use a *Streamer: a
+// *vici.Session has the same method but loses events (see Streamer).
 type Caller interface {
 	CallStreaming(ctx context.Context, cmd, event string, in *vici.Message) iter.Seq2[*vici.Message, error]
 }

@@ -32,9 +32,9 @@ const unnamed = "(unnamed)"
 // and run again.
 var ErrEventsClosed = errors.New("charon closed the VICI event stream")
 
-// A Session is the part of a *vici.Session a Watcher uses.
-type Session interface {
-	Caller
+// An EventSource is the part of a *vici.Session a Watcher takes events
+// from.
+type EventSource interface {
 	Subscribe(events ...string) error
 	NotifyEvents(c chan<- vici.Event)
 	StopEvents(c chan<- vici.Event)
@@ -51,8 +51,12 @@ type Sink func(ctx context.Context, tunnels []v1alpha1.TunnelStatus) (retryAfter
 // tunnel's last error from charon's log events (see ErrorFromLog). A
 // tunnel's LastError stays until one of its CHILD_SAs comes up.
 type Watcher struct {
-	// Session to charon; it must not be used for other events.
-	Session Session
+	// Events is a VICI session to charon used for nothing else.
+	Events EventSource
+	// Caller makes the streamed commands (list-sas, list-conns): a
+	// *Streamer on a second session (not a *vici.Session itself, whose
+	// CallStreaming loses events; see Streamer).
+	Caller Caller
 	// Conns returns the names of the configured connections.
 	Conns func() []string
 	// Sink receives every status read.
@@ -106,12 +110,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if settle <= 0 {
 		settle = DefaultSettle
 	}
-	if err := w.Session.Subscribe("ike-updown", "child-updown", "log"); err != nil {
+	if err := w.Events.Subscribe("ike-updown", "child-updown", "log"); err != nil {
 		return fmt.Errorf("cannot subscribe to charon's events: %w", err)
 	}
 	events := make(chan vici.Event, 1024)
-	w.Session.NotifyEvents(events)
-	defer w.Session.StopEvents(events)
+	w.Events.NotifyEvents(events)
+	defer w.Events.StopEvents(events)
 
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
@@ -152,7 +156,7 @@ func (w *Watcher) Update(ctx context.Context) time.Duration {
 	if w.Now != nil {
 		now = w.Now
 	}
-	tunnels, err := Collect(ctx, w.Session, w.Conns(), WithClock(now))
+	tunnels, err := Collect(ctx, w.Caller, w.Conns(), WithClock(now))
 	if err != nil {
 		w.report(err)
 		return 0
@@ -259,7 +263,7 @@ func (w *Watcher) connsOfPeer(ctx context.Context, peer string) []string {
 		configured[c] = true
 	}
 	var out []string
-	for m, err := range w.Session.CallStreaming(ctx, "list-conns", "list-conn", nil) {
+	for m, err := range w.Caller.CallStreaming(ctx, "list-conns", "list-conn", nil) {
 		if err != nil {
 			w.report(fmt.Errorf("cannot list connections: %w", err))
 			return nil

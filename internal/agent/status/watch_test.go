@@ -109,7 +109,7 @@ func TestWatcherLastError(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := &fakeSession{fakeCaller: fakeCaller{events: map[string][]*vici.Message{"list-conns": conns}}}
-			w := &Watcher{Session: s, Conns: func() []string { return []string{"peer1", "peer2", "any"} }}
+			w := &Watcher{Events: s, Caller: s, Conns: func() []string { return []string{"peer1", "peer2", "any"} }}
 			var refresh []bool
 			for _, e := range tc.events {
 				refresh = append(refresh, w.handle(context.Background(), e))
@@ -136,11 +136,12 @@ func TestWatcherRun(t *testing.T) {
 	sunk := make(chan struct{}, 10)
 	retries := 1
 	w := &Watcher{
-		Session: s,
-		Conns:   func() []string { return []string{"peer1"} },
-		Poll:    time.Hour,
-		Settle:  time.Millisecond,
-		Now:     func() time.Time { return now },
+		Events: s,
+		Caller: s,
+		Conns:  func() []string { return []string{"peer1"} },
+		Poll:   time.Hour,
+		Settle: time.Millisecond,
+		Now:    func() time.Time { return now },
 		Sink: func(_ context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -196,7 +197,7 @@ func TestWatcherEstablishedStable(t *testing.T) {
 	clock := now
 	s := &fakeSession{fakeCaller: fakeCaller{events: map[string][]*vici.Message{"list-sas": {msg("peer1", ike("1", "ESTABLISHED", "10"))}}}}
 	var got []v1alpha1.TunnelStatus
-	w := &Watcher{Session: s, Conns: func() []string { return []string{"peer1"} }, Now: func() time.Time { return clock },
+	w := &Watcher{Events: s, Caller: s, Conns: func() []string { return []string{"peer1"} }, Now: func() time.Time { return clock },
 		Sink: func(_ context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) { got = ts; return 0, nil }}
 	w.Update(context.Background())
 	first := got[0].EstablishedAt.Time
