@@ -6,7 +6,9 @@
 // then only what changed is sent: load-shared for every secret, load-conn for
 // new or changed connections, unload-conn for connections that disappeared.
 // Unchanged connections are not reloaded, so their established SAs are left
-// alone. The VICI commands follow strongSwan's VICI protocol description
+// alone; charon 5.9 keeps the SAs of a changed connection's remaining
+// children too. SAs whose configuration went away are terminated, since
+// charon does not close them by itself. The VICI commands follow strongSwan's VICI protocol description
 // (https://github.com/strongswan/strongswan/blob/master/src/libcharon/plugins/vici/README.md).
 package apply
 
@@ -84,6 +86,12 @@ type Result struct {
 	Secrets []string `json:"secrets,omitempty"`
 	// SecretsUnloaded are the secret IDs removed with unload-shared.
 	SecretsUnloaded []string `json:"secretsUnloaded,omitempty"`
+	// Terminated are the SAs charon was asked to close, and had, because
+	// their configuration went away: "<conn>" for the IKE SA of an unloaded
+	// connection, "<conn>/<child>" for the CHILD_SAs of a child removed from
+	// a changed connection or whose traffic selectors changed. charon keeps
+	// such SAs up otherwise.
+	Terminated []string `json:"terminated,omitempty"`
 }
 
 // An Applier applies rendered sets to one live charon. It remembers what it
@@ -145,8 +153,11 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 
 // Apply validates the rendered swanctl.conf and secrets.conf as a whole and,
 // when valid, brings the live charon to them: load-shared for every secret,
-// load-conn for new or changed connections, unload-conn for connections that
-// disappeared, then unload-shared for secrets that disappeared. An invalid
+// load-conn for new or changed connections (then terminate for the SAs of
+// children a changed connection lost or whose traffic selectors changed),
+// unload-conn and terminate for
+// connections that disappeared, then unload-shared for secrets that
+// disappeared. An invalid
 // set returns an *InvalidError and changes nothing. Errors charon reports on
 // the live side are joined and returned after every other step was tried;
 // what succeeded is remembered, so the next Apply retries only the rest.
@@ -213,8 +224,19 @@ func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) {
 			errs = append(errs, fmt.Errorf("load-conn %s: %w", c.Name, err))
 			continue
 		}
+		old, existed := a.conns[c.Name]
 		a.conns[c.Name] = applied{msg: c.Message, fp: fp}
 		res.Loaded = append(res.Loaded, c.Name)
+		if !existed {
+			continue
+		}
+		for _, child := range staleChildren(c.Name, old.msg, c.Message) {
+			if found, err := a.terminate(ctx, "child", child, c.Name); err != nil {
+				errs = append(errs, fmt.Errorf("terminate %s/%s: %w", c.Name, child, err))
+			} else if found {
+				res.Terminated = append(res.Terminated, c.Name+"/"+child)
+			}
+		}
 	}
 
 	for _, name := range sortedKeys(a.conns) {
@@ -232,6 +254,11 @@ func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) {
 		}
 		delete(a.conns, name)
 		res.Unloaded = append(res.Unloaded, name)
+		if found, err := a.terminate(ctx, "ike", name, ""); err != nil {
+			errs = append(errs, fmt.Errorf("terminate %s: %w", name, err))
+		} else if found {
+			res.Terminated = append(res.Terminated, name)
+		}
 	}
 	for _, id := range sortedKeys(a.shared) {
 		if wantShared[id] {
@@ -300,6 +327,70 @@ func (a *Applier) Applied() []string {
 	return sortedKeys(a.conns)
 }
 
+// terminate asks charon to close the SAs of the IKE configuration name
+// (kind "ike") or of the child configuration name of connection ike (kind
+// "child"), without waiting (timeout -1): charon 5.9 leaves the SAs of an
+// unloaded connection, or of a child removed by load-conn, established.
+// found is false when there was no SA to close, which is not an error.
+func (a *Applier) terminate(ctx context.Context, kind, name, ike string) (found bool, err error) {
+	m := vici.NewMessage()
+	kv := [][2]string{{kind, name}, {"timeout", "-1"}}
+	if ike != "" {
+		kv = append(kv, [2]string{"ike", ike})
+	}
+	for _, p := range kv {
+		if err := m.Set(p[0], p[1]); err != nil {
+			return false, err
+		}
+	}
+	if err := a.call(ctx, "terminate", m); err != nil {
+		if strings.Contains(err.Error(), "no matching SAs") {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// staleChildren returns the children of conn's old load-conn request whose
+// CHILD_SAs the new request leaves stale: children that are gone, and
+// children whose traffic selectors (local_ts, remote_ts) changed, since
+// their established CHILD_SAs keep carrying the old subnets. Other changes
+// (proposals, lifetimes) apply from the next rekey and keep the SA.
+func staleChildren(conn string, old, now *vici.Message) []string {
+	oldCh, nowCh := children(conn, old), children(conn, now)
+	if oldCh == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range oldCh.Keys() {
+		o, _ := oldCh.Get(name).(*vici.Message)
+		var n *vici.Message
+		if nowCh != nil {
+			n, _ = nowCh.Get(name).(*vici.Message)
+		}
+		if n == nil || o == nil || !sameValue(o, n, "local_ts") || !sameValue(o, n, "remote_ts") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// children returns the children section of the load-conn request m of conn.
+func children(conn string, m *vici.Message) *vici.Message {
+	body, ok := m.Get(conn).(*vici.Message)
+	if !ok {
+		return nil
+	}
+	ch, _ := body.Get("children").(*vici.Message)
+	return ch
+}
+
+// sameValue says whether key has the same value in a and b.
+func sameValue(a, b *vici.Message, key string) bool {
+	return fmt.Sprint(a.Get(key)) == fmt.Sprint(b.Get(key))
+}
+
 // call sends one request and turns an answer with success=no into an error
 // carrying charon's errmsg.
 func (a *Applier) call(ctx context.Context, cmd string, in *vici.Message) error {
@@ -314,7 +405,7 @@ func (a *Applier) call(ctx context.Context, cmd string, in *vici.Message) error 
 }
 
 func (r *Result) sort() {
-	for _, s := range []*[]string{&r.Loaded, &r.Unloaded, &r.Unchanged, &r.Secrets, &r.SecretsUnloaded} {
+	for _, s := range []*[]string{&r.Loaded, &r.Unloaded, &r.Unchanged, &r.Secrets, &r.SecretsUnloaded, &r.Terminated} {
 		sort.Strings(*s)
 	}
 }

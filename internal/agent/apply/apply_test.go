@@ -31,6 +31,14 @@ func (f *fakeCharon) Call(_ context.Context, cmd string, in *vici.Message) (*vic
 		name, _ = in.Get("name").(string)
 	case "load-shared", "unload-shared":
 		name, _ = in.Get("id").(string)
+	case "terminate":
+		name, _ = in.Get("ike").(string)
+		if child, ok := in.Get("child").(string); ok {
+			name += "/" + child
+		}
+		if in.Get("timeout") != "-1" {
+			name += " (waits)"
+		}
 	}
 	call := cmd + " " + name
 	f.calls = append(f.calls, call)
@@ -70,6 +78,22 @@ func conf(names ...string) []byte {
 		fmt.Fprintf(&b, "  %s {\n    proposals = %s\n    local {\n      auth = psk\n    }\n    children {\n      %s-1 {\n        local_ts = 10.0.0.0/24\n      }\n    }\n  }\n", name, prop, name)
 	}
 	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// withChildren renders a swanctl.conf with one connection a and the
+// named children; a child "name:subnet" has that local_ts.
+func withChildren(children ...string) []byte {
+	var b strings.Builder
+	b.WriteString("connections {\n  a {\n    children {\n")
+	for _, c := range children {
+		name, ts, ok := strings.Cut(c, ":")
+		if !ok {
+			ts = "10.0.0.0/24"
+		}
+		fmt.Fprintf(&b, "      %s {\n        local_ts = %s\n        esp_proposals = aes128-sha256\n      }\n", name, ts)
+	}
+	b.WriteString("    }\n  }\n}\n")
 	return []byte(b.String())
 }
 
@@ -120,7 +144,7 @@ func TestApply(t *testing.T) {
 			wantApplied: []string{"a", "b"},
 		},
 		"ChangedConnectionReloadsOnlyIt": {
-			reason:      "Only the connection whose request changed is loaded again.",
+			reason:      "Only the connection whose request changed is loaded again; an IKE proposal change closes no SA (it applies at the next rekey).",
 			before:      &initial,
 			next:        set{conf("a", "b:aes128-sha256-modp2048"), secrets("ike-a", "ike-b")},
 			want:        Result{Loaded: []string{"b"}, Unchanged: []string{"a"}, Secrets: []string{"ike-a", "ike-b"}},
@@ -131,9 +155,44 @@ func TestApply(t *testing.T) {
 			reason:      "A connection and a secret that disappeared are unloaded after the rest is loaded.",
 			before:      &initial,
 			next:        set{conf("a", "c"), secrets("ike-a", "ike-c")},
-			want:        Result{Loaded: []string{"c"}, Unloaded: []string{"b"}, Unchanged: []string{"a"}, Secrets: []string{"ike-a", "ike-c"}, SecretsUnloaded: []string{"ike-b"}},
-			wantCalls:   []string{"load-shared ike-a", "load-shared ike-c", "load-conn c", "unload-conn b", "unload-shared ike-b"},
+			want:        Result{Loaded: []string{"c"}, Unloaded: []string{"b"}, Unchanged: []string{"a"}, Secrets: []string{"ike-a", "ike-c"}, SecretsUnloaded: []string{"ike-b"}, Terminated: []string{"b"}},
+			wantCalls:   []string{"load-shared ike-a", "load-shared ike-c", "load-conn c", "unload-conn b", "terminate b", "unload-shared ike-b"},
 			wantApplied: []string{"a", "c"},
+		},
+		"RemovedConnectionWithoutSAs": {
+			reason:      "An unloaded connection that had no SA is not an error.",
+			before:      &initial,
+			next:        set{conf("a"), secrets("ike-a", "ike-b")},
+			fail:        map[string]string{"terminate b": "no matching SAs to terminate found"},
+			want:        Result{Unloaded: []string{"b"}, Unchanged: []string{"a"}, Secrets: []string{"ike-a", "ike-b"}},
+			wantCalls:   []string{"load-shared ike-a", "load-shared ike-b", "unload-conn b", "terminate b"},
+			wantApplied: []string{"a"},
+		},
+		"TerminateFailureReported": {
+			reason:      "A terminate charon refuses for another reason is reported; the connection stays unloaded.",
+			before:      &initial,
+			next:        set{conf("a"), secrets("ike-a", "ike-b")},
+			fail:        map[string]string{"terminate b": "something else"},
+			want:        Result{Unloaded: []string{"b"}, Unchanged: []string{"a"}, Secrets: []string{"ike-a", "ike-b"}},
+			wantCalls:   []string{"load-shared ike-a", "load-shared ike-b", "unload-conn b", "terminate b"},
+			wantApplied: []string{"a"},
+			wantErr:     []string{"terminate b", "something else"},
+		},
+		"RemovedChildTerminated": {
+			reason:      "A child removed from a changed connection has its CHILD_SAs closed; the remaining and new children are left to load-conn.",
+			before:      &set{withChildren("a-1", "a-2"), secrets("ike-a")},
+			next:        set{withChildren("a-2", "a-3"), secrets("ike-a")},
+			want:        Result{Loaded: []string{"a"}, Secrets: []string{"ike-a"}, Terminated: []string{"a/a-1"}},
+			wantCalls:   []string{"load-shared ike-a", "load-conn a", "terminate a/a-1"},
+			wantApplied: []string{"a"},
+		},
+		"ChangedSelectorsTerminated": {
+			reason:      "A child whose traffic selectors changed has its CHILD_SAs closed: they carry subnets no longer configured.",
+			before:      &set{withChildren("a-1", "a-2"), secrets("ike-a")},
+			next:        set{withChildren("a-1:10.9.0.0/24", "a-2"), secrets("ike-a")},
+			want:        Result{Loaded: []string{"a"}, Secrets: []string{"ike-a"}, Terminated: []string{"a/a-1"}},
+			wantCalls:   []string{"load-shared ike-a", "load-conn a", "terminate a/a-1"},
+			wantApplied: []string{"a"},
 		},
 		"ParseErrorChangesNothing": {
 			reason:      "A swanctl.conf that does not parse sends nothing.",
