@@ -284,11 +284,13 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 		prev = c
 	}
 
-	// Terminated: DOWN within seconds.
+	// Terminated: DOWN within seconds. terminate and initiate go through a
+	// session of their own, as an operator's swanctl would.
+	control := tp.Gateway.Dial(t)
 	term := vici.NewMessage()
 	_ = term.Set("ike", "branch-a")
 	start := time.Now()
-	if _, err := tp.Gateway.Call(ctx, "terminate", term); err != nil {
+	if _, err := control.Call(ctx, "terminate", term); err != nil {
 		t.Fatalf("terminate: %v", err)
 	}
 	_, took = waitStatus("DOWN after terminate", func(s v1alpha1.TunnelStatus) bool { return s.IKEState == status.StateDown && len(s.ChildSAs) == 0 })
@@ -304,18 +306,14 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	if err := peer.LoadSheet(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	initiate := func() {
-		in := vici.NewMessage()
-		_ = in.Set("child", up.ChildSAs[0].Name)
-		_ = in.Set("timeout", "5000")
-		for _, err := range tp.Gateway.CallStreaming(ctx, "initiate", "control-log", in) {
-			if err != nil {
-				break // expected: charon answers success=no
-			}
-		}
+	in := vici.NewMessage()
+	_ = in.Set("child", up.ChildSAs[0].Name)
+	_ = in.Set("timeout", "5000")
+	if _, err := control.Call(ctx, "initiate", in); err == nil {
+		t.Error("initiate with a wrong PSK at the client site succeeded")
 	}
-	initiate()
-	s, _ := waitStatus("AUTHENTICATION_FAILED", func(s v1alpha1.TunnelStatus) bool { return s.LastError == status.ErrAuthenticationFailed })
+	s, took := waitStatus("AUTHENTICATION_FAILED", func(s v1alpha1.TunnelStatus) bool { return s.LastError == status.ErrAuthenticationFailed })
+	t.Logf("status ConfigMap shows %s (IKE state %s) %v after initiate returned", s.LastError, s.IKEState, took.Round(time.Millisecond))
 	if s.IKEState == "ESTABLISHED" {
 		t.Errorf("tunnel with a wrong PSK is %s", s.IKEState)
 	}
@@ -328,9 +326,10 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	if err := peer.LoadSheet(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus("NO_PROPOSAL_CHOSEN", func(s v1alpha1.TunnelStatus) bool {
+	s, took = waitStatus("NO_PROPOSAL_CHOSEN", func(s v1alpha1.TunnelStatus) bool {
 		return s.LastError == status.ErrNoProposalChosen && s.IKEState != "ESTABLISHED"
 	})
+	t.Logf("status ConfigMap shows %s (IKE state %s) %v after the client site was loaded", s.LastError, s.IKEState, took.Round(time.Millisecond))
 
 	// A matching client again: up, and the error is gone.
 	good := sheet
