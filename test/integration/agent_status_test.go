@@ -199,8 +199,12 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	wctx, wcancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
+	stopped := false
 	t.Cleanup(func() {
 		wcancel()
+		if stopped {
+			return
+		}
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("Watcher.Run: %v", err)
 		}
@@ -338,6 +342,21 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus("up again without an error", func(s v1alpha1.TunnelStatus) bool { return installed(s) && s.LastError == "" })
+
+	// charon crashes: Run returns ErrEventsClosed, so that the agent
+	// reconnects.
+	start = time.Now()
+	tp.Gateway.Restart(t)
+	select {
+	case err := <-done:
+		stopped = true
+		if !errors.Is(err, status.ErrEventsClosed) {
+			t.Errorf("Watcher.Run after charon was killed: %v, want %v", err, status.ErrEventsClosed)
+		}
+		t.Logf("Watcher.Run returned %v after charon was killed and restarted", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Error("Watcher.Run still runs 10s after charon was killed")
+	}
 }
 
 // TestAgentStatusStreamer checks, against a real charon, that a Streamer
