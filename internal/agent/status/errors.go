@@ -28,7 +28,8 @@ import (
 //     "received proposals unacceptable" or "no acceptable proposal found";
 //     the notify is the more general signal: every authentication failure
 //     answers AUTH_FAILED.)
-//   - Retransmissions that run out log "giving up after N retransmits".
+//   - Retransmissions that run out log "giving up after N retransmits"
+//     (seen with the peer's charon stopped, under the connection's name).
 //
 // A responder's IKE SA has no connection name until IKE_AUTH selects a peer
 // config: its log events carry ikesa-name "(unnamed)", so an IKE_SA_INIT
