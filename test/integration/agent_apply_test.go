@@ -25,6 +25,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/test/charon"
@@ -123,7 +124,7 @@ func remoteTS(t *testing.T, sock, conn, child string) []string {
 		_ = in.Set("ike", conn)
 		var ts []string
 		found := false
-		for m, err := range s.CallStreaming(context.Background(), "list-conns", "list-conn", in) {
+		for m, err := range (&status.Streamer{Session: s}).CallStreaming(context.Background(), "list-conns", "list-conn", in) {
 			if err != nil {
 				break
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 )
 
 // An IKESA is one IKE SA as charon's list-sas reports it (the list-sa event
@@ -77,7 +79,8 @@ func (c *Charon) ListSAs(ctx context.Context) ([]IKESA, error) {
 		return nil, err
 	}
 	var out []IKESA
-	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+	// status.Streamer: govici's own CallStreaming can lose the last events.
+	for m, err := range (&status.Streamer{Session: c.Session}).CallStreaming(ctx, "list-sas", "list-sa", in) {
 		if err != nil {
 			return nil, fmt.Errorf("list-sas in %s: %w", c.NS, err)
 		}
