@@ -54,8 +54,8 @@ wait_for "the provider's ProviderConfig controller" 30 \
 kubectl apply -f "$ROOT/examples/gateway/psk.yaml" >/dev/null && kubectl apply -f "$ROOT/examples/gateway/gateway.yaml" >/dev/null ||
 	fail "examples/gateway does not apply"
 wait_for "the example Gateway's ConfigMap" 60 kubectl -n tenant-a get configmap tenant-a-vpn-config
-[ "$(kubectl get gateway tenant-a-vpn -o 'jsonpath={.status.conditions[?(@.type=="ConfigRendered")].status}')" = True ] ||
-	fail "the example Gateway is not ConfigRendered"
+wait_for "the example Gateway to be ConfigRendered" 60 \
+	bash -c '[ "$("$0" get gateway tenant-a-vpn -o "jsonpath={.status.conditions[?(@.type==\"ConfigRendered\")].status}")" = True ]' "$TOOLS_BIN/kubectl"
 kubectl get gateway tenant-a-vpn | grep -q 203.0.113.10 || fail "kubectl get gateway does not show the local identity"
 kubectl delete gateway tenant-a-vpn --timeout 60s >/dev/null || fail "the example Gateway is not deleted"
 
