@@ -1,0 +1,61 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseFlags(t *testing.T) {
+	defaults := options{
+		configDir: "/etc/ipsecgw/config", secretsDir: "/etc/ipsecgw/secrets", viciSocket: "/var/run/charon/charon.vici",
+		metricsAddr: ":9100", healthAddr: ":9101", interval: 2 * time.Second, poll: 10 * time.Second,
+		publishInterval: 5 * time.Second, validate: true,
+	}
+	cases := map[string]struct {
+		reason  string
+		args    []string
+		env     string
+		want    options
+		wantErr string
+	}{
+		"Defaults": {
+			reason: "No flags: the paths the gateway pod mounts.",
+			want:   defaults,
+		},
+		"AsThePodRunsIt": {
+			reason: "The arguments internal/workload gives the agent container, with the namespace from the downward API.",
+			args:   []string{"--config-dir=/c", "--secrets-dir=/s", "--vici-socket=/v.sock", "--status-configmap=vpn-status"},
+			env:    "tenant-a",
+			want: func() options {
+				o := defaults
+				o.configDir, o.secretsDir, o.viciSocket, o.statusConfigMap, o.namespace = "/c", "/s", "/v.sock", "vpn-status", "tenant-a"
+				return o
+			}(),
+		},
+		"StatusWithoutNamespace": {
+			reason:  "A status ConfigMap needs a namespace.",
+			args:    []string{"--status-configmap=vpn-status"},
+			wantErr: "--status-configmap needs --namespace or $POD_NAMESPACE",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", tc.env)
+			got, err := parseFlags(tc.args)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Fatalf("%s\nparseFlags(): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if err == nil {
+				if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+					t.Errorf("%s\nparseFlags(): -want, +got:\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,222 @@
+// Package run is the gateway agent's main loop: it connects to charon over
+// VICI, applies the mounted configuration whenever it changes, keeps the
+// tunnel status published, and after charon restarts connects again and
+// re-applies everything.
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+// Options configure the agent.
+type Options struct {
+	// ConfigDir holds swanctl.conf and nat.nft (the mounted ConfigMap),
+	// SecretsDir secrets.conf (the mounted Secret). The kubelet swaps
+	// their contents atomically through a symlink; the agent re-reads the
+	// files every Interval.
+	ConfigDir, SecretsDir string
+	// ViciSocket is charon's VICI socket path.
+	ViciSocket string
+	// Interval between checks of the mounted files (default 2 s).
+	Interval time.Duration
+	// Validator checks a new set before the live charon is touched; nil
+	// skips that check (charon still refuses what it cannot load).
+	Validator apply.Validator
+	// NAT loads the NAT rules; nil leaves nftables alone.
+	NAT *nat.Applier
+	// Publisher writes the tunnel status; Poll is the status poll
+	// interval (default status.DefaultPoll).
+	Publisher *status.Publisher
+	Poll      time.Duration
+	// Metrics, if set, is updated with each status and reload.
+	Metrics *metrics.Collector
+	Log     logging.Logger
+}
+
+// An Agent runs the loop; Ready says whether a configuration is loaded and
+// charon answers.
+type Agent struct {
+	o     Options
+	ready atomic.Bool
+}
+
+// New returns an Agent for o.
+func New(o Options) *Agent {
+	if o.Interval <= 0 {
+		o.Interval = 2 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = logging.NewNopLogger()
+	}
+	return &Agent{o: o}
+}
+
+// Ready reports whether the current configuration is loaded into a charon
+// that answers: the agent's readiness.
+func (a *Agent) Ready() bool { return a.ready.Load() }
+
+// Run runs until ctx ends and then returns nil. Losing charon is not an
+// error: the agent connects again (every second) and re-applies the
+// mounted configuration to the new charon.
+func (a *Agent) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		err := a.session(ctx)
+		a.ready.Store(false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.o.Log.Info("Lost charon; connecting again", "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// sessions are the three VICI sessions of one connection to charon: one
+// for commands, one for events and one for streamed lists (govici v0.8.0
+// must not mix them; see status.Streamer).
+type sessions struct{ cmd, events, stream *vici.Session }
+
+func (s *sessions) close() {
+	for _, x := range []*vici.Session{s.cmd, s.events, s.stream} {
+		if x != nil {
+			_ = x.Close()
+		}
+	}
+}
+
+func (a *Agent) dial() (*sessions, error) {
+	s := &sessions{}
+	for _, p := range []**vici.Session{&s.cmd, &s.events, &s.stream} {
+		var err error
+		if *p, err = vici.NewSession(vici.WithSocketPath(a.o.ViciSocket)); err != nil {
+			s.close()
+			return nil, fmt.Errorf("cannot connect to charon at %s: %w", a.o.ViciSocket, err)
+		}
+	}
+	return s, nil
+}
+
+// session serves one connection to charon until it is lost or ctx ends.
+func (a *Agent) session(ctx context.Context) error {
+	s, err := a.dial()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	applier := apply.New(s.cmd, apply.WithValidator(a.o.Validator))
+	var last []byte
+	a.reload(ctx, applier, &last)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan error, 1)
+	w := &status.Watcher{
+		Events: s.events,
+		Caller: &status.Streamer{Session: s.stream},
+		Conns:  applier.Applied,
+		Poll:   a.o.Poll,
+		Sink:   a.sink,
+		OnError: func(err error) {
+			a.o.Log.Debug("Cannot read or publish the tunnel status", "error", err)
+		},
+	}
+	go func() { watched <- w.Run(wctx) }()
+
+	tick := time.NewTicker(a.o.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-watched:
+			return err
+		case <-tick.C:
+			if _, err := s.cmd.Call(ctx, "version", nil); err != nil {
+				return fmt.Errorf("charon does not answer: %w", err)
+			}
+			a.reload(ctx, applier, &last)
+		}
+	}
+}
+
+// sink hands a status read to the metrics and the publisher.
+func (a *Agent) sink(ctx context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) {
+	if a.o.Metrics != nil {
+		a.o.Metrics.Update(ts)
+	}
+	if a.o.Publisher == nil {
+		return 0, nil
+	}
+	return a.o.Publisher.Publish(ctx, ts)
+}
+
+// reload applies the mounted files when they differ from what was last
+// applied to this charon (*last). A set that fails leaves the running
+// configuration as it is; it is tried again when the files change.
+func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte) {
+	conf, secrets, rules, err := a.read()
+	if err != nil {
+		a.o.Log.Info("Cannot read the mounted configuration", "error", err)
+		return
+	}
+	all := bytes.Join([][]byte{conf, secrets, rules}, []byte{0})
+	if *last != nil && bytes.Equal(all, *last) {
+		return
+	}
+	*last = all
+	res, err := applier.Apply(ctx, conf, secrets)
+	if err == nil && a.o.NAT != nil {
+		_, err = a.o.NAT.Apply(ctx, rules)
+	}
+	if a.o.Metrics != nil {
+		a.o.Metrics.Reloaded(err == nil)
+	}
+	if err != nil {
+		var invalid *apply.InvalidError
+		if errors.As(err, &invalid) {
+			a.o.Log.Info("Refused an invalid configuration; the running one stays", "error", err)
+		} else {
+			a.o.Log.Info("Cannot apply the configuration", "error", err)
+		}
+		if !a.ready.Load() {
+			*last = nil
+		}
+		return
+	}
+	a.ready.Store(true)
+	a.o.Log.Info("Applied the configuration", "loaded", res.Loaded, "unloaded", res.Unloaded, "unchanged", len(res.Unchanged))
+}
+
+// read returns the mounted swanctl.conf, secrets.conf and nat.nft.
+func (a *Agent) read() (conf, secrets, rules []byte, err error) {
+	if conf, err = os.ReadFile(filepath.Join(a.o.ConfigDir, workload.KeySwanctlConf)); err != nil {
+		return nil, nil, nil, err
+	}
+	if secrets, err = os.ReadFile(filepath.Join(a.o.SecretsDir, workload.KeySecrets)); err != nil {
+		return nil, nil, nil, err
+	}
+	if rules, err = os.ReadFile(filepath.Join(a.o.ConfigDir, workload.KeyNATRules)); err != nil && !os.IsNotExist(err) {
+		return nil, nil, nil, err
+	}
+	return conf, secrets, rules, nil
+}
