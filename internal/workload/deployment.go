@@ -6,9 +6,17 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
+)
+
+// Ports of the agent: Prometheus metrics and its health probes (the
+// gateway-agent's defaults).
+const (
+	AgentMetricsPort int32 = 9100
+	AgentHealthPort  int32 = 9101
 )
 
 // Replicas returns the replicas the gateway's Deployment runs: 1, or 0
@@ -75,6 +83,17 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
 							}}},
 							SecurityContext: netAdmin,
+							Ports: []corev1.ContainerPort{
+								{Name: "metrics", ContainerPort: AgentMetricsPort},
+								{Name: "health", ContainerPort: AgentHealthPort},
+							},
+							// Ready: configuration loaded into a charon that answers.
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/readyz", Port: intstr.FromString("health"),
+							}}, PeriodSeconds: 5},
+							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/healthz", Port: intstr.FromString("health"),
+							}}, PeriodSeconds: 10, FailureThreshold: 3},
 							VolumeMounts: []corev1.VolumeMount{
 								run,
 								{Name: "config", MountPath: ConfigDir, ReadOnly: true},
