@@ -210,13 +210,13 @@ func TestFloatingIPBindingAllocated(t *testing.T) {
 	}
 
 	// Steady state: one Observe is exactly one Neutron request.
-	ext := floatingipbinding.NewExternal(f.sc)
-	before := f.e.Requests.Load()
+	sc, count := ownNetwork(t)
+	ext := floatingipbinding.NewExternal(sc)
 	o, err := ext.Observe(ctx, mg)
 	if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
 		t.Fatalf("Observe() = %+v, %v; want existing and up to date", o, err)
 	}
-	if n := f.e.Requests.Load() - before; n != 1 {
+	if n := count.Load(); n != 1 {
 		t.Errorf("Observe of an attached binding sent %d Neutron requests, want 1", n)
 	} else {
 		t.Logf("Observe of an attached binding: %d Neutron request", n)

@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -173,4 +175,29 @@ func (e *openStackEnv) providerConfigs() error {
 		}
 	}
 	return nil
+}
+
+// ownNetwork returns a Neutron client of the ProviderConfig "openstack"
+// whose requests, and only those, the returned counter counts: a
+// measurement taken with it is not disturbed by the controllers' polls.
+func ownNetwork(t *testing.T) (*gophercloud.ServiceClient, *atomic.Int64) {
+	t.Helper()
+	n := &atomic.Int64{}
+	c := openstack.NewClients()
+	c.Transport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			n.Add(1)
+			return rt.RoundTrip(r)
+		})
+	}
+	pc := &v1alpha1.ProviderConfig{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: "openstack"}, pc); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := c.Network(context.Background(), kube, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Store(0)
+	return sc, n
 }

@@ -115,11 +115,13 @@ func TestSecurityGroup(t *testing.T) {
 		return strings.Count(logs.String(), `Reconciling	{"controller": "managed/securitygroup.networking.ipsecgw.io", "request": {"name":"itest-gw-sg"}}`)
 	}
 	before, r0 := e.Requests.Load(), reconciles()
-	time.Sleep(4 * time.Second)
+	time.Sleep(6 * time.Second)
 	requests := e.Requests.Load() - before
 	observes := reconciles() - r0
-	if observes == 0 || requests != int64(observes) {
-		t.Errorf("%d Neutron requests in %d reconciles of an up-to-date SecurityGroup, want one each", requests, observes)
+	// A reconcile in flight at either edge of the window can put one
+	// request on the wrong side of it.
+	if observes < 3 || requests < int64(observes)-1 || requests > int64(observes)+1 {
+		t.Errorf("%d Neutron requests in %d reconciles of an up-to-date SecurityGroup, want one each (±1 at the window's edges)", requests, observes)
 	}
 	t.Logf("steady state: %d requests in %d reconciles", requests, observes)
 
