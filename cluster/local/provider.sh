@@ -29,9 +29,15 @@ provider-ipsec runs against the local stack (log: $STATE/provider.log).
   kubectl get providerconfigs.ipsecgw.io
   kubectl get functions
 
-Next, give it OpenStack credentials (edit the clouds.yaml in the Secret first):
+Next:
 
-  kubectl apply -f examples/providerconfig/
+  kubectl apply -f examples/providerconfig/          # credentials (edit clouds.yaml for a real cloud)
+  kubectl apply -f examples/gateway/psk.yaml -f examples/gateway/gateway.yaml
+  kubectl get gateways                               # rendered; no kubelet runs the pod yet
+
+For the OpenStack kinds against a real Neutron on loopback, run
+'make openstack-up' (its tenant matches examples/providerconfig/), then
+apply examples/networking/ after putting in the IDs it prints.
 
 'make cluster-down' stops everything.
 MSG
