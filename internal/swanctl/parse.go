@@ -19,7 +19,7 @@ func Parse(data []byte) (*Section, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
-		line, err := stripComment(sc.Text())
+		line, err := StripComment(sc.Text())
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
@@ -60,8 +60,11 @@ func Parse(data []byte) (*Section, error) {
 	return root, nil
 }
 
-// stripComment removes a '#' comment that is not inside double quotes.
-func stripComment(line string) (string, error) {
+// StripComment removes a '#' comment that is not inside double quotes from
+// one line, as swanctl.conf's parser does (nftables scripts follow the same
+// rule). A backslash inside quotes escapes the next character. It returns
+// an error when a quote is left open.
+func StripComment(line string) (string, error) {
 	quoted := false
 	for i := 0; i < len(line); i++ {
 		switch line[i] {

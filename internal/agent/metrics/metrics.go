@@ -23,9 +23,6 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
-// ikeEstablished is strongSwan's state of an IKE SA that is up.
-const ikeEstablished = "ESTABLISHED"
-
 // Values of the result label of ipsec_config_reloads_total.
 const (
 	ResultSuccess = "success"
@@ -109,11 +106,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	for _, t := range tunnels {
 		up := 0.0
-		if t.IKEState == ikeEstablished {
+		if t.IKEState == v1alpha1.IKEStateEstablished {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, t.Name)
-		if t.IKEState == ikeEstablished && t.EstablishedAt != nil {
+		if t.IKEState == v1alpha1.IKEStateEstablished && t.EstablishedAt != nil {
 			ch <- prometheus.MustNewConstMetric(descEstablished, prometheus.GaugeValue,
 				now().Sub(t.EstablishedAt.Time).Seconds(), t.Name)
 		}

@@ -17,10 +17,13 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
 
 // Table is the nftables table the agent owns (family ip).
-const Table = "ipsecgw"
+const Table = render.NATTable
 
 // A Runner runs the command name with args, stdin as its standard input,
 // and returns its combined output.
@@ -112,7 +115,7 @@ func (a *Applier) Forget() {
 func Check(script []byte) error {
 	depth := 0
 	for n, line := range strings.Split(string(script), "\n") {
-		code, err := stripComment(line)
+		code, err := swanctl.StripComment(line)
 		if err != nil {
 			return fmt.Errorf("nat.nft line %d: %w", n+1, err)
 		}
@@ -139,29 +142,6 @@ func Check(script []byte) error {
 		return errors.New("nat.nft: a block is not closed")
 	}
 	return nil
-}
-
-// stripComment removes a '#' comment outside double quotes.
-func stripComment(line string) (string, error) {
-	quoted := false
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case '\\':
-			if quoted {
-				i++
-			}
-		case '"':
-			quoted = !quoted
-		case '#':
-			if !quoted {
-				return line[:i], nil
-			}
-		}
-	}
-	if quoted {
-		return "", errors.New("unterminated quoted string")
-	}
-	return line, nil
 }
 
 // braces returns the number of '{' minus '}' outside double quotes.

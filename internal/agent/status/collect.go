@@ -25,8 +25,8 @@ import (
 // States as charon names them, and the state of a configured connection
 // that has no IKE SA.
 const (
-	StateDown        = "DOWN"
-	StateEstablished = "ESTABLISHED"
+	StateDown        = v1alpha1.IKEStateDown
+	StateEstablished = v1alpha1.IKEStateEstablished
 	StateInstalled   = "INSTALLED"
 )
 

@@ -15,12 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 // KeyTunnels is the status ConfigMap's only key: a JSON array of
 // v1alpha1.TunnelStatus sorted by name (the provider's Gateway controller
-// reads it; internal/workload names the same key).
-const KeyTunnels = "tunnels.json"
+// reads it; the key is internal/workload's).
+const KeyTunnels = workload.KeyTunnels
 
 // DefaultMinInterval is the least time between two writes of a Publisher.
 const DefaultMinInterval = 5 * time.Second

@@ -14,9 +14,6 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
-// ikeEstablished is strongSwan's state of an IKE SA that is up.
-const ikeEstablished = "ESTABLISHED"
-
 // Reasons of the events a Gateway emits when a tunnel changes state.
 const (
 	reasonTunnelUp   event.Reason = "TunnelUp"
@@ -51,7 +48,7 @@ func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha
 func tunnelsUp(ts []v1alpha1.TunnelStatus, configured int) string {
 	up := 0
 	for _, t := range ts {
-		if t.IKEState == ikeEstablished {
+		if t.IKEState == v1alpha1.IKEStateEstablished {
 			up++
 		}
 	}
@@ -71,9 +68,9 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	for _, t := range now {
 		prev, seen := before[t.Name]
 		switch {
-		case t.IKEState == ikeEstablished && prev.IKEState != ikeEstablished:
+		case t.IKEState == v1alpha1.IKEStateEstablished && prev.IKEState != v1alpha1.IKEStateEstablished:
 			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s)", t.Name, t.IKEState, len(t.ChildSAs))))
-		case t.IKEState != ikeEstablished && (prev.IKEState == ikeEstablished || (!seen && t.LastError != "")):
+		case t.IKEState != v1alpha1.IKEStateEstablished && (prev.IKEState == v1alpha1.IKEStateEstablished || (!seen && t.LastError != "")):
 			msg := fmt.Sprintf("Tunnel %s is down: IKE SA %s", t.Name, orNone(t.IKEState))
 			if t.LastError != "" {
 				msg += ", last error " + t.LastError
@@ -86,7 +83,7 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 
 func orNone(s string) string {
 	if s == "" {
-		return "DOWN"
+		return v1alpha1.IKEStateDown
 	}
 	return s
 }

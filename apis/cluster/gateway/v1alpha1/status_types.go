@@ -31,6 +31,13 @@ type GatewayObservation struct {
 	Tunnels []TunnelStatus `json:"tunnels,omitempty"`
 }
 
+// IKE SA states a TunnelStatus reports: strongSwan's own names, and DOWN
+// for a tunnel that has no IKE SA.
+const (
+	IKEStateEstablished = "ESTABLISHED"
+	IKEStateDown        = "DOWN"
+)
+
 // A TunnelStatus is one tunnel's state as charon reports it over VICI.
 type TunnelStatus struct {
 	// Name of the tunnel.
