@@ -19,11 +19,8 @@ import (
 // from clients and the OpenStack kinds' reconciler options (mrsetup). It
 // returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	c, err := mrsetup.OpenStackConnector(mgr, clients)
-	if err != nil {
-		return err
-	}
-	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.FloatingIPBindingGroupKind), v1alpha1.FloatingIPBindingGroupVersionKind,
-		&v1alpha1.FloatingIPBinding{},
-		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector[*v1alpha1.FloatingIPBinding](&connector{c}))...)
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{},
+		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
+			return &connector{c}
+		})
 }

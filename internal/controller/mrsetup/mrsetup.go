@@ -67,6 +67,21 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), Clients: clients}, nil
 }
 
+// RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk
+// name the kind, obj is its Go type, and connect makes its connector from
+// the shared openstack.Connector (authenticating through clients). The
+// reconciler takes OpenStackOptions. It returns an error when a client or
+// the controller cannot be built.
+func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
+	gk string, gvk schema.GroupVersionKind, obj T, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
+	c, err := OpenStackConnector(mgr, clients)
+	if err != nil {
+		return err
+	}
+	return Register(mgr, o, managed.ControllerName(gk), gvk, obj,
+		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)))...)
+}
+
 // OpenStackOptions are the reconciler options of the OpenStack kinds.
 func OpenStackOptions() []managed.ReconcilerOption {
 	return []managed.ReconcilerOption{

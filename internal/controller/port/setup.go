@@ -25,11 +25,8 @@ import (
 // while the external name is empty, so an interrupted create is safe to
 // resume; no creation grace period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	c, err := mrsetup.OpenStackConnector(mgr, clients)
-	if err != nil {
-		return err
-	}
-	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.PortGroupKind), v1alpha1.PortGroupVersionKind,
-		&v1alpha1.Port{},
-		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector[*v1alpha1.Port](&connector{openstack: &c}))...)
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{},
+		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Port] {
+			return &connector{openstack: &c}
+		})
 }

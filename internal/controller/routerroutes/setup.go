@@ -26,11 +26,8 @@ import (
 // interrupted create is safe to repeat; no creation grace period, since
 // Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	c, err := mrsetup.OpenStackConnector(mgr, clients)
-	if err != nil {
-		return err
-	}
-	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.RouterRoutesGroupKind), v1alpha1.RouterRoutesGroupVersionKind,
-		&v1alpha1.RouterRoutes{},
-		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector(NewConnector(c)))...)
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{},
+		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
+			return &connector{c}
+		})
 }

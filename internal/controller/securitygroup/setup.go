@@ -29,11 +29,8 @@ func (c *connector) Connect(ctx context.Context, sg *v1alpha1.SecurityGroup) (ma
 // Setup adds the SecurityGroup controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	c, err := mrsetup.OpenStackConnector(mgr, clients)
-	if err != nil {
-		return err
-	}
-	return mrsetup.Register(mgr, o, managed.ControllerName(v1alpha1.SecurityGroupGroupKind), v1alpha1.SecurityGroupGroupVersionKind,
-		&v1alpha1.SecurityGroup{},
-		append(mrsetup.OpenStackOptions(), managed.WithTypedExternalConnector[*v1alpha1.SecurityGroup](&connector{c}))...)
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{},
+		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.SecurityGroup] {
+			return &connector{c}
+		})
 }
