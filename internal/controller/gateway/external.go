@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,8 @@ type external struct {
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects []client.Object
+	// seen holds what get read in this reconcile.
+	seen map[string]read
 }
 
 // Observe renders the Gateway, reads its objects and says whether they exist
@@ -43,8 +46,8 @@ type external struct {
 func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalObservation, error) {
 	n := workload.NamesOf(gw.Name)
 	ns := gw.Spec.ForProvider.Namespace
-	dep := &appsv1.Deployment{}
-	depErr := e.target.Get(ctx, types.NamespacedName{Namespace: ns, Name: n.Gateway}, dep)
+	got, depErr := e.get(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n.Gateway}})
+	dep := got.(*appsv1.Deployment)
 	if depErr != nil && !kerrors.IsNotFound(depErr) {
 		return managed.ExternalObservation{}, fmt.Errorf("cannot get Deployment %s/%s: %w", ns, n.Gateway, depErr)
 	}
@@ -190,8 +193,21 @@ func ptrValue(p *int32) int32 {
 	return *p
 }
 
+// read is one object read from the target cluster, and the error.
+type read struct {
+	obj client.Object
+	err error
+}
+
 // get reads the cluster's copy of want into a fresh object of its type.
+// Each object is read once per reconcile (an external lives for one): the
+// Deployment and the status ConfigMap serve Observe's readiness, tunnel
+// status and drift check from one GET each.
 func (e *external) get(ctx context.Context, want client.Object) (client.Object, error) {
+	key := fmt.Sprintf("%T %s", want, client.ObjectKeyFromObject(want))
+	if r, ok := e.seen[key]; ok {
+		return r.obj, r.err
+	}
 	var got client.Object
 	if u, ok := want.(*unstructured.Unstructured); ok {
 		g := &unstructured.Unstructured{}
@@ -200,7 +216,12 @@ func (e *external) get(ctx context.Context, want client.Object) (client.Object, 
 	} else {
 		got = want.DeepCopyObject().(client.Object)
 	}
-	return got, e.target.Get(ctx, client.ObjectKeyFromObject(want), got)
+	err := e.target.Get(ctx, client.ObjectKeyFromObject(want), got)
+	if e.seen == nil {
+		e.seen = map[string]read{}
+	}
+	e.seen[key] = read{got, err}
+	return got, err
 }
 
 // anyExists says whether any object of a Gateway being deleted remains.

@@ -8,6 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -26,13 +27,14 @@ const (
 // ConfigMap.
 func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha1.TunnelStatus, error) {
 	nn := types.NamespacedName{Namespace: gw.Spec.ForProvider.Namespace, Name: workload.NamesOf(gw.Name).Status}
-	cm := &corev1.ConfigMap{}
-	if err := e.target.Get(ctx, nn, cm); err != nil {
+	got, err := e.get(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}})
+	if err != nil {
 		if kerrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("cannot get the agent's status ConfigMap %s: %w", nn, err)
 	}
+	cm := got.(*corev1.ConfigMap)
 	raw, ok := cm.Data[workload.KeyTunnels]
 	if !ok {
 		return nil, nil
