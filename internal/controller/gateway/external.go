@@ -114,7 +114,7 @@ func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Fi
 	p := gw.Spec.ForProvider
 	in := render.Input{Spec: p, PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
 	for _, t := range p.Tunnels {
-		psk, err := clients.SecretKey(ctx, e.kube, t.PreSharedKeySecretRef, "pre-shared key of tunnel "+t.Name)
+		psk, err := clients.SecretKey(ctx, e.kube, *t.PreSharedKeySecretRef.ToSecretKeySelector(p.Namespace), "pre-shared key of tunnel "+t.Name)
 		if err != nil {
 			return nil, v1alpha1.ReasonMissingSecret, err
 		}

@@ -94,9 +94,12 @@ type Tunnel struct {
 	// +kubebuilder:default=yes
 	Fragmentation string `json:"fragmentation,omitempty"`
 
-	// PreSharedKeySecretRef is the Secret key holding the tunnel's PSK. The
-	// PSK is never written to a ConfigMap, status, event or log.
-	PreSharedKeySecretRef xpv2.SecretKeySelector `json:"preSharedKeySecretRef"`
+	// PreSharedKeySecretRef is the key of a Secret in the Gateway's
+	// namespace (spec.forProvider.namespace) holding the tunnel's PSK. The
+	// Secret must live beside the gateway pod: a tenant whose claim composes
+	// this Gateway can name only its own Secrets. The PSK is never written to
+	// a ConfigMap, status, event or log.
+	PreSharedKeySecretRef xpv2.LocalSecretKeySelector `json:"preSharedKeySecretRef"`
 
 	// TrafficSelectors are the local/remote subnet pairs the tunnel
 	// carries.
