@@ -411,7 +411,7 @@ func TestFloatingIPBindingPortRef(t *testing.T) {
 		return floatingipbinding.Setup(mgr, o, f.e.Clients)
 	})
 	port := &netv1alpha1.Port{ObjectMeta: metav1.ObjectMeta{Name: "fipb-ref-port"}}
-	port.Spec.ForProvider.NetworkID = netv1alpha1.UUID(f.e.Fixtures.TenantNet.ID)
+	port.Spec.ForProvider.NetworkID = ptr.To(f.e.Fixtures.TenantNet.ID)
 	port.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
 	mg := fipBinding("fipb-ref", "", netv1alpha1.FloatingIPBindingParameters{
 		FloatingNetworkID: ptr.To(netv1alpha1.UUID(f.e.Fixtures.ExtNet.ID)),

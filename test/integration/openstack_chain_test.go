@@ -36,7 +36,7 @@ func TestSecurityGroupPortFloatingIPChain(t *testing.T) {
 
 	sg := gatewaySecurityGroup("chain-sg", "openstack")
 	port := portMR("chain-port", netv1alpha1.PortParameters{
-		NetworkID:           netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+		NetworkID:           ptr.To(e.Fixtures.TenantNet.ID),
 		Name:                ptr.To("chain-port"),
 		SecurityGroupIDRefs: []xpv2.Reference{{Name: "chain-sg"}},
 	})

@@ -132,7 +132,7 @@ func TestPort(t *testing.T) {
 	sub := netv1alpha1.UUID(e.Fixtures.TenantSub.ID)
 	ip := netv1alpha1.IPAddress("10.20.0.50")
 	vip := portMR("itest-port-vip", netv1alpha1.PortParameters{
-		NetworkID:           netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+		NetworkID:           ptr.To(e.Fixtures.TenantNet.ID),
 		Name:                ptr.To("itest-port-vip"),
 		Description:         ptr.To("TestPort"),
 		FixedIPs:            []netv1alpha1.FixedIP{{SubnetID: &sub, IPAddress: &ip}},
@@ -242,7 +242,7 @@ func TestPort(t *testing.T) {
 		// The MR exists, paused, before its port: as if the provider made
 		// the port and died before it could save the external name.
 		crashed = portMR("itest-port-crashed", netv1alpha1.PortParameters{
-			NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+			NetworkID: ptr.To(e.Fixtures.TenantNet.ID),
 			Name:      ptr.To("itest-port-crashed"),
 		})
 		crashed.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
@@ -301,7 +301,7 @@ func TestPort(t *testing.T) {
 		}
 		neutronPorts = append(neutronPorts, p.ID)
 		imported := portMR("itest-port-imported", netv1alpha1.PortParameters{
-			NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+			NetworkID: ptr.To(e.Fixtures.TenantNet.ID),
 			Name:      ptr.To("another-name"),
 		})
 		imported.Annotations = map[string]string{meta.AnnotationKeyExternalName: p.ID}

@@ -246,7 +246,7 @@ func TestRouterRoutes(t *testing.T) {
 		// with a fixed IP in tenant-subnet, and the RouterRoutes takes that
 		// address as nexthop through nexthopPortRef.
 		gwPort := portMR("itest-routes-gw-port", netv1alpha1.PortParameters{
-			NetworkID: netv1alpha1.UUID(e.Fixtures.TenantNet.ID),
+			NetworkID: ptr.To(e.Fixtures.TenantNet.ID),
 			FixedIPs:  []netv1alpha1.FixedIP{{SubnetID: ptr.To(netv1alpha1.UUID(e.Fixtures.TenantSub.ID)), IPAddress: ptr.To(netv1alpha1.IPAddress(portIP))}},
 		})
 		byPort := &netv1alpha1.RouterRoutes{

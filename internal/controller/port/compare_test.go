@@ -22,7 +22,7 @@ func TestCompare(t *testing.T) {
 	}
 	spec := func(mods ...func(*v1alpha1.PortParameters)) *v1alpha1.PortParameters {
 		s := &v1alpha1.PortParameters{
-			NetworkID:           netID,
+			NetworkID:           ptr.To(netID),
 			SecurityGroupIDs:    []string{sg2ID, sgID},
 			AllowedAddressPairs: []v1alpha1.AddressPair{{IPAddress: "192.168.10.0/24"}, {IPAddress: "192.168.20.0/24", MACAddress: ptr.To(mac)}},
 			Tags:                []string{"a", "b"},

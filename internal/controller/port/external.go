@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -12,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -20,8 +20,6 @@ import (
 // Error messages; %s are the Port's name and the Neutron port ID or tag.
 const (
 	errGet      = "Port %s: cannot get Neutron port %s"
-	errFind     = "Port %s: cannot list Neutron ports tagged %s"
-	errMany     = "Port %s: %d Neutron ports carry its tag %s (%s); delete all but one by hand"
 	errCreate   = "Port %s: cannot create Neutron port on network %s"
 	errTag      = "Port %s: cannot set the tags of Neutron port %s"
 	errUpdate   = "Port %s: cannot update Neutron port %s"
@@ -87,26 +85,13 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 // findCreated returns the port tagged with mg's CreatedByTag, or nil when
 // there is none.
 func (e *external) findCreated(ctx context.Context, mg *v1alpha1.Port) (*neutronPort, error) {
-	tag := openstack.CreatedByTag(mg)
-	pages, err := ports.List(e.network, ports.ListOpts{Tags: tag}).AllPages(ctx)
+	p, err := openstack.FindCreated(ctx, mg, "ports",
+		func(tag string) pagination.Pager { return ports.List(e.network, ports.ListOpts{Tags: tag}) },
+		ports.ExtractPortsInto, func(p *neutronPort) string { return p.ID })
 	if err != nil {
-		return nil, openstack.Wrap(err, fmt.Sprintf(errFind, mg.GetName(), tag))
+		return nil, fmt.Errorf("Port %s: %w", mg.GetName(), err)
 	}
-	var found []neutronPort
-	if err := ports.ExtractPortsInto(pages, &found); err != nil {
-		return nil, openstack.Wrap(err, fmt.Sprintf(errFind, mg.GetName(), tag))
-	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &found[0], nil
-	}
-	ids := make([]string, 0, len(found))
-	for _, f := range found {
-		ids = append(ids, f.ID)
-	}
-	return nil, fmt.Errorf(errMany, mg.GetName(), len(found), tag, strings.Join(ids, ", "))
+	return p, nil
 }
 
 // Create creates the port with the spec's attributes and tags it with
@@ -124,7 +109,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	slices.Sort(tags)
 	opts := createOpts{
 		CreateOpts: ports.CreateOpts{
-			NetworkID:   string(fp.NetworkID),
+			NetworkID:   deref(fp.NetworkID),
 			Name:        deref(fp.Name),
 			Description: deref(fp.Description),
 		},
@@ -146,7 +131,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	}
 	p := &neutronPort{}
 	if err := ports.Create(ctx, e.network, opts).ExtractInto(p); err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName(), fp.NetworkID))
+		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName(), deref(fp.NetworkID)))
 	}
 	// The reconciler saves the external name even when Create fails from
 	// here on.

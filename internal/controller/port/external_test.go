@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -15,12 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gophercloud/gophercloud/v2"
-	th "github.com/gophercloud/gophercloud/v2/testhelper"
-	fakeclient "github.com/gophercloud/gophercloud/v2/testhelper/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
 )
 
 const (
@@ -34,54 +31,7 @@ const (
 )
 
 // reply is a canned Neutron answer.
-type reply struct {
-	code int
-	body string
-}
-
-// neutron serves canned replies keyed "METHOD /path[?query]" and records
-// every request as "METHOD /path[?query] [If-Match=...] [body]", with the
-// JSON body re-encoded with sorted keys.
-func neutron(t *testing.T, replies map[string]reply) (*gophercloud.ServiceClient, *[]string) {
-	t.Helper()
-	fs := th.SetupHTTP()
-	t.Cleanup(fs.Teardown)
-	var seen []string
-	fs.Mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		key := r.Method + " " + r.URL.Path
-		if r.URL.RawQuery != "" {
-			key += "?" + r.URL.RawQuery
-		}
-		rec := key
-		if m := r.Header.Get("If-Match"); m != "" {
-			rec += " If-Match=" + m
-		}
-		if b, _ := io.ReadAll(r.Body); len(b) > 0 {
-			var v any
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Errorf("%s: body is no JSON: %s", key, b)
-			}
-			canon, _ := json.Marshal(v)
-			rec += " " + string(canon)
-		}
-		seen = append(seen, rec)
-		rp, ok := replies[key]
-		if !ok {
-			t.Errorf("unexpected request %s", rec)
-			rp = reply{http.StatusNotImplemented, `{}`}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rp.code)
-		_, _ = w.Write([]byte(rp.body))
-	})
-	return fakeclient.ServiceClient(fs), &seen
-}
-
-// neutronError is Neutron's error body.
-func neutronError(typ, msg string) string {
-	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
-	return string(b)
-}
+type reply = neutrontest.Reply
 
 // neutronPortJSON is {"port": {...}} of a port matching mr(), changed by mods.
 func neutronPortJSON(mods ...func(map[string]any)) string {
@@ -117,7 +67,7 @@ func mr(mods ...func(*v1alpha1.Port)) *v1alpha1.Port {
 	p := &v1alpha1.Port{
 		ObjectMeta: metav1.ObjectMeta{Name: "vip", UID: "uid-1", Annotations: map[string]string{meta.AnnotationKeyExternalName: portID}},
 		Spec: v1alpha1.PortSpec{ForProvider: v1alpha1.PortParameters{
-			NetworkID:           netID,
+			NetworkID:           ptr.To(netID),
 			Name:                ptr.To("vip"),
 			Description:         ptr.To("gateway VIP"),
 			FixedIPs:            []v1alpha1.FixedIP{{SubnetID: &sub, IPAddress: &ip}},
@@ -173,7 +123,7 @@ func TestObserve(t *testing.T) {
 	}{
 		"UpToDate": {
 			reason:  "A port that matches the spec is up to date after exactly one GET, with its fixed IP, MAC, status and revision in status.atProvider.",
-			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
@@ -183,13 +133,13 @@ func TestObserve(t *testing.T) {
 		},
 		"NotFound": {
 			reason:  "A port that is gone (404 PortNotFound) does not exist.",
-			replies: map[string]reply{get: {404, neutronError("PortNotFound", "Port could not be found.")}},
+			replies: map[string]reply{get: {Code: 404, Body: neutrontest.Error("PortNotFound", "Port could not be found.")}},
 			mr:      mr(),
 			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(), requests: []string{get}},
 		},
 		"GetFails": {
 			reason:  "Other errors of the GET carry Neutron's type and message, the Port's name and the port ID.",
-			replies: map[string]reply{get: {500, neutronError("HTTPInternalServerError", "boom")}},
+			replies: map[string]reply{get: {Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "boom")}},
 			mr:      mr(),
 			want: want{
 				mr:       mr(),
@@ -199,7 +149,7 @@ func TestObserve(t *testing.T) {
 		},
 		"LateInitPortSecurity": {
 			reason:  "An unset portSecurityEnabled takes Neutron's value and says so; nothing else is late-initialized.",
-			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(func(p *v1alpha1.Port) { p.Spec.ForProvider.PortSecurityEnabled = nil }),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
@@ -209,7 +159,7 @@ func TestObserve(t *testing.T) {
 		},
 		"NeutronPickedTheAddress": {
 			reason:  "A fixed IP that names only its subnet matches whatever address Neutron picked, and the spec is not rewritten with it.",
-			replies: map[string]reply{get: {200, neutronPortJSON()}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(func(p *v1alpha1.Port) { p.Spec.ForProvider.FixedIPs[0].IPAddress = nil }),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
@@ -219,7 +169,7 @@ func TestObserve(t *testing.T) {
 		},
 		"AddressPairRemovedByHand": {
 			reason:  "A port that lost an allowed address pair is not up to date.",
-			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["allowed_address_pairs"] = []any{} })}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["allowed_address_pairs"] = []any{} })}},
 			mr:      mr(),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
@@ -229,7 +179,7 @@ func TestObserve(t *testing.T) {
 		},
 		"ErrorStatus": {
 			reason:  "A port Neutron reports in status ERROR is unavailable.",
-			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["status"] = "ERROR" })}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["status"] = "ERROR" })}},
 			mr:      mr(),
 			want: want{
 				obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
@@ -243,7 +193,7 @@ func TestObserve(t *testing.T) {
 		},
 		"AdoptTagged": {
 			reason:  "With no external name, the one port carrying the MR's tag is adopted: its ID becomes the external name, to be saved.",
-			replies: map[string]reply{list: {200, listJSON(neutronPortJSON())}},
+			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON())}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
@@ -253,13 +203,13 @@ func TestObserve(t *testing.T) {
 		},
 		"NothingTagged": {
 			reason:  "With no external name and no port carrying the MR's tag, the port does not exist.",
-			replies: map[string]reply{list: {200, `{"ports": []}`}},
+			replies: map[string]reply{list: {Code: 200, Body: `{"ports": []}`}},
 			mr:      mr(withoutExternalName),
 			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(withoutExternalName), requests: []string{list}},
 		},
 		"TwoTagged": {
 			reason:  "Two ports carrying the MR's tag are an error naming both; neither is adopted.",
-			replies: map[string]reply{list: {200, listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
+			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
@@ -269,7 +219,7 @@ func TestObserve(t *testing.T) {
 		},
 		"Deleting": {
 			reason:  "A port whose MR is being deleted exists; it is not compared with the spec.",
-			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["name"] = "renamed" })}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["name"] = "renamed" })}},
 			mr:      mr(func(p *v1alpha1.Port) { p.SetDeletionTimestamp(&metav1.Time{}) }),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true},
@@ -280,7 +230,7 @@ func TestObserve(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutron(t, tc.replies)
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			got, err := e.Observe(context.Background(), tc.mr)
 			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
@@ -321,33 +271,33 @@ func TestCreate(t *testing.T) {
 	}{
 		"TaggedAtCreate": {
 			reason:  "One POST carries every attribute and the tags; a Neutron that keeps the tags needs nothing more. The external name is the new port's ID.",
-			replies: map[string]reply{post: {201, neutronPortJSON()}},
+			replies: map[string]reply{post: {Code: 201, Body: neutronPortJSON()}},
 			mr:      mr(withoutExternalName),
 			want:    want{mr: mr(), requests: []string{post + " " + fullBody}},
 		},
 		"TagsDropped": {
 			reason: "A Neutron without tag_ports_during_bulk_creation drops the tags of the POST; Create sets them at once.",
 			replies: map[string]reply{
-				post:    {201, neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
-				putTags: {200, `{"tags": ["` + ourTag + `", "team-a"]}`},
+				post:    {Code: 201, Body: neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
+				putTags: {Code: 200, Body: `{"tags": ["` + ourTag + `", "team-a"]}`},
 			},
 			mr:   mr(withoutExternalName),
 			want: want{mr: mr(), requests: []string{post + " " + fullBody, putTags + ` {"tags":["` + ourTag + `","team-a"]}`}},
 		},
 		"Minimal": {
 			reason:  "Unset attributes are not sent, so Neutron picks the address, the default security group and the network's port security.",
-			replies: map[string]reply{post: {201, neutronPortJSON()}},
+			replies: map[string]reply{post: {Code: 201, Body: neutronPortJSON()}},
 			mr: mr(withoutExternalName, func(p *v1alpha1.Port) {
-				p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: netID}
+				p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: ptr.To(netID)}
 			}),
 			want: want{
-				mr:       mr(func(p *v1alpha1.Port) { p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: netID} }),
+				mr:       mr(func(p *v1alpha1.Port) { p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: ptr.To(netID)} }),
 				requests: []string{post + ` {"port":{"network_id":"` + netID + `","tags":["` + ourTag + `"]}}`},
 			},
 		},
 		"AddressTaken": {
 			reason:  "A create Neutron refuses is an error with Neutron's type and message; no external name is set.",
-			replies: map[string]reply{post: {409, neutronError("IpAddressAlreadyAllocated", "IP address 10.20.0.10 already allocated in subnet "+subID)}},
+			replies: map[string]reply{post: {Code: 409, Body: neutrontest.Error("IpAddressAlreadyAllocated", "IP address 10.20.0.10 already allocated in subnet "+subID)}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
@@ -358,8 +308,8 @@ func TestCreate(t *testing.T) {
 		"TaggingFails": {
 			reason: "When tagging after the create fails, the error says so and the external name is kept, for the reconciler to save.",
 			replies: map[string]reply{
-				post:    {201, neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
-				putTags: {503, neutronError("ServiceUnavailable", "try later")},
+				post:    {Code: 201, Body: neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
+				putTags: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "try later")},
 			},
 			mr: mr(withoutExternalName),
 			want: want{
@@ -371,7 +321,7 @@ func TestCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutron(t, tc.replies)
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			_, err := e.Create(context.Background(), tc.mr)
 			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
@@ -404,7 +354,7 @@ func TestUpdate(t *testing.T) {
 	}{
 		"RestoreAddressPair": {
 			reason:   "Only what differs is sent, with If-Match on the revision Observe read.",
-			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			replies:  map[string]reply{put: {Code: 200, Body: neutronPortJSON()}},
 			observed: neutronPortJSON(func(p map[string]any) { p["allowed_address_pairs"] = []any{} }),
 			mr:       mr(),
 			want: want{requests: []string{
@@ -413,7 +363,7 @@ func TestUpdate(t *testing.T) {
 		},
 		"SecurityGroupsAndTags": {
 			reason:  "Security groups go in the port's PUT, tags in a PUT of their own after it, as the whole set.",
-			replies: map[string]reply{put: {200, neutronPortJSON()}, putTags: {200, `{"tags": []}`}},
+			replies: map[string]reply{put: {Code: 200, Body: neutronPortJSON()}, putTags: {Code: 200, Body: `{"tags": []}`}},
 			observed: neutronPortJSON(func(p map[string]any) {
 				p["security_groups"] = []any{sg2ID}
 				p["tags"] = []any{"team-b"}
@@ -426,7 +376,7 @@ func TestUpdate(t *testing.T) {
 		},
 		"PortSecurityOff": {
 			reason:   "Turning port security off clears security groups and address pairs in the same PUT, as Neutron requires.",
-			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			replies:  map[string]reply{put: {Code: 200, Body: neutronPortJSON()}},
 			observed: neutronPortJSON(),
 			mr: mr(func(p *v1alpha1.Port) {
 				p.Spec.ForProvider.PortSecurityEnabled = ptr.To(false)
@@ -439,7 +389,7 @@ func TestUpdate(t *testing.T) {
 		},
 		"FixedIPKeepsNeutronsPick": {
 			reason:   "A changed fixed IP is sent with the addresses Neutron picked for the entries that still match.",
-			replies:  map[string]reply{put: {200, neutronPortJSON()}},
+			replies:  map[string]reply{put: {Code: 200, Body: neutronPortJSON()}},
 			observed: neutronPortJSON(),
 			mr: mr(func(p *v1alpha1.Port) {
 				sub, ip := v1alpha1.UUID(subID), v1alpha1.IPAddress("10.20.0.11")
@@ -451,7 +401,7 @@ func TestUpdate(t *testing.T) {
 		},
 		"StaleRevision": {
 			reason:  "A port changed since Observe gets 412 from Neutron; the error says so and tags are not touched.",
-			replies: map[string]reply{put: {412, neutronError("RevisionNumberConstraintFailed", "Constrained to 3, but current revision is 4")}},
+			replies: map[string]reply{put: {Code: 412, Body: neutrontest.Error("RevisionNumberConstraintFailed", "Constrained to 3, but current revision is 4")}},
 			observed: neutronPortJSON(func(p map[string]any) {
 				p["name"] = "old"
 				p["tags"] = []any{}
@@ -464,14 +414,14 @@ func TestUpdate(t *testing.T) {
 		},
 		"NotObserved": {
 			reason:  "Without a port from Observe, Update reads it first.",
-			replies: map[string]reply{get: {200, neutronPortJSON(func(p map[string]any) { p["description"] = "" })}, put: {200, neutronPortJSON()}},
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["description"] = "" })}, put: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(),
 			want:    want{requests: []string{get, put + ` If-Match=revision_number=3 {"port":{"description":"gateway VIP"}}`}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutron(t, tc.replies)
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			if tc.observed != "" {
 				e.observed = &neutronPort{}
@@ -505,19 +455,19 @@ func TestDelete(t *testing.T) {
 	}{
 		"Deleted": {
 			reason:   "The port is deleted with one DELETE.",
-			replies:  map[string]reply{del: {204, ""}},
+			replies:  map[string]reply{del: {Code: 204, Body: ""}},
 			mr:       mr(),
 			requests: []string{del},
 		},
 		"AlreadyGone": {
 			reason:   "A port that is already gone (404) is deleted.",
-			replies:  map[string]reply{del: {404, neutronError("PortNotFound", "gone")}},
+			replies:  map[string]reply{del: {Code: 404, Body: neutrontest.Error("PortNotFound", "gone")}},
 			mr:       mr(),
 			requests: []string{del},
 		},
 		"InUse": {
 			reason:   "A refused delete is an error with Neutron's type and message.",
-			replies:  map[string]reply{del: {409, neutronError("PortInUse", "Port is in use")}},
+			replies:  map[string]reply{del: {Code: 409, Body: neutrontest.Error("PortInUse", "Port is in use")}},
 			mr:       mr(),
 			err:      errors.New("Port vip: cannot delete Neutron port " + portID + ": Neutron 409 PortInUse: Port is in use"),
 			requests: []string{del},
@@ -529,7 +479,7 @@ func TestDelete(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutron(t, tc.replies)
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			_, err := e.Delete(context.Background(), tc.mr)
 			if diff := cmp.Diff(message(tc.err), message(err)); diff != "" {

@@ -31,10 +31,26 @@ type AddressPair struct {
 
 // PortParameters are the desired state of an unbound ("VIP-style") Neutron
 // port: no device owner, used by a gateway pod's secondary interface.
+// +kubebuilder:validation:XValidation:rule="has(self.networkId) || has(self.networkIdRef) || has(self.networkIdSelector)",message="a port needs networkId, networkIdRef or networkIdSelector"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurityEnabled) || self.portSecurityEnabled || ((!has(self.securityGroupIds) || size(self.securityGroupIds) == 0) && !has(self.securityGroupIdRefs) && !has(self.securityGroupIdSelector) && (!has(self.allowedAddressPairs) || size(self.allowedAddressPairs) == 0))",message="security groups and allowed address pairs need portSecurityEnabled"
 type PortParameters struct {
-	// NetworkID of the network the port is on.
-	NetworkID UUID `json:"networkId"`
+	// NetworkID of the network the port is on. Set it, or let
+	// networkIdRef or networkIdSelector fill it in.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="networkId is immutable: Neutron cannot move a port to another network"
+	// +crossplane:generate:reference:type=Network
+	NetworkID *string `json:"networkId,omitempty"`
+
+	// NetworkIDRef references the Network managed resource whose ID (its
+	// external name) fills networkId.
+	// +optional
+	NetworkIDRef *xpv2.Reference `json:"networkIdRef,omitempty"`
+
+	// NetworkIDSelector selects a Network managed resource by label to fill
+	// networkId.
+	// +optional
+	NetworkIDSelector *xpv2.Selector `json:"networkIdSelector,omitempty"`
 
 	// Name of the port in Neutron.
 	// +optional

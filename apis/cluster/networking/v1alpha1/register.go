@@ -27,6 +27,10 @@ var (
 	SecurityGroupGroupKind        = schema.GroupKind{Group: Group, Kind: SecurityGroupKind}.String()
 	SecurityGroupGroupVersionKind = SchemeGroupVersion.WithKind(SecurityGroupKind)
 
+	NetworkKind             = reflect.TypeOf(Network{}).Name()
+	NetworkGroupKind        = schema.GroupKind{Group: Group, Kind: NetworkKind}.String()
+	NetworkGroupVersionKind = SchemeGroupVersion.WithKind(NetworkKind)
+
 	PortKind             = reflect.TypeOf(Port{}).Name()
 	PortGroupKind        = schema.GroupKind{Group: Group, Kind: PortKind}.String()
 	PortGroupVersionKind = SchemeGroupVersion.WithKind(PortKind)
@@ -42,6 +46,7 @@ var (
 
 func init() {
 	SchemeBuilder.Register(&SecurityGroup{}, &SecurityGroupList{})
+	SchemeBuilder.Register(&Network{}, &NetworkList{})
 	SchemeBuilder.Register(&Port{}, &PortList{})
 	SchemeBuilder.Register(&FloatingIPBinding{}, &FloatingIPBindingList{})
 	SchemeBuilder.Register(&RouterRoutes{}, &RouterRoutesList{})

@@ -29,6 +29,15 @@ func (l *FloatingIPBindingList) GetItems() []resource.Managed {
 	return items
 }
 
+// GetItems of this NetworkList.
+func (l *NetworkList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this PortList.
 func (l *PortList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

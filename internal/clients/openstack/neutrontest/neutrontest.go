@@ -1,0 +1,69 @@
+// Package neutrontest serves canned Neutron answers to the unit tests of
+// the OpenStack kinds' external clients and records what they send.
+package neutrontest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/gophercloud/gophercloud/v2"
+	th "github.com/gophercloud/gophercloud/v2/testhelper"
+	fakeclient "github.com/gophercloud/gophercloud/v2/testhelper/client"
+)
+
+// A Reply is a canned Neutron answer: HTTP status code and JSON body.
+type Reply struct {
+	Code int
+	Body string
+}
+
+// Serve starts a Neutron that answers each request with the reply keyed
+// "METHOD /path[?query]" (paths without the /v2.0 prefix, as gophercloud's
+// test client sends them) and fails t on any other request. It records
+// every request as "METHOD /path[?query] [If-Match=...] [body]", the JSON
+// body re-encoded with sorted keys, and returns a Neutron client of it and
+// the record. The server stops when the test ends.
+func Serve(t *testing.T, replies map[string]Reply) (*gophercloud.ServiceClient, *[]string) {
+	t.Helper()
+	fs := th.SetupHTTP()
+	t.Cleanup(fs.Teardown)
+	var seen []string
+	fs.Mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		key := r.Method + " " + r.URL.Path
+		if r.URL.RawQuery != "" {
+			key += "?" + r.URL.RawQuery
+		}
+		rec := key
+		if m := r.Header.Get("If-Match"); m != "" {
+			rec += " If-Match=" + m
+		}
+		if b, _ := io.ReadAll(r.Body); len(b) > 0 {
+			var v any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Errorf("%s: body is no JSON: %s", key, b)
+			}
+			canon, _ := json.Marshal(v)
+			rec += " " + string(canon)
+		}
+		seen = append(seen, rec)
+		rp, ok := replies[key]
+		if !ok {
+			t.Errorf("unexpected request %s", rec)
+			rp = Reply{Code: http.StatusNotImplemented, Body: `{}`}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rp.Code)
+		_, _ = w.Write([]byte(rp.Body))
+	})
+	return fakeclient.ServiceClient(fs), &seen
+}
+
+// Error is Neutron's error body
+// (https://docs.openstack.org/api-ref/network/v2/#faults) with type typ
+// and message msg.
+func Error(typ, msg string) string {
+	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
+	return string(b)
+}
