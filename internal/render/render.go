@@ -1,6 +1,14 @@
 // Package render turns a Gateway's spec into the files its pod runs with:
 // swanctl.conf (connections, no secrets), a secrets file and the nftables
 // NAT ruleset. It is pure: no I/O, the same input gives the same bytes.
+//
+// Each tunnel is a connection named after it. In layout PerSubnetPair each
+// subnet pair is a CHILD_SA named <tunnel>-<h>, h the first 8 hex digits of
+// the SHA-256 of "<local> <remote>": a name that depends on the pair alone,
+// so that a live reload after pairs were added, removed or reordered finds
+// every remaining CHILD_SA under its old name and leaves it up. Validation
+// refuses the (unlikely) pairs of one tunnel whose names collide. In layout
+// Single the one CHILD_SA is named <tunnel>.
 package render
 
 import (

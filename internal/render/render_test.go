@@ -9,6 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -105,5 +108,79 @@ func TestRenderDeterministic(t *testing.T) {
 	d, _ := Render(in)
 	if d.Hash == a.Hash {
 		t.Errorf("a configuration change did not change the hash")
+	}
+}
+
+// TestChildNamesStable proves a CHILD_SA's name follows its own subnet pair
+// only: removing, adding or reordering other pairs of the tunnel leaves the
+// names of the remaining children as they were, so a live reload does not
+// tear down the wrong CHILD_SA.
+func TestChildNamesStable(t *testing.T) {
+	ts := func(local, remote string) v1alpha1.TrafficSelector {
+		return v1alpha1.TrafficSelector{Local: v1alpha1.CIDR(local), Remote: v1alpha1.CIDR(remote)}
+	}
+	a, b, c := ts("100.64.0.0/24", "192.168.10.0/24"), ts("100.64.0.0/24", "192.168.11.0/24"), ts("100.64.2.0/24", "192.168.10.0/24")
+	cases := map[string]struct {
+		reason string
+		layout v1alpha1.ChildSALayout
+		pairs  []v1alpha1.TrafficSelector
+		want   map[string]string // child name -> "local_ts remote_ts"
+	}{
+		"AllPairs": {
+			reason: "Each pair has a child named after the hash of its subnets.",
+			pairs:  []v1alpha1.TrafficSelector{a, b, c},
+			want: map[string]string{
+				"a-008cc99e": "100.64.0.0/24 192.168.10.0/24",
+				"a-e65c63d3": "100.64.0.0/24 192.168.11.0/24",
+				"a-d7c438f4": "100.64.2.0/24 192.168.10.0/24",
+			},
+		},
+		"MiddlePairRemoved": {
+			reason: "Removing the middle pair leaves the names of the others.",
+			pairs:  []v1alpha1.TrafficSelector{a, c},
+			want: map[string]string{
+				"a-008cc99e": "100.64.0.0/24 192.168.10.0/24",
+				"a-d7c438f4": "100.64.2.0/24 192.168.10.0/24",
+			},
+		},
+		"PairInsertedFirstAndReordered": {
+			reason: "Inserting a pair in front and reordering the others renames nothing.",
+			pairs:  []v1alpha1.TrafficSelector{b, c, a},
+			want: map[string]string{
+				"a-008cc99e": "100.64.0.0/24 192.168.10.0/24",
+				"a-e65c63d3": "100.64.0.0/24 192.168.11.0/24",
+				"a-d7c438f4": "100.64.2.0/24 192.168.10.0/24",
+			},
+		},
+		"Single": {
+			reason: "Layout Single has one child named after the tunnel.",
+			layout: v1alpha1.ChildSASingle,
+			pairs:  []v1alpha1.TrafficSelector{a, c},
+			want:   map[string]string{"a": "100.64.0.0/24,100.64.2.0/24 192.168.10.0/24"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := valid()
+			in.Spec.Tunnels[0].TrafficSelectors = tc.pairs
+			in.Spec.Tunnels[0].ChildSALayout = tc.layout
+			f, err := Render(in)
+			if err != nil {
+				t.Fatalf("%s\nRender(): %v", tc.reason, err)
+			}
+			doc, err := swanctl.Parse(f.SwanctlConf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, ch := range doc.Lookup("connections.a.children").Sections {
+				l, _ := ch.Get("local_ts")
+				r, _ := ch.Get("remote_ts")
+				got[ch.Name] = l + " " + r
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nchildren: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

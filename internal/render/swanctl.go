@@ -1,8 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,8 +71,20 @@ type child struct {
 	local, remote []string
 }
 
+// ChildName is the name of the CHILD_SA of tunnel that carries local to
+// remote in layout PerSubnetPair: <tunnel>-<h>, h the first eight hex
+// digits of the SHA-256 of "<local> <remote>" (such as "10.30.0.0/24
+// 192.168.10.0/24"). It depends on the pair alone, so adding, removing or
+// reordering other pairs renames no child and a live reload leaves their
+// CHILD_SAs up. It is at most 41 characters, a valid swanctl section name
+// (tunnel names are at most 32 of [a-z0-9-]).
+func ChildName(tunnel string, local, remote netip.Prefix) string {
+	h := sha256.Sum256([]byte(local.String() + " " + remote.String()))
+	return tunnel + "-" + hex.EncodeToString(h[:4])
+}
+
 // childSAs lays a tunnel's subnet pairs out as CHILD_SAs: one per pair,
-// named <tunnel>-<n> from 1, or one named <tunnel> carrying every subnet.
+// named by ChildName, or one named <tunnel> carrying every subnet.
 func childSAs(t v1alpha1.Tunnel, pairs []pair) []child {
 	var out []child
 	single := child{name: t.Name}
@@ -89,7 +102,7 @@ func childSAs(t v1alpha1.Tunnel, pairs []pair) []child {
 			}
 			continue
 		}
-		out = append(out, child{name: fmt.Sprintf("%s-%d", t.Name, p.index+1), local: []string{l}, remote: []string{r}})
+		out = append(out, child{name: ChildName(t.Name, p.local, p.remote), local: []string{l}, remote: []string{r}})
 	}
 	if t.ChildSALayout == v1alpha1.ChildSASingle {
 		out = append(out, single)

@@ -169,7 +169,24 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 			pairs = append(pairs, p)
 		}
 	}
+	if t.ChildSALayout != v1alpha1.ChildSASingle {
+		checkChildNames(errs, pairs)
+	}
 	return pairs
+}
+
+// checkChildNames reports distinct pairs of one tunnel whose CHILD_SA names
+// (ChildName, a 32-bit hash) collide; a repeated pair is reported as an
+// overlap instead.
+func checkChildNames(errs *Errors, pairs []pair) {
+	names := map[string]pair{}
+	for _, p := range pairs {
+		n := ChildName(p.tunnel, p.local, p.remote)
+		if o, dup := names[n]; dup && (o.local != p.local || o.remote != p.remote) {
+			errs.add(p.path(), "its CHILD_SA name %s is also that of %s: change the subnets of either pair", n, o.path())
+		}
+		names[n] = p
+	}
 }
 
 // checkExposures checks exposures and reverse exposures against the

@@ -108,6 +108,16 @@ func TestValidate(t *testing.T) {
 			},
 			want: Errors{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
 		},
+		"ChildNameCollision": {
+			reason: "Two pairs whose CHILD_SA names collide (found by search: the first 32 bits of their hashes are d93db0d6) are refused rather than merged into one child.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].TrafficSelectors = []v1alpha1.TrafficSelector{
+					{Local: "100.64.0.0/24", Remote: "172.16.17.17/32"},
+					{Local: "100.64.0.0/24", Remote: "172.16.88.244/32"},
+				}
+			},
+			want: Errors{{"tunnels[a].trafficSelectors[1]", "its CHILD_SA name a-d93db0d6 is also that of tunnels[a].trafficSelectors[0]: change the subnets of either pair"}},
+		},
 		"DuplicatePeer": {
 			reason: "Two tunnels to one peer address and identity would share one IKE SA.",
 			mod:    func(in *Input) { in.Spec.Tunnels[1].Peer.Address = "198.51.100.1" },

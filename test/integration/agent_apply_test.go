@@ -215,6 +215,9 @@ func TestAgentApplyLive(t *testing.T) {
 	a := apply.New(caller, apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
 
 	confA, secretsA := goldenSet(t, "several-tunnels")
+	// The golden set's children, named by the renderer after their pairs.
+	a1 := render.ChildName("branch-a", netip.MustParsePrefix("100.64.0.0/24"), netip.MustParsePrefix("192.168.10.0/24"))
+	bPair := [2]netip.Prefix{netip.MustParsePrefix("100.64.1.0/24"), netip.MustParsePrefix("192.168.20.0/24")}
 	res, err := a.Apply(ctx, confA, secretsA)
 	if err != nil {
 		t.Fatalf("Apply(several-tunnels): %v", err)
@@ -231,11 +234,11 @@ func TestAgentApplyLive(t *testing.T) {
 	// section under a new name and peer).
 	confB := edit(t, confA, func(d *swanctl.Section) {
 		setting(d.Lookup("connections.branch-a"), "proposals", "aes128-sha256-modp3072")
-		setting(d.Lookup("connections.branch-a.children.branch-a-1"), "remote_ts", "192.168.10.0/24,192.168.11.0/24")
+		setting(d.Lookup("connections.branch-a.children."+a1), "remote_ts", "192.168.10.0/24,192.168.11.0/24")
 		c := rename(t, d.Lookup("connections"), "branch-b", "branch-c")
 		setting(c, "remote_addrs", "198.51.100.30")
 		setting(c.Lookup("remote"), "id", "198.51.100.30")
-		rename(t, c.Lookup("children"), "branch-b-1", "branch-c-1")
+		rename(t, c.Lookup("children"), render.ChildName("branch-b", bPair[0], bPair[1]), render.ChildName("branch-c", bPair[0], bPair[1]))
 	})
 	secretsB := edit(t, secretsA, func(d *swanctl.Section) {
 		s := rename(t, d.Lookup("secrets"), "ike-branch-b", "ike-branch-c")
@@ -257,15 +260,15 @@ func TestAgentApplyLive(t *testing.T) {
 		t.Errorf("get-conns after set B: -want, +got:\n%s", diff)
 	}
 	changedTS := []string{"192.168.10.0/24", "192.168.11.0/24"}
-	if got := remoteTS(t, sock, "branch-a", "branch-a-1"); !slices.Equal(got, changedTS) {
-		t.Errorf("charon lists branch-a-1 with remote-ts %v, want the changed %v", got, changedTS)
+	if got := remoteTS(t, sock, "branch-a", a1); !slices.Equal(got, changedTS) {
+		t.Errorf("charon lists %s with remote-ts %v, want the changed %v", a1, got, changedTS)
 	}
 
 	// An invalid set, written past the renderer: a DH group charon does
 	// not know in hq, and branch-a changed again. Nothing may change.
 	confBad := edit(t, confB, func(d *swanctl.Section) {
 		setting(d.Lookup("connections.hq"), "proposals", "aes256-sha384-modp2047")
-		setting(d.Lookup("connections.branch-a.children.branch-a-1"), "remote_ts", "192.168.10.0/24")
+		setting(d.Lookup("connections.branch-a.children."+a1), "remote_ts", "192.168.10.0/24")
 	})
 	_, err = a.Apply(ctx, confBad, secretsB)
 	var invalid *apply.InvalidError
@@ -286,7 +289,7 @@ func TestAgentApplyLive(t *testing.T) {
 	if diff := cmp.Diff(wantConns, getConns(t, live.Session)); diff != "" {
 		t.Errorf("get-conns after the invalid set: -want, +got:\n%s", diff)
 	}
-	if got := remoteTS(t, sock, "branch-a", "branch-a-1"); !slices.Equal(got, changedTS) {
+	if got := remoteTS(t, sock, "branch-a", a1); !slices.Equal(got, changedTS) {
 		t.Errorf("the invalid set changed branch-a on the live charon: remote-ts %v, want %v", got, changedTS)
 	}
 
@@ -415,24 +418,30 @@ tunnels:
     ikeVersion: 2
     ikeProposals: [aes256-sha256-modp2048]
     espProposals: [aes256-sha256]
-    preSharedKeySecretRef: {namespace: ipa, name: vpn-psk, key: site}
+    preSharedKeySecretRef: {name: vpn-psk, key: site}
     childSALayout: PerSubnetPair
     trafficSelectors:
 %s`
 
-// TestAgentApplyAddsPairLive adds a subnet pair to a running tunnel through
+// TestAgentApplyAddsPairLive adds subnet pairs to a running tunnel through
 // the Applier: the gateway's connection is reloaded live, the CHILD_SA
 // that was up keeps its SPIs (it was not torn down or rekeyed), and the new
-// pair's CHILD_SA comes up next to it. Removing that pair again closes only
-// its CHILD_SA, and removing the tunnel closes its IKE SA.
+// pairs' CHILD_SAs come up next to it. Removing the middle one of three
+// pairs closes only its CHILD_SA: the others keep their names (the renderer
+// names a child after its pair) and so their SPIs. Removing the tunnel
+// closes its IKE SA.
 func TestAgentApplyAddsPairLive(t *testing.T) {
 	tp := tunnel.Start(t, tunnel.Options{})
 	ctx := context.Background()
 	peer := tp.Peers[0]
-	// A second tenant subnet behind the gateway, for the new pair: libipsec
+	// More tenant subnets behind the gateway, for the new pairs: libipsec
 	// needs a local address inside each CHILD_SA's local selector.
-	second := netip.MustParsePrefix("10.30.1.0/24")
+	second, third := netip.MustParsePrefix("10.30.1.0/24"), netip.MustParsePrefix("10.30.2.0/24")
 	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", "ten")
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.2.1/24", "dev", "ten")
+	pairA, pairB, pairC := [2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet}, [2]netip.Prefix{third, peer.Subnet}
+	name := func(p [2]netip.Prefix) string { return render.ChildName("site", p[0], p[1]) }
+	childA, childB, childC := name(pairA), name(pairB), name(pairC)
 
 	render1 := func(pairs ...[2]netip.Prefix) (conf, secrets []byte) {
 		t.Helper()
@@ -461,7 +470,7 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 
 	// The Applier gets a session of its own (a session per call site).
 	a := apply.New(tp.Gateway.Dial(t), apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
-	conf, secrets := render1([2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet})
+	conf, secrets := render1(pairA)
 	if _, err := a.Apply(ctx, conf, secrets); err != nil {
 		t.Fatalf("Apply(one pair): %v", err)
 	}
@@ -469,56 +478,65 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}
-	before := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up("site-1"))
+	before := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up(childA))
 	t.Logf("tunnel up in %s", time.Since(start).Round(time.Millisecond))
-	child1, _ := before.Child("site-1")
+	spis := func(sa tunnel.IKESA, child string) string {
+		c, _ := sa.Child(child)
+		return c.UniqueID + "/" + c.SPIIn + "/" + c.SPIOut
+	}
+	wasA := spis(before, childA)
 
-	// Add the pair on the gateway through the Applier, then on the peer.
-	conf, secrets = render1([2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet})
+	// Add two pairs on the gateway through the Applier, then on the peer.
+	conf, secrets = render1(pairA, pairB, pairC)
 	res, err := a.Apply(ctx, conf, secrets)
 	if err != nil {
-		t.Fatalf("Apply(two pairs): %v", err)
+		t.Fatalf("Apply(three pairs): %v", err)
 	}
 	if diff := cmp.Diff([]string{"site"}, res.Loaded); diff != "" {
-		t.Errorf("Apply(two pairs) loaded: -want, +got:\n%s", diff)
+		t.Errorf("Apply(three pairs) loaded: -want, +got:\n%s", diff)
 	}
-	sheet.Children = append(sheet.Children, tunnel.ClientChild{Name: "gw-2", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{second.String()}})
+	sheet.Children = append(sheet.Children,
+		tunnel.ClientChild{Name: "gw-2", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{second.String()}},
+		tunnel.ClientChild{Name: "gw-3", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{third.String()}})
 	start = time.Now()
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}
-	after := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up("site-1", "site-2"))
-	t.Logf("new CHILD_SA up %s after the peer's reload", time.Since(start).Round(time.Millisecond))
+	after := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up(childA, childB, childC))
+	t.Logf("new CHILD_SAs up %s after the peer's reload", time.Since(start).Round(time.Millisecond))
 	if after.UniqueID != before.UniqueID {
 		t.Errorf("the IKE SA was replaced: uniqueid %s, was %s", after.UniqueID, before.UniqueID)
 	}
-	got, _ := after.Child("site-1")
-	if got.SPIIn != child1.SPIIn || got.SPIOut != child1.SPIOut || got.UniqueID != child1.UniqueID {
-		t.Errorf("the existing CHILD_SA site-1 changed across the reload: uniqueid/spi-in/spi-out %s/%s/%s, were %s/%s/%s",
-			got.UniqueID, got.SPIIn, got.SPIOut, child1.UniqueID, child1.SPIIn, child1.SPIOut)
+	if got := spis(after, childA); got != wasA {
+		t.Errorf("the existing CHILD_SA %s changed across the reload: uniqueid/spi-in/spi-out %s, were %s", childA, got, wasA)
 	}
-	if n := len(after.ChildSAs); n != 2 {
-		t.Errorf("the IKE SA has %d CHILD_SAs, want 2: %+v", n, after.ChildSAs)
+	if n := len(after.ChildSAs); n != 3 {
+		t.Errorf("the IKE SA has %d CHILD_SAs, want 3: %+v", n, after.ChildSAs)
 	}
+	wasC := spis(after, childC)
 
-	// Remove the pair just added: charon would keep the removed child's
-	// CHILD_SA up by itself; the Applier terminates it, and site-1 stays.
-	// (The renderer names children by position, so removing the first
-	// pair instead would rename the second: see the report of issue 5.)
-	conf, secrets = render1([2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet})
+	// Remove the middle pair: charon would keep the removed child's
+	// CHILD_SA up by itself; the Applier terminates it, and the children
+	// of the first and last pairs stay with their SPIs.
+	conf, secrets = render1(pairA, pairC)
 	res, err = a.Apply(ctx, conf, secrets)
 	if err != nil {
-		t.Fatalf("Apply(first pair only): %v", err)
+		t.Fatalf("Apply(first and last pairs): %v", err)
 	}
-	if diff := cmp.Diff([]string{"site/site-2"}, res.Terminated); diff != "" {
-		t.Errorf("Apply(first pair only) terminated: -want, +got:\n%s", diff)
+	if diff := cmp.Diff([]string{"site/" + childB}, res.Terminated); diff != "" {
+		t.Errorf("Apply(first and last pairs) terminated: -want, +got:\n%s", diff)
 	}
 	left := tp.Gateway.WaitSA(t, "site", 10*time.Second, func(sa tunnel.IKESA) bool {
-		_, has2 := sa.Child("site-2")
-		return !has2
+		_, hasB := sa.Child(childB)
+		return !hasB
 	})
-	if got, ok := left.Child("site-1"); !ok || got.SPIIn != child1.SPIIn || got.State != "INSTALLED" || left.UniqueID != before.UniqueID {
-		t.Errorf("the remaining CHILD_SA site-1 changed: %+v (spi-in was %s), IKE SA %s (was %s)", got, child1.SPIIn, left.UniqueID, before.UniqueID)
+	if left.UniqueID != before.UniqueID {
+		t.Errorf("removing a pair replaced the IKE SA: uniqueid %s, was %s", left.UniqueID, before.UniqueID)
+	}
+	for child, was := range map[string]string{childA: wasA, childC: wasC} {
+		if got := spis(left, child); got != was || !tunnel.Up(child)(left) {
+			t.Errorf("the remaining CHILD_SA %s changed when the middle pair was removed: uniqueid/spi-in/spi-out %s, were %s (IKE SA %+v)", child, got, was, left)
+		}
 	}
 
 	// Remove the tunnel: its IKE SA is closed too.

@@ -181,7 +181,11 @@ func TestCharonAgreesWithValidator(t *testing.T) {
 			doc, _ := swanctl.Parse(files.SwanctlConf)
 			conn := doc.Lookup("connections.branch-a")
 			override(conn, tc.conn)
-			override(conn.Lookup("children.branch-a-1"), tc.child)
+			child := conn.Lookup("children").Sections
+			if len(child) != 1 {
+				t.Fatalf("the single-tunnel golden has %d children, want 1", len(child))
+			}
+			override(child[0], tc.child)
 			conns, err := swanctl.LoadConns(doc)
 			if err != nil {
 				t.Fatal(err)

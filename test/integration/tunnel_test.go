@@ -91,7 +91,8 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	t.Logf("config loaded over VICI in %v; IKE SA ESTABLISHED %v and CHILD_SA INSTALLED %v after the load started",
 		loaded.Round(time.Millisecond), ikeUp.Round(time.Millisecond), childUp.Round(time.Millisecond))
 
-	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up("branch-a-1"))
+	childName := render.ChildName("branch-a", tunnel.TenantSubnet, peer.Subnet)
+	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up(childName))
 	// charon also reports nat-remote=yes here, although only the gateway
 	// is behind the NAT: not asserted.
 	type ends struct {
@@ -106,7 +107,7 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gateway's IKE SA: -want, +got:\n%s", diff)
 	}
-	child, _ := gw.Child("branch-a-1")
+	child, _ := gw.Child(childName)
 	if child.Encap != "yes" {
 		t.Errorf("gateway's CHILD_SA is not UDP-encapsulated (encap=%q): NAT-T was not used", child.Encap)
 	}
@@ -145,8 +146,8 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	}
 
 	// The pings went through the gateway's CHILD_SA: its counters show them.
-	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up("branch-a-1"))
-	child, _ = gw.Child("branch-a-1")
+	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up(childName))
+	child, _ = gw.Child(childName)
 	in, _ := strconv.Atoi(child.PacketsIn)
 	out, _ := strconv.Atoi(child.PacketsOut)
 	if in < 2 || out < 2 {

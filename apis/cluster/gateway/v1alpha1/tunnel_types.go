@@ -108,7 +108,12 @@ type Tunnel struct {
 	TrafficSelectors []TrafficSelector `json:"trafficSelectors"`
 
 	// ChildSALayout is PerSubnetPair (one CHILD_SA per pair, the default)
-	// or Single (one CHILD_SA carrying all pairs' subnets).
+	// or Single (one CHILD_SA carrying all pairs' subnets). In PerSubnetPair
+	// each CHILD_SA is named <tunnel>-<h>, h the first 8 hex digits of the
+	// SHA-256 of "<local> <remote>" (such as "10.30.0.0/24
+	// 192.168.10.0/24"): adding, removing or reordering other pairs renames
+	// no CHILD_SA, so a live change leaves the others up. In Single the
+	// CHILD_SA is named <tunnel>.
 	// +optional
 	// +kubebuilder:default=PerSubnetPair
 	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
