@@ -42,8 +42,8 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 	$(GO) test ./...
 
 .PHONY: test-integration
-test-integration: ## Integration tests against a real kube-apiserver and etcd (envtest).
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/...
+test-integration: ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration.
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/...
 
 .PHONY: test-e2e
 test-e2e: build ## End-to-end: the `make dev` stack on its own ports, checked and torn down.

@@ -11,6 +11,10 @@
 //go:generate go tool controller-gen object:headerFile=../hack/boilerplate.go.txt paths=./...
 //go:generate go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false paths=./... output:artifacts:config=../package/crds
 
+// The IPsecGateway XRD takes its tunnels, exposures and reverse exposures
+// schemas from the Gateway CRD.
+//go:generate go run ../hack/xrdgen ../hack/xrdgen/definition.yaml ../package/crds/gateway.ipsecgw.io_gateways.yaml ../package/configuration/zz_generated_definition.yaml
+
 // Crossplane method sets: managed resource, ProviderConfig(Usage), references
 // (angryjet, a tool of hack/codegen.mod; see there why it is separate).
 //go:generate go tool -modfile=../hack/codegen.mod angryjet generate-methodsets --header-file=../hack/boilerplate.go.txt ./...

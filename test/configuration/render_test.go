@@ -1,0 +1,200 @@
+//go:build integration
+
+// Package configuration tests the IPsecGateway Configuration package
+// (package/configuration) offline: `crossplane render` of the Composition
+// with the real function-patch-and-transform, compared with golden files,
+// and `crossplane beta validate` of every rendered resource and every
+// example against the provider's CRDs and the XRD.
+package configuration
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// crossplaneImage names the Crossplane core whose CRDs `crossplane beta
+// validate` reads from its cache; the cache is filled from the core CRDs
+// that hack/tools.sh built, so the (never resolved) host is never asked.
+const crossplaneImage = "xpkg.ipsecgw.invalid/crossplane/crossplane:v2.4.0"
+
+// root is the repository's top directory.
+var root = filepath.Join("..", "..")
+
+// bin returns the path of a tool built by hack/tools.sh (make test passes
+// its directory in KUBEBUILDER_ASSETS).
+func bin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test-integration` (it points it at hack/tools.sh bindir)")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s: %v (run `make tools`)", name, err)
+	}
+	return p
+}
+
+// startFunction runs function-patch-and-transform without TLS on a free
+// loopback port and writes the functions file `crossplane render` needs to
+// reach it. The function is stopped when the test ends.
+func startFunction(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin(t, "function-patch-and-transform"), "--insecure", "--address", addr)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("function log:\n%s", log.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("function-patch-and-transform does not listen on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fn := filepath.Join(t.TempDir(), "functions.yaml")
+	doc := fmt.Sprintf(`apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-patch-and-transform
+  annotations:
+    render.crossplane.io/runtime: Development
+    render.crossplane.io/runtime-development-target: %s
+spec:
+  package: xpkg.ipsecgw.invalid/crossplane-contrib/function-patch-and-transform:v0.5.0
+`, addr)
+	if err := os.WriteFile(fn, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fn
+}
+
+// run runs a tool and returns its standard output; it fails the test with
+// both outputs when the tool fails.
+func run(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin(t, name), args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// validateCache makes a `crossplane beta validate` cache holding Crossplane
+// core's CRDs under crossplaneImage.
+func validateCache(t *testing.T) string {
+	t.Helper()
+	cache := t.TempDir()
+	dst := filepath.Join(cache, "xpkg.ipsecgw.invalid", "crossplane", "crossplane@v2.4.0")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := bin(t, "crossplane-crds")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cache
+}
+
+// validate runs `crossplane beta validate` of resources (comma-separated
+// files or directories) against the provider's CRDs, the XRD and the
+// function's input schema, and fails the test on any schema error.
+func validate(t *testing.T, cache, resources string) {
+	t.Helper()
+	extensions := strings.Join([]string{
+		filepath.Join(root, "package", "crds"),
+		filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"),
+		filepath.Join(bin(t, "fpt-package"), "input"),
+	}, ",")
+	// It exits non-zero on any schema or CEL error.
+	run(t, "crank", "beta", "validate", extensions, resources, "--cache-dir", cache, "--crossplane-image", crossplaneImage)
+}
+
+// TestRender renders each testdata case (xr.yaml, the composite as
+// Crossplane last saw it, and observed.yaml, its composed resources) with
+// the Composition, compares the result with rendered.yaml and validates it.
+func TestRender(t *testing.T) {
+	functions := startFunction(t)
+	cache := validateCache(t)
+	composition := filepath.Join(root, "package", "configuration", "composition.yaml")
+	cases, err := filepath.Glob(filepath.Join("testdata", "*", "xr.yaml"))
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no test cases in testdata: %v", err)
+	}
+	for _, xr := range cases {
+		dir := filepath.Dir(xr)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			args := []string{"render", xr, composition, functions, "--include-full-xr", "--include-function-results"}
+			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
+				args = append(args, "--observed-resources", filepath.Join(dir, "observed.yaml"))
+			}
+			got := run(t, "crank", args...)
+			golden := filepath.Join(dir, "rendered.yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run the test with -update to write it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("crossplane render of %s: -want +got:\n%s", dir, diff)
+			}
+			validate(t, cache, golden+","+composition)
+		})
+	}
+}
+
+// TestValidateExamples validates every example manifest against the CRDs
+// and the XRD.
+func TestValidateExamples(t *testing.T) {
+	validate(t, validateCache(t), filepath.Join(root, "examples"))
+}
