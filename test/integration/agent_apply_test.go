@@ -437,8 +437,8 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 	// More tenant subnets behind the gateway, for the new pairs: libipsec
 	// needs a local address inside each CHILD_SA's local selector.
 	second, third := netip.MustParsePrefix("10.30.1.0/24"), netip.MustParsePrefix("10.30.2.0/24")
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", "ten")
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.2.1/24", "dev", "ten")
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", tunnel.TenantInterface)
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.2.1/24", "dev", tunnel.TenantInterface)
 	pairA, pairB, pairC := [2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet}, [2]netip.Prefix{third, peer.Subnet}
 	name := func(p [2]netip.Prefix) string { return render.ChildName("site", p[0], p[1]) }
 	childA, childB, childC := name(pairA), name(pairB), name(pairC)

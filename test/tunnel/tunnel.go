@@ -3,8 +3,8 @@
 // network namespace of its own, with a real strongSwan charon (Debian's) on
 // both ends of every tunnel:
 //
-//	svc 10.30.0.5/24 ── 10.30.0.1 gw 10.20.0.10 ── 10.20.0.1 fip 198.51.100.16i+1 ── 198.51.100.16i+2 peer_i 192.168.10+i.1 ── 192.168.10+i.5 host_i
-//	(tenant service)    (gateway: charon)          (1:1 NAT of 203.0.113.10)          (client site: charon)         (client host)
+//	svc 10.30.0.5/24 ── eth0 10.30.0.1 gw 10.20.0.10 ── 10.20.0.1 fip 198.51.100.16i+1 ── 198.51.100.16i+2 peer_i 192.168.10+i.1 ── 192.168.10+i.5 host_i
+//	(tenant service)         (gateway: charon)          (1:1 NAT of 203.0.113.10)          (client site: charon)         (client host)
 //
 // The kernel this runs on has no ESP (CONFIG_INET_ESP unset), so both
 // charons use strongSwan's userspace IPsec (kernel-libipsec: ESP in UDP 4500
@@ -66,6 +66,11 @@ var (
 	// Service is the tenant service's address, in the svc namespace.
 	Service = netip.MustParseAddr("10.30.0.5")
 )
+
+// TenantInterface is the gateway's interface towards the tenant service,
+// named like the gateway pod's interface on the cluster network, which the
+// NAT rules of reverse exposures match.
+const TenantInterface = "eth0"
 
 // Options shape a topology.
 type Options struct {
@@ -220,10 +225,10 @@ func (tp *Topology) build() error {
 	ip(gw, "addr", "add", pfx(PrivateAddress, PrivatePrefixLength), "dev", "wan")
 	ip(tp.FIP, "addr", "add", pfx(Router, PrivatePrefixLength), "dev", "lan")
 	// gw <-> svc: the tenant service.
-	ip(gw, "link", "add", "ten", "type", "veth", "peer", "name", "eth0", "netns", svc)
-	ip(gw, "addr", "add", pfx(TenantAddress, TenantSubnet.Bits()), "dev", "ten")
+	ip(gw, "link", "add", TenantInterface, "type", "veth", "peer", "name", "eth0", "netns", svc)
+	ip(gw, "addr", "add", pfx(TenantAddress, TenantSubnet.Bits()), "dev", TenantInterface)
 	ip(svc, "addr", "add", pfx(Service, TenantSubnet.Bits()), "dev", "eth0")
-	for _, l := range [][2]string{{gw, "wan"}, {gw, "ten"}, {tp.FIP, "lan"}, {svc, "eth0"}} {
+	for _, l := range [][2]string{{gw, "wan"}, {gw, TenantInterface}, {tp.FIP, "lan"}, {svc, "eth0"}} {
 		ip(l[0], "link", "set", l[1], "up")
 	}
 	ip(gw, "route", "add", "default", "via", Router.String())

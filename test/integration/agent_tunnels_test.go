@@ -1,0 +1,158 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+)
+
+// Proposals of the real-tunnel agent tests: the gateway's and the client
+// sites' sheets agree on them unless a test says otherwise.
+var (
+	ikeProposals = []string{"aes256-sha256-modp2048"}
+	espProposals = []string{"aes256gcm16"}
+)
+
+// siteTunnel returns a tunnel of the gateway to peer that the gateway
+// initiates, carrying pairs (local, remote).
+func siteTunnel(name string, peer *tunnel.Peer, layout v1alpha1.ChildSALayout, pairs ...[2]netip.Prefix) v1alpha1.Tunnel {
+	tn := v1alpha1.Tunnel{
+		Name: name, Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
+		IKEProposals: ikeProposals, ESPProposals: espProposals, StartAction: "start", ChildSALayout: layout,
+	}
+	for _, p := range pairs {
+		tn.TrafficSelectors = append(tn.TrafficSelectors, v1alpha1.TrafficSelector{Local: v1alpha1.CIDR(p[0].String()), Remote: v1alpha1.CIDR(p[1].String())})
+	}
+	return tn
+}
+
+// clientSheet returns peer's parameter sheet for a tunnel to the gateway,
+// answering only (the gateway initiates), with children.
+func clientSheet(peer *tunnel.Peer, psk string, children ...tunnel.ClientChild) tunnel.ClientSheet {
+	return tunnel.ClientSheet{
+		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(), PSK: psk,
+		IKEProposals: ikeProposals, ESPProposals: espProposals, Children: children,
+	}
+}
+
+// loadSheets configures each peer from its sheet.
+func loadSheets(t *testing.T, tp *tunnel.Topology, sheets ...tunnel.ClientSheet) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, s := range sheets {
+		if err := tp.Peers[i].LoadSheet(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// secondTenant is a second tenant subnet behind the gateway; serviceB the
+// tenant service's address in it.
+var (
+	secondTenant = netip.MustParsePrefix("10.30.1.0/24")
+	serviceB     = netip.MustParseAddr("10.30.1.5")
+)
+
+// addSecondTenant gives the gateway (libipsec routes a CHILD_SA only when
+// charon has an address in its local selector) and the tenant service an
+// address in secondTenant.
+func addSecondTenant(tp *tunnel.Topology) {
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", tunnel.TenantInterface)
+	tp.MustExec(tp.Gateway.ServiceNS, "ip", "addr", "add", serviceB.String()+"/24", "dev", "eth0")
+}
+
+// TestAgentTwoPeers runs the agent with two tunnels to two client sites:
+// one with two subnet pairs in layout PerSubnetPair (two CHILD_SAs named
+// after their pairs), one whose single CHILD_SA carries both tenant
+// subnets. Both come up, the status shows every CHILD_SA, and a ping from
+// each client host reaches both tenant subnets through its tunnel.
+func TestAgentTwoPeers(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	addSecondTenant(tp)
+	p0, p1 := tp.Peers[0], tp.Peers[1]
+	psks := map[string][]byte{"per-pair": []byte("two-peers-psk-per-pair-0123"), "single": []byte("two-peers-psk-single-4567")}
+	tenant := []string{tunnel.TenantSubnet.String(), secondTenant.String()}
+	loadSheets(t, tp,
+		clientSheet(p0, string(psks["per-pair"]),
+			tunnel.ClientChild{Name: "a", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[:1]},
+			tunnel.ClientChild{Name: "b", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[1:]}),
+		clientSheet(p1, string(psks["single"]),
+			tunnel.ClientChild{Name: "all", LocalTS: []string{p1.Subnet.String()}, RemoteTS: tenant}))
+
+	spec := tunnelGateway("agent-two-peers", v1alpha1.ModeRouted,
+		siteTunnel("per-pair", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet}, [2]netip.Prefix{secondTenant, p0.Subnet}),
+		siteTunnel("single", p1, v1alpha1.ChildSASingle, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet}, [2]netip.Prefix{secondTenant, p1.Subnet}))
+	start := time.Now()
+	g := startAgent(t, tp, spec, psks)
+	g.waitTunnels(20*time.Second, "both tunnels ESTABLISHED with every CHILD_SA INSTALLED", up(map[string][]string{
+		"per-pair": {render.ChildName("per-pair", tunnel.TenantSubnet, p0.Subnet), render.ChildName("per-pair", secondTenant, p0.Subnet)},
+		"single":   {"single"},
+	}))
+	t.Logf("agent: mounted configuration to both tunnels ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
+
+	for i, p := range tp.Peers {
+		for _, dst := range []netip.Addr{tunnel.Service, serviceB} {
+			ping(t, tp, fmt.Sprintf("client host %d → tenant service", i), p.HostNS, dst)
+		}
+	}
+}
+
+// TestAgentWrongPSK runs the agent with two tunnels, one to a client site
+// configured with another PSK: the published status shows that tunnel not
+// established with charon's authentication error while the other tunnel
+// is up, and no PSK appears in the status, the agent's log, its metrics or
+// the gateway charon's log.
+func TestAgentWrongPSK(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	p0, p1 := tp.Peers[0], tp.Peers[1]
+	psks := map[string][]byte{"good": []byte("wrong-psk-test-good-0123"), "bad": []byte("wrong-psk-test-gateway-4567")}
+	child := func(p *tunnel.Peer) tunnel.ClientChild {
+		return tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}
+	}
+	const peersPSK = "wrong-psk-test-peer-89ab"
+	loadSheets(t, tp, clientSheet(p0, string(psks["good"]), child(p0)), clientSheet(p1, peersPSK, child(p1)))
+
+	spec := tunnelGateway("agent-wrong-psk", v1alpha1.ModeRouted,
+		siteTunnel("good", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet}),
+		siteTunnel("bad", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet}))
+	start := time.Now()
+	g := startAgent(t, tp, spec, psks)
+	got := g.waitTunnels(20*time.Second, "the tunnel with the wrong PSK reported down with an authentication error, the other up", func(got map[string]v1alpha1.TunnelStatus) error {
+		if err := up(map[string][]string{"good": {render.ChildName("good", tunnel.TenantSubnet, p0.Subnet)}})(got); err != nil {
+			return err
+		}
+		if bad := got["bad"]; bad.LastError != status.ErrAuthenticationFailed {
+			return fmt.Errorf("tunnel bad has last error %q", bad.LastError)
+		}
+		return nil
+	})
+	t.Logf("agent: mounted configuration to AUTHENTICATION_FAILED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("tunnel bad: IKE state %q, last error %q; the agent logged %d bytes", got["bad"].IKEState, got["bad"].LastError, len(g.logged()))
+	if bad := got["bad"]; bad.IKEState == v1alpha1.IKEStateEstablished || len(bad.ChildSAs) != 0 || bad.EstablishedAt != nil {
+		t.Errorf("tunnel bad is reported up: %+v", bad)
+	}
+	if good := got["good"]; good.LastError != "" {
+		t.Errorf("tunnel good has last error %q", good.LastError)
+	}
+	ping(t, tp, "client host 0 → tenant service", p0.HostNS, tunnel.Service)
+
+	data, err := g.statusData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	psks["bad (the peer's)"] = []byte(peersPSK)
+	noSecret(t, "the status ConfigMap", data, psks)
+	noSecret(t, "the agent's log", g.logged(), psks)
+	noSecret(t, "the agent's metrics", metricsText(t, g), psks)
+	noSecret(t, "the gateway charon's log", tp.Gateway.Log(), psks)
+}
