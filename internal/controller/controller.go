@@ -9,6 +9,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
@@ -29,6 +30,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		providerconfig.Setup,
 		gateway.Setup,
 		func(m ctrl.Manager, o controller.Options) error { return securitygroup.Setup(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return network.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return port.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return routerroutes.Setup(m, o, d.OpenStack) },

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,11 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
@@ -362,23 +358,19 @@ func TestPort(t *testing.T) {
 
 // TestPortExample applies examples/networking/port.yaml to the API server
 // (dry run): the example is valid against the CRD, and CEL refuses allowed
-// address pairs on a port without port security.
+// address pairs on a port without port security and a port without a
+// network.
 func TestPortExample(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "networking", "port.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := kube.Create(context.Background(), u, client.DryRunAll); err != nil {
-		t.Fatalf("the example does not apply: %v", err)
-	}
+	u := dryRunExample(t, "port.yaml")
 	fp := u.Object["spec"].(map[string]any)["forProvider"].(map[string]any)
 	fp["portSecurityEnabled"] = false
 	delete(fp, "securityGroupIdRefs")
 	if err := kube.Create(context.Background(), u, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "need portSecurityEnabled") {
 		t.Errorf("address pairs without port security: %v, want refused", err)
+	}
+	fp["portSecurityEnabled"] = true
+	delete(fp, "networkIdRef")
+	if err := kube.Create(context.Background(), u, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "a port needs networkId, networkIdRef or networkIdSelector") {
+		t.Errorf("no network: %v, want refused", err)
 	}
 }

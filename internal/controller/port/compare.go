@@ -10,6 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
 // changes are what an Update must send to make a Neutron port match a
@@ -28,18 +29,14 @@ import (
 //     (IPv6 SLAAC) are no drift.
 //   - tags, as a set: exactly spec.tags and the MR's CreatedByTag.
 type changes struct {
+	drift.Report
 	// update holds the port attributes that differ; nil fields match.
 	update ports.UpdateOpts
 	// portSecurity is port_security_enabled when it differs.
 	portSecurity *bool
 	// tags is the full tag set to write when the tags differ.
 	tags []string
-	// diff describes each difference, for the reconciler's debug log.
-	diff []string
 }
-
-// UpToDate says whether nothing differs.
-func (c *changes) UpToDate() bool { return len(c.diff) == 0 }
 
 // portChanged says whether a PUT of the port itself is needed (tags are a
 // separate request).
@@ -49,43 +46,29 @@ func (c *changes) portChanged() bool {
 		u.SecurityGroups != nil || u.AllowedAddressPairs != nil || u.FixedIPs != nil
 }
 
-// Diff is a cmp.Diff of every differing field, want (-) against have (+).
-func (c *changes) Diff() string { return strings.Join(c.diff, "\n") }
-
-func (c *changes) differs(field string, want, have any, opts ...cmp.Option) bool {
-	opts = append(opts, cmpopts.EquateEmpty())
-	if cmp.Equal(want, have, opts...) {
-		return false
-	}
-	c.diff = append(c.diff, field+": "+cmp.Diff(want, have, opts...))
-	return true
-}
-
-var sortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
-
 // compare returns what differs between spec and the Neutron port p.
 // createdBy is the MR's CreatedByTag.
 func compare(spec *v1alpha1.PortParameters, p *neutronPort, createdBy string) *changes {
 	c := &changes{}
-	if spec.Name != nil && c.differs("name", *spec.Name, p.Name) {
+	if spec.Name != nil && c.Differs("name", *spec.Name, p.Name) {
 		c.update.Name = spec.Name
 	}
-	if spec.Description != nil && c.differs("description", *spec.Description, p.Description) {
+	if spec.Description != nil && c.Differs("description", *spec.Description, p.Description) {
 		c.update.Description = spec.Description
 	}
-	if spec.PortSecurityEnabled != nil && c.differs("portSecurityEnabled", *spec.PortSecurityEnabled, p.PortSecurityEnabled) {
+	if spec.PortSecurityEnabled != nil && c.Differs("portSecurityEnabled", *spec.PortSecurityEnabled, p.PortSecurityEnabled) {
 		c.portSecurity = spec.PortSecurityEnabled
 	}
 	portSecurityOff := spec.PortSecurityEnabled != nil && !*spec.PortSecurityEnabled
 	if sgs := unique(spec.SecurityGroupIDs); len(sgs) > 0 || portSecurityOff {
-		if c.differs("securityGroupIds", sgs, p.SecurityGroups, sortStrings) {
+		if c.Differs("securityGroupIds", sgs, p.SecurityGroups, drift.SortStrings) {
 			if sgs == nil {
 				sgs = []string{}
 			}
 			c.update.SecurityGroups = &sgs
 		}
 	}
-	if want := addressPairs(spec.AllowedAddressPairs, p.MACAddress); c.differs("allowedAddressPairs", want, observedPairs(p.AllowedAddressPairs), sortPairs) {
+	if want := addressPairs(spec.AllowedAddressPairs, p.MACAddress); c.Differs("allowedAddressPairs", want, observedPairs(p.AllowedAddressPairs), sortPairs) {
 		send := make([]ports.AddressPair, 0, len(spec.AllowedAddressPairs))
 		for _, ap := range spec.AllowedAddressPairs {
 			send = append(send, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: deref(ap.MACAddress)})
@@ -94,11 +77,11 @@ func compare(spec *v1alpha1.PortParameters, p *neutronPort, createdBy string) *c
 	}
 	if len(spec.FixedIPs) > 0 {
 		if want, ok := matchFixedIPs(spec.FixedIPs, p.FixedIPs); !ok {
-			c.diff = append(c.diff, "fixedIps: "+cmp.Diff(want, p.FixedIPs))
+			c.Add("fixedIps", cmp.Diff(want, p.FixedIPs))
 			c.update.FixedIPs = want
 		}
 	}
-	if tags := unique(append(slices.Clone(spec.Tags), createdBy)); c.differs("tags", tags, p.Tags, sortStrings) {
+	if tags := unique(append(slices.Clone(spec.Tags), createdBy)); c.Differs("tags", tags, p.Tags, drift.SortStrings) {
 		slices.Sort(tags)
 		c.tags = tags
 	}

@@ -96,14 +96,6 @@ func available(p *v1alpha1.Port) {
 	p.SetConditions(xpv2.Available())
 }
 
-// message is err's text, "" for nil: the tests check what a user reads.
-func message(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 var ignoreDiff = cmpopts.IgnoreFields(managed.ExternalObservation{}, "Diff")
 
 func TestObserve(t *testing.T) {
@@ -233,7 +225,7 @@ func TestObserve(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			got, err := e.Observe(context.Background(), tc.mr)
-			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.obs, got, ignoreDiff); diff != "" {
@@ -324,7 +316,7 @@ func TestCreate(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			_, err := e.Create(context.Background(), tc.mr)
-			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.mr, tc.mr); diff != "" {
@@ -434,7 +426,7 @@ func TestUpdate(t *testing.T) {
 				}
 			}
 			_, err := e.Update(context.Background(), tc.mr)
-			if diff := cmp.Diff(message(tc.want.err), message(err)); diff != "" {
+			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nUpdate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.requests, *seen); diff != "" {
@@ -482,7 +474,7 @@ func TestDelete(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
 			e := &external{network: sc}
 			_, err := e.Delete(context.Background(), tc.mr)
-			if diff := cmp.Diff(message(tc.err), message(err)); diff != "" {
+			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {

@@ -67,3 +67,12 @@ func Error(typ, msg string) string {
 	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
 	return string(b)
 }
+
+// Message is err's text, "" for nil, for tests that compare what a user
+// reads.
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,78 @@
+package network
+
+import (
+	"slices"
+
+	extnet "github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
+)
+
+// resourceType is the path segment of networks in Neutron's tag API
+// (https://docs.openstack.org/api-ref/network/v2/#standard-attributes-tag-extension).
+const resourceType = "networks"
+
+// neutronNetwork is a network as Neutron returns it
+// (https://docs.openstack.org/api-ref/network/v2/#show-network-details),
+// with the net-mtu extension's mtu and the external-net extension's
+// router:external.
+type neutronNetwork struct {
+	networks.Network
+	mtu.NetworkMTUExt
+	extnet.NetworkExternalExt
+}
+
+// changes are what an Update must send to make a Neutron network match a
+// Network's spec. Name, description and adminStateUp count only when set;
+// tags, as a set, are exactly spec.tags and the MR's CreatedByTag.
+type changes struct {
+	drift.Report
+	// update holds the attributes that differ; nil fields match.
+	update networks.UpdateOpts
+	// tags is the full tag set to write when the tags differ, sorted.
+	tags []string
+}
+
+// networkChanged says whether a PUT of the network itself is needed (tags
+// are a separate request).
+func (c *changes) networkChanged() bool {
+	u := c.update
+	return u.Name != nil || u.Description != nil || u.AdminStateUp != nil
+}
+
+// compare returns what differs between spec and the Neutron network n.
+// createdBy is the MR's CreatedByTag.
+func compare(spec *v1alpha1.NetworkParameters, n *neutronNetwork, createdBy string) *changes {
+	c := &changes{}
+	if spec.Name != nil && c.Differs("name", *spec.Name, n.Name) {
+		c.update.Name = spec.Name
+	}
+	if spec.Description != nil && c.Differs("description", *spec.Description, n.Description) {
+		c.update.Description = spec.Description
+	}
+	if spec.AdminStateUp != nil && c.Differs("adminStateUp", *spec.AdminStateUp, n.AdminStateUp) {
+		c.update.AdminStateUp = spec.AdminStateUp
+	}
+	if tags := wantTags(spec, createdBy); c.Differs("tags", tags, n.Tags, drift.SortStrings) {
+		c.tags = tags
+	}
+	return c
+}
+
+// wantTags are spec.tags and createdBy, sorted, without duplicates.
+func wantTags(spec *v1alpha1.NetworkParameters, createdBy string) []string {
+	tags := append(slices.Clone(spec.Tags), createdBy)
+	slices.Sort(tags)
+	return slices.Compact(tags)
+}
+
+// observation is the Network's status.atProvider for n.
+func observation(n *neutronNetwork) v1alpha1.NetworkObservation {
+	return v1alpha1.NetworkObservation{
+		ID: n.ID, Status: n.Status, Subnets: slices.Clone(n.Subnets), MTU: n.MTU,
+		Shared: n.Shared, External: n.External, RevisionNumber: n.RevisionNumber,
+	}
+}
