@@ -3,7 +3,8 @@
 # client-certificate auth), kube-controller-manager (garbage collector and
 # namespace controllers, which Crossplane relies on to delete composed
 # resources), Crossplane core out of cluster, function-patch-and-transform
-# registered offline by digest, and the provider's CRDs. Writes
+# registered offline by digest, the provider's CRDs and the IPsecGateway
+# XRD and Composition (package/configuration). Writes
 # $STATE/kubeconfig. A second run while the stack runs says so and changes
 # nothing.
 set -euo pipefail
@@ -110,6 +111,12 @@ for d in "$ROOT/package/crds" "$ROOT/cluster/crds"; do
 	kubectl wait --for condition=Established --timeout 60s -f "$d" >/dev/null
 done
 kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
+
+log "installing the IPsecGateway XRD and Composition"
+kubectl apply --server-side -f "$ROOT/package/configuration/zz_generated_definition.yaml" \
+	-f "$ROOT/package/configuration/composition.yaml" >/dev/null
+kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
 
 up=true
 ms=$((($(date +%s%N) - t0) / 1000000))
