@@ -125,6 +125,10 @@ project_name = service
 username = $OS_NEUTRON_SERVICE_USER
 password = $OS_NEUTRON_SERVICE_PASSWORD
 service_token_roles_required = true
+# Neutron caches a validated token in process for this many seconds (300 by
+# default): a revoked token keeps working until then. Short, so that the
+# re-authentication test sees a revocation take effect within seconds.
+token_cache_time = 10
 EOF
 
 cat >"$OS_STATE/etc/ml2_conf.ini" <<'EOF'
