@@ -153,7 +153,7 @@ func TestPort(t *testing.T) {
 		if at.ID != id || at.MACAddress == "" || at.Status != "DOWN" || at.RevisionNumber == 0 {
 			t.Errorf("status.atProvider = %+v, want the port %s with a MAC, status DOWN and a revision", at, id)
 		}
-		if want := []netv1alpha1.ObservedFixedIP{{SubnetID: e.Fixtures.TenantSub.ID, IPAddress: "10.20.0.50"}}; !slices.Equal(at.FixedIPs, want) {
+		if want := []netv1alpha1.ObservedFixedIP{{SubnetID: e.Fixtures.TenantSub.ID, IPAddress: "10.20.0.50", SubnetCIDR: e.Fixtures.TenantSub.CIDR, GatewayIP: "10.20.0.1"}}; !slices.Equal(at.FixedIPs, want) {
 			t.Errorf("status.atProvider.fixedIps = %v, want %v", at.FixedIPs, want)
 		}
 		if !slices.Equal(vip.Spec.ForProvider.SecurityGroupIDs, []string{sg.ID}) {

@@ -24,6 +24,7 @@ const (
 	errTag      = "Port %s: cannot set the tags of Neutron port %s"
 	errUpdate   = "Port %s: cannot update Neutron port %s"
 	errDelete   = "Port %s: cannot delete Neutron port %s"
+	errSubnet   = "Port %s: cannot get Neutron subnet %s of fixed IP %s"
 	statusError = "ERROR"
 )
 
@@ -36,7 +37,8 @@ type external struct {
 }
 
 // Observe reads the port with one GET by its external name, fills
-// status.atProvider, late-initializes portSecurityEnabled and compares the
+// status.atProvider (each fixed IP with its subnet's CIDR and gateway, see
+// subnetDetails), late-initializes portSecurityEnabled and compares the
 // spec with the port (see changes). While the external name is empty it
 // lists the ports carrying the MR's CreatedByTag instead: a port found
 // there was created by a Create whose external name was never saved, and
@@ -61,7 +63,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 		adopted = true
 	}
 	e.observed = p
-	mg.Status.AtProvider = observation(p)
+	obs := observation(p)
+	if err := e.subnetDetails(ctx, mg, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	mg.Status.AtProvider = obs
 	if p.Status == statusError {
 		mg.SetConditions(xpv2.Unavailable().WithMessage("Neutron reports the port in status ERROR"))
 	} else {

@@ -77,6 +77,8 @@ func mr(mods ...func(*v1alpha1.Port)) *v1alpha1.Port {
 			Tags:                []string{"team-a"},
 		}},
 	}
+	// The fixed IPs an earlier Observe saved, with their subnet's details.
+	p.Status.AtProvider.FixedIPs = observed.FixedIPs
 	for _, m := range mods {
 		m(p)
 	}
@@ -88,7 +90,7 @@ func withoutExternalName(p *v1alpha1.Port) { meta.SetExternalName(p, "") }
 // observed is the status.atProvider of neutronPortJSON().
 var observed = v1alpha1.PortObservation{
 	ID: portID, MACAddress: mac, Status: "DOWN", RevisionNumber: 3,
-	FixedIPs: []v1alpha1.ObservedFixedIP{{SubnetID: subID, IPAddress: "10.20.0.10"}},
+	FixedIPs: []v1alpha1.ObservedFixedIP{{SubnetID: subID, IPAddress: "10.20.0.10", SubnetCIDR: "10.20.0.0/24", GatewayIP: "10.20.0.1"}},
 }
 
 func available(p *v1alpha1.Port) {
@@ -121,6 +123,32 @@ func TestObserve(t *testing.T) {
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				mr:       mr(available),
 				requests: []string{get},
+			},
+		},
+		"SubnetDetailsRead": {
+			reason: "A port whose status has no subnet details yet (first Observe) reads its subnet once for the CIDR and gateway.",
+			replies: map[string]reply{
+				get:                     {Code: 200, Body: neutronPortJSON()},
+				"GET /subnets/" + subID: {Code: 200, Body: `{"subnet": {"id": "` + subID + `", "cidr": "10.20.0.0/24", "gateway_ip": "10.20.0.1"}}`},
+			},
+			mr: mr(func(p *v1alpha1.Port) { p.Status.AtProvider = v1alpha1.PortObservation{} }),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mr:       mr(available),
+				requests: []string{get, "GET /subnets/" + subID},
+			},
+		},
+		"SubnetGetFails": {
+			reason: "A subnet that cannot be read fails the Observe naming the Port, the subnet and the fixed IP.",
+			replies: map[string]reply{
+				get:                     {Code: 200, Body: neutronPortJSON()},
+				"GET /subnets/" + subID: {Code: 404, Body: neutrontest.Error("SubnetNotFound", "Subnet could not be found.")},
+			},
+			mr: mr(func(p *v1alpha1.Port) { p.Status.AtProvider = v1alpha1.PortObservation{} }),
+			want: want{
+				mr:       mr(func(p *v1alpha1.Port) { p.Status.AtProvider = v1alpha1.PortObservation{} }),
+				err:      errors.New("Port vip: cannot get Neutron subnet " + subID + " of fixed IP 10.20.0.10: Neutron 404 SubnetNotFound: Subnet could not be found."),
+				requests: []string{get, "GET /subnets/" + subID},
 			},
 		},
 		"NotFound": {

@@ -101,10 +101,17 @@ type PortParameters struct {
 	Tags []string `json:"tags,omitempty"`
 }
 
-// An ObservedFixedIP is an address the port has.
+// An ObservedFixedIP is an address the port has, with the network facts
+// of its subnet that a gateway on the port needs.
 type ObservedFixedIP struct {
 	SubnetID  string `json:"subnetId"`
 	IPAddress string `json:"ipAddress"`
+	// SubnetCIDR is the subnet's network in CIDR notation, such as
+	// 10.20.0.0/24 (Neutron subnet cidr).
+	SubnetCIDR string `json:"subnetCidr,omitempty"`
+	// GatewayIP is the subnet's gateway address, empty when the subnet
+	// has none (Neutron subnet gateway_ip).
+	GatewayIP string `json:"gatewayIp,omitempty"`
 }
 
 // PortObservation is the state of the port in Neutron.
