@@ -124,12 +124,6 @@ func (a *Agent) session(ctx context.Context) error {
 	}
 	defer s.close()
 	applier := apply.New(s.cmd, apply.WithValidator(a.o.Validator))
-	var last []byte
-	a.reload(ctx, applier, &last)
-
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watched := make(chan error, 1)
 	w := &status.Watcher{
 		Events: s.events,
 		Caller: &status.Streamer{Session: s.stream},
@@ -140,6 +134,17 @@ func (a *Agent) session(ctx context.Context) error {
 			a.o.Log.Debug("Cannot read or publish the tunnel status", "error", err)
 		},
 	}
+	// Subscribed before the first load: a tunnel that starts at once can
+	// fail within milliseconds, and the reason is only in charon's log.
+	if err := w.Subscribe(); err != nil {
+		return err
+	}
+	var last []byte
+	a.reload(ctx, applier, &last)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watched := make(chan error, 1)
 	go func() { watched <- w.Run(wctx) }()
 
 	tick := time.NewTicker(a.o.Interval)

@@ -77,6 +77,8 @@ type Watcher struct {
 	// established remembers each tunnel's EstablishedAt, so that the
 	// rounding of charon's "seconds ago" does not make it jitter.
 	established map[string]metav1.Time
+	// events receives charon's events from Subscribe until Run returns.
+	events chan vici.Event
 }
 
 // A logEvent is the body of a vici "log" event.
@@ -99,9 +101,30 @@ func (w *Watcher) LastErrors() map[string]string {
 	return out
 }
 
-// Run subscribes to charon's events and keeps the status current until ctx
-// ends (it then returns ctx.Err()) or the event stream closes
-// (ErrEventsClosed). It reads and sinks the status once at the start.
+// Subscribe subscribes to charon's events (ike-updown, child-updown and
+// log); up to 1024 of them wait for Run. Call it before loading connections
+// that start at once, so that the log of their first attempt (such as an
+// authentication failure within milliseconds) is not missed; Run calls it
+// if it was not called. Its error is charon's refusal.
+func (w *Watcher) Subscribe() error {
+	if w.events != nil {
+		return nil
+	}
+	events := make(chan vici.Event, 1024)
+	// Notify first: charon sends events as soon as it has the subscription.
+	w.Events.NotifyEvents(events)
+	if err := w.Events.Subscribe("ike-updown", "child-updown", "log"); err != nil {
+		w.Events.StopEvents(events)
+		return fmt.Errorf("cannot subscribe to charon's events: %w", err)
+	}
+	w.events = events
+	return nil
+}
+
+// Run subscribes to charon's events unless Subscribe did, and keeps the
+// status current until ctx ends (it then returns ctx.Err()) or the event
+// stream closes (ErrEventsClosed). It reads and sinks the status once at
+// the start.
 func (w *Watcher) Run(ctx context.Context) error {
 	poll, settle := w.Poll, w.Settle
 	if poll <= 0 {
@@ -110,12 +133,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if settle <= 0 {
 		settle = DefaultSettle
 	}
-	if err := w.Events.Subscribe("ike-updown", "child-updown", "log"); err != nil {
-		return fmt.Errorf("cannot subscribe to charon's events: %w", err)
+	if err := w.Subscribe(); err != nil {
+		return err
 	}
-	events := make(chan vici.Event, 1024)
-	w.Events.NotifyEvents(events)
-	defer w.Events.StopEvents(events)
+	events := w.events
+	defer func() {
+		w.Events.StopEvents(events)
+		w.events = nil
+	}()
 
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()

@@ -191,6 +191,53 @@ func TestWatcherRun(t *testing.T) {
 	}
 }
 
+// TestWatcherSubscribeFirst checks that events charon sends between
+// Subscribe and Run, such as the failure of a connection loaded in between,
+// reach Run, and that Run does not subscribe again.
+func TestWatcherSubscribeFirst(t *testing.T) {
+	s := &fakeSession{fakeCaller: fakeCaller{events: map[string][]*vici.Message{
+		"list-sas": {msg("peer1", ike("1", "CONNECTING", "0"))},
+	}}}
+	sunk := make(chan []v1alpha1.TunnelStatus, 10)
+	w := &Watcher{
+		Events: s, Caller: s,
+		Conns: func() []string { return []string{"peer1"} },
+		Poll:  time.Hour, Settle: time.Millisecond,
+		Now: func() time.Time { return now },
+		Sink: func(_ context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) {
+			sunk <- ts
+			return 0, nil
+		},
+	}
+	if err := w.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.ch <- logEv("peer1", "1", "received AUTHENTICATION_FAILED notify error")
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for deadline := time.After(5 * time.Second); ; {
+		select {
+		case ts := <-sunk:
+			if len(ts) != 1 || ts[0].LastError != ErrAuthenticationFailed {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("the failure logged between Subscribe and Run never reached the status")
+		}
+		break
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run(): %v, want %v", err, context.Canceled)
+	}
+	if diff := cmp.Diff([]string{"ike-updown", "child-updown", "log"}, s.subscribed); diff != "" {
+		t.Errorf("subscribed: -want, +got:\n%s", diff)
+	}
+}
+
 // TestWatcherEstablishedStable checks that a second's jitter in charon's
 // "established N seconds ago" does not change EstablishedAt.
 func TestWatcherEstablishedStable(t *testing.T) {
