@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,12 +37,16 @@ import (
 // statusName is the name of the status ConfigMap the test agents publish.
 const statusName = "gw-status"
 
+// nsSeq numbers the kube namespaces of tunnelGateway: envtest never
+// finishes deleting a namespace, so a repeated test (-count) needs a new one.
+var nsSeq atomic.Int32
+
 // tunnelGateway returns the spec of a gateway at the topology's addresses
-// (private address, router, MAC, the floating IP as its identity) in kube
-// namespace ns, with tunnels.
+// (private address, router, MAC, the floating IP as its identity) in a new
+// kube namespace named after ns, with tunnels.
 func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1alpha1.GatewayParameters {
 	return v1alpha1.GatewayParameters{
-		Namespace: ns,
+		Namespace: fmt.Sprintf("%s-%d", ns, nsSeq.Add(1)),
 		Endpoint: v1alpha1.Endpoint{
 			PrivateAddress: v1alpha1.IPv4(tunnel.PrivateAddress.String()), PrefixLength: int32(tunnel.PrivatePrefixLength),
 			Gateway: v1alpha1.IPv4(tunnel.Router.String()), MACAddress: tunnel.MACAddress, LocalID: v1alpha1.IPv4(tunnel.FloatingIP.String()),

@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
@@ -155,4 +158,86 @@ func TestAgentWrongPSK(t *testing.T) {
 	noSecret(t, "the agent's log", g.logged(), psks)
 	noSecret(t, "the agent's metrics", metricsText(t, g), psks)
 	noSecret(t, "the gateway charon's log", tp.Gateway.Log(), psks)
+}
+
+// TestAgentRekeyPFS runs the agent with two tunnels whose CHILD_SAs the
+// gateway rekeys within seconds (rekeyTime 3s, lifeTime 5s: charon rekeys
+// 1 to 3 s after install), with PFS: to one client site whose sheet has
+// the same DH group, each rekey (a CREATE_CHILD_SA with REKEY_SA and a new
+// key exchange) replaces the CHILD_SA's SPIs and traffic still flows; to
+// the other, whose sheet has another DH group, the tunnel comes up
+// (IKE_AUTH negotiates no DH group for its CHILD_SA), the mismatch is
+// caught at the first rekey and reported as NO_PROPOSAL_CHOSEN, and once
+// the CHILD_SA expires the tunnel has none left while the status keeps the
+// error.
+func TestAgentRekeyPFS(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	p0, p1 := tp.Peers[0], tp.Peers[1]
+	psks := map[string][]byte{"pfs": []byte("rekey-test-psk-pfs-0123"), "mismatch": []byte("rekey-test-psk-mismatch-4567")}
+	child := func(p *tunnel.Peer) tunnel.ClientChild {
+		return tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}
+	}
+	sheets := []tunnel.ClientSheet{clientSheet(p0, string(psks["pfs"]), child(p0)), clientSheet(p1, string(psks["mismatch"]), child(p1))}
+	for i := range sheets {
+		sheets[i].ESPProposals = []string{"aes256gcm16-ecp256"}
+	}
+	loadSheets(t, tp, sheets...)
+
+	// Without lifeTime charon's default (110% of rekeyTime, in whole
+	// seconds) would equal a rekeyTime under 10s: the CHILD_SA would
+	// expire and be created anew instead of being rekeyed.
+	lifetime := v1alpha1.ChildLifetime{RekeyTime: &metav1.Duration{Duration: 3 * time.Second}, LifeTime: &metav1.Duration{Duration: 5 * time.Second}}
+	pfs := siteTunnel("pfs", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet})
+	mismatch := siteTunnel("mismatch", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet})
+	pfs.ESPProposals, mismatch.ESPProposals = []string{"aes256gcm16-ecp256"}, []string{"aes256gcm16-modp2048"}
+	pfs.ChildLifetime, mismatch.ChildLifetime = lifetime, lifetime
+	rekeys := tp.Gateway.Events(t, "child-rekey")
+	start := time.Now()
+	g := startAgent(t, tp, tunnelGateway("agent-rekey", v1alpha1.ModeRouted, pfs, mismatch), psks)
+	pfsChild, mismatchChild := render.ChildName("pfs", tunnel.TenantSubnet, p0.Subnet), render.ChildName("mismatch", tunnel.TenantSubnet, p1.Subnet)
+	g.waitTunnels(20*time.Second, "both tunnels up", up(map[string][]string{"pfs": {pfsChild}, "mismatch": {mismatchChild}}))
+	first := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, tunnel.Up(pfsChild))
+	was, _ := first.Installed(pfsChild)
+	t.Logf("agent: mounted configuration to both tunnels ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
+
+	select {
+	case ev := <-rekeys:
+		if ev.Message.Get("pfs") == nil {
+			t.Fatalf("charon rekeyed a CHILD_SA of another tunnel first: %v", ev.Message.Keys())
+		}
+		t.Logf("pfs: CHILD_SA rekeyed %v after the configuration was mounted", ev.Timestamp.Sub(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("no child-rekey event of tunnel pfs within 10s")
+	}
+	// An INSTALLED CHILD_SA with new SPIs from a new ECP_256 key exchange
+	// (charon keeps rekeying it every 1 to 3 s).
+	rekeyed := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, tunnel.Up(pfsChild))
+	if now, _ := rekeyed.Installed(pfsChild); now.SPIIn == was.SPIIn || now.SPIOut == was.SPIOut || now.DHGroup != "ECP_256" {
+		t.Errorf("the rekeyed CHILD_SA has spi-in %s spi-out %s dh-group %q; was %s %s, want new SPIs and ECP_256", now.SPIIn, now.SPIOut, now.DHGroup, was.SPIIn, was.SPIOut)
+	}
+	if rekeyed.UniqueID != first.UniqueID {
+		t.Errorf("the IKE SA was replaced by the CHILD_SA rekey: uniqueid %s, was %s", rekeyed.UniqueID, first.UniqueID)
+	}
+	ping(t, tp, "client host 0 → tenant service after the rekey", p0.HostNS, tunnel.Service)
+
+	// charon's only word on the mismatch is the initiator's "received
+	// NO_PROPOSAL_CHOSEN notify, no CHILD_SA built" when the rekey fails;
+	// when the CHILD_SA expires, recreating it fails the same way.
+	g.waitTunnels(10*time.Second, "the PFS mismatch caught at the rekey and reported", func(got map[string]v1alpha1.TunnelStatus) error {
+		if e := got["mismatch"].LastError; e != status.ErrNoProposalChosen {
+			return fmt.Errorf("tunnel mismatch has last error %q", e)
+		}
+		return nil
+	})
+	t.Logf("mismatch: %s in the status %v after the configuration was mounted", status.ErrNoProposalChosen, time.Since(start).Round(time.Millisecond))
+	if log := tp.Gateway.Log(); !strings.Contains(log, "<mismatch|") || !strings.Contains(log, "CHILD_SA rekeying failed") {
+		t.Errorf("the gateway's charon did not log a failed rekey of tunnel mismatch")
+	}
+	got := g.waitTunnels(10*time.Second, "the mismatched CHILD_SA expired, the error kept, the other tunnel up", func(got map[string]v1alpha1.TunnelStatus) error {
+		if m := got["mismatch"]; m.IKEState != v1alpha1.IKEStateEstablished || len(m.ChildSAs) != 0 || m.LastError != status.ErrNoProposalChosen {
+			return fmt.Errorf("tunnel mismatch is %+v", m)
+		}
+		return up(map[string][]string{"pfs": {pfsChild}})(got)
+	})
+	t.Logf("mismatch: CHILD_SA gone %v after the configuration was mounted; status %+v", time.Since(start).Round(time.Millisecond), got["mismatch"])
 }

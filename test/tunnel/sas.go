@@ -3,6 +3,7 @@ package tunnel
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,6 +70,20 @@ func (sa IKESA) Child(name string) (ChildSA, bool) {
 		}
 	}
 	return ChildSA{}, false
+}
+
+// Installed returns the INSTALLED CHILD_SA of sa named name, the newest
+// (highest unique id) if a rekey left several, and whether there is one.
+func (sa IKESA) Installed(name string) (ChildSA, bool) {
+	var out ChildSA
+	newest := -1
+	for _, c := range sa.ChildSAs {
+		id, err := strconv.Atoi(c.UniqueID)
+		if c.Name == name && c.State == "INSTALLED" && err == nil && id > newest {
+			out, newest = c, id
+		}
+	}
+	return out, newest >= 0
 }
 
 // ListSAs returns every IKE SA of the charon, in charon's order. It asks
@@ -138,7 +153,7 @@ func Up(children ...string) func(IKESA) bool {
 			return false
 		}
 		for _, n := range children {
-			if ch, ok := sa.Child(n); !ok || ch.State != "INSTALLED" {
+			if _, ok := sa.Installed(n); !ok {
 				return false
 			}
 		}
