@@ -241,3 +241,78 @@ func TestAgentRekeyPFS(t *testing.T) {
 	})
 	t.Logf("mismatch: CHILD_SA gone %v after the configuration was mounted; status %+v", time.Since(start).Round(time.Millisecond), got["mismatch"])
 }
+
+// TestAgentNATExposures runs the agent in mode nat: the client site sees
+// the tenant side as inside addresses (100.64.0.0/24). An exposure makes
+// the tenant service's TCP and UDP ports reachable from the client host at
+// an inside address and port; the service sees the connections come from
+// the gateway's tenant-side address (masquerade, so replies return through
+// the gateway). A reverse exposure makes a port of the client host
+// reachable from the tenant service at a port of the gateway; the client
+// host sees the connections come from the reverse exposure's sourceAddress,
+// an inside address the tunnel carries (internal/render/nat.go).
+func TestAgentNATExposures(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	p0 := tp.Peers[0]
+	inside := netip.MustParsePrefix("100.64.0.0/24")
+	// libipsec routes a CHILD_SA only when charon has an address in its
+	// local selector; a /32 claims no route for the inside subnet.
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "100.64.0.1/32", "dev", tunnel.TenantInterface)
+	psks := map[string][]byte{"site": []byte("nat-test-psk-0123456789")}
+	loadSheets(t, tp, clientSheet(p0, string(psks["site"]),
+		tunnel.ClientChild{Name: "inside", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{inside.String()}}))
+
+	const (
+		exposed, exposedPort = "100.64.0.10", 8080
+		source               = "100.64.0.9"
+		listenPort           = 2222
+	)
+	service := v1alpha1.IPv4(tunnel.Service.String())
+	spec := tunnelGateway("agent-nat", v1alpha1.ModeNAT, siteTunnel("site", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{inside, p0.Subnet}))
+	spec.TenantSubnets = []v1alpha1.CIDR{v1alpha1.CIDR(tunnel.TenantSubnet.String())}
+	spec.Exposures = []v1alpha1.Exposure{
+		{Name: "web", Protocol: "tcp", InsideAddress: exposed, Port: exposedPort, Target: v1alpha1.ExposureTarget{Address: &service, Port: 80}},
+		{Name: "dns", Protocol: "udp", InsideAddress: exposed, Port: 5353, Target: v1alpha1.ExposureTarget{Address: &service, Port: 53}},
+	}
+	spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "ssh", Protocol: "tcp", ListenPort: listenPort,
+		ClientAddress: v1alpha1.IPv4(p0.Host.String()), ClientPort: 22, SourceAddress: source}}
+	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "tcp", tunnel.Service.String()+":80")
+	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "udp", tunnel.Service.String()+":53")
+	tp.ServeWhoAmI(t, p0.HostNS, "tcp", p0.Host.String()+":22")
+
+	start := time.Now()
+	g := startAgent(t, tp, spec, psks)
+	g.waitTunnels(20*time.Second, "the tunnel up", up(map[string][]string{"site": {render.ChildName("site", inside, p0.Subnet)}}))
+	t.Logf("agent: mounted configuration to ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
+
+	for _, c := range []struct {
+		what, ns, network, addr string
+		wantFrom                netip.Addr
+	}{
+		{"exposure web: client host → inside address (tcp)", p0.HostNS, "tcp", fmt.Sprintf("%s:%d", exposed, exposedPort), tunnel.TenantAddress},
+		{"exposure dns: client host → inside address (udp)", p0.HostNS, "udp", exposed + ":5353", tunnel.TenantAddress},
+		{"reverse exposure ssh: tenant service → gateway (tcp)", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", tunnel.TenantAddress, listenPort), netip.MustParseAddr(source)},
+	} {
+		began := time.Now()
+		from, err := tp.AskWhoAmI(c.ns, c.network, c.addr, 3*time.Second)
+		if err != nil {
+			t.Errorf("%s: %v", c.what, err)
+			continue
+		}
+		if got, err := netip.ParseAddrPort(from); err != nil || got.Addr() != c.wantFrom {
+			t.Errorf("%s: the listener saw the connection come from %s, want %s", c.what, from, c.wantFrom)
+			continue
+		}
+		t.Logf("%s: answered in %v, the listener saw %s", c.what, time.Since(began).Round(time.Microsecond), from)
+	}
+	// All of it went through the tunnel: the client site has no other
+	// route to the inside addresses.
+	g.waitTunnels(5*time.Second, "the CHILD_SA's counters show the connections", func(got map[string]v1alpha1.TunnelStatus) error {
+		for _, c := range got["site"].ChildSAs {
+			if c.PacketsIn < 3 || c.PacketsOut < 3 {
+				return fmt.Errorf("CHILD_SA %s counted %d packets in, %d out", c.Name, c.PacketsIn, c.PacketsOut)
+			}
+		}
+		return nil
+	})
+}
