@@ -1,0 +1,275 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	tenant = "tenant-a"
+	pinned = "branch-office"
+	// neutronName is the name the Composition gives the pinned claim's
+	// security group and port in Neutron.
+	neutronName = "ipsecgw-tenant-a-branch-office"
+)
+
+// TestRunbook follows the VM-to-operator migration runbook on the `make
+// dev` stack: pre-stage, cutover (by backoff, then by a label edit),
+// rollback, deletion that leaves the customer's floating IP on the VM, an
+// allocated floating IP that is released, and bad claims refused at
+// admission.
+func TestRunbook(t *testing.T) {
+	s := startStack(t)
+	ctx := context.Background()
+
+	t.Run("bad claims are refused at admission", func(t *testing.T) { badClaims(t, s) })
+
+	// 1. Pre-stage (dev.sh waited for the port and the rendered
+	// configuration).
+	claim := s.get(t, claimGVK, tenant, pinned)
+	for _, step := range []string{"securityGroup", "port"} {
+		if st, msg := condition(claim, "Ready", "status", step, "conditions"); st != "True" {
+			t.Errorf("pre-stage: claim status.%s Ready = %q (%s), want True", step, st, msg)
+		}
+	}
+	eventually(t, "pre-stage: the claim reports the floating IP held by the VM's port", 60*time.Second, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
+		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", st + ": " + msg
+	})
+	if got := s.fipPort(t); got != s.runbook.VMPortID {
+		t.Fatalf("pre-stage: Neutron has the floating IP on port %q, want it untouched on the VM's port %s", got, s.runbook.VMPortID)
+	}
+	gw := str(claim, "status", "gateway", "name")
+	cm := &corev1.ConfigMap{}
+	if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: gw + "-config"}, cm); err != nil {
+		t.Fatalf("pre-stage: the rendered configuration: %v", err)
+	}
+	if conf := cm.Data["swanctl.conf"]; !strings.Contains(conf, s.runbook.FloatingIP) {
+		t.Errorf("pre-stage: swanctl.conf does not identify the gateway by the pinned %s:\n%s", s.runbook.FloatingIP, conf)
+	}
+	if r := s.replicas(t, gw); r != 0 {
+		t.Errorf("pre-stage: the gateway's Deployment has %d replicas, want 0 until the floating IP is attached", r)
+	}
+
+	// 2. Cutover with no nudge: the binding's backoff retry attaches it.
+	s.setFIPPort(t, "")
+	took := s.waitAttached(t, "cutover (backoff)")
+	t.Logf("cutover by backoff: floating IP attached %s after the VM's port let go of it", took.Round(100*time.Millisecond))
+	eventually(t, "cutover: the gateway's Deployment runs 1 replica", 60*time.Second, func() (bool, string) {
+		r := s.replicas(t, gw)
+		return r == 1, fmt.Sprintf("%d replicas", r)
+	})
+	portID := str(s.get(t, claimGVK, tenant, pinned), "status", "port", "id")
+	if got := s.fipPort(t); got != portID {
+		t.Fatalf("cutover: Neutron has the floating IP on port %q, want the gateway's port %s", got, portID)
+	}
+
+	// 3. Rollback: the floating IP goes back to the VM; the binding fails
+	// harmlessly and the Deployment goes back to 0.
+	s.rollback(t)
+	eventually(t, "rollback: the gateway's Deployment goes back to 0 replicas", 60*time.Second, func() (bool, string) {
+		r := s.replicas(t, gw)
+		return r == 0, fmt.Sprintf("%d replicas", r)
+	})
+
+	// Cutover again, nudged by a label edit on the claim.
+	s.setFIPPort(t, "")
+	c := s.get(t, claimGVK, tenant, pinned)
+	labels := c.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["cutover"] = time.Now().Format("150405")
+	c.SetLabels(labels)
+	if err := s.kube.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	took = s.waitAttached(t, "cutover (label edit)")
+	t.Logf("cutover by label edit: floating IP attached %s after the VM's port let go of it", took.Round(100*time.Millisecond))
+	s.rollback(t)
+
+	// Deleting the claim removes every composed resource and leaves the
+	// customer's floating IP on the VM.
+	s.deleteClaim(t, pinned)
+	if got := s.fipPort(t); got != s.runbook.VMPortID {
+		t.Errorf("after deleting the claim Neutron has the floating IP on %q, want it on the VM's port %s", got, s.runbook.VMPortID)
+	}
+	if n := s.count(t, neutronName); n != 0 {
+		t.Errorf("after deleting the claim %d Neutron ports and security groups named %s remain", n, neutronName)
+	}
+
+	t.Run("allocated floating IP", func(t *testing.T) { allocated(t, s) })
+}
+
+// waitAttached waits until the pinned claim shows its floating IP attached
+// and returns how long that took.
+func (s *stack) waitAttached(t *testing.T, what string) time.Duration {
+	t.Helper()
+	return eventually(t, what+": the claim shows the floating IP attached", 3*time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		_, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
+		return str(c, "status", "floatingIP", "attached") == "true", msg
+	})
+}
+
+// rollback takes the floating IP off the gateway's port, puts it back on
+// the VM's and waits for the binding to report that port.
+func (s *stack) rollback(t *testing.T) {
+	t.Helper()
+	s.setFIPPort(t, "")
+	s.setFIPPort(t, s.runbook.VMPortID)
+	eventually(t, "rollback: the claim reports the floating IP on the VM's port again", 3*time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
+		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", msg
+	})
+	if got := s.fipPort(t); got != s.runbook.VMPortID {
+		t.Fatalf("rollback: Neutron has the floating IP on %q, want the VM's port %s", got, s.runbook.VMPortID)
+	}
+}
+
+// allocated applies the allocated-FIP example, waits until everything up to
+// the Deployment is there and checks that deleting it releases the address.
+func allocated(t *testing.T, s *stack) {
+	const name = "new-branch"
+	b, err := os.ReadFile(filepath.Join(s.state, "claims", "allocated-fip.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.kube.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	var address string
+	took := eventually(t, "the allocated claim's floating IP is attached and its gateway Deployment runs", 3*time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, name)
+		address = str(c, "status", "floatingIP", "address")
+		gw := str(c, "status", "gateway", "name")
+		if str(c, "status", "floatingIP", "attached") != "true" || gw == "" {
+			return false, "attached " + str(c, "status", "floatingIP", "attached")
+		}
+		return s.replicas(t, gw) == 1, "gateway " + gw
+	})
+	t.Logf("allocated claim: floating IP %s attached and Deployment at 1 replica %s after create", address, took.Round(100*time.Millisecond))
+	s.deleteClaim(t, name)
+	pages, err := floatingips.List(s.network, floatingips.ListOpts{FloatingIP: address}).AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := floatingips.ExtractFloatingIPs(pages); len(l) != 0 {
+		t.Errorf("the allocated floating IP %s still exists after deleting the claim: %+v", address, l)
+	}
+}
+
+// deleteClaim deletes a claim and waits until it and every managed
+// resource composed for it are gone.
+func (s *stack) deleteClaim(t *testing.T, name string) {
+	t.Helper()
+	c := s.get(t, claimGVK, tenant, name)
+	if err := s.kube.Delete(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	took := eventually(t, "deleting claim "+name+" removes it and its managed resources", 3*time.Minute, func() (bool, string) {
+		if s.get(t, claimGVK, tenant, name) != nil {
+			return false, "the claim exists"
+		}
+		for _, k := range managedKinds {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+			if err := s.kube.List(context.Background(), l, client.MatchingLabels{"crossplane.io/claim-name": name}); err != nil {
+				return false, err.Error()
+			}
+			if len(l.Items) > 0 {
+				return false, k.Kind + " " + l.Items[0].GetName() + " exists"
+			}
+		}
+		return true, ""
+	})
+	t.Logf("claim %s and its managed resources deleted in %s", name, took.Round(100*time.Millisecond))
+}
+
+// managedKinds are the kinds the Composition composes.
+var managedKinds = []schema.GroupVersionKind{
+	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "SecurityGroup"},
+	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "Port"},
+	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "FloatingIPBinding"},
+	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "RouterRoutes"},
+	{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"},
+}
+
+// fipPort returns the port the runbook's floating IP is on in Neutron, ""
+// when it is unassociated.
+func (s *stack) fipPort(t *testing.T) string {
+	t.Helper()
+	f, err := floatingips.Get(context.Background(), s.network, s.runbook.FloatingIPID).Extract()
+	if err != nil {
+		t.Fatalf("the runbook's floating IP: %v", err)
+	}
+	return f.PortID
+}
+
+// setFIPPort associates the runbook's floating IP with a port, or
+// disassociates it for "" (openstack floating ip set/unset --port).
+// Neutron's SQLite backend answers 500 to concurrent writes now and then, so
+// a failure is retried.
+func (s *stack) setFIPPort(t *testing.T, port string) {
+	t.Helper()
+	var err error
+	for range 5 {
+		if _, err = floatingips.Update(context.Background(), s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &port}).Extract(); err == nil {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("set the floating IP's port to %q: %v", port, err)
+}
+
+// replicas returns the gateway Deployment's spec.replicas.
+func (s *stack) replicas(t *testing.T, name string) int32 {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: name}, d); err != nil {
+		t.Fatalf("the gateway's Deployment %s/%s: %v", tenant, name, err)
+	}
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// count returns how many Neutron ports and security groups are named name.
+func (s *stack) count(t *testing.T, name string) int {
+	t.Helper()
+	pp, err := ports.List(s.network, ports.ListOpts{Name: name}).AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, _ := ports.ExtractPorts(pp)
+	gp, err := groups.List(s.network, groups.ListOpts{Name: name}).AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, _ := groups.ExtractGroups(gp)
+	return len(pl) + len(gl)
+}

@@ -1,0 +1,187 @@
+//go:build e2e
+
+// Package e2e runs the migration runbook end to end at the control-plane
+// level: the `make dev` job (cluster/local/dev.sh) on a state directory and
+// ports of its own, then cutover, rollback, deletion, an allocated floating
+// IP and bad claims, asserted in Kubernetes and in the real Neutron.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+// root is the repository's top directory.
+var root, _ = filepath.Abs(filepath.Join("..", ".."))
+
+// stack is the local stack one test brought up.
+type stack struct {
+	// env is the environment of the stack's scripts: state directories
+	// and ports of the test's own.
+	env []string
+	// state is the local stack's state directory.
+	state string
+	kube  client.Client
+	// network is a Neutron client with the credentials of the
+	// ProviderConfig "default", the tenant's.
+	network *gophercloud.ServiceClient
+	// runbook is what cluster/openstack/runbook.py vm-up printed.
+	runbook struct {
+		VMPortID     string `json:"vm_port_id"`
+		FloatingIP   string `json:"floating_ip"`
+		FloatingIPID string `json:"floating_ip_id"`
+		NetworkID    string `json:"network_id"`
+		SubnetID     string `json:"subnet_id"`
+		ExtNetID     string `json:"ext_net_id"`
+	}
+}
+
+// startStack runs cluster/local/dev.sh (the main job) on the test's own
+// state and ports and stops all of it when the test ends, also on failure.
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
+	}
+	s := &stack{state: filepath.Join(root, ".work", "e2e-runbook")}
+	s.env = append(os.Environ(),
+		"STATE="+s.state, "OS_STATE="+filepath.Join(root, ".work", "e2e-runbook-openstack"),
+		"ETCD_PORT=32379", "APISERVER_PORT=36443", "XP_METRICS_PORT=38080", "XP_HEALTH_PORT=38081",
+		"FN_PORT=39444", "PROVIDER_METRICS_PORT=38082", "PROVIDER_HEALTH_PORT=38083",
+		"OS_KEYSTONE_PORT=15300", "OS_NEUTRON_PORT=19996")
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(s.state, "provider.log")); err == nil {
+				lines := strings.Split(string(b), "\n")
+				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
+		}
+		s.script(t, "cluster/local/down.sh")
+		s.script(t, "cluster/openstack/down.sh")
+	})
+	start := time.Now()
+	if out, err := s.run("cluster/local/dev.sh"); err != nil {
+		t.Fatalf("cluster/local/dev.sh: %v\n%s", err, out)
+	}
+	t.Logf("make dev's job (stack up, claim pre-staged) took %s", time.Since(start).Round(100*time.Millisecond))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.SchemeBuilder.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	if s.kube, err = client.New(cfg, client.Options{Scheme: sch}); err != nil {
+		t.Fatal(err)
+	}
+	pc := &v1alpha1.ProviderConfig{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, pc); err != nil {
+		t.Fatal(err)
+	}
+	if s.network, err = openstack.NewClients().Network(context.Background(), s.kube, pc); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(s.state, "runbook.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s.runbook); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs a repository script with the stack's environment.
+func (s *stack) run(script string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, script), args...)
+	cmd.Env = s.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// script runs a script and reports its failure without stopping the test.
+func (s *stack) script(t *testing.T, script string) {
+	if out, err := s.run(script); err != nil {
+		t.Errorf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// eventually polls cond every 200 ms until it returns true, and fails the
+// test after timeout with what cond last said. It returns the time taken.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < timeout {
+		var ok bool
+		if ok, last = cond(); ok {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
+	return 0
+}
+
+// claimGVK is the IPsecGateway claim's kind.
+var claimGVK = schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+
+// get reads an object into an unstructured of gvk; it returns nil when
+// it does not exist.
+func (s *stack) get(t *testing.T, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil
+		}
+		t.Fatalf("get %s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+	return u
+}
+
+// str returns the string at path in u, "" when there is none.
+func str(u *unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// condition returns the status and message of the condition of type typ in
+// the conditions list at path in u.
+func condition(u *unstructured.Unstructured, typ string, path ...string) (status, message string) {
+	l, _, _ := unstructured.NestedSlice(u.Object, path...)
+	for _, c := range l {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", ""
+}
