@@ -12,9 +12,13 @@ TOOLS_BIN = $(shell hack/tools.sh bindir)
 ##@ Main
 
 .PHONY: dev
-dev: tools build ## Run the main job on the bundled local stack: control plane, Crossplane, function, provider.
-	cluster/local/up.sh
-	cluster/local/provider.sh
+dev: tools build ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
+	cluster/local/dev.sh
+
+.PHONY: dev-down
+dev-down: ## Stop everything `make dev` started.
+	cluster/local/down.sh
+	cluster/openstack/down.sh
 
 .PHONY: test
 test: tools check-generate test-unit test-integration test-e2e ## Run all tests (builds the toolchain first).
@@ -46,14 +50,16 @@ test-integration: ## Integration tests: envtest, Neutron, charon, nft, tunnels; 
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/...
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end: the `make dev` stack on its own ports, checked and torn down.
+test-e2e: build ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
 	test/e2e/dev-stack.sh
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 .PHONY: reviewable
 reviewable: generate ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) mod tidy
 	$(GO) vet -tags integration ./...
+	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) test ./...
 
 .PHONY: cluster-up
@@ -61,7 +67,7 @@ cluster-up: tools ## Start the local control plane with Crossplane (idempotent).
 	cluster/local/up.sh
 
 .PHONY: cluster-down
-cluster-down: ## Stop everything the local stack and `make dev` started.
+cluster-down: ## Stop the local control plane, Crossplane and the provider.
 	cluster/local/down.sh
 
 .PHONY: openstack-up
