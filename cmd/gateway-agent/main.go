@@ -53,7 +53,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "How often the mounted files are checked for a new configuration.")
 	fs.DurationVar(&o.poll, "poll", status.DefaultPoll, "How often the tunnels' counters are read from charon.")
 	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between two writes of the status ConfigMap.")
-	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon before loading it (needs CAP_SYS_ADMIN).")
+	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
 	if err := fs.Parse(args); err != nil {
 		return o, err

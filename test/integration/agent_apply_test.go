@@ -23,6 +23,7 @@ import (
 	"github.com/strongswan/govici/vici"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
@@ -153,6 +154,20 @@ func remoteTS(t *testing.T, sock, conn, child string) []string {
 	return nil
 }
 
+// isolatedValidator returns the real validator with its charon in a network
+// namespace of its own, for tests without a topology: nothing of it is
+// bound in the host's namespace.
+func isolatedValidator(t *testing.T) apply.CharonValidator {
+	return apply.CharonValidator{TempDir: t.TempDir(), Command: []string{"unshare", "--net", "--", apply.CharonBinary}}
+}
+
+// gatewayValidator returns the real validator with its charon in the
+// topology's gateway namespace, beside the live charon, as the agent runs
+// it in the gateway pod.
+func gatewayValidator(t *testing.T, tp *tunnel.Topology) apply.CharonValidator {
+	return apply.CharonValidator{TempDir: t.TempDir(), Command: []string{"nsenter", "--net=/run/netns/" + tp.Gateway.NS, "--", apply.CharonBinary}}
+}
+
 // switchable is a Caller whose session can be replaced, as the agent's is
 // when charon restarts.
 type switchable struct {
@@ -182,7 +197,7 @@ func TestAgentApplyValidatorGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := apply.CharonValidator{TempDir: t.TempDir()}
+	v := isolatedValidator(t)
 	for _, d := range dirs {
 		t.Run(d.Name(), func(t *testing.T) {
 			conf, secrets := goldenSet(t, d.Name())
@@ -212,7 +227,7 @@ func TestAgentApplyLive(t *testing.T) {
 	live := charon.Start(t)
 	sock := filepath.Join(live.Dir, "charon.vici")
 	caller := &switchable{c: live.Session}
-	a := apply.New(caller, apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
+	a := apply.New(caller, apply.WithValidator(isolatedValidator(t)))
 
 	confA, secretsA := goldenSet(t, "several-tunnels")
 	// The golden set's children, named by the renderer after their pairs.
@@ -469,7 +484,7 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 	}
 
 	// The Applier gets a session of its own (a session per call site).
-	a := apply.New(tp.Gateway.Dial(t), apply.WithValidator(apply.CharonValidator{TempDir: t.TempDir()}))
+	a := apply.New(tp.Gateway.Dial(t), apply.WithValidator(gatewayValidator(t, tp)))
 	conf, secrets := render1(pairA)
 	if _, err := a.Apply(ctx, conf, secrets); err != nil {
 		t.Fatalf("Apply(one pair): %v", err)
@@ -561,5 +576,96 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 			t.Fatalf("the gateway still has SAs after its tunnel was removed: %+v (%v)", sas, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAgentApplyValidatorBesideLiveCharon runs the validator as the agent
+// does in the gateway pod: its charon in the live charon's network
+// namespace, with no capability beyond NET_ADMIN (no namespaces of its
+// own). Valid and invalid sets are judged as elsewhere, and the live
+// charon notices nothing: its tunnel keeps its SAs and carries traffic, and
+// the namespace's sockets, policy routing rules, table 220 routes and XFRM
+// policies are as before; no validation charon is left running.
+func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	peer := tp.Peers[0]
+	ctx := context.Background()
+	const psk = "validator-beside-psk-0123"
+	loadSheets(t, tp, clientSheet(peer, psk,
+		tunnel.ClientChild{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}))
+	spec := tunnelGateway("validator-beside", v1alpha1.ModeRouted,
+		siteTunnel("site", peer, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}))
+	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"site": []byte(psk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Gateway.LoadConfig(ctx, files.SwanctlConf, files.Secrets); err != nil {
+		t.Fatal(err)
+	}
+	child := render.ChildName("site", tunnel.TenantSubnet, peer.Subnet)
+	before := tp.Gateway.WaitSA(t, "site", tunnelTimeout, tunnel.Up(child))
+	wasChild, _ := before.Installed(child)
+	state := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for what, args := range map[string][]string{
+			"udp sockets":   {"ss", "-Hlunp"},
+			"rules":         {"ip", "rule"},
+			"table 220":     {"ip", "route", "show", "table", "220"},
+			"xfrm policies": {"ip", "xfrm", "policy"},
+			"xfrm states":   {"ip", "xfrm", "state"},
+		} {
+			out[what] = tp.MustExec(tp.Gateway.NS, args...)
+		}
+		pids, err := exec.Command("ip", "netns", "pids", tp.Gateway.NS).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["processes"] = string(pids)
+		return out
+	}
+	was := state()
+	if !strings.Contains(was["rules"], "lookup 220") {
+		t.Fatalf("the live charon has no policy routing rule for table 220:\n%s", was["rules"])
+	}
+
+	v := gatewayValidator(t, tp)
+	good, err := apply.Convert(files.SwanctlConf, files.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := apply.Convert([]byte(strings.Replace(string(files.SwanctlConf), "modp2048", "modp2047", 1)), files.Secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := v.Validate(ctx, good); err != nil {
+		t.Errorf("the validator beside the live charon refuses a valid set: %v", err)
+	}
+	t.Logf("validated beside the live charon in %v", time.Since(start).Round(time.Millisecond))
+	if err := v.Validate(ctx, bad); err == nil || !strings.Contains(err.Error(), "connection site") {
+		t.Errorf("the validator beside the live charon: %v, want connection site refused", err)
+	}
+	// Two validations at once take turns on charon's pid file.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- v.Validate(ctx, good) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent validation: %v", err)
+		}
+	}
+
+	if diff := cmp.Diff(was, state()); diff != "" {
+		t.Errorf("the validations changed the gateway's namespace: -before, +after:\n%s", diff)
+	}
+	after := tp.Gateway.WaitSA(t, "site", tunnelTimeout, tunnel.Up(child))
+	if now, _ := after.Installed(child); after.UniqueID != before.UniqueID || now.SPIIn != wasChild.SPIIn {
+		t.Errorf("the live tunnel changed: IKE SA %s, CHILD_SA spi-in %s; were %s, %s", after.UniqueID, now.SPIIn, before.UniqueID, wasChild.SPIIn)
+	}
+	ping(t, tp, "client host → tenant service after the validations", peer.HostNS, tunnel.Service)
+	if left, _ := os.ReadDir(v.TempDir); len(left) != 0 {
+		t.Errorf("the validator left %d entries in its temporary directory", len(left))
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
@@ -92,7 +91,7 @@ func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParamete
 	g.agent = agentrun.New(agentrun.Options{
 		ConfigDir: g.configDir, SecretsDir: g.secretsDir, ViciSocket: tp.Gateway.Socket(),
 		Interval: 200 * time.Millisecond, Poll: time.Second,
-		Validator: apply.CharonValidator{},
+		Validator: gatewayValidator(t, tp),
 		NAT:       nat.New(nat.WithCommand("nsenter", "--net=/run/netns/"+tp.Gateway.NS, "nft")),
 		Publisher: &status.Publisher{Client: kube, Namespace: spec.Namespace, Name: statusName, MinInterval: 300 * time.Millisecond},
 		Metrics:   g.metrics,
