@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -64,23 +65,19 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: adopted, Diff: d}, nil
 }
 
-// byTag returns the ID of the group tagged for sg, or "".
+// byTag returns the ID of the group tagged for sg, or "" (see
+// openstack.FindCreated).
 func (e *external) byTag(ctx context.Context, sg *v1alpha1.SecurityGroup) (string, error) {
-	pages, err := groups.List(e.neutron, groups.ListOpts{Tags: openstack.CreatedByTag(sg)}).AllPages(ctx)
-	if err != nil {
-		return "", openstack.Wrap(err, "cannot list security groups by tag")
-	}
-	all, err := groups.ExtractGroups(pages)
-	if err != nil {
+	g, err := openstack.FindCreated(ctx, sg, "security groups",
+		func(tag string) pagination.Pager { return groups.List(e.neutron, groups.ListOpts{Tags: tag}) },
+		func(p pagination.Page, v any) error {
+			return p.(groups.SecGroupPage).ExtractIntoSlicePtr(v, "security_groups")
+		},
+		func(g *groups.SecGroup) string { return g.ID })
+	if err != nil || g == nil {
 		return "", err
 	}
-	switch len(all) {
-	case 0:
-		return "", nil
-	case 1:
-		return all[0].ID, nil
-	}
-	return "", fmt.Errorf("%d security groups carry tag %s: delete all but one in Neutron", len(all), openstack.CreatedByTag(sg))
+	return g.ID, nil
 }
 
 func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
