@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,24 +44,21 @@ func importedNetwork(name, id string) *netv1alpha1.Network {
 	return n
 }
 
-// deleteNetworks deletes every Neutron network carrying one of the MRs'
-// tags, ignoring those that are gone.
+// deleteNetworks deletes the Neutron network each MR created, found by
+// its tag, if any.
 func deleteNetworks(t *testing.T, sc *gophercloud.ServiceClient, mrs []client.Object) {
 	ctx := context.Background()
+	list := func(tag string) pagination.Pager { return networks.List(sc, networks.ListOpts{Tags: tag}) }
 	for _, mr := range mrs {
 		if mr.GetUID() == "" {
 			continue
 		}
-		pages, err := networks.List(sc, networks.ListOpts{Tags: openstack.CreatedByTag(mr)}).AllPages(ctx)
-		if err != nil {
-			t.Errorf("cleanup: list networks of %s: %v", mr.GetName(), err)
-			continue
+		n, err := openstack.FindCreated(ctx, mr, "networks", list, networks.ExtractNetworksInto, func(n *networks.Network) string { return n.ID })
+		if err == nil && n != nil {
+			err = networks.Delete(ctx, sc, n.ID).ExtractErr()
 		}
-		ns, _ := networks.ExtractNetworks(pages)
-		for _, n := range ns {
-			if err := networks.Delete(ctx, sc, n.ID).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
-				t.Errorf("cleanup: delete network %s: %v", n.ID, err)
-			}
+		if err != nil && !openstack.IsNotFound(err) {
+			t.Errorf("cleanup: the network of %s: %v", mr.GetName(), err)
 		}
 	}
 }
