@@ -62,6 +62,10 @@ kubectl delete gateway tenant-a-vpn --timeout 60s >/dev/null || fail "the exampl
 # Every OpenStack example is accepted by the API server as it is (schema and
 # CEL rules); the local stack runs no Neutron, so they are not applied.
 kubectl apply --dry-run=server -f "$ROOT/examples/networking/" >/dev/null || fail "examples/networking do not apply"
+# So is every claim example (admission by the XRD's schema and CEL rules);
+# the runbook e2e (test/e2e/runbook_test.go) applies them for real.
+kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null || fail "examples/claim/psk.yaml does not apply"
+kubectl apply --dry-run=server -f "$ROOT/examples/claim/" >/dev/null || fail "examples/claim do not apply"
 
 metrics=$(curl -fsS "http://127.0.0.1:$PROVIDER_METRICS_PORT/metrics")
 grep -q '^controller_runtime_reconcile_total{controller="providerconfig/providerconfig.ipsecgw.io"' <<<"$metrics" ||
