@@ -5,6 +5,8 @@
 package mrsetup
 
 import (
+	"time"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
@@ -12,8 +14,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -23,8 +27,12 @@ import (
 // resources of kind gvk (whose Go type obj is) with a managed.Reconciler
 // built from opts and the options every controller shares: logger, poll
 // interval, events, management policies when enabled, and MR metrics when
-// configured. It returns an error when the controller cannot be built.
-func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object, opts ...managed.ReconcilerOption) error {
+// configured. A failing reconcile of one object is retried after 1 s,
+// doubling per failure up to maxBackoff (when zero, crossplane-runtime's
+// 60 s of ratelimiter.NewController). It
+// returns an error when the controller cannot be built.
+func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object,
+	maxBackoff time.Duration, opts ...managed.ReconcilerOption) error {
 	all := append([]managed.ReconcilerOption{
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(o.PollInterval),
@@ -37,9 +45,13 @@ func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 		all = append(all, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 	}
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
+	co := o.ForControllerRuntime()
+	if maxBackoff > 0 {
+		co.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, maxBackoff)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(co).
 		WithEventFilter(resource.DesiredStateChanged()).
 		For(obj).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
@@ -69,16 +81,16 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 
 // RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk
 // name the kind, obj is its Go type, and connect makes its connector from
-// the shared openstack.Connector (authenticating through clients). The
-// reconciler takes OpenStackOptions. It returns an error when a client or
+// the shared openstack.Connector (authenticating through clients);
+// maxBackoff is as for Register. The reconciler takes OpenStackOptions. It returns an error when a client or
 // the controller cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
-	gk string, gvk schema.GroupVersionKind, obj T, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
+	gk string, gvk schema.GroupVersionKind, obj T, maxBackoff time.Duration, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
 	c, err := OpenStackConnector(mgr, clients)
 	if err != nil {
 		return err
 	}
-	return Register(mgr, o, managed.ControllerName(gk), gvk, obj,
+	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, maxBackoff,
 		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)))...)
 }
 
