@@ -582,10 +582,12 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 // TestAgentApplyValidatorBesideLiveCharon runs the validator as the agent
 // does in the gateway pod: its charon in the live charon's network
 // namespace, with no capability beyond NET_ADMIN (no namespaces of its
-// own). Valid and invalid sets are judged as elsewhere, and the live
-// charon notices nothing: its tunnel keeps its SAs and carries traffic, and
-// the namespace's sockets, policy routing rules, table 220 routes and XFRM
-// policies are as before; no validation charon is left running.
+// own). Valid and invalid sets (whose tunnel starts at once) are judged as
+// elsewhere, and neither the live charon nor the peer notices anything:
+// the tunnel keeps its SAs and carries traffic, the peer saw no IKE_SA_INIT
+// from a validation charon, and the namespace's sockets, policy routing
+// rules, table 220 routes and XFRM state are as before; no validation
+// charon is left running.
 func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 	tp := tunnel.Start(t, tunnel.Options{})
 	peer := tp.Peers[0]
@@ -624,6 +626,19 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 		out["processes"] = string(pids)
 		return out
 	}
+	peerSAs := func() []string {
+		t.Helper()
+		sas, err := peer.ListSAs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, sa := range sas {
+			out = append(out, sa.Name+"/"+sa.UniqueID+"/"+sa.State)
+		}
+		return out
+	}
+	wasPeer := peerSAs()
 	was := state()
 	if !strings.Contains(was["rules"], "lookup 220") {
 		t.Fatalf("the live charon has no policy routing rule for table 220:\n%s", was["rules"])
@@ -659,6 +674,11 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 
 	if diff := cmp.Diff(was, state()); diff != "" {
 		t.Errorf("the validations changed the gateway's namespace: -before, +after:\n%s", diff)
+	}
+	// The validation charons initiated nothing: the peer has its one IKE
+	// SA, no half-open one from them.
+	if diff := cmp.Diff(wasPeer, peerSAs()); diff != "" {
+		t.Errorf("the peer's IKE SAs changed: -before, +after:\n%s", diff)
 	}
 	after := tp.Gateway.WaitSA(t, "site", tunnelTimeout, tunnel.Up(child))
 	if now, _ := after.Installed(child); after.UniqueID != before.UniqueID || now.SPIIn != wasChild.SPIIn {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -32,14 +33,19 @@ const ValidationPlugins = "random nonce openssl pem pkcs1 x509 pubkey revocation
 //
 // It runs beside the live charon, in the same network namespace, without
 // touching it and with no capability beyond the agent's NET_ADMIN
-// (strongSwan 5.9.8, verified by the integration test): its
-// strongswan.conf (STRONGSWAN_CONF) gives it ValidationPlugins, a VICI
-// socket of its own, IKE sockets on random ports (port and port_nat_t 0, so
-// 500 and 4500 stay the live charon's) and routing_table 0, so that
-// kernel-netlink neither adds nor, when it stops, deletes the policy
-// routing rule of table 220 that the live charon's routes depend on; it
-// installs no routes or virtual IPs. Its only kernel state is the IKE
-// bypass policies of its own sockets, which go with them.
+// (strongSwan 5.9.8, verified by the integration test):
+//
+//   - every child is loaded with start_action none (see inert): a charon
+//     that initiated would send IKE_SA_INIT to the real peer, whose
+//     INITIAL_CONTACT handling then closes the live tunnel, and trap or
+//     shunt policies would land in the live namespace's kernel;
+//   - its strongswan.conf (STRONGSWAN_CONF) gives it ValidationPlugins, a
+//     VICI socket of its own and no IKE socket at all (socket-default with
+//     IPv4 and IPv6 off: ports 500 and 4500 stay the live charon's, and
+//     nothing could be sent);
+//   - routing_table 0, so that kernel-netlink neither adds nor, when it
+//     stops, deletes the policy routing rule of table 220 that the live
+//     charon's routes depend on; it installs no routes or virtual IPs.
 //
 // charon writes its pid to /var/run/charon.pid, a path fixed at build time,
 // and does not start while the process named there runs: a mount namespace
@@ -81,7 +87,7 @@ func (v CharonValidator) Validate(ctx context.Context, s *Set) error {
 		}
 	}
 	for _, c := range s.Conns {
-		if _, err := sess.Call(ctx, "load-conn", c.Message); err != nil {
+		if _, err := sess.Call(ctx, "load-conn", inert(c.Message, nil)); err != nil {
 			return fmt.Errorf("connection %s: charon refuses it: %w", c.Name, err)
 		}
 	}
@@ -128,12 +134,14 @@ func (v CharonValidator) startOnce(ctx context.Context, deadline time.Time) (*vi
 	conf := fmt.Sprintf(`charon {
   load_modular = no
   load = %s
-  port = 0
-  port_nat_t = 0
   routing_table = 0
   install_routes = no
   install_virtual_ip = no
   plugins {
+    socket-default {
+      use_ipv4 = no
+      use_ipv6 = no
+    }
     vici {
       socket = unix://%s
     }
@@ -203,6 +211,25 @@ func (v CharonValidator) startOnce(ctx context.Context, deadline time.Time) (*vi
 			return nil, nil, fmt.Errorf("validation charon: %w: %s", failed, tail(log, 512))
 		}
 	}
+}
+
+// inert returns a copy of m, a load-conn request or a section of it at
+// path (the keys leading to it), in which every child's start_action is
+// none, so that loading it starts nothing. charon's own default is none.
+func inert(m *vici.Message, path []string) *vici.Message {
+	child := len(path) == 3 && path[1] == "children"
+	out := vici.NewMessage()
+	for _, k := range m.Keys() {
+		v := m.Get(k)
+		if sub, ok := v.(*vici.Message); ok {
+			v = inert(sub, append(slices.Clip(path), k))
+		} else if child && k == "start_action" {
+			v = "none"
+		}
+		// Set fails only for value types a parsed message cannot hold.
+		_ = out.Set(k, v)
+	}
+	return out
 }
 
 // tail returns at most the last n bytes of b.
