@@ -37,6 +37,10 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 	networks, _ := json.Marshal([]map[string]string{{
 		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
 	}})
+	// NET_ADMIN and NET_RAW are all either container needs: the agent's
+	// validation charon runs beside the live one in the pod's namespaces,
+	// not in namespaces of its own (no CAP_SYS_ADMIN; see
+	// apply.CharonValidator).
 	netAdmin := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
 	run := corev1.VolumeMount{Name: "run", MountPath: RunDir}
 	var resources corev1.ResourceRequirements
