@@ -110,14 +110,18 @@ func childSAs(t v1alpha1.Tunnel, pairs []pair) []child {
 	return out
 }
 
-// setDuration sets key to d in whole seconds ("3600s"), rounding up, when d
+// setDuration sets key to d in whole seconds ("3600s", see seconds) when d
 // is given.
 func setDuration(s *swanctl.Section, key string, d *metav1.Duration) {
 	if d == nil {
 		return
 	}
-	secs := int64((d.Duration + time.Second - 1) / time.Second)
-	s.Set(key, strconv.FormatInt(secs, 10)+"s")
+	s.Set(key, strconv.FormatInt(seconds(d.Duration), 10)+"s")
+}
+
+// seconds is d in whole seconds, rounded up, as rendered for strongSwan.
+func seconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
 }
 
 func yesNo(b bool) string {

@@ -156,6 +156,11 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if len(t.TrafficSelectors) == 0 {
 		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
 	}
+	// strongSwan's default life_time is 110% of rekey_time in whole
+	// seconds (integer arithmetic): the same under 10s.
+	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && seconds(lt.RekeyTime.Duration) < 10 {
+		errs.add(path+".childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
+	}
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {
 		errs.add(path+".childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair")
 	}

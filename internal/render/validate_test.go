@@ -3,8 +3,10 @@ package render
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -107,6 +109,20 @@ func TestValidate(t *testing.T) {
 				tn.TrafficSelectors = append(tn.TrafficSelectors, v1alpha1.TrafficSelector{Local: "100.64.0.0/24", Remote: "192.168.9.0/24"})
 			},
 			want: Errors{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
+		},
+		"ShortChildRekeyWithoutLifeTime": {
+			reason: "charon would give a CHILD_SA rekeyed after 9.5s (rendered 10s) a life of 11s, but one rekeyed after 9s a life of 9s: it would expire, not be rekeyed.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = &metav1.Duration{Duration: 9 * time.Second}
+				in.Spec.Tunnels[1].ChildLifetime.RekeyTime = &metav1.Duration{Duration: 9500 * time.Millisecond}
+			},
+			want: Errors{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
+		},
+		"ShortChildRekeyWithLifeTime": {
+			reason: "A short rekeyTime with its lifeTime is fine.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: &metav1.Duration{Duration: 3 * time.Second}, LifeTime: &metav1.Duration{Duration: 5 * time.Second}}
+			},
 		},
 		"ChildNameCollision": {
 			reason: "Two pairs whose CHILD_SA names collide (found by search: the first 32 bits of their hashes are d93db0d6) are refused rather than merged into one child.",

@@ -160,7 +160,10 @@ type ChildLifetime struct {
 	RekeyTime *metav1.Duration `json:"rekeyTime,omitempty"`
 
 	// LifeTime after which the CHILD_SA expires if not rekeyed (swanctl
-	// children.life_time). Defaults to strongSwan's: 110% of RekeyTime.
+	// children.life_time). Defaults to strongSwan's: 110% of RekeyTime in
+	// whole seconds, which equals a RekeyTime under 10s; such a RekeyTime
+	// needs a LifeTime, or the CHILD_SA would expire instead of being
+	// rekeyed.
 	// +optional
 	LifeTime *metav1.Duration `json:"lifeTime,omitempty"`
 }
