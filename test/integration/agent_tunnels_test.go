@@ -183,9 +183,10 @@ func TestAgentRekeyPFS(t *testing.T) {
 	}
 	loadSheets(t, tp, sheets...)
 
-	// Without lifeTime charon's default (110% of rekeyTime, in whole
-	// seconds) would equal a rekeyTime under 10s: the CHILD_SA would
-	// expire and be created anew instead of being rekeyed.
+	// A rekeyTime under 10s needs a lifeTime (the renderer refuses it
+	// without): charon's default, 110% of rekeyTime in whole seconds,
+	// would equal it, and the CHILD_SA would expire and be created anew
+	// instead of being rekeyed.
 	lifetime := v1alpha1.ChildLifetime{RekeyTime: &metav1.Duration{Duration: 3 * time.Second}, LifeTime: &metav1.Duration{Duration: 5 * time.Second}}
 	pfs := siteTunnel("pfs", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet})
 	mismatch := siteTunnel("mismatch", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet})
