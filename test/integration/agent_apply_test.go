@@ -689,3 +689,35 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 		t.Errorf("the validator left %d entries in its temporary directory", len(left))
 	}
 }
+
+// TestAgentApplyValidatorWaitsForPidFile stands in for another process'
+// validation charon holding /var/run/charon.pid: a command that says what
+// charon says then ("charon already running") and exits. The validator
+// starts charon again until it runs, and gives up after its Timeout.
+func TestAgentApplyValidatorWaitsForPidFile(t *testing.T) {
+	needRoot(t)
+	conf, secrets := goldenSet(t, "single-tunnel")
+	s, err := apply.Convert(conf, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busy exits like charon with a live pid file while marker is absent
+	// or always, then runs charon in a network namespace of its own.
+	busy := func(marker string, times int) []string {
+		script := fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); if [ "$n" -lt %[2]d ]; then echo $((n+1)) > %[1]q; `+
+			`echo "00[DMN] charon already running ('/var/run/charon.pid' exists)"; exit 66; fi; exec unshare --net -- %[3]s`,
+			marker, times, apply.CharonBinary)
+		return []string{"sh", "-c", script}
+	}
+	waits := apply.CharonValidator{TempDir: t.TempDir(), Command: busy(filepath.Join(t.TempDir(), "n"), 3)}
+	start := time.Now()
+	if err := waits.Validate(context.Background(), s); err != nil {
+		t.Errorf("the validator did not wait for the pid file: %v", err)
+	}
+	t.Logf("validated after three busy starts in %v", time.Since(start).Round(time.Millisecond))
+
+	gives := apply.CharonValidator{TempDir: t.TempDir(), Command: busy(filepath.Join(t.TempDir(), "n"), 1<<30), Timeout: 300 * time.Millisecond}
+	if err := gives.Validate(context.Background(), s); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("the validator with the pid file always held: %v, want charon's 'already running'", err)
+	}
+}
