@@ -59,8 +59,8 @@ func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1
 // running in the test process against the topology's gateway charon, with
 // its configuration rendered by internal/render and mounted as the kubelet
 // mounts the ConfigMap and Secret, the real validator, NAT rules loaded
-// into the gateway's namespace, and its status published to a ConfigMap in
-// kube namespace ns.
+// into the gateway's namespace, and its status published to ConfigMap
+// statusName in kube namespace ns.
 type agentGateway struct {
 	t       *testing.T
 	ns      string
@@ -74,8 +74,8 @@ type agentGateway struct {
 	log bytes.Buffer
 }
 
-// startAgent creates kube namespace ns, mounts spec rendered with psks (raw
-// PSK by tunnel name) and runs the agent until t ends.
+// startAgent creates the kube namespace spec.Namespace, mounts spec rendered
+// with psks (raw PSK by tunnel name) and runs the agent until t ends.
 func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) *agentGateway {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}})
