@@ -12,6 +12,7 @@ require (
 	github.com/pkg/errors v0.9.1
 	github.com/prometheus/client_golang v1.23.2
 	github.com/strongswan/govici v0.8.0
+	github.com/yuin/gopher-lua v1.1.1
 	golang.org/x/sys v0.47.0
 	gopkg.in/yaml.v2 v2.4.0
 	k8s.io/api v0.35.4

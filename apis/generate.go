@@ -19,4 +19,8 @@
 // (angryjet, a tool of hack/codegen.mod; see there why it is separate).
 //go:generate go tool -modfile=../hack/codegen.mod angryjet generate-methodsets --header-file=../hack/boilerplate.go.txt ./...
 
+// The argocd-cm patch with the Argo CD health checks of the IPsecGateway
+// claim and of every managed resource kind (from the API types above).
+//go:generate go run ../hack/argocdhealth ../examples/gitops/argocd/health ../package/configuration/zz_generated_definition.yaml ../examples/gitops/argocd/zz_generated_argocd-cm.yaml
+
 package apis
