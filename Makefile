@@ -12,7 +12,7 @@ TOOLS_BIN = $(shell hack/tools.sh bindir)
 ##@ Main
 
 .PHONY: dev
-dev: tools build ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
+dev: tools build xpkg ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
 	cluster/local/dev.sh
 
 .PHONY: dev-down
@@ -50,9 +50,13 @@ test-integration: ## Integration tests: envtest, Neutron, charon, nft, tunnels; 
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/...
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
+test-e2e: build xpkg ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
 	test/e2e/dev-stack.sh
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
+
+.PHONY: xpkg
+xpkg: tools ## Build the provider image, the provider and Configuration packages into _output/xpkg (offline, reproducible).
+	hack/xpkg.sh
 
 .PHONY: reviewable
 reviewable: generate ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.
@@ -63,7 +67,7 @@ reviewable: generate ## Generate, format, vet and unit-test: leaves `git status`
 	$(GO) test ./...
 
 .PHONY: cluster-up
-cluster-up: tools ## Start the local control plane with Crossplane (idempotent).
+cluster-up: tools xpkg ## Start the local control plane with Crossplane (idempotent).
 	cluster/local/up.sh
 
 .PHONY: cluster-down

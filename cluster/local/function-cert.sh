@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issues a serving certificate for locally run functions (localhost,
+# Issues a serving certificate for locally run packages (localhost,
 # 127.0.0.1) from Crossplane's own CA (Secret crossplane-root-ca, made by
 # 'crossplane core init'), which Crossplane verifies when it calls a function
 # over mTLS. Writes DIR/{tls.crt,tls.key,ca.crt}.

@@ -21,6 +21,9 @@ XP_NAMESPACE=crossplane-system
 # The function's package is referenced by digest under a host that is never
 # resolved: with packagePullPolicy Never, Crossplane reads it from its cache.
 FPT_SOURCE=xpkg.ipsecgw.invalid/crossplane-contrib/function-patch-and-transform
+# The repository of this project's packages (make xpkg), likewise.
+XPKG_REPO=xpkg.ipsecgw.invalid/ipsecgw
+XPKG_DIR=${XPKG_DIR:-$ROOT/_output/xpkg}
 
 kubectl() { "$TOOLS_BIN/kubectl" "$@"; }
 

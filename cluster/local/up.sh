@@ -3,8 +3,10 @@
 # client-certificate auth), kube-controller-manager (garbage collector and
 # namespace controllers, which Crossplane relies on to delete composed
 # resources), Crossplane core out of cluster, function-patch-and-transform
-# registered offline by digest, the provider's CRDs and the IPsecGateway
-# XRD and Composition (package/configuration). Writes
+# registered offline by digest, and this project's provider and
+# Configuration packages (make xpkg) installed by Crossplane's package
+# manager from them: the provider's CRDs, the IPsecGateway XRD and
+# Composition. Writes
 # $STATE/kubeconfig. A second run while the stack runs says so and changes
 # nothing.
 set -euo pipefail
@@ -103,18 +105,16 @@ spec:
   package: $ref
   packagePullPolicy: Never
 YAML
-"$ROOT/cluster/local/external-runtime.sh" function function-patch-and-transform "dns:///localhost:$FN_PORT" "$STATE/xp/fn"
+"$ROOT/cluster/local/external-runtime.sh" function function-patch-and-transform "$ref" "$STATE/xp/fn" "dns:///localhost:$FN_PORT"
 
-log "installing the provider's CRDs and the NetworkAttachmentDefinition CRD"
-for d in "$ROOT/package/crds" "$ROOT/cluster/crds"; do
-	kubectl apply --server-side -f "$d" >/dev/null
-	kubectl wait --for condition=Established --timeout 60s -f "$d" >/dev/null
-done
+log "installing the NetworkAttachmentDefinition CRD"
+kubectl apply --server-side -f "$ROOT/cluster/crds" >/dev/null
+kubectl wait --for condition=Established --timeout 60s -f "$ROOT/cluster/crds" >/dev/null
 kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
 
-log "installing the IPsecGateway XRD and Composition"
-kubectl apply --server-side -f "$ROOT/package/configuration/zz_generated_definition.yaml" \
-	-f "$ROOT/package/configuration/composition.yaml" >/dev/null
+log "installing the provider and the Configuration packages through Crossplane's package manager"
+"$ROOT/cluster/local/install-package.sh" provider provider-ipsec "$XPKG_DIR/provider-ipsec.xpkg" >/dev/null
+"$ROOT/cluster/local/install-package.sh" configuration ipsecgw-configuration "$XPKG_DIR/ipsecgw-configuration.xpkg" >/dev/null
 kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
 kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
 

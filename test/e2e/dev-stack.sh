@@ -42,6 +42,15 @@ second=$("$ROOT/cluster/local/up.sh")
 [ "$(cat "$STATE/apiserver.pid")" = "${pids[1]}" ] || fail "a second up.sh replaced the running kube-apiserver"
 
 kubectl get providerconfigs.ipsecgw.io >/dev/null 2>&1 || fail "kubectl get providerconfigs.ipsecgw.io does not answer"
+# The provider's CRDs and the XRD were installed by Crossplane's package
+# manager from the packages, not by kubectl: their owners are the revisions.
+for f in "$ROOT"/package/crds/*.yaml; do
+	b=$(basename "$f" .yaml) && crd=${b#*_}.${b%%_*}
+	[ "$(kubectl get crd "$crd" -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ProviderRevision ] ||
+		fail "CRD $crd was not installed from the provider package"
+done
+[ "$(kubectl get xrd xipsecgateways.vpn.ipsecgw.io -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ConfigurationRevision ] ||
+	fail "the IPsecGateway XRD was not installed from the Configuration package"
 [ "$(kubectl get function function-patch-and-transform -o 'jsonpath={.status.conditions[?(@.type=="Healthy")].status}')" = True ] ||
 	fail "function-patch-and-transform is not Healthy"
 kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/providerconfig does not apply"

@@ -64,8 +64,8 @@ func startStack(t *testing.T) *stack {
 	s := &stack{state: filepath.Join(root, ".work", "e2e-runbook")}
 	s.env = append(os.Environ(),
 		"STATE="+s.state, "OS_STATE="+filepath.Join(root, ".work", "e2e-runbook-openstack"),
-		"ETCD_PORT=32379", "APISERVER_PORT=36443", "XP_METRICS_PORT=38080", "XP_HEALTH_PORT=38081",
-		"FN_PORT=39444", "PROVIDER_METRICS_PORT=38082", "PROVIDER_HEALTH_PORT=38083",
+		"ETCD_PORT=23379", "APISERVER_PORT=27443", "XP_METRICS_PORT=27080", "XP_HEALTH_PORT=27081",
+		"FN_PORT=29445", "PROVIDER_METRICS_PORT=27082", "PROVIDER_HEALTH_PORT=27083",
 		"OS_KEYSTONE_PORT=15300", "OS_NEUTRON_PORT=19996")
 	t.Cleanup(func() {
 		if t.Failed() {
