@@ -47,7 +47,7 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 
 .PHONY: test-integration
 test-integration: ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration.
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/...
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/...
 
 .PHONY: test-e2e
 test-e2e: build xpkg ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
