@@ -119,13 +119,26 @@ func TestHealth(t *testing.T) {
 			file: "routed", kind: "IPsecGateway", name: "routed-branch",
 			want: health{"Progressing", "gateway: " + celError},
 		},
-		"network imported with management policy Observe, no Ready reported": {
+		"network imported with management policy Observe, before its first poll reports Ready": {
 			file: "routed", kind: "Network", name: "tenant-a-net",
 			want: health{"Progressing", "waiting for the provider to report Ready"},
 		},
+		"network imported with management policy Observe": {file: "network-imported", kind: "Network", want: healthy},
 		"network to import does not exist": {
 			file: "routed", kind: "Network", name: "missing-net",
 			want: health{"Degraded", "observe failed: external resource does not exist"},
+		},
+		"rollback: floating IP binding paused": {
+			file: "rollback-paused", kind: "FloatingIPBinding",
+			want: health{"Suspended", "ReconcilePaused"},
+		},
+		"rollback: a paused binding holds nothing up, the claim waits for the gateway pod": {
+			file: "rollback-paused", kind: "IPsecGateway", name: "branch-office",
+			want: health{"Progressing", "gateway: " + podUnready + "; tunnels 0/1 up"},
+		},
+		"claim paused": {
+			file: "claim-paused", kind: "IPsecGateway", name: "branch-office",
+			want: health{"Suspended", "Reconciliation (including deletion) is paused via the pause annotation"},
 		},
 		"claim whose composition does not exist: no step reported": {
 			file: "wrong-composition", kind: "IPsecGateway", name: "wrong-composition",

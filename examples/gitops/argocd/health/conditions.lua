@@ -29,13 +29,18 @@ local function explain(c)
   return c.type .. " is " .. tostring(c.status)
 end
 
--- assess applies the rule all these health checks share to conds: Degraded
--- with Synced's message when Synced is False, Healthy when Synced and Ready
--- are both True, nil otherwise (the resource is progressing and the caller
--- says on what).
+-- assess applies the rule all these health checks share to conds:
+-- Suspended when Synced is False because reconciliation is paused (the
+-- crossplane.io/paused annotation, as the runbook's rollback sets it on a
+-- floating IP binding), Degraded with Synced's message when Synced is
+-- False otherwise, Healthy when Synced and Ready are both True, nil
+-- otherwise (the resource is progressing and the caller says on what).
 local function assess(conds)
   local synced = condition(conds, "Synced")
   if synced ~= nil and synced.status == "False" then
+    if synced.reason == "ReconcilePaused" then
+      return {status = "Suspended", message = explain(synced)}
+    end
     return {status = "Degraded", message = explain(synced)}
   end
   local ready = condition(conds, "Ready")
@@ -50,11 +55,12 @@ end
 local steps = {"ConfigRendered", "DeploymentReady"}
 
 -- waiting returns the condition in conds that holds the resource up:
--- Synced when False, else the first step that is not True, else Ready when
--- not True; nil when none does.
+-- Synced when False (but not paused: a paused resource holds nothing up by
+-- itself), else the first step that is not True, else Ready when not True;
+-- nil when none does.
 local function waiting(conds)
   local synced = condition(conds, "Synced")
-  if synced ~= nil and synced.status == "False" then
+  if synced ~= nil and synced.status == "False" and synced.reason ~= "ReconcilePaused" then
     return synced
   end
   for _, t in ipairs(steps) do

@@ -1,9 +1,10 @@
 -- Health of an IPsecGateway claim: Healthy when the claim is Synced and
--- Ready; Degraded with Synced's message when the claim is not Synced;
--- Progressing otherwise, naming the first step of the runbook that waits
--- (from the composed resources' conditions the claim's status carries) or,
--- when none does, what the claim's Ready condition says. A pinned floating
--- IP still held by another port is such a step: the claim is pre-staged.
+-- Ready; Suspended while the claim is paused; Degraded with Synced's
+-- message when the claim is not Synced otherwise; Progressing otherwise,
+-- naming the first step of the runbook that waits (from the composed
+-- resources' conditions the claim's status carries) or, when none does,
+-- what the claim's Ready condition says. A pinned floating IP still held
+-- by another port is such a step: the claim is pre-staged.
 local st = obj.status
 if st == nil then
   st = {}

@@ -1,7 +1,8 @@
 -- Health of a managed resource of provider-ipsec (every kind of
 -- networking.ipsecgw.io and gateway.ipsecgw.io): Healthy when Synced and
--- Ready are True; Degraded with Synced's message when Synced is False;
--- Progressing otherwise, naming the condition that waits.
+-- Ready are True; Suspended while paused; Degraded with Synced's message
+-- when Synced is False otherwise; Progressing otherwise, naming the
+-- condition that waits.
 local conds = nil
 if obj.status ~= nil then
   conds = obj.status.conditions
