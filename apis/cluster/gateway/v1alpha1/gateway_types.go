@@ -20,7 +20,7 @@ const (
 )
 
 // A GatewayParameters is the desired state of a Gateway.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'routed' || (size(self.exposures) == 0 && size(self.reverseExposures) == 0)",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
 type GatewayParameters struct {
 	// Namespace of the target cluster in which the gateway's pod,
 	// configuration and RBAC objects are created. It must exist.
