@@ -137,7 +137,8 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 			return managed.ExternalCreation{}, fmt.Errorf(errPinnedMissing, addr)
 		}
 		meta.SetExternalName(mg, fip.ID)
-		return managed.ExternalCreation{}, e.associate(ctx, mg, fip)
+		_, err = e.associate(ctx, mg, fip)
+		return managed.ExternalCreation{}, err
 	}
 	network := string(ptr.Deref(p.FloatingNetworkID, ""))
 	fip, err := floatingips.Create(ctx, e.neutron, floatingips.CreateOpts{
@@ -168,9 +169,14 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 	if err != nil {
 		return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, id))
 	}
-	if err := e.associate(ctx, mg, fip); err != nil {
+	if fip, err = e.associate(ctx, mg, fip); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
+	// After a successful update the reconciler waits a poll interval
+	// before it observes again: status says at once what Neutron answered,
+	// so that the cutover shows (and the Gateway starts) without that wait.
+	mg.Status.AtProvider = observation(mg, fip)
+	setReadiness(mg)
 	if tag := openstack.CreatedByTag(mg); !pinned(mg) && !hasTag(fip, tag) {
 		return managed.ExternalUpdate{}, e.tag(ctx, fip.ID, tag)
 	}
@@ -178,10 +184,11 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 }
 
 // associate sends the one PUT that makes fip what the binding wants, if
-// any, guarded by fip's revision number. It refuses to take a pinned
-// floating IP from another port: Neutron would move it silently (200).
-// An allocated floating IP, owned by the binding, is moved.
-func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) error {
+// any, guarded by fip's revision number, and returns the floating IP as
+// Neutron answered it (fip when nothing was sent). It refuses to take a
+// pinned floating IP from another port: Neutron would move it silently
+// (200). An allocated floating IP, owned by the binding, is moved.
+func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) (*floatingips.FloatingIP, error) {
 	p := mg.Spec.ForProvider
 	wanted := ptr.Deref(p.PortID, "")
 	opts := floatingips.UpdateOpts{}
@@ -189,7 +196,7 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	what := fmt.Sprintf(errUpdate, fip.FloatingIP)
 	if wanted != "" && !attached(mg, fip) {
 		if pinned(mg) && fip.PortID != "" && fip.PortID != wanted {
-			return fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted)
+			return nil, fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted)
 		}
 		opts.PortID = &wanted
 		opts.FixedIP = string(ptr.Deref(p.FixedIP, ""))
@@ -201,12 +208,15 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		change = true
 	}
 	if !change {
-		return nil
+		return fip, nil
 	}
 	rev := fip.RevisionNumber
 	opts.RevisionNumber = &rev
-	_, err := floatingips.Update(ctx, e.neutron, fip.ID, opts).Extract()
-	return openstack.Wrap(err, what)
+	updated, err := floatingips.Update(ctx, e.neutron, fip.ID, opts).Extract()
+	if err != nil {
+		return nil, openstack.Wrap(err, what)
+	}
+	return updated, nil
 }
 
 // tag adds tag to the floating IP id, keeping its other tags.

@@ -435,6 +435,13 @@ func TestUpdate(t *testing.T) {
 		err       string
 		retryable bool
 		calls     []call
+		// status is status.atProvider after Update: what Neutron
+		// answered, so that an attach shows before the next Observe.
+		status v1alpha1.FloatingIPBindingObservation
+	}
+	attachedAt := func(rev int) v1alpha1.FloatingIPBindingObservation {
+		return v1alpha1.FloatingIPBindingObservation{FloatingIPID: fipID, FloatingIPAddress: address, PortID: ourPort,
+			FixedIP: "10.20.0.10", Attached: true, Status: "DOWN", RevisionNumber: rev}
 	}
 	assoc := call{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}
 	cases := map[string]struct {
@@ -447,7 +454,11 @@ func TestUpdate(t *testing.T) {
 			reason:  "Update reads the floating IP and associates it with If-Match: revision_number=N.",
 			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
 			mg:      binding(withPinned, withExternalName(fipID)),
-			want:    want{calls: []call{{Request: getFIP}, assoc}},
+			want: want{calls: []call{{Request: getFIP}, assoc}, status: func() v1alpha1.FloatingIPBindingObservation {
+				o := attachedAt(10)
+				o.Pinned = true
+				return o
+			}()},
 		},
 		"StaleRevision": {
 			reason: "A concurrent change makes Neutron answer 412: a retryable error, not a success and not a stolen floating IP.",
@@ -473,14 +484,14 @@ func TestUpdate(t *testing.T) {
 			reason:  "An allocated floating IP, the binding's own, is moved back to its port (with If-Match) and its missing UID tag restored.",
 			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}, putFIP: {200, one(fip(ourPort, 10))}, "PUT " + tagPath: {201, ""}},
 			mg:      binding(withExternalName(fipID)),
-			want:    want{calls: []call{{Request: getFIP}, assoc, {Request: "PUT " + tagPath}}},
+			want:    want{calls: []call{{Request: getFIP}, assoc, {Request: "PUT " + tagPath}}, status: attachedAt(10)},
 		},
 		"AllocatedDescription": {
 			reason:  "An allocated floating IP's description is corrected with If-Match.",
 			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, tag))}, putFIP: {200, one(fip(ourPort, 10, tag))}},
 			mg:      binding(withExternalName(fipID), withDescription("vpn")),
 			want: want{calls: []call{{Request: getFIP},
-				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn"}}`}}},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn"}}`}}, status: attachedAt(10)},
 		},
 	}
 	for name, tc := range cases {
@@ -496,6 +507,9 @@ func TestUpdate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.calls, n.calls); diff != "" {
 				t.Errorf("%s\nUpdate(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want.status, tc.mg.Status.AtProvider); diff != "" {
+				t.Errorf("%s\nUpdate(): -want status.atProvider, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
