@@ -45,9 +45,11 @@ build: ## Build the provider binary into _output/bin.
 test-unit: ## Unit tests: no processes, no network, under a minute.
 	$(GO) test ./...
 
+# As root, the integration tests check the images `make images` builds (its
+# root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
-test-integration: ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration.
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/...
+test-integration: $(if $(filter 0,$(shell id -u)),images) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
 
 .PHONY: test-e2e
 test-e2e: build xpkg ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
@@ -57,6 +59,10 @@ test-e2e: build xpkg ## End-to-end on the `make dev` stack (own ports, torn down
 .PHONY: xpkg
 xpkg: tools ## Build the provider image, the provider and Configuration packages into _output/xpkg (offline, reproducible).
 	hack/xpkg.sh
+
+.PHONY: images
+images: ## Build the gateway and provider images as image tarballs into _output (offline, reproducible, cached by content; root the first time).
+	hack/images.sh
 
 .PHONY: reviewable
 reviewable: generate ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.

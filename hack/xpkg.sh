@@ -2,7 +2,8 @@
 # Builds the packages with no Docker and no registry (make xpkg):
 #   1. the provider's runtime image, an image tarball made from the static
 #      provider binary, the CA certificates and a passwd entry for the
-#      non-root user (hack/imagebuild);
+#      non-root user (hack/images.sh provider, which leaves imagebuild in
+#      $OUT/image);
 #   2. the provider package with that image embedded;
 #   3. the Configuration package (the IPsecGateway XRD and Composition).
 # Into $OUT (default _output/xpkg). Two builds of one commit give the same
@@ -16,17 +17,8 @@ VERSION=${VERSION:-v0.1.0}
 # registry by the user under their own name.
 REPO=${REPO:-xpkg.ipsecgw.invalid/ipsecgw}
 TOOLS_BIN=${TOOLS_BIN:-$("$ROOT/hack/tools.sh" bindir)}
-mkdir -p "$OUT/image"
-
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$OUT/image/provider" ./cmd/provider
-go build -o "$OUT/image/imagebuild" ./hack/imagebuild
-"$OUT/image/imagebuild" -o "$OUT/provider-image.tar" -tag "$REPO/provider-ipsec:$VERSION" \
-	-entrypoint /usr/local/bin/provider -user 65532:65532 \
-	-file "$OUT/image/provider:/usr/local/bin/provider:0755" \
-	-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644 \
-	-text "/etc/passwd:0644:nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
-" -text "/etc/group:0644:nonroot:x:65532:
-" >/dev/null
+# The image `make images` builds too, rebuilt only when its inputs changed.
+PROVIDER_OUT=$OUT REPO=$REPO VERSION=$VERSION "$ROOT/hack/images.sh" provider
 
 # The provider package: package/ without the Configuration beside it.
 "$TOOLS_BIN/crank" xpkg build --package-root package --ignore 'configuration/*' \
@@ -35,6 +27,6 @@ go build -o "$OUT/image/imagebuild" ./hack/imagebuild
 "$TOOLS_BIN/crank" xpkg build --package-root package/configuration --examples-root examples/claim \
 	-o "$OUT/ipsecgw-configuration.xpkg"
 
-for f in provider-image.tar provider-ipsec.xpkg ipsecgw-configuration.xpkg; do
+for f in provider-ipsec.xpkg ipsecgw-configuration.xpkg; do
 	printf '%-28s %6s KiB  %s\n' "$f" "$(($(stat -c %s "$OUT/$f") / 1024))" "$("$OUT/image/imagebuild" digest "$OUT/$f")"
 done

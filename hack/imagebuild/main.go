@@ -1,13 +1,22 @@
 // Command imagebuild writes an OCI image as a `docker save`-style tarball
-// with no Docker and no registry: one layer made of the files named on the
-// command line, an entrypoint and a user. The same inputs give the same
-// bytes and digest: entries are sorted, owned by root and dated at the Unix
-// epoch, and the image config carries no creation time.
+// with no Docker and no registry: optionally a root filesystem as the first
+// layer, then one layer made of the files named on the command line, an
+// entrypoint or a command, a user and an environment. The same inputs give
+// the same bytes and digest: every layer's entries are sorted, dated at the
+// Unix epoch and carry numeric owners only (the files' layer is owned by
+// root), and the image config carries no creation time (the epoch).
 //
-//	imagebuild -o out.tar -tag repo:tag -entrypoint /usr/local/bin/provider \
-//	    -user 65532:65532 -file SRC:DST:MODE ... -text DST:MODE:CONTENT ...
+//	imagebuild -o out.tar -tag repo:tag [-base rootfs.tar] \
+//	    [-entrypoint /usr/local/bin/provider] [-cmd /usr/lib/ipsec/charon] \
+//	    [-user 65532:65532] [-env NAME=VALUE ...] \
+//	    [-file SRC:DST:MODE ...] [-text DST:MODE:CONTENT ...]
 //
-// MODE is octal (0755). It prints the image's digest (sha256:...).
+// MODE is octal (0755). -base is a tar of a root filesystem (such as
+// `tar --numeric-owner -C dir -cf rootfs.tar .`), normalised as above:
+// access and change times, user and group names and every PAX record but
+// extended attributes are dropped, and of each group of hard links the
+// entry that sorts first holds the data. At least one of -entrypoint and
+// -cmd is required. It prints the image's digest (sha256:...).
 //
 //	imagebuild digest FILE
 //
@@ -36,10 +45,19 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// entry is one file of the layer.
-type entry struct {
-	dst  string
-	mode int64
+// epoch is every entry's modification time and the image's creation time.
+var epoch = time.Unix(0, 0).UTC()
+
+// options are the command line's.
+type options struct {
+	out, tag, base, entrypoint, cmd, user string
+	env, files, texts                     []string
+}
+
+// member is one entry of a layer: its header and, for a regular file, its
+// content.
+type member struct {
+	h    *tar.Header
 	data []byte
 }
 
@@ -62,15 +80,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
 	}
-	out := flag.String("o", "", "output tarball")
-	tag := flag.String("tag", "", "image reference recorded in the tarball (repo:tag)")
-	entrypoint := flag.String("entrypoint", "", "entrypoint, an absolute path")
-	user := flag.String("user", "", "user[:group] the entrypoint runs as")
-	var files, texts list
+	var o options
+	var env, files, texts list
+	flag.StringVar(&o.out, "o", "", "output tarball")
+	flag.StringVar(&o.tag, "tag", "", "image reference recorded in the tarball (repo:tag)")
+	flag.StringVar(&o.base, "base", "", "tar of a root filesystem, the first layer")
+	flag.StringVar(&o.entrypoint, "entrypoint", "", "entrypoint, an absolute path")
+	flag.StringVar(&o.cmd, "cmd", "", "command, an absolute path")
+	flag.StringVar(&o.user, "user", "", "user[:group] the entrypoint runs as")
+	flag.Var(&env, "env", "NAME=VALUE in the image's environment (repeatable)")
 	flag.Var(&files, "file", "SRC:DST:MODE, a file to put at DST (repeatable)")
 	flag.Var(&texts, "text", "DST:MODE:CONTENT, a file with CONTENT (repeatable)")
 	flag.Parse()
-	digest, err := build(*out, *tag, *entrypoint, *user, files, texts)
+	o.env, o.files, o.texts = env, files, texts
+	digest, err := build(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagebuild:", err)
 		os.Exit(1)
@@ -78,54 +101,44 @@ func main() {
 	fmt.Println(digest)
 }
 
-func build(out, tag, entrypoint, user string, files, texts []string) (string, error) {
-	if out == "" || tag == "" || entrypoint == "" {
-		return "", errors.New("-o, -tag and -entrypoint are required")
+func build(o options) (string, error) {
+	if o.out == "" || o.tag == "" || (o.entrypoint == "" && o.cmd == "") {
+		return "", errors.New("-o, -tag and -entrypoint or -cmd are required")
 	}
-	ref, err := name.NewTag(tag)
+	ref, err := name.NewTag(o.tag)
 	if err != nil {
 		return "", err
 	}
-	var entries []entry
-	for _, f := range files {
-		p := strings.SplitN(f, ":", 3)
-		if len(p) != 3 {
-			return "", fmt.Errorf("-file %q: want SRC:DST:MODE", f)
+	entries, err := fileEntries(o.files, o.texts)
+	if err != nil {
+		return "", err
+	}
+	var tars [][]byte
+	if o.base != "" {
+		b, err := rootfs(o.base)
+		if err != nil {
+			return "", fmt.Errorf("-base %s: %w", o.base, err)
 		}
-		data, err := os.ReadFile(p[0])
+		tars = append(tars, b)
+	}
+	if len(entries) > 0 {
+		b, err := writeTar(fileLayer(entries))
 		if err != nil {
 			return "", err
 		}
-		e, err := newEntry(p[1], p[2], data)
+		tars = append(tars, b)
+	}
+	img := empty.Image
+	for _, b := range tars {
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(b)), nil
+		})
 		if err != nil {
 			return "", err
 		}
-		entries = append(entries, e)
-	}
-	for _, t := range texts {
-		p := strings.SplitN(t, ":", 3)
-		if len(p) != 3 {
-			return "", fmt.Errorf("-text %q: want DST:MODE:CONTENT", t)
-		}
-		e, err := newEntry(p[0], p[1], []byte(p[2]))
-		if err != nil {
+		if img, err = mutate.AppendLayers(img, l); err != nil {
 			return "", err
 		}
-		entries = append(entries, e)
-	}
-	layerTar, err := layer(entries)
-	if err != nil {
-		return "", err
-	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return "", err
-	}
-	img, err := mutate.AppendLayers(empty.Image, l)
-	if err != nil {
-		return "", err
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -133,13 +146,18 @@ func build(out, tag, entrypoint, user string, files, texts []string) (string, er
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config = v1.Config{Entrypoint: []string{entrypoint}, User: user,
-		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}
-	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	cf.Config = v1.Config{User: o.user, Env: o.env}
+	if o.entrypoint != "" {
+		cf.Config.Entrypoint = []string{o.entrypoint}
+	}
+	if o.cmd != "" {
+		cf.Config.Cmd = []string{o.cmd}
+	}
+	cf.Created = v1.Time{Time: epoch}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return "", err
 	}
-	if err := tarball.WriteToFile(out, ref, img); err != nil {
+	if err := tarball.WriteToFile(o.out, ref, img); err != nil {
 		return "", err
 	}
 	d, err := img.Digest()
@@ -147,6 +165,45 @@ func build(out, tag, entrypoint, user string, files, texts []string) (string, er
 		return "", err
 	}
 	return d.String(), nil
+}
+
+// entry is one file of the files' layer.
+type entry struct {
+	dst  string
+	mode int64
+	data []byte
+}
+
+// fileEntries reads the -file and -text flags' files.
+func fileEntries(files, texts []string) ([]entry, error) {
+	var entries []entry
+	for _, f := range files {
+		p := strings.SplitN(f, ":", 3)
+		if len(p) != 3 {
+			return nil, fmt.Errorf("-file %q: want SRC:DST:MODE", f)
+		}
+		data, err := os.ReadFile(p[0])
+		if err != nil {
+			return nil, err
+		}
+		e, err := newEntry(p[1], p[2], data)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
+	}
+	for _, t := range texts {
+		p := strings.SplitN(t, ":", 3)
+		if len(p) != 3 {
+			return nil, fmt.Errorf("-text %q: want DST:MODE:CONTENT", t)
+		}
+		e, err := newEntry(p[0], p[1], []byte(p[2]))
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
 }
 
 func newEntry(dst, mode string, data []byte) (entry, error) {
@@ -160,44 +217,134 @@ func newEntry(dst, mode string, data []byte) (entry, error) {
 	return entry{dst: path.Clean(dst), mode: m, data: data}, nil
 }
 
-// layer returns the tar of entries and their parent directories, sorted,
-// owned by root and dated at the epoch.
-func layer(entries []entry) ([]byte, error) {
+// fileLayer returns the members of entries and their parent directories
+// (mode 0755), owned by root.
+func fileLayer(entries []entry) []member {
 	dirs := map[string]bool{}
 	for _, e := range entries {
 		for d := path.Dir(e.dst); d != "/"; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
-	type item struct {
-		name string
-		e    *entry
-	}
-	var items []item
+	var ms []member
 	for d := range dirs {
-		items = append(items, item{name: strings.TrimPrefix(d, "/") + "/"})
+		ms = append(ms, member{h: &tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755}})
 	}
-	for i := range entries {
-		items = append(items, item{name: strings.TrimPrefix(entries[i].dst, "/"), e: &entries[i]})
+	for _, e := range entries {
+		ms = append(ms, member{h: &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(e.dst, "/"),
+			Mode: e.mode, Size: int64(len(e.data))}, data: e.data})
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0)
-	for _, it := range items {
-		h := &tar.Header{Name: it.name, ModTime: epoch, Format: tar.FormatPAX}
-		if it.e == nil {
-			h.Typeflag, h.Mode = tar.TypeDir, 0o755
-		} else {
-			h.Typeflag, h.Mode, h.Size = tar.TypeReg, it.e.mode, int64(len(it.e.data))
+	return ms
+}
+
+// rootfs reads the tar at file and returns its members normalised (see the
+// package comment), without the root directory's own entry.
+func rootfs(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var ms []member
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		if err := tw.WriteHeader(h); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		if it.e != nil {
-			if _, err := tw.Write(it.e.data); err != nil {
+		name := relative(h.Name)
+		if name == "" {
+			continue
+		}
+		n := &tar.Header{Typeflag: h.Typeflag, Name: name, Linkname: h.Linkname, Mode: h.Mode,
+			Uid: h.Uid, Gid: h.Gid, Devmajor: h.Devmajor, Devminor: h.Devminor}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			n.Name += "/"
+		case tar.TypeLink:
+			n.Linkname = relative(h.Linkname)
+		}
+		for k, v := range h.PAXRecords {
+			if strings.HasPrefix(k, "SCHILY.xattr.") {
+				if n.PAXRecords == nil {
+					n.PAXRecords = map[string]string{}
+				}
+				n.PAXRecords[k] = v
+			}
+		}
+		m := member{h: n}
+		if h.Typeflag == tar.TypeReg {
+			if m.data, err = io.ReadAll(tr); err != nil {
 				return nil, err
 			}
+			n.Size = int64(len(m.data))
+		}
+		ms = append(ms, m)
+	}
+	relink(ms)
+	return writeTar(ms)
+}
+
+// relative returns a tar entry's name as a path relative to the root
+// ("./usr/bin/" and "/usr/bin" are "usr/bin"; the root is "").
+func relative(name string) string {
+	return strings.TrimPrefix(path.Clean("/"+name), "/")
+}
+
+// relink makes the member of each group of hard links that sorts first hold
+// the data and the others link to it, so that the links still follow their
+// target once the members are sorted.
+func relink(ms []member) {
+	byName := map[string]int{}
+	groups := map[string][]int{}
+	for i, m := range ms {
+		byName[m.h.Name] = i
+		if m.h.Typeflag == tar.TypeLink {
+			groups[m.h.Linkname] = append(groups[m.h.Linkname], i)
+		}
+	}
+	for target, links := range groups {
+		t, ok := byName[target]
+		if !ok {
+			continue // a link to a file outside the tar: left as it is
+		}
+		first := t
+		for _, l := range links {
+			if ms[l].h.Name < ms[first].h.Name {
+				first = l
+			}
+		}
+		if first == t {
+			continue
+		}
+		file, link := *ms[t].h, *ms[first].h
+		file.Name, link.Name, link.Linkname = ms[first].h.Name, ms[t].h.Name, ms[first].h.Name
+		ms[first] = member{h: &file, data: ms[t].data}
+		ms[t] = member{h: &link}
+		for _, l := range links {
+			if l != first {
+				ms[l].h.Linkname = file.Name
+			}
+		}
+	}
+}
+
+// writeTar returns the tar of ms sorted by name, each dated at the epoch in
+// PAX format.
+func writeTar(ms []member) ([]byte, error) {
+	sort.Slice(ms, func(i, j int) bool { return ms[i].h.Name < ms[j].h.Name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range ms {
+		m.h.ModTime, m.h.Format = epoch, tar.FormatPAX
+		if err := tw.WriteHeader(m.h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
