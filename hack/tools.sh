@@ -17,6 +17,7 @@ CACHE=${TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec/tools}
 K8S_VERSION=v1.35.4
 XP_VERSION=v2.4.0
 CRANK_VERSION=v2.2.1
+CONTAINERD_VERSION=v2.1.5
 
 # key MODULE prints the cache key of one wrapper module.
 key() {
@@ -33,12 +34,13 @@ bindir() {
 	echo "$CACHE/bin-$(echo "$all" | sha256sum | cut -c1-16)"
 }
 
-# gobuild OUT PKG [LDFLAGS] builds one static binary from the current module.
+# gobuild OUT PKG [LDFLAGS] builds one static binary from the current module
+# (with the build tags in BUILD_TAGS, if set).
 gobuild() {
 	local out=$1 pkg=$2 ld=${3:-} t0
 	t0=$(date +%s)
 	printf '  %-28s ' "$(basename "$out")"
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ld" -o "$out" "$pkg"
+	CGO_ENABLED=0 go build -trimpath -tags "${BUILD_TAGS:-}" -ldflags "-s -w $ld" -o "$out" "$pkg"
 	echo "built in $(($(date +%s) - t0))s"
 }
 
@@ -66,10 +68,20 @@ module() {
 
 build_kubernetes() {
 	local ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35"
-	for c in kube-apiserver kube-controller-manager kubectl; do
+	for c in kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy; do
 		gobuild "$1/$c" "k8s.io/kubernetes/cmd/$c" "$ld"
 	done
 }
+
+# containerd without btrfs (it needs cgo); the node uses overlayfs.
+build_containerd() {
+	for c in containerd containerd-shim-runc-v2 ctr; do
+		BUILD_TAGS=no_btrfs gobuild "$1/$c" "github.com/containerd/containerd/v2/cmd/$c" \
+			"-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+	done
+}
+
+build_multus() { gobuild "$1/multus" gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus; }
 
 build_etcd() { gobuild "$1/etcd" . ; }
 
