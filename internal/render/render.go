@@ -1,6 +1,7 @@
 // Package render turns a Gateway's spec into the files its pod runs with:
-// swanctl.conf (connections, no secrets), a secrets file and the nftables
-// NAT ruleset. It is pure: no I/O, the same input gives the same bytes.
+// swanctl.conf (connections, no secrets), a secrets file, the nftables
+// NAT ruleset and, for data plane Libipsec, a strongswan.conf fragment. It
+// is pure: no I/O, the same input gives the same bytes.
 //
 // Each tunnel is a connection named after it. In layout PerSubnetPair each
 // subnet pair is a CHILD_SA named <tunnel>-<h>, h the first 8 hex digits of
@@ -40,9 +41,14 @@ type Files struct {
 	// NATRules is an nftables script that atomically replaces the table
 	// ipsecgw; in mode routed the table is empty.
 	NATRules []byte
-	// Hash is the hex SHA-256 of SwanctlConf and NATRules. Secrets are left
-	// out so that the hash, which is shown in status, reveals nothing about
-	// a PSK.
+	// StrongSwanConf is a strongswan.conf fragment for charon, which the
+	// gateway image's strongswan.conf includes after its own settings; it
+	// goes into the ConfigMap. Nil unless spec.dataPlane needs one: with
+	// Libipsec it loads kernel-libipsec before kernel-netlink.
+	StrongSwanConf []byte
+	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there is
+	// one, StrongSwanConf. Secrets are left out so that the hash, which is
+	// shown in status, reveals nothing about a PSK.
 	Hash string
 }
 
@@ -54,7 +60,7 @@ func Render(in Input) (*Files, error) {
 		return nil, err
 	}
 	conf, secrets := swanctlConf(in, c)
-	f := &Files{NATRules: natRules(in, c)}
+	f := &Files{NATRules: natRules(in, c), StrongSwanConf: dataPlaneConf(in.Spec.DataPlane)}
 	if f.SwanctlConf, err = conf.Format(); err != nil {
 		return nil, err
 	}
@@ -65,6 +71,10 @@ func Render(in Input) (*Files, error) {
 	h.Write(f.SwanctlConf)
 	h.Write([]byte{0})
 	h.Write(f.NATRules)
+	if f.StrongSwanConf != nil {
+		h.Write([]byte{0})
+		h.Write(f.StrongSwanConf)
+	}
 	f.Hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil
 }

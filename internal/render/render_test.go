@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -53,6 +55,7 @@ func TestGolden(t *testing.T) {
 		"nat-exposures":      "Mode nat with exposures (by address and by Service) and reverse exposures.",
 		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
 		"psk-special-chars":  "PSKs with braces, quotes, '#' and newlines are hex-encoded.",
+		"libipsec":           "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,8 +67,19 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nRender(): %v", reason, err)
 			}
-			for file, got := range map[string][]byte{"swanctl.conf": f.SwanctlConf, "secrets.conf": f.Secrets, "nat.nft": f.NATRules} {
+			files := map[string][]byte{"swanctl.conf": f.SwanctlConf, "secrets.conf": f.Secrets, "nat.nft": f.NATRules,
+				"strongswan.conf": f.StrongSwanConf}
+			for file, got := range files {
 				path := filepath.Join("testdata", name, file)
+				if got == nil {
+					// No such file rendered: no golden file either.
+					if *update {
+						_ = os.Remove(path)
+					} else if _, err := os.Stat(path); err == nil {
+						t.Errorf("%s\n%s was not rendered but has a golden file", reason, file)
+					}
+					continue
+				}
 				if *update {
 					if err := os.WriteFile(path, got, 0o644); err != nil {
 						t.Fatal(err)
@@ -182,5 +196,68 @@ func TestChildNamesStable(t *testing.T) {
 				t.Errorf("%s\nchildren: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestDataPlane proves the data planes differ only where they must: every
+// golden gateway rendered with Libipsec has the files of KernelXFRM (the
+// default, no strongswan.conf fragment) plus a fragment whose plugin list
+// is the gateway image's with kernel-libipsec loaded before kernel-netlink.
+func TestDataPlane(t *testing.T) {
+	image, err := os.ReadFile(filepath.Join("..", "..", "cluster", "images", "gateway", "strongswan.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins := func(conf []byte) string {
+		t.Helper()
+		for _, l := range strings.Split(string(conf), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "load = "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no charon load setting in:\n%s", conf)
+		return ""
+	}
+	want := strings.Replace(plugins(image), " kernel-netlink ", " kernel-libipsec kernel-netlink ", 1)
+	cases := map[string]struct {
+		dp   v1alpha1.DataPlane
+		want string // the fragment's plugin list, "" for none
+	}{
+		"Default":    {"", ""},
+		"KernelXFRM": {v1alpha1.DataPlaneKernelXFRM, ""},
+		"Libipsec":   {v1alpha1.DataPlaneLibipsec, want},
+	}
+	for _, name := range []string{"single-tunnel", "nat-exposures", "routed"} {
+		in := goldenInput(t, name)
+		base, err := Render(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for dpName, tc := range cases {
+			t.Run(name+"/"+dpName, func(t *testing.T) {
+				in.Spec.DataPlane = tc.dp
+				f, err := Render(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Hashes are compared by whether they changed.
+				ignore := cmpopts.IgnoreFields(Files{}, "StrongSwanConf", "Hash")
+				if diff := cmp.Diff(base, f, ignore); diff != "" {
+					t.Errorf("the data plane changed more than the strongswan.conf fragment: -KernelXFRM, +%s:\n%s", dpName, diff)
+				}
+				if tc.want == "" {
+					if f.StrongSwanConf != nil || f.Hash != base.Hash {
+						t.Errorf("StrongSwanConf = %q, hash changed %v; want none and the same hash", f.StrongSwanConf, f.Hash != base.Hash)
+					}
+					return
+				}
+				if got := plugins(f.StrongSwanConf); got != tc.want {
+					t.Errorf("fragment plugins:\n%s\nwant the image's with kernel-libipsec before kernel-netlink:\n%s", got, tc.want)
+				}
+				if f.Hash == base.Hash {
+					t.Errorf("the fragment did not change the hash: the pod would not follow a data plane change")
+				}
+			})
+		}
 	}
 }

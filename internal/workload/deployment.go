@@ -31,7 +31,8 @@ func Replicas(gw *v1alpha1.Gateway) int32 {
 // deployment runs the gateway pod: charon in container strongswan and the
 // agent in container agent, sharing charon's VICI socket. Recreate, so two
 // pods never hold the port's address at once; the config hash annotation
-// records which configuration the pod template was made for.
+// records which configuration the pod template was made for. The data
+// plane adds to the strongswan container only (dataPlane).
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
 	networks, _ := json.Marshal([]map[string]string{{
@@ -49,6 +50,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 	}
 	replicas := Replicas(gw)
 	secretMode := int32(0o400)
+	charonMounts, dataPlaneVolumes := dataPlane(gw, f, n)
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
 		ObjectMeta: meta,
@@ -73,7 +75,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 							Env:             []corev1.EnvVar{{Name: "STRONGSWAN_CONF", Value: "/etc/strongswan.conf"}},
 							SecurityContext: netAdmin,
 							Resources:       resources,
-							VolumeMounts:    []corev1.VolumeMount{run},
+							VolumeMounts:    append([]corev1.VolumeMount{run}, charonMounts...),
 						},
 						{
 							Name:    "agent",
@@ -105,7 +107,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 							},
 						},
 					},
-					Volumes: []corev1.Volume{
+					Volumes: append([]corev1.Volume{
 						{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
@@ -113,9 +115,34 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 						{Name: "secrets", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 							SecretName: n.Secrets, DefaultMode: &secretMode,
 						}}},
-					},
+					}, dataPlaneVolumes...),
 				},
 			},
 		},
 	}
+}
+
+// dataPlane returns the strongswan container's mounts and the pod's volumes
+// that the gateway's data plane adds, none with KernelXFRM: the rendered
+// strongswan.conf fragment, when there is one, in StrongSwanConfDir, and
+// with Libipsec the node's TUN device (kernel-libipsec creates its
+// interface with it, which needs NET_ADMIN, the container's already).
+func dataPlane(gw *v1alpha1.Gateway, f *render.Files, n Names) ([]corev1.VolumeMount, []corev1.Volume) {
+	var mounts []corev1.VolumeMount
+	var volumes []corev1.Volume
+	if f.StrongSwanConf != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: "strongswan-conf", MountPath: StrongSwanConfDir, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "strongswan-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
+			Items:                []corev1.KeyToPath{{Key: KeyStrongSwanConf, Path: "dataplane.conf"}},
+		}}})
+	}
+	if gw.Spec.ForProvider.DataPlane == v1alpha1.DataPlaneLibipsec {
+		charDevice := corev1.HostPathCharDev
+		mounts = append(mounts, corev1.VolumeMount{Name: "tun", MountPath: TunDevice})
+		volumes = append(volumes, corev1.Volume{Name: "tun", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: TunDevice, Type: &charDevice,
+		}}})
+	}
+	return mounts, volumes
 }

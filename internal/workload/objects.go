@@ -34,12 +34,22 @@ const (
 	KeySwanctlConf = "swanctl.conf"
 	KeyNATRules    = "nat.nft"
 	KeySecrets     = "secrets.conf"
+	// KeyStrongSwanConf holds the rendered strongswan.conf fragment, when
+	// there is one (render.Files.StrongSwanConf).
+	KeyStrongSwanConf = "strongswan.conf"
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
 	ConfigDir  = "/etc/ipsecgw/config"
 	SecretsDir = "/etc/ipsecgw/secrets"
 	RunDir     = "/var/run/charon"
+	// StrongSwanConfDir is where the strongswan container finds the
+	// fragment, as dataplane.conf: the gateway image's strongswan.conf
+	// includes /etc/ipsecgw/strongswan.d/*.conf last.
+	StrongSwanConfDir = "/etc/ipsecgw/strongswan.d"
+	// TunDevice is the TUN device kernel-libipsec opens, the node's with
+	// data plane Libipsec.
+	TunDevice = "/dev/net/tun"
 	// SecondaryInterface is the pod's interface on the tenant network.
 	SecondaryInterface = "net1"
 )
@@ -72,12 +82,16 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	config := map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)}
+	if f.StrongSwanConf != nil {
+		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
+	}
 	return []client.Object{
 		nad,
 		&corev1.ConfigMap{
 			TypeMeta:   typeMeta("v1", "ConfigMap"),
 			ObjectMeta: meta(n.Config),
-			Data:       map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)},
+			Data:       config,
 		},
 		&corev1.Secret{
 			TypeMeta:   typeMeta("v1", "Secret"),

@@ -104,3 +104,74 @@ func TestReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestDataPlane proves the data planes' objects differ only where they
+// must: with Libipsec the ConfigMap holds the strongswan.conf fragment and
+// only the strongswan container gains it and the node's TUN device.
+func TestDataPlane(t *testing.T) {
+	base, err := Objects(gw(nil), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charDevice := corev1.HostPathCharDev
+	fragment := "charon {\n}\n"
+	libipsec := *files
+	libipsec.StrongSwanConf = []byte(fragment)
+	cases := map[string]struct {
+		dp      v1alpha1.DataPlane
+		files   *render.Files
+		config  map[string]string
+		mounts  []corev1.VolumeMount
+		volumes []corev1.Volume
+	}{
+		"KernelXFRM": {dp: v1alpha1.DataPlaneKernelXFRM, files: files},
+		"Libipsec": {
+			dp: v1alpha1.DataPlaneLibipsec, files: &libipsec,
+			config: map[string]string{KeyStrongSwanConf: fragment},
+			mounts: []corev1.VolumeMount{
+				{Name: "strongswan-conf", MountPath: "/etc/ipsecgw/strongswan.d", ReadOnly: true},
+				{Name: "tun", MountPath: "/dev/net/tun"},
+			},
+			volumes: []corev1.Volume{
+				{Name: "strongswan-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "vpn-config"},
+					Items:                []corev1.KeyToPath{{Key: "strongswan.conf", Path: "dataplane.conf"}},
+				}}},
+				{Name: "tun", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: "/dev/net/tun", Type: &charDevice,
+				}}},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gw(nil)
+			g.Spec.ForProvider.DataPlane = tc.dp
+			objs, err := Objects(g, tc.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCM := base[1].(*corev1.ConfigMap).DeepCopy()
+			for k, v := range tc.config {
+				wantCM.Data[k] = v
+			}
+			if diff := cmp.Diff(wantCM, objs[1]); diff != "" {
+				t.Errorf("ConfigMap: -want, +got:\n%s", diff)
+			}
+			want := base[8].(*appsv1.Deployment).DeepCopy()
+			pod := &want.Spec.Template.Spec
+			pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, tc.mounts...)
+			pod.Volumes = append(pod.Volumes, tc.volumes...)
+			if diff := cmp.Diff(want, objs[8]); diff != "" {
+				t.Errorf("Deployment: -want, +got:\n%s", diff)
+			}
+			for i, o := range base[:8] {
+				if i != 1 {
+					if diff := cmp.Diff(o, objs[i]); diff != "" {
+						t.Errorf("%s: -KernelXFRM, +%s:\n%s", o.GetName(), name, diff)
+					}
+				}
+			}
+		})
+	}
+}

@@ -19,6 +19,28 @@ const (
 	ModeRouted Mode = "routed"
 )
 
+// DataPlane is where the gateway's ESP packets are encrypted and decrypted:
+// which of strongSwan's IPsec backend plugins charon loads
+// (https://docs.strongswan.org/docs/5.9/plugins/kernel-libipsec.html).
+// +kubebuilder:validation:Enum=KernelXFRM;Libipsec
+type DataPlane string
+
+// Data planes of a Gateway.
+const (
+	// DataPlaneKernelXFRM: the node's kernel processes ESP (XFRM); charon
+	// installs SAs and policies through its kernel-netlink plugin. The
+	// node's kernel needs ESP (CONFIG_INET_ESP, CONFIG_XFRM_USER), as cloud
+	// images have.
+	DataPlaneKernelXFRM DataPlane = "KernelXFRM"
+	// DataPlaneLibipsec: charon processes ESP in userspace with its
+	// kernel-libipsec plugin, loaded before kernel-netlink (which still
+	// installs routes and addresses), always encapsulated in UDP 4500, and
+	// hands packets to and from the pod's network stack through a TUN
+	// device: the pod gets the node's /dev/net/tun. For nodes whose kernel
+	// has no ESP, where CHILD_SAs fail with "Function not implemented".
+	DataPlaneLibipsec DataPlane = "Libipsec"
+)
+
 // A GatewayParameters is the desired state of a Gateway.
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
 type GatewayParameters struct {
@@ -40,6 +62,14 @@ type GatewayParameters struct {
 	// +optional
 	// +kubebuilder:default=true
 	Active *bool `json:"active,omitempty"`
+
+	// DataPlane is where the gateway's ESP packets are processed:
+	// KernelXFRM (default), the node's kernel, or Libipsec, charon in
+	// userspace with the node's /dev/net/tun, for nodes whose kernel has
+	// no ESP.
+	// +optional
+	// +kubebuilder:default=KernelXFRM
+	DataPlane DataPlane `json:"dataPlane,omitempty"`
 
 	// Endpoint is the gateway's own address on the tenant network (the
 	// Neutron port) and the identity it presents to peers.
