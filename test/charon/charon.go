@@ -37,15 +37,8 @@ type Charon struct {
 // strongswan-charon).
 func Start(t testing.TB) *Charon {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("a real charon needs root (network and mount namespaces): run the tests as root")
-	}
-	if _, err := os.Stat(Binary); err != nil {
-		t.Skipf("%s is missing: apt-get install strongswan-charon strongswan-swanctl", Binary)
-	}
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "charon.vici")
-	conf := fmt.Sprintf(`charon {
+	return StartWith(t, func(dir, socket string) string {
+		return fmt.Sprintf(`charon {
   load_modular = no
   load = %s
   install_routes = no
@@ -61,8 +54,24 @@ func Start(t testing.TB) *Charon {
     }
   }
 }
-`, validationPlugins, sock, filepath.Join(dir, "charon.log"))
-	if err := os.WriteFile(filepath.Join(dir, "strongswan.conf"), []byte(conf), 0o600); err != nil {
+`, validationPlugins, socket, filepath.Join(dir, "charon.log"))
+	})
+}
+
+// StartWith runs a charon as Start does, with the strongswan.conf that conf
+// returns for the charon's directory (Dir) and the path of the VICI socket
+// it must serve.
+func StartWith(t testing.TB, conf func(dir, socket string) string) *Charon {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a real charon needs root (network and mount namespaces): run the tests as root")
+	}
+	if _, err := os.Stat(Binary); err != nil {
+		t.Skipf("%s is missing: apt-get install strongswan-charon strongswan-swanctl", Binary)
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "charon.vici")
+	if err := os.WriteFile(filepath.Join(dir, "strongswan.conf"), []byte(conf(dir, sock)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// charon writes its pid file to a fixed path under /run: give it a
