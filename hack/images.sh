@@ -8,8 +8,9 @@
 #             image hack/xpkg.sh embeds in the provider package;
 #   gateway   the gateway pod's image, what cluster/images/gateway/Dockerfile
 #             builds: a Debian bookworm root filesystem with strongSwan,
-#             iproute2 and nftables (debootstrap), then the gateway agent and
-#             the gateway's strongswan.conf as a second layer, into
+#             iproute2 and nftables (debootstrap), then the gateway agent,
+#             the gateway's strongswan.conf and its default data plane
+#             fragment as a second layer, into
 #             $GATEWAY_OUT/gateway-image.tar (default _output/images), tagged
 #             as the Gateway's default image so that a node that imported it
 #             runs it without a pull.
@@ -154,7 +155,8 @@ gateway() {
 		-cmd /usr/lib/ipsec/charon \
 		-env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -env STRONGSWAN_CONF=/etc/strongswan.conf \
 		-file "$work/gateway-agent:/usr/local/bin/gateway-agent:0755" \
-		-file cluster/images/gateway/strongswan.conf:/etc/strongswan.conf:0644
+		-file cluster/images/gateway/strongswan.conf:/etc/strongswan.conf:0644 \
+		-file cluster/images/gateway/dataplane.conf:/etc/ipsecgw/strongswan.d/dataplane.conf:0644
 }
 
 [ $# -gt 0 ] || set -- provider gateway

@@ -44,8 +44,9 @@ const (
 	SecretsDir = "/etc/ipsecgw/secrets"
 	RunDir     = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
-	// fragment, as dataplane.conf: the gateway image's strongswan.conf
-	// includes /etc/ipsecgw/strongswan.d/*.conf last.
+	// fragment, as dataplane.conf, in place of the gateway image's own
+	// (data plane KernelXFRM): the image's strongswan.conf includes
+	// /etc/ipsecgw/strongswan.d/*.conf last.
 	StrongSwanConfDir = "/etc/ipsecgw/strongswan.d"
 	// TunDevice is the TUN device kernel-libipsec opens, the node's with
 	// data plane Libipsec.

@@ -164,8 +164,9 @@ func normalised(t *testing.T, img v1.Image) {
 
 // gateway checks the gateway image against the Deployment: each
 // container's command is an executable in it, charon's STRONGSWAN_CONF is
-// the gateway's strongswan.conf, every plugin it loads (and kernel-libipsec,
-// for data plane Libipsec) is there, and so are swanctl, nft and ip.
+// the gateway's strongswan.conf with the default data plane's fragment
+// where it includes it, every plugin it loads (and kernel-libipsec, for
+// data plane Libipsec) is there, and so are swanctl, nft and ip.
 func gateway(t *testing.T, img v1.Image) {
 	fs := files(t, img)
 	cf, err := img.ConfigFile()
@@ -187,6 +188,13 @@ func gateway(t *testing.T, img v1.Image) {
 				}
 				if !cmp.Equal(cf.Config.Env, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "STRONGSWAN_CONF=" + e.Value}) {
 					t.Errorf("image environment %q, want Debian's PATH and STRONGSWAN_CONF=%s", cf.Config.Env, e.Value)
+				}
+				dataPlane, err := os.ReadFile(filepath.Join(root, "cluster", "images", "gateway", "dataplane.conf"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fs.content(t, workload.StrongSwanConfDir+"/dataplane.conf"); got != string(dataPlane) {
+					t.Errorf("the image's data plane fragment is not cluster/images/gateway/dataplane.conf:\n%s", got)
 				}
 				for _, p := range plugins(t, fs.content(t, e.Value)) {
 					fs.regular(t, "/usr/lib/ipsec/plugins/libstrongswan-"+p+".so", 0)

@@ -19,12 +19,19 @@ import (
 )
 
 // TestDataPlaneCharon starts a real charon, in namespaces of its own, with
-// the gateway image's strongswan.conf and each data plane's rendered
-// fragment where the Deployment mounts it, and checks the IPsec backends
-// it loaded, in order (VICI stats): kernel-libipsec must come before
-// kernel-netlink to be the backend.
+// the gateway image's strongswan.conf and each data plane's fragment where
+// it includes it (the image's own, or the rendered one the Deployment
+// mounts there), and checks the IPsec backends it loaded, in order (VICI
+// stats): kernel-libipsec must come before kernel-netlink to be the
+// backend. charon says nothing about the include.
 func TestDataPlaneCharon(t *testing.T) {
-	image, err := os.ReadFile(filepath.Join("..", "..", "cluster", "images", "gateway", "strongswan.conf"))
+	images := filepath.Join("..", "..", "cluster", "images", "gateway")
+	image, err := os.ReadFile(filepath.Join(images, "strongswan.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The image's own fragment, which the Deployment's replaces.
+	defaultFragment, err := os.ReadFile(filepath.Join(images, "dataplane.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +59,12 @@ func TestDataPlaneCharon(t *testing.T) {
 				if err := os.Mkdir(include, 0o700); err != nil {
 					t.Fatal(err)
 				}
+				fragment := defaultFragment
 				if f.StrongSwanConf != nil {
-					if err := os.WriteFile(filepath.Join(include, "dataplane.conf"), f.StrongSwanConf, 0o600); err != nil {
-						t.Fatal(err)
-					}
+					fragment = f.StrongSwanConf
+				}
+				if err := os.WriteFile(filepath.Join(include, "dataplane.conf"), fragment, 0o600); err != nil {
+					t.Fatal(err)
 				}
 				conf := string(image)
 				for from, to := range map[string]string{"unix://" + workload.RunDir + "/charon.vici": "unix://" + socket, workload.StrongSwanConfDir: include} {
@@ -82,6 +91,15 @@ func TestDataPlaneCharon(t *testing.T) {
 			}
 			if !slices.Contains(plugins, "vici") {
 				t.Errorf("plugins %v lack vici", plugins)
+			}
+			out, err := os.ReadFile(filepath.Join(c.Dir, "charon.out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "file pattern") || strings.Contains(l, "no files found") {
+					t.Errorf("charon warns about the include: %s", l)
+				}
 			}
 		})
 	}
