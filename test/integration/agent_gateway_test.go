@@ -161,7 +161,7 @@ func (g *agentGateway) waitTunnels(timeout time.Duration, what string, ok func(m
 }
 
 // up says why the named tunnels are not all ESTABLISHED with exactly the
-// named CHILD_SAs, each INSTALLED, or nil when they are.
+// named CHILD_SAs, each INSTALLED, and reported up, or nil when they are.
 func up(want map[string][]string) func(map[string]v1alpha1.TunnelStatus) error {
 	return func(got map[string]v1alpha1.TunnelStatus) error {
 		for name, children := range want {
@@ -180,6 +180,9 @@ func up(want map[string][]string) func(map[string]v1alpha1.TunnelStatus) error {
 			}
 			if len(installed) != len(children) {
 				return fmt.Errorf("tunnel %s has CHILD_SAs %v, want %v", name, installed, children)
+			}
+			if !s.Up {
+				return fmt.Errorf("tunnel %s has all its CHILD_SAs INSTALLED but is not reported up", name)
 			}
 		}
 		return nil

@@ -234,8 +234,8 @@ func TestAgentRekeyPFS(t *testing.T) {
 	if log := tp.Gateway.Log(); !strings.Contains(log, "<mismatch|") || !strings.Contains(log, "CHILD_SA rekeying failed") {
 		t.Errorf("the gateway's charon did not log a failed rekey of tunnel mismatch")
 	}
-	got := g.waitTunnels(10*time.Second, "the mismatched CHILD_SA expired, the error kept, the other tunnel up", func(got map[string]v1alpha1.TunnelStatus) error {
-		if m := got["mismatch"]; m.IKEState != v1alpha1.IKEStateEstablished || len(m.ChildSAs) != 0 || m.LastError != status.ErrNoProposalChosen {
+	got := g.waitTunnels(10*time.Second, "the mismatched CHILD_SA expired, the tunnel reported not up with the error kept, the other tunnel up", func(got map[string]v1alpha1.TunnelStatus) error {
+		if m := got["mismatch"]; m.IKEState != v1alpha1.IKEStateEstablished || len(m.ChildSAs) != 0 || m.LastError != status.ErrNoProposalChosen || m.Up {
 			return fmt.Errorf("tunnel mismatch is %+v", m)
 		}
 		return up(map[string][]string{"pfs": {pfsChild}})(got)

@@ -275,7 +275,8 @@ func TestGatewayLifecycle(t *testing.T) {
 	report := func(state, lastError string) {
 		t.Helper()
 		b, _ := json.Marshal([]gwv1alpha1.TunnelStatus{{Name: "branch-a", IKEState: state, LastError: lastError,
-			ChildSAs: []gwv1alpha1.ChildSAStatus{{Name: "branch-a-1", State: "INSTALLED", BytesIn: 840, BytesOut: 840}}}})
+			ChildSAs: []gwv1alpha1.ChildSAStatus{{Name: "branch-a-5f0c1e2d", State: "INSTALLED", BytesIn: 840, BytesOut: 840}},
+			Up:       state == "ESTABLISHED"}})
 		eventually(t, 10*time.Second, "the agent writes its status", func() error {
 			st := &corev1.ConfigMap{}
 			if err := kube.Get(ctx, key(names.Status), st); err != nil {

@@ -327,6 +327,24 @@ func (a *Applier) Applied() []string {
 	return sortedKeys(a.conns)
 }
 
+// Children returns the names of the children of connection conn as last
+// loaded into charon, sorted; nil when conn is not loaded.
+func (a *Applier) Children(conn string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, ok := a.conns[conn]
+	if !ok {
+		return nil
+	}
+	ch := children(conn, c.msg)
+	if ch == nil {
+		return []string{}
+	}
+	names := ch.Keys()
+	slices.Sort(names)
+	return names
+}
+
 // terminate asks charon to close the SAs of the IKE configuration name
 // (kind "ike") or of the child configuration name of connection ike (kind
 // "child"), without waiting (timeout -1): charon 5.9 leaves the SAs of an

@@ -98,6 +98,9 @@ func (v CharonValidator) Validate(ctx context.Context, s *Set) error {
 // its pid file runs.
 var errRunning = errors.New("another charon's pid file is in place")
 
+// errNoAnswer says that charon did not answer on VICI before the deadline.
+var errNoAnswer = errors.New("charon did not answer in time")
+
 // start runs a scratch charon and connects to it, starting it again while
 // another validation charon holds the pid file, until the timeout; stop
 // closes the session, stops charon and removes its directory.
@@ -107,8 +110,16 @@ func (v CharonValidator) start(ctx context.Context) (*vici.Session, func(), erro
 		timeout = 10 * time.Second
 	}
 	deadline := time.Now().Add(timeout)
+	var running error
 	for {
 		sess, stop, err := v.startOnce(ctx, deadline)
+		if errors.Is(err, errRunning) {
+			running = err
+		} else if errors.Is(err, errNoAnswer) && running != nil {
+			// The last start ran into the deadline before it said
+			// anything; the one before found the pid file held.
+			return nil, nil, running
+		}
 		if !errors.Is(err, errRunning) || time.Now().After(deadline) {
 			return sess, stop, err
 		}
@@ -199,7 +210,7 @@ func (v CharonValidator) startOnce(ctx context.Context, deadline time.Time) (*vi
 			failed = ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 			if time.Now().After(deadline) {
-				failed = errors.New("charon did not answer in time")
+				failed = errNoAnswer
 			}
 		}
 		if failed != nil {

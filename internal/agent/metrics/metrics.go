@@ -3,7 +3,7 @@
 //
 // Metrics (tunnel is the swanctl connection name, child the child name):
 //
-//	ipsec_tunnel_up{tunnel}                                1 when the IKE SA is ESTABLISHED, else 0
+//	ipsec_tunnel_up{tunnel}                                1 when the tunnel is up (IKE SA ESTABLISHED, every CHILD_SA INSTALLED), else 0
 //	ipsec_ike_sa_established_seconds{tunnel}               seconds since the IKE SA was established (only while it is)
 //	ipsec_child_sa_bytes_total{tunnel,child,direction}     ESP payload bytes of the CHILD_SA, direction "in" or "out"
 //	ipsec_child_sa_packets_total{tunnel,child,direction}   ESP packets of the CHILD_SA
@@ -31,7 +31,7 @@ const (
 
 var (
 	descUp = prometheus.NewDesc("ipsec_tunnel_up",
-		"Whether the tunnel's IKE SA is established (1) or not (0).", []string{"tunnel"}, nil)
+		"Whether the tunnel is up (1: IKE SA established, every CHILD_SA installed) or not (0).", []string{"tunnel"}, nil)
 	descEstablished = prometheus.NewDesc("ipsec_ike_sa_established_seconds",
 		"Seconds since the tunnel's IKE SA was established.", []string{"tunnel"}, nil)
 	descBytes = prometheus.NewDesc("ipsec_child_sa_bytes_total",
@@ -106,7 +106,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Unlock()
 	for _, t := range tunnels {
 		up := 0.0
-		if t.IKEState == v1alpha1.IKEStateEstablished {
+		if t.Up {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, t.Name)

@@ -32,14 +32,15 @@ ipsec_config_reloads_total{result="success"} 0
 `,
 		},
 		"UpAndDown": {
-			reason: "An established tunnel is up with its age and counters per child and direction; a down one is 0 without age.",
+			reason: "An up tunnel is 1 with its age and counters per child and direction; a down one is 0 without age; an established one that is not up (a CHILD_SA missing) is 0 with its age.",
 			tunnels: []v1alpha1.TunnelStatus{
 				{Name: "branch-a", IKEState: "ESTABLISHED", EstablishedAt: &est, ChildSAs: []v1alpha1.ChildSAStatus{
 					{Name: "net-0", State: "INSTALLED", BytesIn: 840, BytesOut: 1680, PacketsIn: 10, PacketsOut: 20},
 					{Name: "net-1", State: "INSTALLED"},
-				}},
+				}, Up: true},
 				{Name: "branch-b", IKEState: "DOWN", LastError: "AUTHENTICATION_FAILED"},
 				{Name: "branch-c", IKEState: "CONNECTING"},
+				{Name: "branch-d", IKEState: "ESTABLISHED", EstablishedAt: &est, LastError: "NO_PROPOSAL_CHOSEN"},
 			},
 			reloads: []bool{true, true, false},
 			want: `
@@ -62,11 +63,13 @@ ipsec_config_reloads_total{result="success"} 2
 # HELP ipsec_ike_sa_established_seconds Seconds since the tunnel's IKE SA was established.
 # TYPE ipsec_ike_sa_established_seconds gauge
 ipsec_ike_sa_established_seconds{tunnel="branch-a"} 90
-# HELP ipsec_tunnel_up Whether the tunnel's IKE SA is established (1) or not (0).
+ipsec_ike_sa_established_seconds{tunnel="branch-d"} 90
+# HELP ipsec_tunnel_up Whether the tunnel is up (1: IKE SA established, every CHILD_SA installed) or not (0).
 # TYPE ipsec_tunnel_up gauge
 ipsec_tunnel_up{tunnel="branch-a"} 1
 ipsec_tunnel_up{tunnel="branch-b"} 0
 ipsec_tunnel_up{tunnel="branch-c"} 0
+ipsec_tunnel_up{tunnel="branch-d"} 0
 `,
 		},
 	}

@@ -125,11 +125,12 @@ func (a *Agent) session(ctx context.Context) error {
 	defer s.close()
 	applier := apply.New(s.cmd, apply.WithValidator(a.o.Validator))
 	w := &status.Watcher{
-		Events: s.events,
-		Caller: &status.Streamer{Session: s.stream},
-		Conns:  applier.Applied,
-		Poll:   a.o.Poll,
-		Sink:   a.sink,
+		Events:   s.events,
+		Caller:   &status.Streamer{Session: s.stream},
+		Conns:    applier.Applied,
+		Children: applier.Children,
+		Poll:     a.o.Poll,
+		Sink:     a.sink,
 		OnError: func(err error) {
 			a.o.Log.Debug("Cannot read or publish the tunnel status", "error", err)
 		},

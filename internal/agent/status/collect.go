@@ -65,7 +65,16 @@ type childSA struct {
 type Option func(*options)
 
 type options struct {
-	now func() time.Time
+	now      func() time.Time
+	children func(conn string) []string
+}
+
+// WithChildren gives Collect the names of each connection's configured
+// children, so that a tunnel is Up only when every one of them has an
+// INSTALLED CHILD_SA. Without it a tunnel is Up when its IKE SA is
+// ESTABLISHED and has CHILD_SAs, all INSTALLED.
+func WithChildren(children func(conn string) []string) Option {
+	return func(o *options) { o.children = children }
 }
 
 // WithClock makes Collect convert charon's "established N seconds ago" to a
@@ -77,7 +86,8 @@ func WithClock(now func() time.Time) Option {
 // Collect asks charon for its IKE SAs (list-sas, with noblock so that an
 // SA busy in a job does not stall it) and returns the status of every
 // connection in conns, sorted by name: one entry per connection, with
-// IKEState DOWN when the connection has no IKE SA. IKE SAs of connections
+// IKEState DOWN when the connection has no IKE SA, and Up as WithChildren
+// says. IKE SAs of connections
 // not in conns are ignored. LastError is left empty: it comes from events
 // (see Watcher).
 //
@@ -130,7 +140,13 @@ func Collect(ctx context.Context, c Caller, conns []string, opts ...Option) ([]v
 			out = append(out, v1alpha1.TunnelStatus{Name: name, IKEState: StateDown})
 			continue
 		}
-		out = append(out, tunnelStatus(name, sa, now))
+		ts := tunnelStatus(name, sa, now)
+		var configured []string
+		if o.children != nil {
+			configured = o.children(name)
+		}
+		ts.Up = up(ts, configured)
+		out = append(out, ts)
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.TunnelStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
@@ -186,6 +202,33 @@ func tunnelStatus(name string, sa ikeSA, now time.Time) v1alpha1.TunnelStatus {
 	}
 	slices.SortFunc(ts.ChildSAs, func(a, b v1alpha1.ChildSAStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return ts
+}
+
+// up says whether ts carries traffic: IKE SA ESTABLISHED and each of the
+// configured children INSTALLED; with no configured children known, at
+// least one CHILD_SA and all of them INSTALLED.
+func up(ts v1alpha1.TunnelStatus, configured []string) bool {
+	if ts.IKEState != StateEstablished {
+		return false
+	}
+	installed := map[string]bool{}
+	for _, c := range ts.ChildSAs {
+		installed[c.Name] = c.State == StateInstalled
+	}
+	if configured == nil {
+		if len(ts.ChildSAs) == 0 {
+			return false
+		}
+		for _, c := range ts.ChildSAs {
+			configured = append(configured, c.Name)
+		}
+	}
+	for _, c := range configured {
+		if !installed[c] {
+			return false
+		}
+	}
+	return true
 }
 
 // atoi parses one of charon's decimal counters; anything else is 0.

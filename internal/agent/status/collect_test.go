@@ -90,11 +90,12 @@ func TestCollect(t *testing.T) {
 		err     bool
 	}
 	cases := map[string]struct {
-		reason string
-		conns  []string
-		events []*vici.Message
-		err    error
-		want   want
+		reason   string
+		conns    []string
+		children map[string][]string
+		events   []*vici.Message
+		err      error
+		want     want
 	}{
 		"NoSAs": {
 			reason: "Every configured connection without an IKE SA is DOWN, sorted by name.",
@@ -118,6 +119,30 @@ func TestCollect(t *testing.T) {
 					{Name: "net-1", State: "INSTALLED", LocalTS: []string{"192.0.2.0/26"}, RemoteTS: []string{"192.0.2.64/26"},
 						BytesIn: 8400, BytesOut: 9100, PacketsIn: 3, PacketsOut: 4},
 				},
+				Up: true,
+			}}},
+		},
+		"ConfiguredChildMissing": {
+			reason:   "An established IKE SA lacking a configured child's CHILD_SA (as after a PFS mismatch at rekey) is not up.",
+			conns:    []string{"peer1"},
+			children: map[string][]string{"peer1": {"net-0", "net-1"}},
+			events:   []*vici.Message{msg("peer1", ike("3", "ESTABLISHED", "125", child("net-0", "6", "INSTALLED", "1", "2")))},
+			want: want{tunnels: []v1alpha1.TunnelStatus{{
+				Name: "peer1", IKEState: "ESTABLISHED", EstablishedAt: at(125),
+				ChildSAs: []v1alpha1.ChildSAStatus{{Name: "net-0", State: "INSTALLED", LocalTS: []string{"192.0.2.0/26"},
+					RemoteTS: []string{"192.0.2.64/26"}, BytesIn: 1, BytesOut: 2, PacketsIn: 3, PacketsOut: 4}},
+			}}},
+		},
+		"ConfiguredChildrenInstalled": {
+			reason:   "An established IKE SA with every configured child INSTALLED is up.",
+			conns:    []string{"peer1"},
+			children: map[string][]string{"peer1": {"net-0"}},
+			events:   []*vici.Message{msg("peer1", ike("3", "ESTABLISHED", "125", child("net-0", "6", "INSTALLED", "1", "2")))},
+			want: want{tunnels: []v1alpha1.TunnelStatus{{
+				Name: "peer1", IKEState: "ESTABLISHED", EstablishedAt: at(125),
+				ChildSAs: []v1alpha1.ChildSAStatus{{Name: "net-0", State: "INSTALLED", LocalTS: []string{"192.0.2.0/26"},
+					RemoteTS: []string{"192.0.2.64/26"}, BytesIn: 1, BytesOut: 2, PacketsIn: 3, PacketsOut: 4}},
+				Up: true,
 			}}},
 		},
 		"Connecting": {
@@ -127,7 +152,7 @@ func TestCollect(t *testing.T) {
 			want:   want{tunnels: []v1alpha1.TunnelStatus{{Name: "peer1", IKEState: "CONNECTING"}}},
 		},
 		"Reauthentication": {
-			reason: "Of several IKE SAs of a connection the established one established last wins.",
+			reason: "Of several IKE SAs of a connection the established one established last wins; without CHILD_SAs it is not up.",
 			conns:  []string{"peer1"},
 			events: []*vici.Message{
 				msg("peer1", ike("1", "ESTABLISHED", "900")),
@@ -146,7 +171,7 @@ func TestCollect(t *testing.T) {
 				child("net", "2", "INSTALLED", "50", "60")))},
 			want: want{tunnels: []v1alpha1.TunnelStatus{{Name: "peer1", IKEState: "ESTABLISHED", EstablishedAt: at(60),
 				ChildSAs: []v1alpha1.ChildSAStatus{{Name: "net", State: "INSTALLED", LocalTS: []string{"192.0.2.0/26"},
-					RemoteTS: []string{"192.0.2.64/26"}, BytesIn: 5, BytesOut: 6, PacketsIn: 3, PacketsOut: 4}}}}},
+					RemoteTS: []string{"192.0.2.64/26"}, BytesIn: 5, BytesOut: 6, PacketsIn: 3, PacketsOut: 4}}, Up: true}}},
 		},
 		"UnconfiguredIgnored": {
 			reason: "IKE SAs of connections that are not configured are not reported.",
@@ -164,7 +189,11 @@ func TestCollect(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeCaller{events: map[string][]*vici.Message{"list-sas": tc.events}, err: tc.err}
-			got, err := Collect(context.Background(), f, tc.conns, WithClock(func() time.Time { return now }))
+			opts := []Option{WithClock(func() time.Time { return now })}
+			if tc.children != nil {
+				opts = append(opts, WithChildren(func(conn string) []string { return tc.children[conn] }))
+			}
+			got, err := Collect(context.Background(), f, tc.conns, opts...)
 			if (err != nil) != tc.want.err {
 				t.Fatalf("\n%s\nCollect(...): error %v, want error %v", tc.reason, err, tc.want.err)
 			}

@@ -59,6 +59,9 @@ type Watcher struct {
 	Caller Caller
 	// Conns returns the names of the configured connections.
 	Conns func() []string
+	// Children returns the names of a configured connection's children
+	// (see WithChildren); nil when they are not known.
+	Children func(conn string) []string
 	// Sink receives every status read.
 	Sink Sink
 	// Poll and Settle default to DefaultPoll and DefaultSettle.
@@ -181,7 +184,11 @@ func (w *Watcher) Update(ctx context.Context) time.Duration {
 	if w.Now != nil {
 		now = w.Now
 	}
-	tunnels, err := Collect(ctx, w.Caller, w.Conns(), WithClock(now))
+	opts := []Option{WithClock(now)}
+	if w.Children != nil {
+		opts = append(opts, WithChildren(w.Children))
+	}
+	tunnels, err := Collect(ctx, w.Caller, w.Conns(), opts...)
 	if err != nil {
 		w.report(err)
 		return 0

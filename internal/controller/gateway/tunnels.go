@@ -46,11 +46,12 @@ func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha
 	return ts, nil
 }
 
-// tunnelsUp summarises ts as "established/configured".
+// tunnelsUp summarises ts as "up/configured", up as the agent reports it
+// (TunnelStatus.Up: IKE SA ESTABLISHED and every CHILD_SA INSTALLED).
 func tunnelsUp(ts []v1alpha1.TunnelStatus, configured int) string {
 	up := 0
 	for _, t := range ts {
-		if t.IKEState == v1alpha1.IKEStateEstablished {
+		if t.Up {
 			up++
 		}
 	}
@@ -58,9 +59,9 @@ func tunnelsUp(ts []v1alpha1.TunnelStatus, configured int) string {
 }
 
 // tunnelEvents returns the events for tunnels whose state changed from old
-// to now: TunnelUp when one became ESTABLISHED, TunnelDown (a warning, with
-// charon's last error) when one stopped being ESTABLISHED or is first seen
-// down with an error.
+// to now: TunnelUp when one became up (TunnelStatus.Up), TunnelDown (a
+// warning, with the IKE state, the CHILD_SAs not installed and charon's last
+// error) when one stopped being up or is first seen down with an error.
 func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	before := map[string]v1alpha1.TunnelStatus{}
 	for _, t := range old {
@@ -70,10 +71,13 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	for _, t := range now {
 		prev, seen := before[t.Name]
 		switch {
-		case t.IKEState == v1alpha1.IKEStateEstablished && prev.IKEState != v1alpha1.IKEStateEstablished:
-			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s)", t.Name, t.IKEState, len(t.ChildSAs))))
-		case t.IKEState != v1alpha1.IKEStateEstablished && (prev.IKEState == v1alpha1.IKEStateEstablished || (!seen && t.LastError != "")):
+		case t.Up && !prev.Up:
+			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s) installed", t.Name, t.IKEState, len(t.ChildSAs))))
+		case !t.Up && (prev.Up || (!seen && t.LastError != "")):
 			msg := fmt.Sprintf("Tunnel %s is down: IKE SA %s", t.Name, orNone(t.IKEState))
+			if t.IKEState == v1alpha1.IKEStateEstablished {
+				msg += " but not every CHILD_SA is installed"
+			}
 			if t.LastError != "" {
 				msg += ", last error " + t.LastError
 			}

@@ -11,7 +11,9 @@ import (
 )
 
 func TestTunnelEvents(t *testing.T) {
-	up := v1alpha1.TunnelStatus{Name: "a", IKEState: "ESTABLISHED", ChildSAs: []v1alpha1.ChildSAStatus{{Name: "a-1", State: "INSTALLED"}}}
+	up := v1alpha1.TunnelStatus{Name: "a", IKEState: "ESTABLISHED", ChildSAs: []v1alpha1.ChildSAStatus{{Name: "a-1", State: "INSTALLED"}}, Up: true}
+	// Established, but a rekey with a mismatching PFS group lost the CHILD_SA.
+	noChild := v1alpha1.TunnelStatus{Name: "a", IKEState: "ESTABLISHED", LastError: "NO_PROPOSAL_CHOSEN"}
 	down := v1alpha1.TunnelStatus{Name: "a", IKEState: "DOWN", LastError: "AUTHENTICATION_FAILED"}
 	connecting := v1alpha1.TunnelStatus{Name: "a", IKEState: "CONNECTING"}
 	cases := map[string]struct {
@@ -20,19 +22,25 @@ func TestTunnelEvents(t *testing.T) {
 		want     []event.Event
 	}{
 		"ComesUp": {
-			reason: "A tunnel that becomes ESTABLISHED emits TunnelUp.",
+			reason: "A tunnel that comes up emits TunnelUp.",
 			old:    []v1alpha1.TunnelStatus{connecting}, now: []v1alpha1.TunnelStatus{up},
-			want: []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s)")},
+			want: []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s) installed")},
 		},
 		"FirstSeenUp": {
 			reason: "A tunnel first reported up emits TunnelUp.",
 			now:    []v1alpha1.TunnelStatus{up},
-			want:   []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s)")},
+			want:   []event.Event{event.Normal(reasonTunnelUp, "Tunnel a is up: IKE SA ESTABLISHED, 1 CHILD_SA(s) installed")},
 		},
 		"GoesDown": {
 			reason: "A tunnel that was up and is not emits a TunnelDown warning with charon's error.",
 			old:    []v1alpha1.TunnelStatus{up}, now: []v1alpha1.TunnelStatus{down},
 			want: []event.Event{event.Warning(reasonTunnelDown, errors.New("Tunnel a is down: IKE SA DOWN, last error AUTHENTICATION_FAILED"))},
+		},
+		"ChildSALost": {
+			reason: "A tunnel whose IKE SA stays but whose CHILD_SA is gone is down, and the warning says so.",
+			old:    []v1alpha1.TunnelStatus{up}, now: []v1alpha1.TunnelStatus{noChild},
+			want: []event.Event{event.Warning(reasonTunnelDown,
+				errors.New("Tunnel a is down: IKE SA ESTABLISHED but not every CHILD_SA is installed, last error NO_PROPOSAL_CHOSEN"))},
 		},
 		"FirstSeenFailing": {
 			reason: "A tunnel first reported down with an error warns at once.",
@@ -58,8 +66,9 @@ func TestTunnelEvents(t *testing.T) {
 }
 
 func TestTunnelsUp(t *testing.T) {
-	ts := []v1alpha1.TunnelStatus{{Name: "a", IKEState: "ESTABLISHED"}, {Name: "b", IKEState: "CONNECTING"}}
+	ts := []v1alpha1.TunnelStatus{{Name: "a", IKEState: "ESTABLISHED", Up: true}, {Name: "b", IKEState: "CONNECTING"},
+		{Name: "c", IKEState: "ESTABLISHED"}}
 	if got := tunnelsUp(ts, 3); got != "1/3" {
-		t.Errorf("tunnelsUp() = %q, want 1/3", got)
+		t.Errorf("tunnelsUp() = %q, want 1/3: only a tunnel that is up counts, not an IKE SA without its CHILD_SAs", got)
 	}
 }

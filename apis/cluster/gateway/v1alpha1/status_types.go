@@ -56,6 +56,13 @@ type TunnelStatus struct {
 	// +optional
 	ChildSAs []ChildSAStatus `json:"childSAs,omitempty"`
 
+	// Up is true when the tunnel carries traffic: the IKE SA is ESTABLISHED
+	// and every configured CHILD_SA is INSTALLED. An IKE SA without its
+	// CHILD_SAs (for example after a PFS group mismatch at rekey, see
+	// LastError) is not up.
+	// +optional
+	Up bool `json:"up,omitempty"`
+
 	// LastError is the last failure charon reported for the tunnel, such as
 	// AUTHENTICATION_FAILED or NO_PROPOSAL_CHOSEN.
 	// +optional
