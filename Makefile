@@ -73,11 +73,11 @@ reviewable: generate ## Generate, format, vet and unit-test: leaves `git status`
 	$(GO) test ./...
 
 .PHONY: cluster-up
-cluster-up: tools xpkg ## Start the local control plane with Crossplane (idempotent).
+cluster-up: tools xpkg ## Start the local control plane with Crossplane and, as root, the node (NODE=0: without; idempotent).
 	cluster/local/up.sh
 
 .PHONY: cluster-down
-cluster-down: ## Stop the local control plane, Crossplane and the provider.
+cluster-down: ## Stop the local control plane, Crossplane, the provider and the node; restore what the node changed on the host.
 	cluster/local/down.sh
 
 .PHONY: openstack-up

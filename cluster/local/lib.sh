@@ -17,6 +17,16 @@ FN_PORT=${FN_PORT:-19444}
 PROVIDER_METRICS_PORT=${PROVIDER_METRICS_PORT:-18082}
 PROVIDER_HEALTH_PORT=${PROVIDER_HEALTH_PORT:-18083}
 XP_NAMESPACE=crossplane-system
+# NODE=1 (the default as root) brings up the node too (cluster/node/up.sh),
+# so that pods run; NODE=0 leaves it out.
+NODE=${NODE:-$([ "$(id -u)" = 0 ] && echo 1 || echo 0)}
+# The node's address, inside the node's network namespace: the
+# kube-apiserver advertises it, so the `kubernetes` Service leads pods to
+# the API (through cluster/node/apirelay).
+NODE_IP=10.99.0.1
+# With the node, the kube-apiserver reaches the kubelet (logs, exec,
+# port-forward) through the relay's HTTP CONNECT proxy on this socket.
+EGRESS_SOCK=$STATE/apirelay.sock
 
 # The function's package is referenced by digest under a host that is never
 # resolved: with packagePullPolicy Never, Crossplane reads it from its cache.

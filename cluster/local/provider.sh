@@ -33,7 +33,7 @@ Next:
 
   kubectl apply -f examples/providerconfig/          # credentials (edit clouds.yaml for a real cloud)
   kubectl apply -f examples/gateway/psk.yaml -f examples/gateway/gateway.yaml
-  kubectl get gateways                               # rendered; no kubelet runs the pod yet
+  kubectl get gateways                               # rendered; its pod needs the gateway image on the node
 
 For the OpenStack kinds against a real Neutron on loopback, run
 'make openstack-up' (its tenant matches examples/providerconfig/), then

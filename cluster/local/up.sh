@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Brings up the local control plane on loopback: etcd, kube-apiserver (RBAC,
-# client-certificate auth), kube-controller-manager (garbage collector and
-# namespace controllers, which Crossplane relies on to delete composed
-# resources), Crossplane core out of cluster, function-patch-and-transform
+# client-certificate auth, ServiceAccount tokens), kube-controller-manager
+# (garbage collector and namespace controllers, which Crossplane relies on
+# to delete composed resources, and those a node and its pods need),
+# Crossplane core out of cluster, function-patch-and-transform
 # registered offline by digest, and this project's provider and
 # Configuration packages (make xpkg) installed by Crossplane's package
 # manager from them: the provider's CRDs, the IPsecGateway XRD and
-# Composition. Writes
-# $STATE/kubeconfig. A second run while the stack runs says so and changes
-# nothing.
+# Composition; with NODE=1 (the default as root) then the node
+# (cluster/node/up.sh). Writes $STATE/kubeconfig. A second run while the
+# stack runs says so and changes nothing.
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -43,17 +44,29 @@ trap cleanup EXIT
 "$ROOT/cluster/local/pki.sh" "$STATE/pki"
 
 log "starting etcd and kube-apiserver"
+egress=()
+if [ "$NODE" = 1 ]; then
+	cat >"$STATE/egress.yaml" <<YAML
+apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection: {proxyProtocol: HTTPConnect, transport: {uds: {udsName: "$EGRESS_SOCK"}}}
+YAML
+	egress=(--egress-selector-config-file "$STATE/egress.yaml")
+fi
 start etcd "$TOOLS_BIN/etcd" --data-dir "$STATE/etcd" --unsafe-no-fsync \
 	--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
 	--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
 	--initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls ""
 start apiserver "$TOOLS_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+	--bind-address 127.0.0.1 --advertise-address "$NODE_IP" --secure-port "$APISERVER_PORT" \
 	--tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key" \
 	--client-ca-file "$STATE/pki/ca.crt" --authorization-mode RBAC --allow-privileged \
 	--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$STATE/pki/sa.pub" \
 	--service-account-signing-key-file "$STATE/pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
-	--disable-admission-plugins ServiceAccount
+	--kubelet-client-certificate "$STATE/pki/admin.crt" --kubelet-client-key "$STATE/pki/admin.key" \
+	--kubelet-preferred-address-types InternalIP "${egress[@]}"
 cat >"$KUBECONFIG" <<KC
 apiVersion: v1
 kind: Config
@@ -65,7 +78,8 @@ KC
 wait_for kube-apiserver 60 kubectl get --raw /readyz
 
 start kcm "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" \
-	--controllers garbagecollector,namespace --leader-elect=false --secure-port 0
+	--controllers garbagecollector,namespace,nodelifecycle,deployment,replicaset,endpointslice,serviceaccount,root-ca-cert-publisher \
+	--root-ca-file "$STATE/pki/ca.crt" --leader-elect=false --secure-port 0
 
 log "starting Crossplane core"
 kubectl create namespace "$XP_NAMESPACE" >/dev/null
@@ -117,6 +131,7 @@ log "installing the provider and the Configuration packages through Crossplane's
 "$ROOT/cluster/local/install-package.sh" configuration ipsecgw-configuration "$XPKG_DIR/ipsecgw-configuration.xpkg" >/dev/null
 kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
 kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+[ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 
 up=true
 ms=$((($(date +%s%N) - t0) / 1000000))

@@ -3,7 +3,9 @@
 # Crossplane, the function and the provider up in a state directory and on
 # ports of its own (so a developer's running stack is not touched), checks
 # what a user would, checks that a second bring-up refuses to start a twin,
-# and tears everything down, also when a check fails.
+# and tears everything down, also when a check fails. As root the stack has
+# its node: test/e2e/node.sh runs a pod on it, and cluster-down must leave
+# the host as it was (node.sh host before and after).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export STATE=$ROOT/.work/e2e-dev
@@ -13,6 +15,7 @@ export ETCD_PORT=22379 APISERVER_PORT=26443 XP_METRICS_PORT=28080 XP_HEALTH_PORT
 source "$ROOT/cluster/local/lib.sh"
 
 pids=()
+host_before=$("$ROOT/test/e2e/node.sh" host)
 finish() {
 	local rc=$?
 	[ $rc -ne 0 ] && [ -f "$STATE/provider.log" ] && tail -20 "$STATE/provider.log" >&2
@@ -24,6 +27,12 @@ finish() {
 		fi
 	done
 	[ -d "$STATE" ] && { echo "FAIL: $STATE survived cluster-down" >&2; rc=1; }
+	host_after=$("$ROOT/test/e2e/node.sh" host)
+	if [ "$host_after" != "$host_before" ]; then
+		echo "FAIL: cluster-down did not restore the host:" >&2
+		diff <(echo "$host_before") <(echo "$host_after") >&2
+		rc=1
+	fi
 	rm -rf "$STATE.failed"
 	exit $rc
 }
@@ -36,6 +45,9 @@ fail() {
 "$ROOT/cluster/local/up.sh"
 "$ROOT/cluster/local/provider.sh" >/dev/null
 for p in etcd apiserver kcm crossplane fpt provider; do pids+=("$(cat "$STATE/$p.pid")"); done
+if [ "$NODE" = 1 ]; then
+	for p in apirelay containerd kubelet kube-proxy scheduler; do pids+=("$(cat "$STATE/$p.pid")"); done
+fi
 
 second=$("$ROOT/cluster/local/up.sh")
 [[ $second == *"already running"* ]] || fail "a second up.sh did not say the stack runs: $second"
@@ -59,7 +71,7 @@ kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/p
 # The provider's ProviderConfig controller adds its in-use finalizer.
 wait_for "the provider's ProviderConfig controller" 30 \
 	bash -c '[[ $("$0" get providerconfig.ipsecgw.io default -o jsonpath={.metadata.finalizers}) == *in-use.crossplane.io* ]]' "$TOOLS_BIN/kubectl"
-# The Gateway example renders and its objects appear (no kubelet runs them).
+# The Gateway example renders and its objects appear.
 kubectl apply -f "$ROOT/examples/gateway/psk.yaml" >/dev/null && kubectl apply -f "$ROOT/examples/gateway/gateway.yaml" >/dev/null ||
 	fail "examples/gateway does not apply"
 wait_for "the example Gateway's ConfigMap" 60 kubectl -n tenant-a get configmap tenant-a-vpn-config
@@ -79,4 +91,5 @@ kubectl apply --dry-run=server -f "$ROOT/examples/claim/" >/dev/null || fail "ex
 metrics=$(curl -fsS "http://127.0.0.1:$PROVIDER_METRICS_PORT/metrics")
 grep -q '^controller_runtime_reconcile_total{controller="providerconfig/providerconfig.ipsecgw.io"' <<<"$metrics" ||
 	fail "the provider's /metrics does not count ProviderConfig reconciles"
+[ "$NODE" = 0 ] || "$ROOT/test/e2e/node.sh" check
 echo "PASS: local dev stack (provider RSS $(($(ps -o rss= -p "${pids[5]}") / 1024)) MiB)"

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# End-to-end check of the local stack's node, on a running stack (STATE and
+# ports from the environment; test/e2e/dev-stack.sh runs it on its own):
+# a pod from an image built here (test/nodeprobe, packed with
+# hack/imagebuild, imported into the node's containerd, imagePullPolicy
+# Never) runs, reads a ConfigMap through the API with its own ServiceAccount
+# token (a Role allows that one ConfigMap), is reachable through a
+# ClusterIP Service from the node, and has a macvlan net1 from a
+# NetworkAttachmentDefinition with static IPAM; `kubectl logs` and `exec`
+# reach it (the API server through the relay to the kubelet). Prints the
+# pod's start time.
+# Deletes its namespace at the end, also on failure.
+#
+#   test/e2e/node.sh check   the pod check, on a running node
+#   test/e2e/node.sh host    prints what the node changes on the host: the
+#                            sysctls the kubelet sets and the fixed paths
+#                            (unless another node runs), this node's network
+#                            namespace, cgroups and mounts; equal output
+#                            before bring-up and after cluster-down means the
+#                            host was restored
+set -euo pipefail
+# shellcheck source=cluster/node/lib.sh
+source "$(dirname "$0")/../../cluster/node/lib.sh"
+
+if [ "${1:-}" = host ]; then
+	if [ -z "$(ls -A "$HOST_RECORD/nodes" 2>/dev/null)" ]; then
+		for k in $KUBELET_SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done
+		for p in $HOST_PATHS "$HOST_RECORD"; do [ -e "$p" ] && echo "exists $p"; done
+	fi
+	[ -e "/run/netns/$NETNS" ] && echo "netns $NETNS"
+	ls -d /sys/fs/cgroup/*/"$CGROUP_ROOT" 2>/dev/null || true
+	awk -v s="$STATE" 'index($2, s) == 1 {print "mount " $2}' /proc/self/mounts
+	exit 0
+fi
+[ "${1:-}" = check ] || { echo "usage: $0 check|host" >&2; exit 2; }
+NS=node-e2e
+IMAGE=registry.local/nodeprobe:e2e
+NET1=192.168.50.10/24
+
+fail() {
+	echo "FAIL: node: $*" >&2
+	kubectl -n "$NS" get pods -o wide >&2 || true
+	kubectl -n "$NS" get events --sort-by .lastTimestamp >&2 || true
+	exit 1
+}
+trap 'kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true' EXIT
+running kubelet || fail "the node does not run"
+
+mkdir -p "$NODE_DIR/nodeprobe"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODE_DIR/nodeprobe/nodeprobe" ./test/nodeprobe)
+(cd "$ROOT" && go run ./hack/imagebuild -o "$NODE_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
+	-user 65532:65532 -file "$NODE_DIR/nodeprobe/nodeprobe:/nodeprobe:0755") >/dev/null
+ctr images import "$NODE_DIR/nodeprobe/image.tar" >/dev/null
+
+t0=$(date +%s%N)
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: $NS}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: probe, namespace: $NS}
+data: {greeting: hello from the API}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: probe, namespace: $NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: probe, namespace: $NS}
+rules: [{apiGroups: [""], resources: [configmaps], resourceNames: [probe], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: probe, namespace: $NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: probe}
+subjects: [{kind: ServiceAccount, name: probe, namespace: $NS}]
+---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: macvlan-static, namespace: $NS}
+spec:
+  config: '{"cniVersion": "1.0.0", "name": "macvlan-static", "type": "macvlan", "master": "$MACVLAN_PARENT", "mode": "bridge",
+    "capabilities": {"ips": true}, "ipam": {"type": "static"}}'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: probe, namespace: $NS}
+spec:
+  selector: {matchLabels: {app: probe}}
+  template:
+    metadata:
+      labels: {app: probe}
+      annotations:
+        k8s.v1.cni.cncf.io/networks: '[{"name": "macvlan-static", "interface": "net1", "ips": ["$NET1"]}]'
+    spec:
+      serviceAccountName: probe
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: probe
+        image: $IMAGE
+        imagePullPolicy: Never
+        env: [{name: CONFIGMAP, value: probe}]
+        ports: [{containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: probe, namespace: $NS}
+spec:
+  selector: {app: probe}
+  ports: [{port: 80, targetPort: 8080}]
+YAML
+kubectl -n "$NS" rollout status deployment/probe --timeout 120s >/dev/null || fail "the probe pod did not become ready"
+ms=$((($(date +%s%N) - t0) / 1000000))
+
+ip=$(kubectl -n "$NS" get service probe -o 'jsonpath={.spec.clusterIP}')
+# The pod may have been Ready before kube-proxy programmed the Service.
+report=
+for _ in $(seq 1 40); do
+	report=$("${IN_NODE[@]}" curl -fsS --max-time 2 "http://$ip/" 2>/dev/null) && break
+	sleep 0.5
+done
+[ -n "$report" ] || fail "the probe is not reachable through its ClusterIP $ip"
+check() { python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if $1 else 1)" "$report"; }
+check 'r.get("configMap", {}).get("greeting") == "hello from the API"' ||
+	fail "the pod did not read its ConfigMap with its ServiceAccount token: $report"
+check '"'"$NET1"'" in r["interfaces"].get("net1", [])' || fail "the pod has no macvlan net1 with $NET1: $report"
+kubectl -n "$NS" logs deployment/probe | grep -q 'serving on :8080' || fail "kubectl logs does not show the probe's log"
+report=$(kubectl -n "$NS" exec deployment/probe -- /nodeprobe report) || fail "kubectl exec into the probe failed"
+check '"'"$NET1"'" in r["interfaces"].get("net1", [])' || fail "kubectl exec did not run in the probe's pod: $report"
+echo "PASS: node: a locally built pod runs, reads its ConfigMap with its own token, answers on ClusterIP $ip, has net1 $NET1, logs and exec work (apply to Ready $((ms / 1000)).$((ms % 1000 / 100))s)"
