@@ -47,7 +47,7 @@ die() {
 # running NAME succeeds when the process of $STATE/NAME.pid is alive.
 running() {
 	local f=$STATE/$1.pid
-	[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+	[ -f "$f" ] && alive "$(cat "$f")"
 }
 
 # start NAME CMD...: runs CMD in the background, logging to $STATE/NAME.log,
@@ -59,15 +59,22 @@ start() {
 	echo $! >"$STATE/$name.pid"
 }
 
+# alive PID succeeds while the process runs. A process that has exited but
+# is not reaped yet (a zombie: init here reaps every second or two) has not.
+alive() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s:0:1}" != Z ]
+}
+
 # stop NAME: sends SIGTERM to the recorded pid, waits up to 20 s, then kills.
 stop() {
 	local f=$STATE/$1.pid pid i
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
 	if kill "$pid" 2>/dev/null; then
-		for i in $(seq 1 40); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.5
+		for i in $(seq 1 100); do
+			alive "$pid" || break
+			sleep 0.2
 		done
 		kill -9 "$pid" 2>/dev/null || true
 	fi

@@ -24,8 +24,9 @@ if running kubelet && running apiserver; then
 		sleep 0.5
 	done
 fi
-stop kube-proxy
-stop kubelet
+stop kube-proxy &
+stop kubelet &
+wait
 if running containerd; then
 	for c in $(ctr tasks ls -q 2>/dev/null); do ctr tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
 fi

@@ -21,7 +21,7 @@ finish() {
 	[ $rc -ne 0 ] && [ -f "$STATE/provider.log" ] && tail -20 "$STATE/provider.log" >&2
 	"$ROOT/cluster/local/down.sh" >/dev/null
 	for p in "${pids[@]}"; do
-		if kill -0 "$p" 2>/dev/null; then
+		if alive "$p"; then
 			echo "FAIL: pid $p survived cluster-down" >&2
 			rc=1
 		fi
