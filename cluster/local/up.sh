@@ -9,13 +9,15 @@
 # manager from them: the provider's CRDs, the IPsecGateway XRD and
 # Composition; with NODE=1 (the default as root) then the node
 # (cluster/node/up.sh). Writes $STATE/kubeconfig. A second run while the
-# stack runs says so and changes nothing.
+# stack runs says so and changes nothing, but starts the node if it does not
+# run.
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 if running apiserver; then
 	log "local stack already running: export KUBECONFIG=$KUBECONFIG ('make cluster-down' stops it)"
+	[ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 	exit 0
 fi
 for t in etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache function-patch-and-transform; do
@@ -89,11 +91,11 @@ xpinit() {
 		"$TOOLS_BIN/crossplane" core init >"$STATE/crossplane-init.log" 2>&1
 }
 # init can race the discovery of the CRDs it has just created: wait for them
-# and try again.
+# and try again (the wait itself can fail while init still changes them).
 for i in 1 2 3 4 5; do
 	xpinit && break
 	[ "$i" = 5 ] && die "crossplane core init failed: see $STATE/crossplane-init.log"
-	kubectl wait --for condition=Established --timeout 30s crd --all >/dev/null
+	kubectl wait --for condition=Established --timeout 30s crd --all >/dev/null 2>&1 || true
 	sleep 1
 done
 mkdir -p "$STATE/xp/client" "$STATE/xp/fn" "$STATE/xp/xpkg-cache" "$STATE/xp/xfn-cache"
