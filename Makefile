@@ -26,7 +26,7 @@ test: tools check-generate test-unit test-integration test-e2e ## Run all tests 
 ##@ Development
 
 .PHONY: tools
-tools: ## Build the offline toolchain into the cache (about 12 min cold, seconds warm).
+tools: ## Build the offline toolchain into the cache (about 18 min cold, seconds warm).
 	hack/tools.sh build
 
 .PHONY: generate
