@@ -48,24 +48,28 @@ cat <<MSG
 The main job runs: claim tenant-a/branch-office pins 203.0.113.10, which the
 VM gateway's port ($vm_port) still holds. This is the runbook's pre-stage.
 
-  export KUBECONFIG=$KUBECONFIG
+  export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
   kubectl get ipsecgateway -A
   kubectl get managed                      # Synced/Ready of each composed resource
-  $TOOLS_BIN/crank beta trace ipsecgateway branch-office -n tenant-a
+  crank beta trace ipsecgateway branch-office -n tenant-a
   kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.floatingIP.conditions}'
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
   kubectl -n tenant-a get deployment $gw                   # 0 replicas until the floating IP is attached
 
-Cutover (the binding attaches by itself; the label edit makes it immediate):
+Cutover (the binding attaches by itself within about 10 s; the label edit
+makes it retry at once):
 
   OS_STATE=$OS_STATE $RUNBOOK unset 203.0.113.10
   kubectl -n tenant-a label ipsecgateway branch-office cutover=\$(date +%s) --overwrite
   kubectl get ipsecgateway -A -w
 
-Rollback:
+Rollback (pause the binding so that it cannot take the address back while
+it is free, move it, unpause: the binding reports the VM's port again):
 
+  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused=true
   OS_STATE=$OS_STATE $RUNBOOK unset 203.0.113.10
   OS_STATE=$OS_STATE $RUNBOOK set 203.0.113.10 $vm_port
+  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused-
   kubectl -n tenant-a delete ipsecgateway branch-office    # the floating IP stays the customer's
 
 A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-fip.yaml

@@ -17,18 +17,21 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// MaxRetryBackoff caps the wait between retries of a binding that fails,
-// 10 s instead of crossplane-runtime's 60 s. A pinned floating IP still held
-// by another port (the runbook's pre-stage) fails until the cutover frees
-// it; the binding then attaches it within this time without a nudge, at
-// the cost of one Neutron GET per binding every 10 s while pre-staged.
-const MaxRetryBackoff = 10 * time.Second
+// tuning makes a binding look at its floating IP every 10 s (the
+// provider's --poll is 1 min) and retry a failing binding after at most
+// 10 s (crossplane-runtime's backoff grows to 60 s). The runbook's steps
+// are changes made by hand in Neutron: at the cutover a pinned floating IP
+// that another port held becomes free, at the rollback it moves back to
+// the VM's port. Each shows on the binding, and so on the claim and in
+// whether the gateway runs, within 10 s, at the cost of one Neutron GET
+// per binding every 10 s.
+var tuning = mrsetup.Tuning{PollInterval: 10 * time.Second, MaxRetryBackoff: 10 * time.Second}
 
 // Setup adds the FloatingIPBinding controller to mgr, with Neutron clients
 // from clients and the OpenStack kinds' reconciler options (mrsetup). It
 // returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, MaxRetryBackoff,
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
 			return &connector{c}
 		})

@@ -29,7 +29,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		return err
 	}
 	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, 0,
+	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{},
 		managed.WithTypedExternalConnector[*v1alpha1.Gateway](&connector{
 			kube:      own,
 			own:       own,

@@ -23,19 +23,34 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
+// Tuning adjusts how often a controller looks at its managed resources. A
+// zero field keeps the provider's setting.
+type Tuning struct {
+	// PollInterval is how long after a successful reconcile a resource is
+	// observed again (drift detection); never longer than the provider's
+	// --poll.
+	PollInterval time.Duration
+	// MaxRetryBackoff caps the wait before a failing reconcile of one
+	// object is retried: 1 s, doubling per failure, up to this; 60 s
+	// (crossplane-runtime's ratelimiter.NewController) when zero.
+	MaxRetryBackoff time.Duration
+}
+
 // Register adds a controller named name that reconciles the managed
 // resources of kind gvk (whose Go type obj is) with a managed.Reconciler
 // built from opts and the options every controller shares: logger, poll
-// interval, events, management policies when enabled, and MR metrics when
-// configured. A failing reconcile of one object is retried after 1 s,
-// doubling per failure up to maxBackoff (when zero, crossplane-runtime's
-// 60 s of ratelimiter.NewController). It
-// returns an error when the controller cannot be built.
+// interval and retry backoff (o, adjusted by t), events, management
+// policies when enabled, and MR metrics when configured. It returns an
+// error when the controller cannot be built.
 func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object,
-	maxBackoff time.Duration, opts ...managed.ReconcilerOption) error {
+	t Tuning, opts ...managed.ReconcilerOption) error {
+	poll := o.PollInterval
+	if t.PollInterval > 0 && t.PollInterval < poll {
+		poll = t.PollInterval
+	}
 	all := append([]managed.ReconcilerOption{
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithPollInterval(o.PollInterval),
+		managed.WithPollInterval(poll),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
 	}, opts...)
 	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
@@ -46,8 +61,8 @@ func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 	}
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
 	co := o.ForControllerRuntime()
-	if maxBackoff > 0 {
-		co.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, maxBackoff)
+	if t.MaxRetryBackoff > 0 {
+		co.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, t.MaxRetryBackoff)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
@@ -82,15 +97,15 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 // RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk
 // name the kind, obj is its Go type, and connect makes its connector from
 // the shared openstack.Connector (authenticating through clients);
-// maxBackoff is as for Register. The reconciler takes OpenStackOptions. It returns an error when a client or
+// t is as for Register. The reconciler takes OpenStackOptions. It returns an error when a client or
 // the controller cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
-	gk string, gvk schema.GroupVersionKind, obj T, maxBackoff time.Duration, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
+	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
 	c, err := OpenStackConnector(mgr, clients)
 	if err != nil {
 		return err
 	}
-	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, maxBackoff,
+	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
 		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)))...)
 }
 
