@@ -76,4 +76,8 @@ A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-
 
 'make dev-down' stops everything.
 MSG
+echo "\$ kubectl get ipsecgateway -A"
 kubectl get ipsecgateway -A
+echo
+echo "\$ crank beta trace ipsecgateway branch-office -n tenant-a"
+"$TOOLS_BIN/crank" beta trace ipsecgateway branch-office -n tenant-a || true
