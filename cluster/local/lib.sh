@@ -95,3 +95,14 @@ wait_for() {
 
 # port_free PORT succeeds when nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# keep_failed_logs DOWN WHAT: after a failed bring-up, copies the logs of
+# $STATE to $STATE.failed, runs the DOWN script so that nothing
+# half-started is left to be mistaken for a running stack, and says so.
+keep_failed_logs() {
+	rm -rf "$STATE.failed"
+	mkdir -p "$STATE.failed"
+	cp "$STATE"/*.log "$STATE.failed/" 2>/dev/null || true
+	"$1" >/dev/null
+	echo "$2 failed; logs kept in $STATE.failed" >&2
+}

@@ -36,11 +36,7 @@ mkdir -p "$STATE/pki"
 up=false
 cleanup() {
 	$up && return
-	rm -rf "$STATE.failed"
-	mkdir -p "$STATE.failed"
-	cp "$STATE"/*.log "$STATE.failed/" 2>/dev/null || true
-	"$ROOT/cluster/local/down.sh" >/dev/null
-	echo "bring-up failed; logs kept in $STATE.failed" >&2
+	keep_failed_logs "$ROOT/cluster/local/down.sh" "bring-up"
 }
 trap cleanup EXIT
 "$ROOT/cluster/local/pki.sh" "$STATE/pki"

@@ -42,11 +42,7 @@ t0=$(date +%s%N)
 up=false
 cleanup() {
 	$up && return
-	rm -rf "$STATE.failed"
-	mkdir -p "$STATE.failed"
-	cp "$STATE"/*.log "$STATE.failed/" 2>/dev/null || true
-	"$ROOT/cluster/node/down.sh" >/dev/null
-	echo "node bring-up failed; logs kept in $STATE.failed" >&2
+	keep_failed_logs "$ROOT/cluster/node/down.sh" "node bring-up"
 }
 trap cleanup EXIT
 

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,11 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
@@ -366,17 +362,7 @@ func TestRouterRoutes(t *testing.T) {
 // TestRouterRoutesExample applies examples/networking/routerroutes.yaml to
 // the API server (dry run): the example is valid against the CRD.
 func TestRouterRoutesExample(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "networking", "routerroutes.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &u.Object); err != nil {
-		t.Fatal(err)
-	}
-	if err := kube.Create(context.Background(), u, client.DryRunAll); err != nil {
-		t.Fatalf("the example does not apply: %v", err)
-	}
+	u := dryRunExample(t, "routerroutes.yaml")
 	// And CEL refuses a route that has no nexthop from anywhere.
 	delete(u.Object["spec"].(map[string]any)["forProvider"].(map[string]any), "nexthopPortRef")
 	if err := kube.Create(context.Background(), u, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "every route needs a nexthop") {
