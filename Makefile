@@ -80,6 +80,7 @@ vet: ## go vet every package with the tag it builds with, and the wrapper module
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 	cd hack/tools/crossplane && $(GO) vet ./xpkgcache
+	cd hack/tools/etcd && $(GO) vet .
 
 .PHONY: cluster-up
 cluster-up: tools xpkg ## Start the local control plane with Crossplane and, as root, the node (NODE=0: without; idempotent).
