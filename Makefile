@@ -8,11 +8,14 @@ GO ?= go
 OUTPUT := _output
 # Where hack/tools.sh keeps this checkout's toolchain (outside the repo).
 TOOLS_BIN = $(shell hack/tools.sh bindir)
+# As root the local stack has a node that runs pods: `make images` builds
+# the gateway image it imports.
+NODE_IMAGES = $(if $(filter 0,$(shell id -u)),images)
 
 ##@ Main
 
 .PHONY: dev
-dev: tools build xpkg ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
+dev: tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
 	cluster/local/dev.sh
 
 .PHONY: dev-down
@@ -48,11 +51,11 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 # As root, the integration tests check the images `make images` builds (its
 # root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
-test-integration: $(if $(filter 0,$(shell id -u)),images) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
+test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
 
 .PHONY: test-e2e
-test-e2e: build xpkg ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
+test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
 	test/e2e/dev-stack.sh
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 

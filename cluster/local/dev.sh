@@ -34,6 +34,9 @@ for f in pinned-fip allocated-fip; do
 		-e "s/00000000-0000-4000-8000-00000000bbbb/$(field subnet_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000cccc/$(field ext_net_id)/" \
 		"$ROOT/examples/claim/$f.yaml" >"$STATE/claims/$f.yaml"
+	# This machine's kernel has no ESP: the node's gateway pods run
+	# strongSwan's userspace data plane.
+	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
 done
 kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
 kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null

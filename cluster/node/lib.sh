@@ -36,6 +36,8 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 HOST_PATHS="/run/containerd /var/lib/cni /var/log/containers"
 CNI_PLUGINS=/usr/lib/cni
 SOCK=$NODE_DIR/containerd/containerd.sock
+# The gateway pods' image (hack/images.sh), tagged as the Gateway's default.
+GATEWAY_IMAGE=${GATEWAY_IMAGE:-$ROOT/_output/images/gateway-image.tar}
 
 # "${IN_NODE[@]}" CMD... runs CMD in the node's network namespace (nsenter,
 # not ip netns exec, which remounts /sys and hides the cgroup hierarchy). An

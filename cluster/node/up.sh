@@ -9,7 +9,8 @@
 # cluster/node/apirelay, on the node's address. The sandbox ("pause") image
 # is built here from cluster/node/pause with hack/imagebuild and pinned in
 # containerd; images are never pulled (imagePullPolicy: Never, loaded with
-# `ctr -n k8s.io images import`).
+# `ctr -n k8s.io images import`): the gateway image that `make images`
+# builds ($GATEWAY_IMAGE) is imported here.
 #
 # This machine's quirks: cgroup v1 only (failCgroupV1: false), no
 # CAP_SYS_RESOURCE (restrict_oom_score_adj), no dummy module (veth pairs),
@@ -136,6 +137,12 @@ JSON
 start containerd env "PATH=$TOOLS_BIN:$PATH" "${IN_NODE[@]}" "$TOOLS_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
 wait_for containerd 30 ctr version
 ctr images import "$NODE_DIR/pause.tar" >/dev/null
+if [ -f "$GATEWAY_IMAGE" ]; then
+	ctr images import "$GATEWAY_IMAGE" >/dev/null
+	log "node: imported the gateway image $(basename "$GATEWAY_IMAGE")"
+else
+	log "node: no gateway image at $GATEWAY_IMAGE ('make images' builds it): gateway pods will not start"
+fi
 
 log "node: kubelet, kube-proxy and kube-scheduler"
 cat >"$NODE_DIR/kubelet/config.yaml" <<YAML

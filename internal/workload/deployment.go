@@ -31,8 +31,9 @@ func Replicas(gw *v1alpha1.Gateway) int32 {
 // deployment runs the gateway pod: charon in container strongswan and the
 // agent in container agent, sharing charon's VICI socket. Recreate, so two
 // pods never hold the port's address at once; the config hash annotation
-// records which configuration the pod template was made for. The data
-// plane adds to the strongswan container only (dataPlane).
+// records which configuration the pod template was made for. The init
+// container sets up the pod's routing (networkInit); the data plane adds
+// to the strongswan container only (dataPlane).
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
 	networks, _ := json.Marshal([]map[string]string{{
@@ -67,6 +68,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 					ServiceAccountName: n.Gateway,
 					NodeSelector:       p.NodeSelector,
 					Tolerations:        p.Tolerations,
+					InitContainers:     []corev1.Container{networkInit(gw)},
 					Containers: []corev1.Container{
 						{
 							Name:            "strongswan",

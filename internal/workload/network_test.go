@@ -1,0 +1,74 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+func TestNetworkScript(t *testing.T) {
+	routing := "ip route replace 10.20.0.0/24 dev net1 src 10.20.0.10 table 120\n" +
+		"ip route replace default via 10.20.0.1 dev net1 table 120\n" +
+		"ip rule del priority 1000 2>/dev/null || true\n" +
+		"ip rule add priority 1000 from 10.20.0.10 lookup 120\n"
+	tunnel := func(name string, locals ...string) v1alpha1.Tunnel {
+		t := v1alpha1.Tunnel{Name: name}
+		for _, l := range locals {
+			t.TrafficSelectors = append(t.TrafficSelectors, v1alpha1.TrafficSelector{Local: v1alpha1.CIDR(l), Remote: "192.168.10.0/24"})
+		}
+		return t
+	}
+	cases := map[string]struct {
+		dp      v1alpha1.DataPlane
+		tunnels []v1alpha1.Tunnel
+		want    string
+	}{
+		"KernelXFRM: routing only, whatever the selectors": {
+			dp: v1alpha1.DataPlaneKernelXFRM, tunnels: []v1alpha1.Tunnel{tunnel("a", "100.64.0.0/24")},
+			want: routing,
+		},
+		"Libipsec, nat: the first address of the inside subnet": {
+			dp: v1alpha1.DataPlaneLibipsec, tunnels: []v1alpha1.Tunnel{tunnel("a", "100.64.0.0/24")},
+			want: routing + "ip address replace 100.64.0.1/32 dev net1\n",
+		},
+		"Libipsec, routed: the private address lies inside the tenant subnet": {
+			dp: v1alpha1.DataPlaneLibipsec, tunnels: []v1alpha1.Tunnel{tunnel("a", "10.20.0.0/16")},
+			want: routing,
+		},
+		"Libipsec: one address per selector, none for a selector an earlier one covers": {
+			dp: v1alpha1.DataPlaneLibipsec,
+			tunnels: []v1alpha1.Tunnel{
+				tunnel("a", "100.64.0.0/24", "100.64.1.0/24"),
+				tunnel("b", "100.64.0.0/23", "100.64.2.7/32", "100.64.0.0/24"),
+			},
+			want: routing + "ip address replace 100.64.0.1/32 dev net1\n" +
+				"ip address replace 100.64.1.1/32 dev net1\n" +
+				"ip address replace 100.64.2.7/32 dev net1\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gw(nil)
+			g.Spec.ForProvider.DataPlane = tc.dp
+			g.Spec.ForProvider.Tunnels = tc.tunnels
+			if diff := cmp.Diff(tc.want, networkScript(g)); diff != "" {
+				t.Errorf("-want, +got:\n%s", diff)
+			}
+			objs, err := Objects(g, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []corev1.Container{{
+				Name: "network", Image: "gw:1", Command: []string{"/bin/sh", "-euc", tc.want},
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}},
+			}}
+			if diff := cmp.Diff(want, objs[8].(*appsv1.Deployment).Spec.Template.Spec.InitContainers); diff != "" {
+				t.Errorf("init containers: -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
