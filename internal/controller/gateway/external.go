@@ -84,6 +84,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	}
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
+	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
 	diff, err := e.drift(ctx)
 	if err != nil {
 		return managed.ExternalObservation{}, err

@@ -58,6 +58,18 @@ func tunnelsUp(ts []v1alpha1.TunnelStatus, configured int) string {
 	return fmt.Sprintf("%d/%d", up, configured)
 }
 
+// traffic returns the ESP payload bytes in and out, summed over every
+// CHILD_SA of ts.
+func traffic(ts []v1alpha1.TunnelStatus) (in, out int64) {
+	for _, t := range ts {
+		for _, c := range t.ChildSAs {
+			in += c.BytesIn
+			out += c.BytesOut
+		}
+	}
+	return in, out
+}
+
 // tunnelEvents returns the events for tunnels whose state changed from old
 // to now: TunnelUp when one became up (TunnelStatus.Up), TunnelDown (a
 // warning, with the IKE state, the CHILD_SAs not installed and charon's last

@@ -72,3 +72,15 @@ func TestTunnelsUp(t *testing.T) {
 		t.Errorf("tunnelsUp() = %q, want 1/3: only a tunnel that is up counts, not an IKE SA without its CHILD_SAs", got)
 	}
 }
+
+func TestTraffic(t *testing.T) {
+	ts := []v1alpha1.TunnelStatus{
+		{Name: "a", ChildSAs: []v1alpha1.ChildSAStatus{{Name: "a-1", BytesIn: 100, BytesOut: 7}, {Name: "a-2", BytesIn: 20, BytesOut: 3}}},
+		{Name: "b"},
+		{Name: "c", ChildSAs: []v1alpha1.ChildSAStatus{{Name: "c", BytesIn: 1, BytesOut: 1000}}},
+	}
+	in, out := traffic(ts)
+	if diff := cmp.Diff([2]int64{121, 1010}, [2]int64{in, out}); diff != "" {
+		t.Errorf("traffic(): -want, +got:\n%s", diff)
+	}
+}

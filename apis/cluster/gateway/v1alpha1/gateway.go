@@ -28,6 +28,8 @@ type GatewayStatus struct {
 // +kubebuilder:printcolumn:name="ACTIVE",type="boolean",JSONPath=".spec.forProvider.active"
 // +kubebuilder:printcolumn:name="LOCAL-ID",type="string",JSONPath=".spec.forProvider.endpoint.localId"
 // +kubebuilder:printcolumn:name="TUNNELS",type="string",JSONPath=".status.atProvider.tunnelsUp"
+// +kubebuilder:printcolumn:name="BYTES-IN",type="integer",JSONPath=".status.atProvider.bytesIn"
+// +kubebuilder:printcolumn:name="BYTES-OUT",type="integer",JSONPath=".status.atProvider.bytesOut"
 // +kubebuilder:printcolumn:name="NAMESPACE",type="string",JSONPath=".spec.forProvider.namespace",priority=1
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status

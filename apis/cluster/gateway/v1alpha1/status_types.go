@@ -24,6 +24,14 @@ type GatewayObservation struct {
 	// +optional
 	TunnelsUp string `json:"tunnelsUp,omitempty"`
 
+	// BytesIn and BytesOut total the ESP payload bytes of every CHILD_SA
+	// of every tunnel (ChildSAStatus.BytesIn, BytesOut), as the agent last
+	// reported them: a rekeyed CHILD_SA starts counting from zero.
+	// +optional
+	BytesIn int64 `json:"bytesIn,omitempty"`
+	// +optional
+	BytesOut int64 `json:"bytesOut,omitempty"`
+
 	// Tunnels as the gateway's agent last reported them.
 	// +optional
 	// +listType=map
