@@ -6,6 +6,7 @@ set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
 case "$STATE" in /|"$HOME"|"$ROOT") die "refusing to remove STATE=$STATE" ;; esac
+"$ROOT/cluster/site/down.sh" >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
 for p in provider fpt crossplane kcm apiserver etcd; do
 	stop "$p"

@@ -29,9 +29,9 @@ import (
 
 // A result is what one connection got.
 type result struct {
-	at  time.Time
-	via string // the address the service saw, "" on error
-	err error
+	begun, at time.Time
+	via       string // the address the service saw, "" on error
+	err       error
 }
 
 func main() {
@@ -67,10 +67,10 @@ func main() {
 		case r := <-results:
 			var e *Event
 			if r.err != nil {
-				e = tr.fail(r.at, r.err)
+				e = tr.fail(r.begun, r.at, r.err)
 			} else {
 				answers++
-				e = tr.answer(r.at, r.via)
+				e = tr.answer(r.begun, r.at, r.via)
 			}
 			switch {
 			case e == nil:
@@ -85,20 +85,28 @@ func main() {
 
 // ask connects to target and reads the echo's line within timeout.
 func ask(target string, timeout time.Duration) result {
-	deadline := time.Now().Add(timeout)
-	c, err := net.DialTimeout("tcp4", target, timeout)
+	r := result{begun: time.Now()}
+	r.via, r.err = echo(target, r.begun.Add(timeout))
+	r.at = time.Now()
+	return r
+}
+
+// echo connects to target and returns the host part of the echo's line,
+// by deadline.
+func echo(target string, deadline time.Time) (string, error) {
+	c, err := net.DialTimeout("tcp4", target, time.Until(deadline))
 	if err != nil {
-		return result{at: time.Now(), err: err}
+		return "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(deadline)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
-		return result{at: time.Now(), err: err}
+		return "", err
 	}
 	host, _, err := net.SplitHostPort(strings.TrimSpace(line))
 	if err != nil {
-		return result{at: time.Now(), err: fmt.Errorf("unexpected answer %q", line)}
+		return "", fmt.Errorf("unexpected answer %q", line)
 	}
-	return result{at: time.Now(), via: host}
+	return host, nil
 }

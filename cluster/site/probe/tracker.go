@@ -45,17 +45,24 @@ func or(a, b string) string {
 }
 
 // A tracker follows the results of the probe's connections, in the order
-// they complete, and reports each change of carrier.
+// they complete, and reports each change of carrier. Connections overlap:
+// a result of a connection begun before the newest answered one is stale
+// (a timeout completing after the path came back) and ignored.
 type tracker struct {
 	known      bool      // a result came
 	via        string    // carrier now, "" while unanswered
 	lastVia    string    // carrier of the last answer
 	lastAnswer time.Time // when the last answer came
+	lastBegun  time.Time // when the connection of the last answer began
 }
 
-// answer records an answer at time at carried by via and returns the
-// event it makes, nil when the carrier did not change.
-func (t *tracker) answer(at time.Time, via string) *Event {
+// answer records an answer at time at, carried by via, of a connection
+// begun at begun, and returns the event it makes, nil when the carrier did
+// not change.
+func (t *tracker) answer(begun, at time.Time, via string) *Event {
+	if begun.Before(t.lastBegun) {
+		return nil
+	}
 	var e *Event
 	if !t.known || via != t.via {
 		e = &Event{Time: at, Via: via, Previous: t.lastVia}
@@ -63,14 +70,14 @@ func (t *tracker) answer(at time.Time, via string) *Event {
 			e.OutageMS = at.Sub(t.lastAnswer).Milliseconds()
 		}
 	}
-	t.known, t.via, t.lastVia, t.lastAnswer = true, via, via, at
+	t.known, t.via, t.lastVia, t.lastAnswer, t.lastBegun = true, via, via, at, begun
 	return e
 }
 
-// fail records a connection that got no answer at time at and returns the
-// event it makes, nil when answers had already stopped.
-func (t *tracker) fail(at time.Time, err error) *Event {
-	if t.known && t.via == "" {
+// fail records a connection begun at begun that got no answer at time at,
+// and returns the event it makes, nil when answers had already stopped.
+func (t *tracker) fail(begun, at time.Time, err error) *Event {
+	if begun.Before(t.lastBegun) || t.known && t.via == "" {
 		return nil
 	}
 	t.known, t.via = true, ""

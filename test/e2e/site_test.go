@@ -1,0 +1,372 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/config"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/strongswan/govici/vici"
+
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+)
+
+// Addresses of the site (cluster/site/lib.sh).
+const (
+	siteVM      = "10.20.0.5"
+	siteStandIn = "10.20.0.10"
+	siteClient  = "198.51.100.7"
+	siteConn    = "branch-a"
+)
+
+// site is the local stack's site (cluster/site) one test brought up, on a
+// Keystone + Neutron of its own.
+type site struct {
+	// env is the environment of the site's and OpenStack's scripts.
+	env []string
+	// state is the site's STATE, osState its OS_STATE.
+	state, osState string
+	// network is a Neutron client with the tenant's credentials.
+	network *gophercloud.ServiceClient
+	// runbook is what cluster/openstack/runbook.py vm-up printed.
+	runbook struct {
+		VMPortID     string `json:"vm_port_id"`
+		FloatingIP   string `json:"floating_ip"`
+		FloatingIPID string `json:"floating_ip_id"`
+		NetworkID    string `json:"network_id"`
+		SubnetID     string `json:"subnet_id"`
+	}
+}
+
+// TestSiteCutover runs the runbook's cutover and rollback on the site
+// alone, with a stand-in for the gateway pod: the client's tunnel is up
+// with the VM gateway; the floating IP moves to the stand-in's port and
+// the VM's charon stops; the floating-IP NAT re-points, the client's
+// tunnel comes back with the stand-in and the client host's connections
+// are carried by it, the client's configuration untouched; then back.
+func TestSiteCutover(t *testing.T) {
+	s := startSite(t)
+	ctx := context.Background()
+	client := s.charon(t, "client")
+	before := s.clientConf(t)
+
+	// Before: the client's tunnel is up with the VM, which carries the
+	// client host's connections to the tenant service.
+	sa := client.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
+	s.charon(t, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
+	p := s.probe(t)
+	p.wait(t, siteVM, 20*time.Second)
+
+	// Cutover: the floating IP moves to the stand-in's port (as the
+	// binding would attach it after `floating ip unset`), the VM's charon
+	// stops.
+	if out, err := s.run("cluster/site/site.sh", "standin-up"); err != nil {
+		t.Fatalf("site.sh standin-up: %v\n%s", err, out)
+	}
+	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
+		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
+		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteStandIn}},
+	}).Extract()
+	if err != nil {
+		t.Fatalf("cannot create the stand-in's port: %v", err)
+	}
+	moved := s.moveFIP(t, port.ID)
+	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
+		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
+	}
+	applied := s.mapped(t, siteStandIn, 10*time.Second)
+	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
+	standin := s.charon(t, "gw")
+	standin.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
+	sa = client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
+	t.Logf("cutover: NAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
+	e := p.wait(t, siteStandIn, 20*time.Second)
+	t.Logf("cutover: the client host's connections were carried by %s, then by %s after an outage of %d ms", e.Previous, e.Via, e.OutageMS)
+	if diff := cmp.Diff(before, s.clientConf(t)); diff != "" {
+		t.Errorf("cutover: the client's configuration files changed: -before, +after:\n%s", diff)
+	}
+
+	// Rollback: the floating IP back to the VM's port, the VM's charon
+	// started, the stand-in gone (the Deployment at 0 replicas).
+	moved = s.moveFIP(t, s.runbook.VMPortID)
+	for _, cmd := range []string{"standin-down", "vm-start"} {
+		if out, err := s.run("cluster/site/site.sh", cmd); err != nil {
+			t.Fatalf("site.sh %s: %v\n%s", cmd, err, out)
+		}
+	}
+	applied = s.mapped(t, siteVM, 10*time.Second)
+	t.Logf("rollback: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
+	s.charon(t, "vm").WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
+	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
+	t.Logf("rollback: NAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
+	e = p.wait(t, siteVM, 20*time.Second)
+	t.Logf("rollback: carried by %s again after an outage of %d ms", e.Via, e.OutageMS)
+	if diff := cmp.Diff(before, s.clientConf(t)); diff != "" {
+		t.Errorf("rollback: the client's configuration files changed: -before, +after:\n%s", diff)
+	}
+}
+
+// startSite brings up a Keystone + Neutron and the site on a state and
+// ports of their own, the VM's port holding the floating IP, and removes
+// all of it when the test ends, also on failure.
+func startSite(t *testing.T) *site {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("the site needs root (network namespaces, charon, the local Keystone + Neutron)")
+	}
+	s := &site{state: filepath.Join(root, ".work", "site-e2e"), osState: filepath.Join(root, ".work", "site-e2e-openstack")}
+	s.env = append(os.Environ(), "STATE="+s.state, "OS_STATE="+s.osState,
+		"OS_KEYSTONE_PORT=31500", "OS_NEUTRON_PORT=31696")
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.logTails(t)
+		}
+		for _, script := range []string{"cluster/site/down.sh", "cluster/openstack/down.sh"} {
+			if out, err := s.run(script); err != nil {
+				t.Errorf("%s: %v\n%s", script, err, out)
+			}
+		}
+		_ = os.RemoveAll(s.state)
+	})
+	start := time.Now()
+	if out, err := s.run("cluster/openstack/up.sh"); err != nil {
+		t.Fatalf("cluster/openstack/up.sh: %v\n%s", err, out)
+	}
+	out, err := s.run("cluster/openstack/runbook.py", "vm-up")
+	if err != nil {
+		t.Fatalf("runbook.py vm-up: %v\n%s", err, out)
+	}
+	if err := json.Unmarshal([]byte(out), &s.runbook); err != nil {
+		t.Fatalf("runbook.py vm-up printed %q: %v", out, err)
+	}
+	if out, err := s.run("cluster/site/up.sh"); err != nil {
+		t.Fatalf("cluster/site/up.sh: %v\n%s", err, out)
+	}
+	t.Logf("Keystone, Neutron and the site up in %s", time.Since(start).Round(100*time.Millisecond))
+	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(filepath.Join(s.osState, "clouds.yaml")), clouds.WithCloudName("tenant-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := config.NewProviderClient(context.Background(), ao, config.WithTLSConfig(tlsConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.network, err = openstack.NewNetworkV2(pc, eo); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs a repository script with the site's environment and returns
+// its standard output, and its error output on failure.
+func (s *site) run(script string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(root, script), args...)
+	cmd.Env = s.env
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && errors.As(err, &ee) {
+		return string(out) + string(ee.Stderr), err
+	}
+	return string(out), err
+}
+
+// charon returns the charon of the site's role (client, vm or gw) with a
+// VICI session to it, closed when t ends.
+func (s *site) charon(t *testing.T, role string) *tunnel.Charon {
+	t.Helper()
+	sock := filepath.Join(s.state, "site", role, "charon.vici")
+	sess, err := vici.NewSession(vici.WithSocketPath(sock))
+	if err != nil {
+		t.Fatalf("cannot connect to the charon of %s: %v", role, err)
+	}
+	t.Cleanup(func() { _ = sess.Close() })
+	return &tunnel.Charon{Session: sess, NS: role, Dir: filepath.Dir(sock)}
+}
+
+// remote says whether an IKE SA is ESTABLISHED with a peer of address a.
+func remote(a string) func(tunnel.IKESA) bool {
+	return func(sa tunnel.IKESA) bool { return sa.State == "ESTABLISHED" && sa.RemoteHost == a }
+}
+
+// newer says whether an IKE SA is another one than old, up with its
+// CHILD_SA.
+func newer(old tunnel.IKESA) func(tunnel.IKESA) bool {
+	return func(sa tunnel.IKESA) bool { return sa.UniqueID != old.UniqueID && tunnel.Up(siteConn)(sa) }
+}
+
+// clientConf returns every file of the client site's configuration
+// directory, by path below it.
+func (s *site) clientConf(t *testing.T) map[string]string {
+	t.Helper()
+	dir := filepath.Join(s.state, "site", "client", "etc")
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[strings.TrimPrefix(p, dir+"/")] = string(b)
+		return err
+	})
+	if err != nil || len(out) == 0 {
+		t.Fatalf("cannot read the client's configuration in %s (%d files): %v", dir, len(out), err)
+	}
+	return out
+}
+
+// moveFIP moves the site's floating IP to port as the runbook does
+// (floating ip unset, then set) and returns when the second update was
+// sent; it logs how long Neutron took to answer it.
+func (s *site) moveFIP(t *testing.T, port string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	none := ""
+	if _, err := floatingips.Update(ctx, s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &none}).Extract(); err != nil {
+		t.Fatalf("floating ip unset: %v", err)
+	}
+	sent := time.Now()
+	if _, err := floatingips.Update(ctx, s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+		t.Fatalf("floating ip set --port %s: %v", port, err)
+	}
+	t.Logf("floating ip set --port %s: Neutron answered in %d ms", port, time.Since(sent).Milliseconds())
+	return sent
+}
+
+// mapped waits until the floating-IP NAT logs the site's floating IP
+// mapped to fixed and returns when it did.
+func (s *site) mapped(t *testing.T, fixed string, timeout time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, "the floating-IP NAT maps the floating IP to "+fixed, timeout, func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(s.state, "site-fipnat.log"))
+		if err != nil {
+			return false, err.Error()
+		}
+		last := ""
+		for l := range strings.Lines(string(b)) {
+			var e struct {
+				Time       time.Time `json:"time"`
+				Msg        string    `json:"msg"`
+				FloatingIP string    `json:"floating_ip"`
+				FixedIP    string    `json:"fixed_ip"`
+			}
+			if json.Unmarshal([]byte(l), &e) != nil || e.FloatingIP != s.runbook.FloatingIP {
+				continue
+			}
+			last = e.Msg + " " + e.FixedIP
+			at = e.Time
+		}
+		return last == "mapped "+fixed, "last: " + last
+	})
+	return at
+}
+
+// logTails logs the end of each of the site's logs.
+func (s *site) logTails(t *testing.T) {
+	logs, _ := filepath.Glob(filepath.Join(s.state, "site-*.log"))
+	failed, _ := filepath.Glob(filepath.Join(s.state, "site.failed", "*.log"))
+	for _, f := range append(logs, failed...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("%s (last 30 lines):\n%s", f, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+	}
+}
+
+// A probeEvent is one line of cluster/site/probe -json.
+type probeEvent struct {
+	Time     time.Time `json:"time"`
+	Via      string    `json:"via"`
+	Previous string    `json:"previous"`
+	OutageMS int64     `json:"outage_ms"`
+	Error    string    `json:"error"`
+}
+
+// A probe is site.sh probe -json running in the client host.
+type probe struct {
+	mu     sync.Mutex
+	events []probeEvent
+	seen   int // events a wait has returned or passed
+}
+
+// probe starts site.sh probe -json and stops it when t ends.
+func (s *site) probe(t *testing.T) *probe {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "cluster/site/site.sh"), "probe", "-json")
+	cmd.Env = s.env
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &probe{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var e probeEvent
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				p.mu.Lock()
+				p.events = append(p.events, e)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		// site.sh execs the probe: the process is the probe's.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		_ = cmd.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		t.Logf("probe events: %+v", p.events)
+	})
+	return p
+}
+
+// wait returns the first event, after those an earlier wait looked at,
+// of an answer carried by via; it fails t after timeout.
+func (p *probe) wait(t *testing.T, via string, timeout time.Duration) probeEvent {
+	t.Helper()
+	var found probeEvent
+	eventually(t, "the probe's connections carried by "+via, timeout, func() (bool, string) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for ; p.seen < len(p.events); p.seen++ {
+			if p.events[p.seen].Via == via {
+				found = p.events[p.seen]
+				p.seen++
+				return true, ""
+			}
+		}
+		if len(p.events) == 0 {
+			return false, "no event yet"
+		}
+		last := p.events[len(p.events)-1]
+		return false, "last event: via " + last.Via + " " + last.Error
+	})
+	return found
+}
