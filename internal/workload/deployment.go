@@ -31,10 +31,11 @@ func Replicas(gw *v1alpha1.Gateway) int32 {
 // deployment runs the gateway pod: charon in container strongswan and the
 // agent in container agent, sharing charon's VICI socket. Recreate, so two
 // pods never hold the port's address at once; the config hash annotation
-// records which configuration the pod template was made for. The init
+// records which configuration the pod template was made for, the network
+// hash which network attachment (networkHash). The init
 // container sets up the pod's routing (networkInit); the data plane adds
 // to the strongswan container only (dataPlane).
-func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta) *appsv1.Deployment {
+func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
 	networks, _ := json.Marshal([]map[string]string{{
 		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
@@ -62,7 +63,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      Labels(gw.Name),
-					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationHash: f.Hash},
+					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationHash: f.Hash, AnnotationNetworkHash: networkHash},
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: n.Gateway,

@@ -3,6 +3,8 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -21,12 +23,17 @@ import (
 
 // Labels and annotations on every object of a gateway.
 const (
-	LabelManagedBy   = "app.kubernetes.io/managed-by"
-	LabelName        = "app.kubernetes.io/name"
-	LabelGateway     = "gateway.ipsecgw.io/name"
-	ManagedBy        = "provider-ipsec"
-	AnnotationHash   = "gateway.ipsecgw.io/config-hash"
-	AnnotationMultus = "k8s.v1.cni.cncf.io/networks"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelName      = "app.kubernetes.io/name"
+	LabelGateway   = "gateway.ipsecgw.io/name"
+	ManagedBy      = "provider-ipsec"
+	AnnotationHash = "gateway.ipsecgw.io/config-hash"
+	// AnnotationNetworkHash on the pod template is the hex SHA-256 of the
+	// NetworkAttachmentDefinition's config: CNI plugins run only when a
+	// pod is made, so a changed attachment (address, gateway, MAC, plugin)
+	// must roll the pod.
+	AnnotationNetworkHash = "gateway.ipsecgw.io/network-hash"
+	AnnotationMultus      = "k8s.v1.cni.cncf.io/networks"
 )
 
 // Keys of the gateway's ConfigMap and Secret, and where the pod mounts them.
@@ -123,7 +130,7 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: n.Gateway, Namespace: p.Namespace}},
 		},
 		networkPolicy(gw, meta(n.Gateway)),
-		deployment(gw, f, n, meta(n.Gateway)),
+		deployment(gw, f, n, meta(n.Gateway), networkHash(nad)),
 	}, nil
 }
 
@@ -137,22 +144,33 @@ func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 }
 
 // networkAttachment is the Multus NetworkAttachmentDefinition of the
-// secondary interface: the CNI plugin with static IPAM from the endpoint.
-// The MAC address is given per pod in the networks annotation.
+// secondary interface, a CNI plugin list: the interface's plugin with
+// static IPAM from the endpoint, then the reference "tuning" plugin, which
+// turns on IPv4 forwarding in the pod's network namespace (exposures and
+// routed mode forward between the tunnel and the tenant network; the
+// containers cannot write /proc/sys, and a pod-level sysctl would need
+// the kubelet to allow an unsafe sysctl). The MAC address is given per pod
+// in the networks annotation.
 func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructured.Unstructured, error) {
 	p := gw.Spec.ForProvider
 	cfg, err := json.Marshal(map[string]any{
-		"cniVersion":   "0.3.1",
-		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
-		"master":       orDefault(p.NetworkAttachment.Master, "eth1"),
-		"mode":         orDefault(p.NetworkAttachment.MacvlanMode, "bridge"),
-		"capabilities": map[string]bool{"mac": true},
-		"ipam": map[string]any{
-			"type": "static",
-			"addresses": []map[string]string{{
-				"address": fmt.Sprintf("%s/%d", p.Endpoint.PrivateAddress, p.Endpoint.PrefixLength),
-				"gateway": string(p.Endpoint.Gateway),
-			}},
+		"cniVersion": "0.3.1",
+		"name":       meta.Name,
+		"plugins": []map[string]any{
+			{
+				"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
+				"master":       orDefault(p.NetworkAttachment.Master, "eth1"),
+				"mode":         orDefault(p.NetworkAttachment.MacvlanMode, "bridge"),
+				"capabilities": map[string]bool{"mac": true},
+				"ipam": map[string]any{
+					"type": "static",
+					"addresses": []map[string]string{{
+						"address": fmt.Sprintf("%s/%d", p.Endpoint.PrivateAddress, p.Endpoint.PrefixLength),
+						"gateway": string(p.Endpoint.Gateway),
+					}},
+				},
+			},
+			{"type": "tuning", "sysctl": map[string]string{"net.ipv4.ip_forward": "1"}},
 		},
 	})
 	if err != nil {
@@ -167,6 +185,13 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 		return nil, err
 	}
 	return u, nil
+}
+
+// networkHash returns the hex SHA-256 of nad's spec.config.
+func networkHash(nad *unstructured.Unstructured) string {
+	cfg, _, _ := unstructured.NestedString(nad.Object, "spec", "config")
+	sum := sha256.Sum256([]byte(cfg))
+	return hex.EncodeToString(sum[:])
 }
 
 // networkPolicy admits to the gateway pod's cluster interface only what

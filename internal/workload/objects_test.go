@@ -57,20 +57,18 @@ func TestObjects(t *testing.T) {
 		t.Errorf("Secret data = %v, want only %s", s.Data, KeySecrets)
 	}
 
-	var nad struct {
-		Type, Master, Mode string
-		IPAM               struct {
-			Type      string
-			Addresses []struct{ Address, Gateway string }
-		}
-	}
 	cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
+	var nad any
 	if err := json.Unmarshal([]byte(cfg), &nad); err != nil {
 		t.Fatalf("NAD config is not JSON: %v", err)
 	}
-	if nad.Type != "macvlan" || nad.Master != "eth1" || nad.IPAM.Type != "static" ||
-		len(nad.IPAM.Addresses) != 1 || nad.IPAM.Addresses[0].Address != "10.20.0.10/24" || nad.IPAM.Addresses[0].Gateway != "10.20.0.1" {
-		t.Errorf("NAD config = %s, want macvlan on eth1 with static 10.20.0.10/24 via 10.20.0.1", cfg)
+	wantNAD := map[string]any{"cniVersion": "0.3.1", "name": "vpn", "plugins": []any{
+		map[string]any{"type": "macvlan", "master": "eth1", "mode": "bridge", "capabilities": map[string]any{"mac": true},
+			"ipam": map[string]any{"type": "static", "addresses": []any{map[string]any{"address": "10.20.0.10/24", "gateway": "10.20.0.1"}}}},
+		map[string]any{"type": "tuning", "sysctl": map[string]any{"net.ipv4.ip_forward": "1"}},
+	}}
+	if diff := cmp.Diff(wantNAD, nad); diff != "" {
+		t.Errorf("NAD config: -want, +got:\n%s", diff)
 	}
 
 	d := objs[8].(*appsv1.Deployment)
