@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -70,5 +71,27 @@ func TestNetworkScript(t *testing.T) {
 				t.Errorf("init containers: -want, +got:\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestNetworkHash(t *testing.T) {
+	hash := func(mutate func(*v1alpha1.Gateway)) string {
+		g := gw(nil)
+		mutate(g)
+		objs, err := Objects(g, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs[8].(*appsv1.Deployment).Spec.Template.Annotations[AnnotationNetworkHash]
+	}
+	base := hash(func(*v1alpha1.Gateway) {})
+	if len(base) != 64 {
+		t.Fatalf("network hash %q, want 64 hex digits", base)
+	}
+	if got := hash(func(g *v1alpha1.Gateway) { g.Spec.ForProvider.Active = ptr.To(false) }); got != base {
+		t.Errorf("the network hash changed with spec.active (%s → %s): only the attachment should change it", base, got)
+	}
+	if got := hash(func(g *v1alpha1.Gateway) { g.Spec.ForProvider.Endpoint.Gateway = "10.20.0.254" }); got == base {
+		t.Errorf("the network hash did not change with the endpoint's gateway: a changed attachment would not roll the pod")
 	}
 }

@@ -166,6 +166,13 @@ func differs(want, got client.Object) string {
 		if w.Data != nil && !maps.Equal(w.Data, got.(*corev1.ConfigMap).Data) {
 			return "data differs from the rendered configuration"
 		}
+	case *unstructured.Unstructured:
+		// The NetworkAttachmentDefinition: its CNI config is all of it.
+		wc, _, _ := unstructured.NestedString(w.Object, "spec", "config")
+		gc, _, _ := unstructured.NestedString(got.(*unstructured.Unstructured).Object, "spec", "config")
+		if wc != gc {
+			return "the CNI config differs from the rendered one"
+		}
 	case *corev1.Secret:
 		if !maps.EqualFunc(w.Data, got.(*corev1.Secret).Data, func(a, b []byte) bool { return string(a) == string(b) }) {
 			return "data differs from the rendered secrets"
@@ -177,6 +184,8 @@ func differs(want, got client.Object) string {
 			return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
 		case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
 			return "the pod template is for another configuration"
+		case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
+			return "the pod template is for another network attachment"
 		}
 		for i, c := range w.Spec.Template.Spec.Containers {
 			if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {

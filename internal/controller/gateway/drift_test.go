@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+func TestDiffers(t *testing.T) {
+	nad := func(config string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(workload.NADKind)
+		_ = unstructured.SetNestedField(u.Object, config, "spec", "config")
+		return u
+	}
+	dep := func(hash, network string) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		d.Spec.Replicas = ptr.To[int32](1)
+		d.Spec.Template.ObjectMeta = metav1.ObjectMeta{Annotations: map[string]string{
+			workload.AnnotationHash: hash, workload.AnnotationNetworkHash: network,
+		}}
+		return d
+	}
+	cases := map[string]struct {
+		want, got client.Object
+		diff      string
+	}{
+		"the same network attachment": {want: nad(`{"a":1}`), got: nad(`{"a":1}`)},
+		"another CNI config":           {want: nad(`{"a":1}`), got: nad(`{"a":2}`), diff: "the CNI config differs from the rendered one"},
+		"the same pod template":        {want: dep("c", "n"), got: dep("c", "n")},
+		"another configuration":        {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another configuration"},
+		"another network attachment":   {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.diff, differs(tc.want, tc.got)); diff != "" {
+				t.Errorf("differs(): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
