@@ -33,10 +33,10 @@ func TestDiffers(t *testing.T) {
 		diff      string
 	}{
 		"the same network attachment": {want: nad(`{"a":1}`), got: nad(`{"a":1}`)},
-		"another CNI config":           {want: nad(`{"a":1}`), got: nad(`{"a":2}`), diff: "the CNI config differs from the rendered one"},
-		"the same pod template":        {want: dep("c", "n"), got: dep("c", "n")},
-		"another configuration":        {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another configuration"},
-		"another network attachment":   {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
+		"another CNI config":          {want: nad(`{"a":1}`), got: nad(`{"a":2}`), diff: "the CNI config differs from the rendered one"},
+		"the same pod template":       {want: dep("c", "n"), got: dep("c", "n")},
+		"another configuration":       {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another configuration"},
+		"another network attachment":  {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
