@@ -49,10 +49,8 @@ status)
 		n=$(basename "$f" .pid)
 		if running "$n"; then echo "$n: pid $(cat "$f"), log $STATE/$n.log"; else echo "$n: not running"; fi
 	done
-	echo
-	ns_exists router && in_ns router nft list table ip fipnat
-	echo
-	running site-client && swanctl_of client --list-sas --noblock
+	if ns_exists router; then echo && in_ns router nft list table ip fipnat; fi
+	if running site-client; then echo && swanctl_of client --list-sas --noblock; fi
 	;;
 vm-stop)
 	running site-vm || die "the VM's charon is not running"

@@ -65,14 +65,14 @@ type site struct {
 func TestSiteCutover(t *testing.T) {
 	s := startSite(t)
 	ctx := context.Background()
-	client := s.charon(t, "client")
+	client := siteCharon(t, s.state, "client")
 	before := s.clientConf(t)
 
 	// Before: the client's tunnel is up with the VM, which carries the
 	// client host's connections to the tenant service.
 	sa := client.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
-	s.charon(t, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
-	p := s.probe(t)
+	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
+	p := startProbe(t, s.env)
 	p.wait(t, siteVM, 20*time.Second)
 
 	// Cutover: the floating IP moves to the stand-in's port (as the
@@ -92,9 +92,9 @@ func TestSiteCutover(t *testing.T) {
 	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
 		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
 	}
-	applied := s.mapped(t, siteStandIn, 10*time.Second)
+	applied := fipMapped(t, s.state, s.runbook.FloatingIP, siteStandIn, 10*time.Second)
 	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
-	standin := s.charon(t, "gw")
+	standin := siteCharon(t, s.state, "gw")
 	standin.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	sa = client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
 	t.Logf("cutover: NAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
@@ -112,9 +112,9 @@ func TestSiteCutover(t *testing.T) {
 			t.Fatalf("site.sh %s: %v\n%s", cmd, err, out)
 		}
 	}
-	applied = s.mapped(t, siteVM, 10*time.Second)
+	applied = fipMapped(t, s.state, s.runbook.FloatingIP, siteVM, 10*time.Second)
 	t.Logf("rollback: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
-	s.charon(t, "vm").WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
+	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
 	t.Logf("rollback: NAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
 	e = p.wait(t, siteVM, 20*time.Second)
@@ -188,11 +188,11 @@ func (s *site) run(script string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// charon returns the charon of the site's role (client, vm or gw) with a
-// VICI session to it, closed when t ends.
-func (s *site) charon(t *testing.T, role string) *tunnel.Charon {
+// siteCharon returns the charon of role (client, vm or gw) of the site on
+// state directory state, with a VICI session to it closed when t ends.
+func siteCharon(t *testing.T, state, role string) *tunnel.Charon {
 	t.Helper()
-	sock := filepath.Join(s.state, "site", role, "charon.vici")
+	sock := filepath.Join(state, "site", role, "charon.vici")
 	sess, err := vici.NewSession(vici.WithSocketPath(sock))
 	if err != nil {
 		t.Fatalf("cannot connect to the charon of %s: %v", role, err)
@@ -250,13 +250,14 @@ func (s *site) moveFIP(t *testing.T, port string) time.Time {
 	return sent
 }
 
-// mapped waits until the floating-IP NAT logs the site's floating IP
-// mapped to fixed and returns when it did.
-func (s *site) mapped(t *testing.T, fixed string, timeout time.Duration) time.Time {
+// fipMapped waits until the floating-IP NAT of the site on state directory
+// state logs floating IP fip mapped to fixed, and returns when the mapping
+// was in place.
+func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) time.Time {
 	t.Helper()
 	var at time.Time
-	eventually(t, "the floating-IP NAT maps the floating IP to "+fixed, timeout, func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(s.state, "site-fipnat.log"))
+	eventually(t, "the floating-IP NAT maps "+fip+" to "+fixed, timeout, func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(state, "site-fipnat.log"))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -268,7 +269,7 @@ func (s *site) mapped(t *testing.T, fixed string, timeout time.Duration) time.Ti
 				FloatingIP string    `json:"floating_ip"`
 				FixedIP    string    `json:"fixed_ip"`
 			}
-			if json.Unmarshal([]byte(l), &e) != nil || e.FloatingIP != s.runbook.FloatingIP {
+			if json.Unmarshal([]byte(l), &e) != nil || e.FloatingIP != fip {
 				continue
 			}
 			last = e.Msg + " " + e.FixedIP
@@ -309,11 +310,12 @@ type probe struct {
 	seen   int // events a wait has returned or passed
 }
 
-// probe starts site.sh probe -json and stops it when t ends.
-func (s *site) probe(t *testing.T) *probe {
+// startProbe starts site.sh probe -json with environment env (the site's
+// STATE) and stops it when t ends.
+func startProbe(t *testing.T, env []string) *probe {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "cluster/site/site.sh"), "probe", "-json")
-	cmd.Env = s.env
+	cmd.Env = env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
