@@ -8,17 +8,20 @@
 # stacks on one machine have two sites); every address exists only inside
 # those namespaces:
 #
-#   client host ── client site (charon) ── router R (floating-IP NAT) ══ tenant bridge ══ VM gateway (charon)
-#   192.168.10.5   192.168.10.1             198.51.100.1                   10.20.0.1      10.20.0.5
-#                  198.51.100.7 ──────────── (external network)              ║            tenant service (echo)
-#                                                                            ║            10.20.0.50
-#                                                                            ╚═ eth1p: the node's macvlan parent
-#                                                                               (the gateway pod's net1 10.20.0.10)
+#   client host ─── client site ─────── router R ─────────── tenant network 10.20.0.0/24 (a bridge in R)
+#   192.168.10.5    192.168.10.1 (lan)   198.51.100.1         10.20.0.1   R, the tenant subnet's gateway
+#                   198.51.100.7 (wan)   floating IPs         10.20.0.5   the VM gateway (charon)
+#                   charon               203.0.113.x 1:1      10.20.0.50  the tenant service (echo, 443)
+#                                        to fixed IPs         10.20.0.10  the gateway pod's net1 (macvlan on the
+#                                                                         node's eth1, whose peer eth1p joins the
+#                                                                         bridge), or site.sh standin-up's stand-in
 #
-# R's cluster/site/fipnat reads the floating IPs of the local Neutron
-# ($OS_STATE, cluster/openstack/up.sh) and maps each associated one 1:1 to
-# its fixed IP, as Neutron's L3 agent would. Files live in $SITE_DIR, pid
-# and log files beside the stack's in $STATE (site-*.pid, site-*.log).
+# cluster/site/fipnat (in the host's namespace, where the Neutron API
+# listens on loopback) reads the floating IPs of the local Neutron
+# ($OS_STATE, cluster/openstack/up.sh) and keeps R's NAT: each associated
+# one 1:1 to its fixed IP, as Neutron's L3 agent would. Files live in
+# $SITE_DIR, pid and log files beside the stack's in $STATE (site-*.pid,
+# site-*.log).
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../local/lib.sh"
 
@@ -36,7 +39,6 @@ ns() { echo "$NS_PREFIX$1"; }
 # Addresses. The tenant network and the floating IPs are the local
 # Neutron's (cluster/openstack/fixtures.py); the VM's is the fixed IP of
 # the port runbook.py vm-up makes.
-TENANT_CIDR=10.20.0.0/24
 ROUTER_IP=10.20.0.1
 VM_IP=10.20.0.5
 GATEWAY_IP=10.20.0.10
@@ -217,6 +219,7 @@ NFT
 charon_start() {
 	local role=$1 dir=$SITE_DIR/$1 out
 	rm -f "$dir/charon.vici"
+	# shellcheck disable=SC2016 # $0 is sh's, charon's path
 	start "site-$role" env "STRONGSWAN_CONF=$dir/etc/strongswan.conf" \
 		nsenter "--net=$(nspath "$role")" -- unshare --mount --propagation private -- \
 		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"' "$CHARON"
