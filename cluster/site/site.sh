@@ -6,7 +6,10 @@
 #                             table and the client's SAs
 #   site.sh vm-stop           stops the VM gateway's charon (SIGTERM, as
 #                             `systemctl stop strongswan` on the VM: it sends
-#                             its IKE DELETEs): the runbook's cutover
+#                             its IKE DELETEs): the runbook's cutover, after
+#                             the floating IP left the VM's port (before,
+#                             the DELETE reaches the client, which then waits
+#                             for the new gateway to initiate)
 #   site.sh vm-start          starts it again with its configuration: the
 #                             rollback
 #   site.sh client-sas        swanctl --list-sas of the client site (VICI)
