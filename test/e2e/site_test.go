@@ -145,6 +145,8 @@ func startSite(t *testing.T) *site {
 			}
 		}
 		_ = os.RemoveAll(s.state)
+		// cluster/openstack/up.sh's lock beside its state.
+		_ = os.Remove(s.osState + ".lock")
 	})
 	start := time.Now()
 	if out, err := s.run("cluster/openstack/up.sh"); err != nil {
