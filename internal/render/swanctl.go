@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
@@ -111,12 +109,13 @@ func childSAs(t v1alpha1.Tunnel, pairs []pair) []child {
 }
 
 // setDuration sets key to d in whole seconds ("3600s", see seconds) when d
-// is given.
-func setDuration(s *swanctl.Section, key string, d *metav1.Duration) {
+// is given; validate has checked that it parses.
+func setDuration(s *swanctl.Section, key string, d *v1alpha1.Duration) {
 	if d == nil {
 		return
 	}
-	s.Set(key, strconv.FormatInt(seconds(d.Duration), 10)+"s")
+	v, _ := d.Duration()
+	s.Set(key, strconv.FormatInt(seconds(v), 10)+"s")
 }
 
 // seconds is d in whole seconds, rounded up, as rendered for strongSwan.

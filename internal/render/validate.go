@@ -156,9 +156,26 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if len(t.TrafficSelectors) == 0 {
 		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
 	}
+	for _, d := range []struct {
+		field string
+		d     *v1alpha1.Duration
+	}{
+		{"ikeLifetime.rekeyTime", t.IKELifetime.RekeyTime},
+		{"ikeLifetime.reauthTime", t.IKELifetime.ReauthTime},
+		{"childLifetime.rekeyTime", t.ChildLifetime.RekeyTime},
+		{"childLifetime.lifeTime", t.ChildLifetime.LifeTime},
+		{"dpd.delay", t.DPD.Delay},
+	} {
+		if d.d == nil {
+			continue
+		}
+		if _, err := d.d.Duration(); err != nil {
+			errs.add(path+"."+d.field, "%q is not a duration such as 90m or 4h", string(*d.d))
+		}
+	}
 	// strongSwan's default life_time is 110% of rekey_time in whole
 	// seconds (integer arithmetic): the same under 10s.
-	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && seconds(lt.RekeyTime.Duration) < 10 {
+	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && childRekeySeconds(lt) < 10 {
 		errs.add(path+".childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
 	}
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {
@@ -289,4 +306,15 @@ func cidr(errs *Errors, path, s string) (netip.Prefix, bool) {
 		return netip.Prefix{}, false
 	}
 	return p, true
+}
+
+// childRekeySeconds is a CHILD_SA's rekey time in whole seconds as
+// rendered; 10 (no complaint of its own) when it does not parse, which is
+// reported apart.
+func childRekeySeconds(lt v1alpha1.ChildLifetime) int64 {
+	d, err := lt.RekeyTime.Duration()
+	if err != nil {
+		return 10
+	}
+	return seconds(d)
 }

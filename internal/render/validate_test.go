@@ -3,10 +3,9 @@ package render
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -113,15 +112,26 @@ func TestValidate(t *testing.T) {
 		"ShortChildRekeyWithoutLifeTime": {
 			reason: "charon would give a CHILD_SA rekeyed after 9.5s (rendered 10s) a life of 11s, but one rekeyed after 9s a life of 9s: it would expire, not be rekeyed.",
 			mod: func(in *Input) {
-				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = &metav1.Duration{Duration: 9 * time.Second}
-				in.Spec.Tunnels[1].ChildLifetime.RekeyTime = &metav1.Duration{Duration: 9500 * time.Millisecond}
+				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("9s")
+				in.Spec.Tunnels[1].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("9.5s")
 			},
 			want: Errors{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
 		},
 		"ShortChildRekeyWithLifeTime": {
 			reason: "A short rekeyTime with its lifeTime is fine.",
 			mod: func(in *Input) {
-				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: &metav1.Duration{Duration: 3 * time.Second}, LifeTime: &metav1.Duration{Duration: 5 * time.Second}}
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("3s"), LifeTime: ptr.To[v1alpha1.Duration]("5s")}
+			},
+		},
+		"UnparsableDuration": {
+			reason: "A duration that does not parse (admission refuses it too) is named, not rendered as 0.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].DPD.Delay = ptr.To[v1alpha1.Duration]("30 s")
+				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("1d")
+			},
+			want: Errors{
+				{"tunnels[a].childLifetime.rekeyTime", `"1d" is not a duration such as 90m or 4h`},
+				{"tunnels[a].dpd.delay", `"30 s" is not a duration such as 90m or 4h`},
 			},
 		},
 		"ChildNameCollision": {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
@@ -187,7 +187,7 @@ func TestAgentRekeyPFS(t *testing.T) {
 	// without): charon's default, 110% of rekeyTime in whole seconds,
 	// would equal it, and the CHILD_SA would expire and be created anew
 	// instead of being rekeyed.
-	lifetime := v1alpha1.ChildLifetime{RekeyTime: &metav1.Duration{Duration: 3 * time.Second}, LifeTime: &metav1.Duration{Duration: 5 * time.Second}}
+	lifetime := v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("3s"), LifeTime: ptr.To[v1alpha1.Duration]("5s")}
 	pfs := siteTunnel("pfs", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet})
 	mismatch := siteTunnel("mismatch", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet})
 	pfs.ESPProposals, mismatch.ESPProposals = []string{"aes256gcm16-ecp256"}, []string{"aes256gcm16-modp2048"}

@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	"time"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ChildSALayout says how a tunnel's traffic selector pairs map to CHILD_SAs.
@@ -136,18 +137,31 @@ type Peer struct {
 	ID string `json:"id,omitempty"`
 }
 
+// Duration is a Go duration such as "90m" or "4h" ("0" for none), kept as
+// written: a metav1.Duration would be written back in Go's canonical form
+// ("1h0m0s") by every update the provider makes to the object, Crossplane
+// would apply the claim's "1h" again, and each round trip costs watch
+// events that the composite's circuit breaker counts.
+// +kubebuilder:validation:Pattern=`^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)$`
+type Duration string
+
+// Duration parses d; admission refuses what it cannot parse.
+func (d Duration) Duration() (time.Duration, error) {
+	return time.ParseDuration(string(d))
+}
+
 // IKELifetime bounds an IKE SA's life. Durations are Go durations ("4h",
 // "90m"), rendered to swanctl in seconds.
 type IKELifetime struct {
 	// RekeyTime after which the IKE SA is rekeyed (swanctl rekey_time).
 	// +optional
 	// +kubebuilder:default="4h"
-	RekeyTime *metav1.Duration `json:"rekeyTime,omitempty"`
+	RekeyTime *Duration `json:"rekeyTime,omitempty"`
 
 	// ReauthTime after which the IKE SA is re-authenticated, 0 for never
 	// (swanctl reauth_time).
 	// +optional
-	ReauthTime *metav1.Duration `json:"reauthTime,omitempty"`
+	ReauthTime *Duration `json:"reauthTime,omitempty"`
 }
 
 // ChildLifetime bounds a CHILD_SA's life. Durations as in IKELifetime.
@@ -157,7 +171,7 @@ type ChildLifetime struct {
 	// children.rekey_time).
 	// +optional
 	// +kubebuilder:default="1h"
-	RekeyTime *metav1.Duration `json:"rekeyTime,omitempty"`
+	RekeyTime *Duration `json:"rekeyTime,omitempty"`
 
 	// LifeTime after which the CHILD_SA expires if not rekeyed (swanctl
 	// children.life_time). Defaults to strongSwan's: 110% of RekeyTime in
@@ -165,7 +179,7 @@ type ChildLifetime struct {
 	// needs a LifeTime, or the CHILD_SA would expire instead of being
 	// rekeyed.
 	// +optional
-	LifeTime *metav1.Duration `json:"lifeTime,omitempty"`
+	LifeTime *Duration `json:"lifeTime,omitempty"`
 }
 
 // DPD is dead peer detection.
@@ -174,7 +188,7 @@ type DPD struct {
 	// dpd_delay).
 	// +optional
 	// +kubebuilder:default="30s"
-	Delay *metav1.Duration `json:"delay,omitempty"`
+	Delay *Duration `json:"delay,omitempty"`
 
 	// Action when the peer is found dead: clear closes the CHILD_SAs,
 	// trap re-arms them to initiate on traffic, restart initiates at once

@@ -22,7 +22,6 @@ package v1alpha1
 
 import (
 	"k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -31,12 +30,12 @@ func (in *ChildLifetime) DeepCopyInto(out *ChildLifetime) {
 	*out = *in
 	if in.RekeyTime != nil {
 		in, out := &in.RekeyTime, &out.RekeyTime
-		*out = new(metav1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.LifeTime != nil {
 		in, out := &in.LifeTime, &out.LifeTime
-		*out = new(metav1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }
@@ -81,7 +80,7 @@ func (in *DPD) DeepCopyInto(out *DPD) {
 	*out = *in
 	if in.Delay != nil {
 		in, out := &in.Delay, &out.Delay
-		*out = new(metav1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }
@@ -338,12 +337,12 @@ func (in *IKELifetime) DeepCopyInto(out *IKELifetime) {
 	*out = *in
 	if in.RekeyTime != nil {
 		in, out := &in.RekeyTime, &out.RekeyTime
-		*out = new(metav1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 	if in.ReauthTime != nil {
 		in, out := &in.ReauthTime, &out.ReauthTime
-		*out = new(metav1.Duration)
+		*out = new(Duration)
 		**out = **in
 	}
 }
