@@ -16,7 +16,7 @@ NODE_IMAGES = $(if $(filter 0,$(shell id -u)),images)
 
 .PHONY: dev
 dev: tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
-	cluster/local/dev.sh
+	cluster/local/dev.sh cutover
 
 .PHONY: dev-down
 dev-down: ## Stop everything `make dev` started.

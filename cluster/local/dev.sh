@@ -3,16 +3,33 @@
 # with Crossplane, the function and the IPsecGateway XRD and Composition
 # (up.sh), the real Keystone + Neutron (cluster/openstack/up.sh), the
 # provider (provider.sh); then the migration runbook's starting point — a
-# "VM gateway" port holding floating IP 203.0.113.10 — and the pinned-FIP
-# example claim, applied with the local Neutron's IDs, left pre-staged.
-# Prints what a user looks at and the cutover and rollback commands.
-# Running it again leaves what runs as it is and re-applies the claim.
+# "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
+# (as root), the site around it (cluster/site/up.sh): the VM gateway's
+# charon, the client site whose tunnel is up with it, the floating-IP NAT.
+# Then the pinned-FIP example claim, applied with the local Neutron's IDs:
+# the runbook's pre-stage.
+#
+#   cluster/local/dev.sh [prestage|cutover]
+#
+# prestage (the default) leaves the claim pre-staged; cutover goes on with
+# the runbook's cutover — the floating IP off the VM's port, the VM's
+# charon stopped — and waits until the claim is Ready with its tunnel up
+# (`make dev`; without the node it stops at the pre-stage). Prints what a
+# user looks at and the next commands (cutover or rollback). Running it
+# again leaves what runs as it is and re-applies the claim.
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
 export OS_STATE=${OS_STATE:-$ROOT/.work/openstack}
 OS_KEYSTONE_PORT=${OS_KEYSTONE_PORT:-5000}
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
+SITE=$ROOT/cluster/site/site.sh
+STOP_AT=${1:-prestage}
+case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
+if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
+	log "no node (NODE=0): stopping at the pre-stage, no gateway pod could run"
+	STOP_AT=prestage
+fi
 
 "$ROOT/cluster/local/up.sh"
 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
@@ -26,6 +43,7 @@ log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$STATE/runbook.json" "$1"; }
 vm_port=$(field vm_port_id)
+[ "$NODE" = 0 ] || "$ROOT/cluster/site/up.sh"
 
 log "applying the pinned-FIP claim (examples/claim/pinned-fip.yaml with the local IDs)"
 mkdir -p "$STATE/claims"
@@ -46,38 +64,79 @@ wait_for "the claim's port" 120 bash -c '[ -n "$("$0" -n tenant-a get ipsecgatew
 wait_for "the claim's gateway configuration" 120 bash -c '[ -n "$("$0" -n tenant-a get ipsecgateway branch-office -o jsonpath={.status.gateway.configHash})" ]' "$TOOLS_BIN/kubectl"
 
 gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.gateway.name}')
-cat <<MSG
 
-The main job runs: claim tenant-a/branch-office pins 203.0.113.10, which the
-VM gateway's port ($vm_port) still holds. This is the runbook's pre-stage.
+claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }
+if [ "$STOP_AT" = cutover ]; then
+	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
+	"$RUNBOOK" unset 203.0.113.10 >/dev/null
+	"$SITE" vm-stop >/dev/null
+	kubectl -n tenant-a label ipsecgateway branch-office cutover="$(date +%s)" --overwrite >/dev/null
+	wait_for "the floating IP on the gateway's port" 60 claim_is '{.status.floatingIP.attached}' true
+	wait_for "the claim Ready" 180 claim_is '{.status.conditions[?(@.type=="Ready")].status}' True
+	wait_for "the claim's tunnel up" 120 claim_is '{.status.gateway.tunnelsUp}' 1/1
+fi
+
+# The commands below, with this stack's settings where they are not the
+# defaults.
+envs="OS_STATE=$OS_STATE"
+[ "$STATE" = "$ROOT/.work/local" ] || envs="STATE=$STATE $envs"
+cat <<MSG
 
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
   kubectl get ipsecgateway -A
   kubectl get managed                      # Synced/Ready of each composed resource
   crank beta trace ipsecgateway branch-office -n tenant-a
-  kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.floatingIP.conditions}'
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
-  kubectl -n tenant-a get deployment $gw                   # 0 replicas until the floating IP is attached
+MSG
+if [ "$NODE" = 1 ]; then
+	cat <<MSG
+  kubectl -n tenant-a exec deploy/$gw -c strongswan -- swanctl --list-sas   # once the gateway runs
+  $envs $SITE client-sas        # the client site's view of its tunnel
+  $envs $SITE probe             # a client host's connections to 100.64.0.10:443: who carries them
+MSG
+fi
+if [ "$STOP_AT" = prestage ]; then
+	cat <<MSG
+
+The runbook's pre-stage: claim tenant-a/branch-office pins 203.0.113.10,
+which the VM gateway's port ($vm_port) still holds; the configuration is
+rendered, the gateway's Deployment runs 0 replicas.
 
 Cutover (the binding attaches by itself within about 10 s; the label edit
 makes it retry at once):
 
-  OS_STATE=$OS_STATE $RUNBOOK unset 203.0.113.10
+  $envs $RUNBOOK unset 203.0.113.10
+MSG
+	[ "$NODE" = 0 ] || echo "  $envs $SITE vm-stop"
+	cat <<MSG
   kubectl -n tenant-a label ipsecgateway branch-office cutover=\$(date +%s) --overwrite
   kubectl get ipsecgateway -A -w
+MSG
+else
+	cat <<MSG
+
+The runbook's cutover is done: 203.0.113.10 is on the gateway's port, the
+VM's charon is stopped, the client site's tunnel is up with the gateway pod.
+MSG
+fi
+cat <<MSG
 
 Rollback (pause the binding so that it cannot take the address back while
 it is free, move it, unpause: the binding reports the VM's port again):
 
   kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused=true
-  OS_STATE=$OS_STATE $RUNBOOK unset 203.0.113.10
-  OS_STATE=$OS_STATE $RUNBOOK set 203.0.113.10 $vm_port
+  $envs $RUNBOOK unset 203.0.113.10
+  $envs $RUNBOOK set 203.0.113.10 $vm_port
+MSG
+[ "$NODE" = 0 ] || echo "  $envs $SITE vm-start"
+cat <<MSG
   kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused-
   kubectl -n tenant-a delete ipsecgateway branch-office    # the floating IP stays the customer's
 
 A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-fip.yaml
 
 'make dev-down' stops everything.
+
 MSG
 echo "\$ kubectl get ipsecgateway -A"
 kubectl get ipsecgateway -A
