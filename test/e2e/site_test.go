@@ -31,8 +31,10 @@ import (
 
 // Addresses of the site (cluster/site/lib.sh).
 const (
-	siteVM      = "10.20.0.5"
-	siteStandIn = "10.20.0.10"
+	siteVM = "10.20.0.5"
+	// siteGateway is the gateway's fixed IP: the gateway pod's net1, or
+	// the stand-in's.
+	siteGateway = "10.20.0.10"
 	siteClient  = "198.51.100.7"
 	siteConn    = "branch-a"
 )
@@ -66,7 +68,7 @@ func TestSiteCutover(t *testing.T) {
 	s := startSite(t)
 	ctx := context.Background()
 	client := siteCharon(t, s.state, "client")
-	before := s.clientConf(t)
+	before := clientConf(t, s.state)
 
 	// Before: the client's tunnel is up with the VM, which carries the
 	// client host's connections to the tenant service.
@@ -83,7 +85,7 @@ func TestSiteCutover(t *testing.T) {
 	}
 	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
 		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
-		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteStandIn}},
+		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteGateway}},
 	}).Extract()
 	if err != nil {
 		t.Fatalf("cannot create the stand-in's port: %v", err)
@@ -92,15 +94,15 @@ func TestSiteCutover(t *testing.T) {
 	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
 		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
 	}
-	applied := fipMapped(t, s.state, s.runbook.FloatingIP, siteStandIn, 10*time.Second)
+	applied := fipMapped(t, s.state, s.runbook.FloatingIP, siteGateway, 10*time.Second)
 	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	standin := siteCharon(t, s.state, "gw")
 	standin.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	sa = client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
 	t.Logf("cutover: NAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
-	e := p.wait(t, siteStandIn, 20*time.Second)
+	e := p.wait(t, siteGateway, 20*time.Second)
 	t.Logf("cutover: the client host's connections were carried by %s, then by %s after an outage of %d ms", e.Previous, e.Via, e.OutageMS)
-	if diff := cmp.Diff(before, s.clientConf(t)); diff != "" {
+	if diff := cmp.Diff(before, clientConf(t, s.state)); diff != "" {
 		t.Errorf("cutover: the client's configuration files changed: -before, +after:\n%s", diff)
 	}
 
@@ -119,7 +121,7 @@ func TestSiteCutover(t *testing.T) {
 	t.Logf("rollback: NAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
 	e = p.wait(t, siteVM, 20*time.Second)
 	t.Logf("rollback: carried by %s again after an outage of %d ms", e.Via, e.OutageMS)
-	if diff := cmp.Diff(before, s.clientConf(t)); diff != "" {
+	if diff := cmp.Diff(before, clientConf(t, s.state)); diff != "" {
 		t.Errorf("rollback: the client's configuration files changed: -before, +after:\n%s", diff)
 	}
 }
@@ -215,10 +217,10 @@ func newer(old tunnel.IKESA) func(tunnel.IKESA) bool {
 }
 
 // clientConf returns every file of the client site's configuration
-// directory, by path below it.
-func (s *site) clientConf(t *testing.T) map[string]string {
+// directory, by path below it, of the site on state directory state.
+func clientConf(t *testing.T, state string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(s.state, "site", "client", "etc")
+	dir := filepath.Join(state, "site", "client", "etc")
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

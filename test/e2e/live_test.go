@@ -1,0 +1,207 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+)
+
+// gatewayGVK is the Gateway managed resource's kind.
+var gatewayGVK = schema.GroupVersionKind{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"}
+
+// TestLiveRunbook follows the migration runbook with a live tunnel: the
+// `make dev` stack with its node and site (cluster/site), where a client
+// site's strongSwan has its tunnel up with the hand-built VM gateway that
+// holds the floating IP, and a client host's connections to the tenant
+// service are carried by the VM.
+//
+//  1. Before: the client's tunnel is up with the VM.
+//  2. Pre-stage: the claim pins the VM's floating IP; its configuration is
+//     rendered, no gateway pod runs, the tunnel stays with the VM.
+//  3. Cutover: the floating IP off the VM's port, the VM's charon stopped:
+//     the binding attaches, the gateway pod starts with its net1, the
+//     floating-IP NAT re-points, the tunnel comes up with the pod, the
+//     client host's connections are carried by it, the claim is Ready
+//     with its tunnel up and counting bytes; the client's configuration
+//     files are byte-identical.
+//  4. swanctl --list-sas in the pod shows the SA, as the runbook says.
+//  5. Rollback: the floating IP back on the VM's port, the VM's charon
+//     started: the tunnel is back with the VM, the Deployment at 0.
+//  6. Deleting the claim leaves the floating IP on the VM's port and
+//     removes the gateway's pod and objects.
+//
+// It logs the cutover's outage (the client host's last answer via the VM
+// to its first via the gateway), the time from the floating IP's attach to
+// the tunnel's ESTABLISHED, and the pod's start time.
+func TestLiveRunbook(t *testing.T) {
+	if os.Getenv("NODE") == "0" {
+		t.Skip("NODE=0: no node runs the gateway pod")
+	}
+	s := startStack(t)
+	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
+		t.Fatalf("the stack has no site (cluster/site/up.sh, run by dev.sh with the node): %v", err)
+	}
+	ctx := context.Background()
+	peer := siteCharon(t, s.state, "client")
+	conf := clientConf(t, s.state)
+	fip := s.runbook.FloatingIP
+
+	// 1. Before.
+	sa := peer.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
+	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
+	p := startProbe(t, s.env)
+	p.wait(t, siteVM, 30*time.Second)
+
+	// 2. Pre-stage (dev.sh waited for the rendered configuration).
+	gw := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "name")
+	if r := s.replicas(t, gw); r != 0 {
+		t.Fatalf("pre-stage: the gateway's Deployment has %d replicas, want 0", r)
+	}
+	if n := len(s.pods(t, gw)); n != 0 {
+		t.Fatalf("pre-stage: %d gateway pods run, want none", n)
+	}
+	if got := peer.WaitSA(t, siteConn, time.Second, tunnel.Up(siteConn)); got.UniqueID != sa.UniqueID {
+		t.Fatalf("pre-stage: the client's IKE SA changed (%s → %s): the claim disturbed the VM's tunnel", sa.UniqueID, got.UniqueID)
+	}
+
+	// 3. Cutover.
+	cutover := time.Now()
+	s.setFIPPort(t, "")
+	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
+		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
+	}
+	s.labelClaim(t)
+	took := s.waitAttached(t, "cutover")
+	attached := cutover.Add(took)
+	t.Logf("cutover: floating IP attached to the gateway's port %s after the VM's port let go of it", took.Round(100*time.Millisecond))
+	mapped := fipMapped(t, s.state, fip, siteGateway, time.Minute)
+	pod := s.readyPod(t, gw, 2*time.Minute)
+	t.Logf("cutover: gateway pod %s created → Ready in %s", pod.Name, podStart(pod).Round(100*time.Millisecond))
+	if got := pod.Annotations["k8s.v1.cni.cncf.io/network-status"]; !strings.Contains(got, siteGateway) {
+		t.Errorf("cutover: the pod's network status does not show net1 with %s: %s", siteGateway, got)
+	}
+	sa = peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
+	t.Logf("cutover: tunnel ESTABLISHED with the gateway pod %s after the floating IP was attached (%s after the NAT re-pointed)",
+		time.Since(attached).Round(100*time.Millisecond), time.Since(mapped).Round(100*time.Millisecond))
+	e := p.wait(t, siteGateway, time.Minute)
+	t.Logf("cutover: the client host's connections were carried by %s, then by %s: outage %d ms", e.Previous, e.Via, e.OutageMS)
+	eventually(t, "cutover: the claim is Ready with its tunnel up", 2*time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		ready, msg := condition(c, "Ready", "status", "conditions")
+		up := str(c, "status", "gateway", "tunnelsUp")
+		return ready == "True" && up == "1/1", "Ready " + ready + " (" + msg + "), tunnels " + up
+	})
+	eventually(t, "cutover: the Gateway counts the tunnel's bytes", time.Minute, func() (bool, string) {
+		g := s.get(t, gatewayGVK, "", gw)
+		in, out := str(g, "status", "atProvider", "bytesIn"), str(g, "status", "atProvider", "bytesOut")
+		return in != "" && in != "0" && out != "" && out != "0", "bytes in " + in + ", out " + out
+	})
+	if diff := cmp.Diff(conf, clientConf(t, s.state)); diff != "" {
+		t.Errorf("cutover: the client's configuration files changed: -before, +after:\n%s", diff)
+	}
+
+	// 4. The runbook's check in the pod.
+	sas := s.kubectl(t, "-n", tenant, "exec", "deploy/"+gw, "-c", "strongswan", "--", "swanctl", "--list-sas")
+	if !strings.Contains(sas, "ESTABLISHED") || !strings.Contains(sas, siteClient) {
+		t.Errorf("swanctl --list-sas in the gateway pod shows no SA ESTABLISHED with %s:\n%s", siteClient, sas)
+	}
+	if l := s.kubectl(t, "-n", tenant, "logs", "deploy/"+gw, "-c", "strongswan"); !strings.Contains(l, "established between") {
+		t.Errorf("kubectl logs -c strongswan shows no IKE SA established:\n%s", l)
+	}
+
+	// 5. Rollback.
+	s.rollback(t)
+	if out, err := s.run("cluster/site/site.sh", "vm-start"); err != nil {
+		t.Fatalf("site.sh vm-start: %v\n%s", err, out)
+	}
+	fipMapped(t, s.state, fip, siteVM, time.Minute)
+	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
+	e = p.wait(t, siteVM, time.Minute)
+	t.Logf("rollback: the client host's connections were carried by %s, then by %s: outage %d ms", e.Previous, e.Via, e.OutageMS)
+	eventually(t, "rollback: the gateway's Deployment at 0 replicas and its pod gone", 2*time.Minute, func() (bool, string) {
+		r, n := s.replicas(t, gw), len(s.pods(t, gw))
+		return r == 0 && n == 0, "replicas and pods are not 0"
+	})
+	if diff := cmp.Diff(conf, clientConf(t, s.state)); diff != "" {
+		t.Errorf("rollback: the client's configuration files changed: -before, +after:\n%s", diff)
+	}
+
+	// 6. Delete the claim.
+	s.deleteClaim(t, pinned)
+	if got := s.fipPort(t); got != s.runbook.VMPortID {
+		t.Errorf("after deleting the claim, Neutron has the floating IP on %q, want the VM's port %s", got, s.runbook.VMPortID)
+	}
+	eventually(t, "the gateway's objects are gone", time.Minute, func() (bool, string) {
+		err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: gw}, &appsv1.Deployment{})
+		return client.IgnoreNotFound(err) == nil && err != nil && len(s.pods(t, gw)) == 0, "the Deployment or a pod exists"
+	})
+}
+
+// pods returns the pods of the gateway named gw.
+func (s *stack) pods(t *testing.T, gw string) []corev1.Pod {
+	t.Helper()
+	l := &corev1.PodList{}
+	if err := s.kube.List(context.Background(), l, client.InNamespace(tenant), client.MatchingLabels{"gateway.ipsecgw.io/name": gw}); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// readyPod waits until the gateway named gw has one pod, Ready, and
+// returns it.
+func (s *stack) readyPod(t *testing.T, gw string, timeout time.Duration) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	eventually(t, "the gateway pod Ready", timeout, func() (bool, string) {
+		l := s.pods(t, gw)
+		if len(l) != 1 {
+			return false, fmt.Sprintf("%d pods", len(l))
+		}
+		pod = l[0]
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue, c.Reason + " " + c.Message
+			}
+		}
+		return false, string(pod.Status.Phase)
+	})
+	return pod
+}
+
+// podStart is the time from pod's creation to its Ready condition.
+func podStart(pod corev1.Pod) time.Duration {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Sub(pod.CreationTimestamp.Time)
+		}
+	}
+	return 0
+}
+
+// kubectl runs the toolchain's kubectl on the stack and returns its
+// output; it fails t when kubectl fails.
+func (s *stack) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...)
+	cmd.Env = append(s.env, "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
