@@ -93,13 +93,20 @@ type GatewayParameters struct {
 	// +kubebuilder:default=nat
 	Mode Mode `json:"mode,omitempty"`
 
+	// TenantSubnets and the exposures are not omitempty: an empty list,
+	// which the IPsecGateway claim defaults to, survives the provider's
+	// updates of the object (an unset one is sent as null, which the API
+	// server drops). Dropped, Crossplane would apply the claim's [] again,
+	// one more generation each time, and watch events that the composite's
+	// circuit breaker counts.
+
 	// TenantSubnets are the tenant-side networks, IPv4 CIDRs (such as the
 	// cluster's pod and Service networks and the tenant's Neutron
 	// subnets). No remote traffic selector may overlap them.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=set
-	TenantSubnets []CIDR `json:"tenantSubnets,omitempty"`
+	TenantSubnets []CIDR `json:"tenantSubnets"`
 
 	// Exposures publish tenant endpoints to the client side at inside
 	// addresses (mode nat).
@@ -107,7 +114,7 @@ type GatewayParameters struct {
 	// +kubebuilder:validation:MaxItems=128
 	// +listType=map
 	// +listMapKey=name
-	Exposures []Exposure `json:"exposures,omitempty"`
+	Exposures []Exposure `json:"exposures"`
 
 	// ReverseExposures publish client hosts to tenant workloads on a port
 	// of the gateway (mode nat).
@@ -115,7 +122,7 @@ type GatewayParameters struct {
 	// +kubebuilder:validation:MaxItems=128
 	// +listType=map
 	// +listMapKey=name
-	ReverseExposures []ReverseExposure `json:"reverseExposures,omitempty"`
+	ReverseExposures []ReverseExposure `json:"reverseExposures"`
 
 	// Resources of the strongswan container.
 	// +optional
