@@ -85,7 +85,6 @@ func TestLiveRunbook(t *testing.T) {
 	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
 		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
 	}
-	s.labelClaim(t)
 	took := s.waitAttached(t, "cutover")
 	attached := cutover.Add(took)
 	t.Logf("cutover: floating IP attached to the gateway's port %s after the VM's port let go of it", took.Round(100*time.Millisecond))
