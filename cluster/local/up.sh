@@ -98,10 +98,22 @@ mkdir -p "$STATE/xp/client" "$STATE/xp/fn" "$STATE/xp/xpkg-cache" "$STATE/xp/xfn
 for k in ca.crt tls.crt tls.key; do
 	kubectl -n "$XP_NAMESPACE" get secret crossplane-tls-client -o "jsonpath={.data.${k//./\\.}}" | base64 -d >"$STATE/xp/client/$k"
 done
+# The XR circuit breaker gets a burst of 200 watch events instead of 100.
+# It counts every update of an XR and of each resource composed for it
+# twice (controller-runtime maps an update's old and new object), and an
+# IPsecGateway's normal life costs, measured: about 90 at creation (the
+# XR's ~22 updates, its 4 managed resources' ~24: finalizer, create
+# annotations, conditions, observation) and 15-30 per runbook step (a
+# label edit reaches all 4); nothing while nothing changes. With 100 a
+# cutover, rollback and cutover in a claim's first two minutes open it,
+# and for 5 minutes a change reaches the claim only at a probe every 30 s
+# (the runbook e2e saw 61 s for a 10 s cutover). A loop still opens it
+# within seconds; the refill (1/s) and cooldown are Crossplane's.
 start crossplane env POD_NAMESPACE=$XP_NAMESPACE POD_SERVICE_ACCOUNT=crossplane ENABLE_WEBHOOKS=false \
 	TLS_CLIENT_CERTS_DIR="$STATE/xp/client" PACKAGE_RUNTIME=External \
 	XPKG_CACHE_DIR="$STATE/xp/xpkg-cache" XFN_CACHE_DIR="$STATE/xp/xfn-cache" \
-	"$TOOLS_BIN/crossplane" core start --metrics-port "$XP_METRICS_PORT" --health-probe-port "$XP_HEALTH_PORT" --poll-interval 10s
+	"$TOOLS_BIN/crossplane" core start --metrics-port "$XP_METRICS_PORT" --health-probe-port "$XP_HEALTH_PORT" --poll-interval 10s \
+	--circuit-breaker-burst 200
 
 log "starting function-patch-and-transform"
 "$ROOT/cluster/local/function-cert.sh" "$STATE/xp/fn"

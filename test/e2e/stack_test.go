@@ -39,7 +39,9 @@ type stack struct {
 	env []string
 	// state is the local stack's state directory.
 	state string
-	kube  client.Client
+	// xpMetricsPort is the port of Crossplane's metrics on loopback.
+	xpMetricsPort string
+	kube          client.Client
 	// network is a Neutron client with the credentials of the
 	// ProviderConfig "default", the tenant's.
 	network *gophercloud.ServiceClient
@@ -61,12 +63,18 @@ func startStack(t *testing.T) *stack {
 	if os.Getuid() != 0 {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
 	}
-	s := &stack{state: filepath.Join(root, ".work", "e2e-runbook")}
+	s := &stack{state: e2eSetting("STATE", filepath.Join(root, ".work", "e2e-runbook")),
+		xpMetricsPort: e2eSetting("XP_METRICS_PORT", "27080")}
 	s.env = append(os.Environ(),
-		"STATE="+s.state, "OS_STATE="+filepath.Join(root, ".work", "e2e-runbook-openstack"),
-		"ETCD_PORT=23379", "APISERVER_PORT=27443", "XP_METRICS_PORT=27080", "XP_HEALTH_PORT=27081",
-		"FN_PORT=29445", "PROVIDER_METRICS_PORT=27082", "PROVIDER_HEALTH_PORT=27083",
-		"OS_KEYSTONE_PORT=15300", "OS_NEUTRON_PORT=19996")
+		"STATE="+s.state, "OS_STATE="+e2eSetting("OS_STATE", filepath.Join(root, ".work", "e2e-runbook-openstack")),
+		"XP_METRICS_PORT="+s.xpMetricsPort)
+	for _, v := range [][2]string{
+		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
+		{"FN_PORT", "29445"}, {"PROVIDER_METRICS_PORT", "27082"}, {"PROVIDER_HEALTH_PORT", "27083"},
+		{"OS_KEYSTONE_PORT", "15300"}, {"OS_NEUTRON_PORT", "19996"},
+	} {
+		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(s.state, "provider.log")); err == nil {
@@ -112,6 +120,16 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// e2eSetting returns the environment variable E2E_<name> when it is set,
+// else def: the stack's state directories and ports can be moved, so that
+// the e2e can run beside another stack that uses the defaults.
+func e2eSetting(name, def string) string {
+	if v := os.Getenv("E2E_" + name); v != "" {
+		return v
+	}
+	return def
 }
 
 // run runs a repository script with the stack's environment.
