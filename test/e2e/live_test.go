@@ -53,6 +53,11 @@ func TestLiveRunbook(t *testing.T) {
 		t.Skip("NODE=0: no node runs the gateway pod")
 	}
 	s := startStack(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			siteLogTails(t, s.state)
+		}
+	})
 	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
 		t.Fatalf("the stack has no site (cluster/site/up.sh, run by dev.sh with the node): %v", err)
 	}
@@ -85,6 +90,8 @@ func TestLiveRunbook(t *testing.T) {
 	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
 		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
 	}
+	// The runbook's nudge: the binding retries at once.
+	s.kubectl(t, "-n", tenant, "label", "ipsecgateway", pinned, fmt.Sprintf("cutover=%d", time.Now().Unix()), "--overwrite")
 	took := s.waitAttached(t, "cutover")
 	attached := cutover.Add(took)
 	t.Logf("cutover: floating IP attached to the gateway's port %s after the VM's port let go of it", took.Round(100*time.Millisecond))

@@ -139,7 +139,7 @@ func startSite(t *testing.T) *site {
 		"OS_KEYSTONE_PORT=31500", "OS_NEUTRON_PORT=31696")
 	t.Cleanup(func() {
 		if t.Failed() {
-			s.logTails(t)
+			siteLogTails(t, s.state)
 		}
 		for _, script := range []string{"cluster/site/down.sh", "cluster/openstack/down.sh"} {
 			if out, err := s.run(script); err != nil {
@@ -284,10 +284,11 @@ func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) ti
 	return at
 }
 
-// logTails logs the end of each of the site's logs.
-func (s *site) logTails(t *testing.T) {
-	logs, _ := filepath.Glob(filepath.Join(s.state, "site-*.log"))
-	failed, _ := filepath.Glob(filepath.Join(s.state, "site.failed", "*.log"))
+// siteLogTails logs the end of each log of the site on state directory
+// state.
+func siteLogTails(t *testing.T, state string) {
+	logs, _ := filepath.Glob(filepath.Join(state, "site-*.log"))
+	failed, _ := filepath.Glob(filepath.Join(state, "site.failed", "*.log"))
 	for _, f := range append(logs, failed...) {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -37,6 +37,11 @@ type ClientSheet struct {
 	// DPDDelay such as "5s"; none when empty. DPDAction of every child:
 	// clear, trap or restart; strongSwan's default when empty.
 	DPDDelay, DPDAction string
+	// KeyingTries is how often the IKE SA is tried before giving up, "0"
+	// for ever; strongSwan's default (1) when empty. CloseAction of every
+	// child when the peer closes it: none, trap or start; strongSwan's
+	// default (none) when empty. An always-on site sets "0" and start.
+	KeyingTries, CloseAction string
 	// RekeyTime of the IKE SA such as "4h"; strongSwan's default when empty.
 	RekeyTime string
 }
@@ -79,6 +84,7 @@ func (s ClientSheet) SwanctlConf() []byte {
 	set(2, "proposals", strings.Join(s.IKEProposals, ","))
 	set(2, "rekey_time", s.RekeyTime)
 	set(2, "dpd_delay", s.DPDDelay)
+	set(2, "keyingtries", s.KeyingTries)
 	line(2, "local {")
 	set(3, "auth", "psk")
 	set(3, "id", localID)
@@ -97,6 +103,7 @@ func (s ClientSheet) SwanctlConf() []byte {
 		set(4, "life_time", c.LifeTime)
 		set(4, "start_action", s.StartAction)
 		set(4, "dpd_action", s.DPDAction)
+		set(4, "close_action", s.CloseAction)
 		line(3, "}")
 	}
 	line(2, "}")

@@ -62,6 +62,7 @@ secrets {
 					{Name: "b", LocalTS: []string{"192.168.11.0/24"}, RemoteTS: []string{"10.31.0.0/24", "10.32.0.0/24"}},
 				},
 				StartAction: "start", DPDDelay: "5s", DPDAction: "restart", RekeyTime: "1h",
+				KeyingTries: "0", CloseAction: "start",
 			},
 			want: `connections {
   vpn {
@@ -71,6 +72,7 @@ secrets {
     proposals = aes128-sha1-modp2048,aes256-sha256-modp2048
     rekey_time = 1h
     dpd_delay = 5s
+    keyingtries = 0
     local {
       auth = psk
       id = client.example
@@ -88,6 +90,7 @@ secrets {
         life_time = 30s
         start_action = start
         dpd_action = restart
+        close_action = start
       }
       b {
         local_ts = 192.168.11.0/24
@@ -95,6 +98,7 @@ secrets {
         esp_proposals = aes128-sha1-modp2048
         start_action = start
         dpd_action = restart
+        close_action = start
       }
     }
   }

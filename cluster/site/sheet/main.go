@@ -35,6 +35,8 @@ func main() {
 	startAction := flag.String("start-action", "start", "start_action of the CHILD_SA: none, start or trap")
 	dpdDelay := flag.String("dpd-delay", "3s", "dead peer detection interval, empty for none")
 	dpdAction := flag.String("dpd-action", "restart", "what a dead peer leads to: clear, trap or restart")
+	keyingTries := flag.String("keyingtries", "0", "how often to try the IKE SA before giving up, 0 for ever")
+	closeAction := flag.String("close-action", "start", "what the peer closing the CHILD_SA leads to: none, trap or start")
 	flag.Parse()
 	if err := write(*out, *pskFile, tunnel.ClientSheet{
 		Name:          *name,
@@ -46,6 +48,8 @@ func main() {
 		StartAction:   *startAction,
 		DPDDelay:      *dpdDelay,
 		DPDAction:     *dpdAction,
+		KeyingTries:   *keyingTries,
+		CloseAction:   *closeAction,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "sheet:", err)
 		os.Exit(1)
