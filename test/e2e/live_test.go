@@ -15,14 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/test/tunnel"
 )
-
-// gatewayGVK is the Gateway managed resource's kind.
-var gatewayGVK = schema.GroupVersionKind{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"}
 
 // TestLiveRunbook follows the migration runbook with a live tunnel: the
 // `make dev` stack with its node and site (cluster/site), where a client
@@ -112,9 +108,9 @@ func TestLiveRunbook(t *testing.T) {
 		up := str(c, "status", "gateway", "tunnelsUp")
 		return ready == "True" && up == "1/1", "Ready " + ready + " (" + msg + "), tunnels " + up
 	})
-	eventually(t, "cutover: the Gateway counts the tunnel's bytes", time.Minute, func() (bool, string) {
-		g := s.get(t, gatewayGVK, "", gw)
-		in, out := str(g, "status", "atProvider", "bytesIn"), str(g, "status", "atProvider", "bytesOut")
+	eventually(t, "cutover: the claim counts the tunnel's bytes (kubectl get ipsecgateway: BYTES-IN, BYTES-OUT)", time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		in, out := str(c, "status", "gateway", "bytesIn"), str(c, "status", "gateway", "bytesOut")
 		return in != "" && in != "0" && out != "" && out != "0", "bytes in " + in + ", out " + out
 	})
 	if diff := cmp.Diff(conf, clientConf(t, s.state)); diff != "" {
