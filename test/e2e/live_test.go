@@ -139,6 +139,10 @@ func TestLiveRunbook(t *testing.T) {
 		r, n := s.replicas(t, gw), len(s.pods(t, gw))
 		return r == 0 && n == 0, "replicas and pods are not 0"
 	})
+	eventually(t, "rollback: the claim shows its tunnel down (no gateway pod holds it)", time.Minute, func() (bool, string) {
+		up := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "tunnelsUp")
+		return up == "0/1", "tunnels " + up
+	})
 	if diff := cmp.Diff(conf, clientConf(t, s.state)); diff != "" {
 		t.Errorf("rollback: the client's configuration files changed: -before, +after:\n%s", diff)
 	}

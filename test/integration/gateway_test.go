@@ -286,6 +286,20 @@ func TestGatewayLifecycle(t *testing.T) {
 			return kube.Update(ctx, st)
 		})
 	}
+	// The agent's report counts only while a gateway pod is ready; envtest
+	// runs no pods, so the test sets the Deployment's status as the
+	// Deployment controller would.
+	readyPods := func(n int32) {
+		t.Helper()
+		eventually(t, 10*time.Second, fmt.Sprintf("the Deployment's status says %d ready", n), func() error {
+			if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+				return err
+			}
+			dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = n, n, n
+			return kube.Status().Update(ctx, dep)
+		})
+	}
+	readyPods(1)
 	report("ESTABLISHED", "")
 	eventually(t, 30*time.Second, "an established tunnel shows in status and as a TunnelUp event", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
@@ -305,6 +319,18 @@ func TestGatewayLifecycle(t *testing.T) {
 			return fmt.Errorf("tunnelsUp %q", gw.Status.AtProvider.TunnelsUp)
 		}
 		return gatewayEvent(gw, "TunnelDown", "Tunnel branch-a is down: IKE SA DOWN, last error AUTHENTICATION_FAILED")
+	})
+	// No ready pod: the agent's last report (up) no longer counts.
+	report("ESTABLISHED", "")
+	readyPods(0)
+	eventually(t, 30*time.Second, "without a ready pod every tunnel is DOWN, whatever the agent last wrote", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if a := gw.Status.AtProvider; a.TunnelsUp != "0/1" || len(a.Tunnels) != 1 || a.Tunnels[0].IKEState != "DOWN" || a.BytesIn != 0 {
+			return fmt.Errorf("tunnelsUp %q tunnels %+v bytes in %d", a.TunnelsUp, a.Tunnels, a.BytesIn)
+		}
+		return nil
 	})
 
 	// An object deleted by hand comes back.

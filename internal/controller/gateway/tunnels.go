@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,20 @@ func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha
 		return nil, fmt.Errorf("the agent's status ConfigMap %s has no valid %s: %w", nn, workload.KeyTunnels, err)
 	}
 	return ts, nil
+}
+
+// idle returns the tunnel status of a gateway none of whose pods is ready:
+// every configured tunnel DOWN, sorted by name as the agent sorts them.
+// The agent's last report in the status ConfigMap outlives its pod (a
+// rollback scales the Deployment to 0) and would show tunnels up that no
+// charon holds any more.
+func idle(gw *v1alpha1.Gateway) []v1alpha1.TunnelStatus {
+	ts := make([]v1alpha1.TunnelStatus, 0, len(gw.Spec.ForProvider.Tunnels))
+	for _, t := range gw.Spec.ForProvider.Tunnels {
+		ts = append(ts, v1alpha1.TunnelStatus{Name: t.Name, IKEState: v1alpha1.IKEStateDown})
+	}
+	slices.SortFunc(ts, func(a, b v1alpha1.TunnelStatus) int { return strings.Compare(a.Name, b.Name) })
+	return ts
 }
 
 // tunnelsUp summarises ts as "up/configured", up as the agent reports it

@@ -84,3 +84,16 @@ func TestTraffic(t *testing.T) {
 		t.Errorf("traffic(): -want, +got:\n%s", diff)
 	}
 }
+
+func TestIdle(t *testing.T) {
+	gw := &v1alpha1.Gateway{Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{
+		Tunnels: []v1alpha1.Tunnel{{Name: "zurich"}, {Name: "berlin"}},
+	}}}
+	want := []v1alpha1.TunnelStatus{{Name: "berlin", IKEState: "DOWN"}, {Name: "zurich", IKEState: "DOWN"}}
+	if diff := cmp.Diff(want, idle(gw)); diff != "" {
+		t.Errorf("idle(): -want, +got:\n%s", diff)
+	}
+	if got := tunnelsUp(idle(gw), 2); got != "0/2" {
+		t.Errorf("tunnelsUp(idle()) = %q, want 0/2", got)
+	}
+}

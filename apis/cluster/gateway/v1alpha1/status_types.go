@@ -26,11 +26,12 @@ type GatewayObservation struct {
 
 	// BytesIn and BytesOut total the ESP payload bytes of every CHILD_SA
 	// of every tunnel (ChildSAStatus.BytesIn, BytesOut), as the agent last
-	// reported them: a rekeyed CHILD_SA starts counting from zero.
+	// reported them: a rekeyed CHILD_SA starts counting from zero. Zero,
+	// not absent, before the first byte, so that kubectl shows 0.
 	// +optional
-	BytesIn int64 `json:"bytesIn,omitempty"`
+	BytesIn int64 `json:"bytesIn"`
 	// +optional
-	BytesOut int64 `json:"bytesOut,omitempty"`
+	BytesOut int64 `json:"bytesOut"`
 
 	// Tunnels as the gateway's agent last reported them.
 	// +optional
