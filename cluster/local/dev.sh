@@ -16,7 +16,9 @@
 # charon stopped — and waits until the claim is Ready with its tunnel up
 # (`make dev`; without the node it stops at the pre-stage). Prints what a
 # user looks at and the next commands (cutover or rollback). Running it
-# again leaves what runs as it is and re-applies the claim.
+# again leaves what runs as it is and starts the runbook over: the
+# floating IP back on the VM's port, the VM's charon running, the claim
+# re-applied (and cut over again).
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -43,7 +45,12 @@ log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$STATE/runbook.json" "$1"; }
 vm_port=$(field vm_port_id)
-[ "$NODE" = 0 ] || "$ROOT/cluster/site/up.sh"
+if [ "$NODE" = 1 ]; then
+	"$ROOT/cluster/site/up.sh"
+	# A run after a cutover starts the runbook over: vm-up put the
+	# floating IP back on the VM's port, its charon answers again.
+	"$SITE" vm-start >/dev/null
+fi
 
 log "applying the pinned-FIP claim (examples/claim/pinned-fip.yaml with the local IDs)"
 mkdir -p "$STATE/claims"
@@ -71,28 +78,35 @@ if [ "$STOP_AT" = cutover ]; then
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null
 	"$SITE" vm-stop >/dev/null
 	kubectl -n tenant-a label ipsecgateway branch-office cutover="$(date +%s)" --overwrite >/dev/null
-	wait_for "the floating IP on the gateway's port" 60 claim_is '{.status.floatingIP.attached}' true
+	# Neutron's word, not the claim's status: after an earlier cutover the
+	# status can still say attached from before this run's vm-up.
+	fip_on_gateway() { [ "$("$RUNBOOK" show 203.0.113.10)" = "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')" ]; }
+	wait_for "the floating IP on the gateway's port" 60 fip_on_gateway
+	wait_for "the claim's floating IP attached" 60 claim_is '{.status.floatingIP.attached}' true
 	wait_for "the claim Ready" 180 claim_is '{.status.conditions[?(@.type=="Ready")].status}' True
 	wait_for "the claim's tunnel up" 120 claim_is '{.status.gateway.tunnelsUp}' 1/1
 fi
 
 # The commands below, with this stack's settings where they are not the
 # defaults.
-envs="OS_STATE=$OS_STATE"
-[ "$STATE" = "$ROOT/.work/local" ] || envs="STATE=$STATE $envs"
+envs=
+[ "$STATE" = "$ROOT/.work/local" ] || envs="STATE=$STATE "
+[ "$OS_STATE" = "$ROOT/.work/openstack" ] || envs="${envs}OS_STATE=$OS_STATE "
 cat <<MSG
 
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
   kubectl get ipsecgateway -A
   kubectl get managed                      # Synced/Ready of each composed resource
+  kubectl get gateway                      # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
   crank beta trace ipsecgateway branch-office -n tenant-a
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
 MSG
 if [ "$NODE" = 1 ]; then
 	cat <<MSG
   kubectl -n tenant-a exec deploy/$gw -c strongswan -- swanctl --list-sas   # once the gateway runs
-  $envs $SITE client-sas        # the client site's view of its tunnel
-  $envs $SITE probe             # a client host's connections to 100.64.0.10:443: who carries them
+  kubectl -n tenant-a logs deploy/$gw -c strongswan                          # charon's log
+  $envs$SITE client-sas          # the client site's view of its tunnel
+  $envs$SITE probe -for 10s      # a client host's connections to 100.64.0.10:443: who carries them
 MSG
 fi
 if [ "$STOP_AT" = prestage ]; then
@@ -105,9 +119,9 @@ rendered, the gateway's Deployment runs 0 replicas.
 Cutover (the binding attaches by itself within about 10 s; the label edit
 makes it retry at once):
 
-  $envs $RUNBOOK unset 203.0.113.10
+  $envs$RUNBOOK unset 203.0.113.10
 MSG
-	[ "$NODE" = 0 ] || echo "  $envs $SITE vm-stop"
+	[ "$NODE" = 0 ] || echo "  $envs$SITE vm-stop"
 	cat <<MSG
   kubectl -n tenant-a label ipsecgateway branch-office cutover=\$(date +%s) --overwrite
   kubectl get ipsecgateway -A -w
@@ -125,13 +139,18 @@ Rollback (pause the binding so that it cannot take the address back while
 it is free, move it, unpause: the binding reports the VM's port again):
 
   kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused=true
-  $envs $RUNBOOK unset 203.0.113.10
-  $envs $RUNBOOK set 203.0.113.10 $vm_port
+  $envs$RUNBOOK unset 203.0.113.10
+  $envs$RUNBOOK set 203.0.113.10 $vm_port
 MSG
-[ "$NODE" = 0 ] || echo "  $envs $SITE vm-start"
+[ "$NODE" = 0 ] || echo "  $envs$SITE vm-start"
 cat <<MSG
   kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused-
-  kubectl -n tenant-a delete ipsecgateway branch-office    # the floating IP stays the customer's
+
+After the rollback, deleting the claim leaves the floating IP on the VM's
+port (a pinned address is never released; deleted while cut over, the
+claim would leave it unassociated and the client's tunnel down):
+
+  kubectl -n tenant-a delete ipsecgateway branch-office
 
 A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-fip.yaml
 

@@ -9,9 +9,10 @@
 #                             its IKE DELETEs): the runbook's cutover, after
 #                             the floating IP left the VM's port (before,
 #                             the DELETE reaches the client, which then waits
-#                             for the new gateway to initiate)
+#                             for the new gateway to initiate); says so when
+#                             it is not running
 #   site.sh vm-start          starts it again with its configuration: the
-#                             rollback
+#                             rollback; says so when it runs already
 #   site.sh client-sas        swanctl --list-sas of the client site (VICI)
 #   site.sh sas ROLE          swanctl --list-sas of the charon of ROLE
 #                             (client, vm or gw)
@@ -56,15 +57,21 @@ status)
 	if running site-client; then echo && swanctl_of client --list-sas --noblock; fi
 	;;
 vm-stop)
-	running site-vm || die "the VM's charon is not running"
-	stop site-vm
-	log "the VM's charon stopped"
+	if running site-vm; then
+		stop site-vm
+		log "the VM's charon stopped"
+	else
+		log "the VM's charon is not running"
+	fi
 	;;
 vm-start)
 	need_role vm
-	running site-vm && die "the VM's charon runs (pid $(cat "$STATE/site-vm.pid"))"
-	charon_start vm
-	log "the VM's charon started (log $STATE/site-vm.log)"
+	if running site-vm; then
+		log "the VM's charon runs already (pid $(cat "$STATE/site-vm.pid"))"
+	else
+		charon_start vm
+		log "the VM's charon started (log $STATE/site-vm.log)"
+	fi
 	;;
 client-sas)
 	swanctl_of client --list-sas
