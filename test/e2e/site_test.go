@@ -49,13 +49,7 @@ type site struct {
 	// network is a Neutron client with the tenant's credentials.
 	network *gophercloud.ServiceClient
 	// runbook is what cluster/openstack/runbook.py vm-up printed.
-	runbook struct {
-		VMPortID     string `json:"vm_port_id"`
-		FloatingIP   string `json:"floating_ip"`
-		FloatingIPID string `json:"floating_ip_id"`
-		NetworkID    string `json:"network_id"`
-		SubnetID     string `json:"subnet_id"`
-	}
+	runbook vmUp
 }
 
 // TestSiteCutover runs the runbook's cutover and rollback on the site

@@ -46,14 +46,18 @@ type stack struct {
 	// ProviderConfig "default", the tenant's.
 	network *gophercloud.ServiceClient
 	// runbook is what cluster/openstack/runbook.py vm-up printed.
-	runbook struct {
-		VMPortID     string `json:"vm_port_id"`
-		FloatingIP   string `json:"floating_ip"`
-		FloatingIPID string `json:"floating_ip_id"`
-		NetworkID    string `json:"network_id"`
-		SubnetID     string `json:"subnet_id"`
-		ExtNetID     string `json:"ext_net_id"`
-	}
+	runbook vmUp
+}
+
+// vmUp is what cluster/openstack/runbook.py vm-up prints: the runbook's VM
+// gateway port, its floating IP and the networks of the local Neutron.
+type vmUp struct {
+	VMPortID     string `json:"vm_port_id"`
+	FloatingIP   string `json:"floating_ip"`
+	FloatingIPID string `json:"floating_ip_id"`
+	NetworkID    string `json:"network_id"`
+	SubnetID     string `json:"subnet_id"`
+	ExtNetID     string `json:"ext_net_id"`
 }
 
 // startStack runs cluster/local/dev.sh (the main job) on the test's own
