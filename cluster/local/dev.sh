@@ -63,6 +63,14 @@ for f in pinned-fip allocated-fip; do
 	# strongSwan's userspace data plane.
 	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
 done
+if [ "$NODE" = 1 ]; then
+	# The tenant's application in the cluster, published to the client
+	# site by the pinned claim as 100.64.0.11:443 (an exposure of its
+	# Service), beside the VM-era intranet server.
+	"$ROOT/cluster/local/tenant-app.sh"
+	sed -i 's/^  exposures:$/  exposures:\n  - name: app\n    insideAddress: 100.64.0.11\n    port: 443\n    target: {serviceName: tenant-app, port: 443}/' \
+		"$STATE/claims/pinned-fip.yaml"
+fi
 kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
 kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
 

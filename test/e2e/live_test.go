@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,8 @@ import (
 //  3. Cutover: the floating IP off the VM's port, the VM's charon stopped:
 //     the binding attaches, the gateway pod starts with its net1, the
 //     floating-IP NAT re-points, the tunnel comes up with the pod, the
-//     client host's connections are carried by it, the claim is Ready
+//     client host's connections are carried by it and reach the tenant's
+//     application in the cluster through its Service, the claim is Ready
 //     with its tunnel up and counting bytes; the client's configuration
 //     files are byte-identical.
 //  4. swanctl --list-sas in the pod shows the SA, as the runbook says.
@@ -102,6 +104,25 @@ func TestLiveRunbook(t *testing.T) {
 		time.Since(attached).Round(100*time.Millisecond), time.Since(mapped).Round(100*time.Millisecond))
 	e := p.wait(t, siteGateway, time.Minute)
 	t.Logf("cutover: the client host's connections were carried by %s, then by %s: outage %d ms", e.Previous, e.Via, e.OutageMS)
+	// The tenant's application in the cluster (cluster/local/tenant-app.sh),
+	// which the claim publishes by its Service: through the gateway pod,
+	// kube-proxy and the pod network.
+	out, err := s.run("cluster/site/site.sh", "probe", "-json", "-for", "3s", "-target", "100.64.0.11:443")
+	if err != nil {
+		t.Fatalf("probe of the tenant application: %v\n%s", err, out)
+	}
+	var app []probeEvent
+	for l := range strings.Lines(out) {
+		var e probeEvent
+		if json.Unmarshal([]byte(l), &e) == nil && e.Via != "" {
+			app = append(app, e)
+		}
+	}
+	if len(app) == 0 || app[0].Via != pod.Status.PodIP {
+		t.Errorf("the client host's connections to the tenant application's Service (exposure 100.64.0.11:443) were not answered from the gateway pod's %s: %s", pod.Status.PodIP, out)
+	} else {
+		t.Logf("cutover: the tenant application's Service answered the client host through the gateway (it saw %s, the pod's address)", app[0].Via)
+	}
 	eventually(t, "cutover: the claim is Ready with its tunnel up", 2*time.Minute, func() (bool, string) {
 		c := s.get(t, claimGVK, tenant, pinned)
 		ready, msg := condition(c, "Ready", "status", "conditions")

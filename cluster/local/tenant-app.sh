@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A tenant's application in the local cluster, for the claim's exposure of
+# a Service (`target.serviceName`): cluster/site/echo packed as an image
+# (hack/imagebuild), imported into the node's containerd, run by the
+# Deployment tenant-a/tenant-app (non-root, port 8443) behind the ClusterIP
+# Service tenant-app (port 443). It answers each connection with the
+# address it came from: through the gateway, the gateway pod's own
+# (masquerade). Needs the node (cluster/node/up.sh); cluster/local/dev.sh
+# runs it. Applying again changes nothing that runs.
+set -euo pipefail
+# shellcheck source=cluster/node/lib.sh
+source "$(dirname "$0")/../node/lib.sh"
+
+running kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
+IMAGE=registry.local/tenant-app:dev
+dir=$STATE/tenant-app
+mkdir -p "$dir"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/echo" ./cluster/site/echo &&
+	go run ./hack/imagebuild -o "$dir/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
+		-file "$dir/echo:/echo:0755") >/dev/null
+ctr images import "$dir/image.tar" >/dev/null
+
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: tenant-a}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: tenant-app, namespace: tenant-a}
+spec:
+  selector: {matchLabels: {app: tenant-app}}
+  template:
+    metadata: {labels: {app: tenant-app}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: echo
+        image: $IMAGE
+        imagePullPolicy: Never
+        args: [-listen, ":8443"]
+        ports: [{containerPort: 8443}]
+        readinessProbe: {tcpSocket: {port: 8443}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: tenant-app, namespace: tenant-a}
+spec:
+  selector: {app: tenant-app}
+  ports: [{port: 443, targetPort: 8443}]
+YAML
+kubectl -n tenant-a rollout status deployment/tenant-app --timeout 120s >/dev/null ||
+	die "the tenant application did not become ready (kubectl -n tenant-a describe pod -l app=tenant-app)"
+log "tenant application tenant-a/tenant-app: Service $(kubectl -n tenant-a get service tenant-app -o jsonpath='{.spec.clusterIP}'):443"
