@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -88,6 +89,15 @@ func startStack(t *testing.T) *stack {
 		}
 		s.script(t, "cluster/local/down.sh")
 		s.script(t, "cluster/openstack/down.sh")
+		// The node's and the site's network namespaces are named after the
+		// state directory (cluster/node/lib.sh, cluster/site/lib.sh).
+		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
+		left, _ := os.ReadDir("/run/netns")
+		for _, e := range left {
+			if strings.Contains(e.Name(), "-"+id) {
+				t.Errorf("network namespace %s survived cluster/local/down.sh", e.Name())
+			}
+		}
 	})
 	start := time.Now()
 	if out, err := s.run("cluster/local/dev.sh"); err != nil {
