@@ -68,9 +68,10 @@ images: ## Build the gateway and provider images as image tarballs into _output 
 	hack/images.sh
 
 .PHONY: reviewable
-reviewable: generate vet ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.
+reviewable: generate ## Generate, format, vet and unit-test: leaves `git status` clean when all is committed.
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) mod tidy
+	$(MAKE) vet
 	$(GO) test ./...
 
 # The test packages build only with their tag (integration: test/integration,

@@ -96,13 +96,16 @@ wait_for() {
 # port_free PORT succeeds when nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# keep_failed_logs DOWN WHAT: after a failed bring-up, copies the logs of
-# $STATE to $STATE.failed, runs the DOWN script so that nothing
-# half-started is left to be mistaken for a running stack, and says so.
+# keep_failed_logs DOWN WHAT [DEST [GLOB]]: after a failed bring-up, copies
+# the logs of $STATE (GLOB, default *.log) to DEST (default $STATE.failed),
+# runs the DOWN script so that nothing half-started is left to be mistaken
+# for a running stack, and says so.
 keep_failed_logs() {
-	rm -rf "$STATE.failed"
-	mkdir -p "$STATE.failed"
-	cp "$STATE"/*.log "$STATE.failed/" 2>/dev/null || true
+	local dest=${3:-$STATE.failed} glob=${4:-*.log}
+	rm -rf "$dest"
+	mkdir -p "$dest"
+	# shellcheck disable=SC2086 # $glob is a pattern
+	cp "$STATE"/$glob "$dest/" 2>/dev/null || true
 	"$1" >/dev/null
-	echo "$2 failed; logs kept in $STATE.failed" >&2
+	echo "$2 failed; logs kept in $dest" >&2
 }

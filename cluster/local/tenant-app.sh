@@ -5,20 +5,21 @@
 # Deployment tenant-a/tenant-app (non-root, port 8443) behind the ClusterIP
 # Service tenant-app (port 443). It answers each connection with the
 # address it came from: through the gateway, the gateway pod's own
-# (masquerade). Needs the node (cluster/node/up.sh); cluster/local/dev.sh
-# runs it. Applying again changes nothing that runs.
+# (masquerade). Needs the node (cluster/node/up.sh) and the site's echo
+# binary (cluster/site/up.sh); cluster/local/dev.sh runs it after both.
+# Applying again changes nothing that runs.
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/../node/lib.sh"
 
 running kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
+echo=$STATE/site/bin/echo
+[ -x "$echo" ] || die "no $echo: bring the site up first (cluster/site/up.sh)"
 IMAGE=registry.local/tenant-app:dev
-dir=$STATE/tenant-app
-mkdir -p "$dir"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/echo" ./cluster/site/echo &&
-	go run ./hack/imagebuild -o "$dir/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
-		-file "$dir/echo:/echo:0755") >/dev/null
-ctr images import "$dir/image.tar" >/dev/null
+mkdir -p "$STATE/tenant-app"
+"$NODE_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
+	-file "$echo:/echo:0755" >/dev/null
+ctr images import "$STATE/tenant-app/image.tar" >/dev/null
 
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1

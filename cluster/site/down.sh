@@ -18,11 +18,11 @@ for f in "$STATE"/site-*.pid; do
 	case $n in site-client | site-vm | site-gw) kill -9 "$(cat "$f")" 2>/dev/null || true ;; esac
 	stop "$n"
 done
-if ns_exists router && [ -e "/run/netns/$NODE_NETNS" ] &&
+if ns_exists router && [ -e "/run/netns/$NETNS" ] &&
 	ip -n "$(ns router)" link show "$NODE_PARENT_PEER" >/dev/null 2>&1; then
 	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" nomaster
-	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" netns "$NODE_NETNS"
-	ip -n "$NODE_NETNS" link set "$NODE_PARENT_PEER" up
+	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" netns "$NETNS"
+	ip -n "$NETNS" link set "$NODE_PARENT_PEER" up
 fi
 for r in $SITE_ROLES; do
 	if ns_exists "$r"; then

@@ -22,12 +22,14 @@
 # one 1:1 to its fixed IP, as Neutron's L3 agent would. Files live in
 # $SITE_DIR, pid and log files beside the stack's in $STATE (site-*.pid,
 # site-*.log).
-# shellcheck source=cluster/local/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../local/lib.sh"
+# The node's settings (its namespace $NETNS and macvlan parent), on top of
+# the local stack's.
+# shellcheck source=cluster/node/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
 
 export OS_STATE=${OS_STATE:-$ROOT/.work/openstack}
 SITE_DIR=$STATE/site
-SITE_ID=$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
+SITE_ID=$NODE_ID
 # Namespaces: ipsec-site-<id>-<role>. Roles: router (R), client (the
 # client site's gateway), host (a client host), vm (the old VM gateway),
 # svc (the tenant service) and gw (a stand-in for the gateway pod, only
@@ -71,10 +73,9 @@ PSK_SOURCE=$ROOT/examples/claim/psk.yaml
 CHARON=/usr/lib/ipsec/charon
 SWANCTL=/usr/sbin/swanctl
 
-# The node's namespace and its macvlan parent's peer (cluster/node/lib.sh),
-# which joins the tenant bridge when the node runs.
-NODE_NETNS=ipsec-node-$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
-NODE_PARENT_PEER=eth1p
+# The node's macvlan parent's peer (cluster/node/lib.sh), which joins the
+# tenant bridge when the node runs.
+NODE_PARENT_PEER=${MACVLAN_PARENT}p
 
 # nspath ROLE is the path of the role's namespace.
 nspath() { echo "/run/netns/$NS_PREFIX$1"; }

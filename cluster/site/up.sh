@@ -28,9 +28,9 @@ source "$(dirname "$0")/lib.sh"
 # attach_node moves the node's macvlan parent's peer into R, onto the
 # tenant bridge, when the node runs and it is not there yet.
 attach_node() {
-	[ -e "/run/netns/$NODE_NETNS" ] || return 0
-	ip -n "$NODE_NETNS" link show "$NODE_PARENT_PEER" >/dev/null 2>&1 || return 0
-	ip -n "$NODE_NETNS" link set "$NODE_PARENT_PEER" netns "$(ns router)"
+	[ -e "/run/netns/$NETNS" ] || return 0
+	ip -n "$NETNS" link show "$NODE_PARENT_PEER" >/dev/null 2>&1 || return 0
+	ip -n "$NETNS" link set "$NODE_PARENT_PEER" netns "$(ns router)"
 	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" master "$TENANT_BRIDGE" up
 	log "site: the node's $NODE_PARENT_PEER is on the tenant network (the gateway pod's net1)"
 }
@@ -57,11 +57,7 @@ done
 up=false
 cleanup() {
 	$up && return
-	rm -rf "$STATE/site.failed"
-	mkdir -p "$STATE/site.failed"
-	cp "$STATE"/site-*.log "$STATE/site.failed/" 2>/dev/null || true
-	"$ROOT/cluster/site/down.sh" >/dev/null
-	echo "site bring-up failed; logs kept in $STATE/site.failed" >&2
+	keep_failed_logs "$ROOT/cluster/site/down.sh" "site bring-up" "$STATE/site.failed" 'site-*.log'
 }
 trap cleanup EXIT
 t0=$(date +%s%N)
@@ -123,7 +119,6 @@ in_ns vm nft -f "$SITE_DIR/vm/etc/nat.nft"
 charon_start vm
 
 log "site: client site $CLIENT_IP (charon from its parameter sheet) and client host $HOST_IP"
-mkdir -p "$SITE_DIR/client/etc/swanctl"
 strongswan_conf client
 "$SITE_DIR/bin/sheet" -o "$SITE_DIR/client/etc/swanctl/swanctl.conf" -psk-file "$SITE_DIR/psk" -name "$CONN" \
 	-local "$CLIENT_IP" -remote "$FLOATING_IP" -local-ts "$CLIENT_SUBNET" -remote-ts "$INSIDE_CIDR"

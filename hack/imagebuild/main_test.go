@@ -66,7 +66,7 @@ func TestRootfs(t *testing.T) {
 		},
 		"ExtendedAttributesKept": {
 			in: []in{{h: &tar.Header{Typeflag: tar.TypeReg, Name: "./ping", Mode: 0o755, ModTime: now, Format: tar.FormatPAX,
-				PAXRecords: map[string]string{"SCHILY.xattr.security.capability": "cap", "GNU.sparse.name": "x"}}}},
+				PAXRecords: map[string]string{"SCHILY.xattr.security.capability": "cap", "comment": "x"}}}},
 			want: []got{{Name: "ping", Type: tar.TypeReg, Mode: 0o755, Xattrs: map[string]string{"SCHILY.xattr.security.capability": "cap"}}},
 		},
 	}

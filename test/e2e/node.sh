@@ -48,8 +48,8 @@ running kubelet || fail "the node does not run"
 
 mkdir -p "$NODE_DIR/nodeprobe"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODE_DIR/nodeprobe/nodeprobe" ./test/nodeprobe)
-(cd "$ROOT" && go run ./hack/imagebuild -o "$NODE_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
-	-user 65532:65532 -file "$NODE_DIR/nodeprobe/nodeprobe:/nodeprobe:0755") >/dev/null
+"$NODE_DIR/bin/imagebuild" -o "$NODE_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
+	-user 65532:65532 -file "$NODE_DIR/nodeprobe/nodeprobe:/nodeprobe:0755" >/dev/null
 ctr images import "$NODE_DIR/nodeprobe/image.tar" >/dev/null
 
 t0=$(date +%s%N)

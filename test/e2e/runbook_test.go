@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -295,9 +296,16 @@ func (s *stack) fipPort(t *testing.T) string {
 // a failure is retried.
 func (s *stack) setFIPPort(t *testing.T, port string) {
 	t.Helper()
+	setFIPPort(t, s.network, s.runbook.FloatingIPID, port)
+}
+
+// setFIPPort associates floating IP id with a port, or disassociates it
+// for "", retrying what Neutron's SQLite backend refuses now and then.
+func setFIPPort(t *testing.T, network *gophercloud.ServiceClient, id, port string) {
+	t.Helper()
 	var err error
 	for range 5 {
-		if _, err = floatingips.Update(context.Background(), s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &port}).Extract(); err == nil {
+		if _, err = floatingips.Update(context.Background(), network, id, floatingips.UpdateOpts{PortID: &port}).Extract(); err == nil {
 			return
 		}
 		time.Sleep(300 * time.Millisecond)

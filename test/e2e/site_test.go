@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -22,7 +21,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/strongswan/govici/vici"
 
@@ -62,7 +60,7 @@ func TestSiteCutover(t *testing.T) {
 	s := startSite(t)
 	ctx := context.Background()
 	client := siteCharon(t, s.state, "client")
-	before := clientConf(t, s.state)
+	before := clientOf(t, s.state)
 
 	// Before: the client's tunnel is up with the VM, which carries the
 	// client host's connections to the tenant service.
@@ -74,9 +72,7 @@ func TestSiteCutover(t *testing.T) {
 	// Cutover: the floating IP moves to the stand-in's port (as the
 	// binding would attach it after `floating ip unset`), the VM's charon
 	// stops.
-	if out, err := s.run("cluster/site/site.sh", "standin-up"); err != nil {
-		t.Fatalf("site.sh standin-up: %v\n%s", err, out)
-	}
+	mustRun(t, s.env, "cluster/site/site.sh", "standin-up")
 	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
 		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
 		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteGateway}},
@@ -85,9 +81,7 @@ func TestSiteCutover(t *testing.T) {
 		t.Fatalf("cannot create the stand-in's port: %v", err)
 	}
 	moved := s.moveFIP(t, port.ID)
-	if out, err := s.run("cluster/site/site.sh", "vm-stop"); err != nil {
-		t.Fatalf("site.sh vm-stop: %v\n%s", err, out)
-	}
+	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
 	applied := fipMapped(t, s.state, s.runbook.FloatingIP, siteGateway, 10*time.Second)
 	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	standin := siteCharon(t, s.state, "gw")
@@ -96,17 +90,13 @@ func TestSiteCutover(t *testing.T) {
 	t.Logf("cutover: NAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
 	e := p.wait(t, siteGateway, 20*time.Second)
 	t.Logf("cutover: the client host's connections were carried by %s, then by %s after an outage of %d ms", e.Previous, e.Via, e.OutageMS)
-	if diff := cmp.Diff(before, clientConf(t, s.state)); diff != "" {
-		t.Errorf("cutover: the client's configuration files changed: -before, +after:\n%s", diff)
-	}
+	before.untouched(t, s.state, "cutover")
 
 	// Rollback: the floating IP back to the VM's port, the VM's charon
 	// started, the stand-in gone (the Deployment at 0 replicas).
 	moved = s.moveFIP(t, s.runbook.VMPortID)
 	for _, cmd := range []string{"standin-down", "vm-start"} {
-		if out, err := s.run("cluster/site/site.sh", cmd); err != nil {
-			t.Fatalf("site.sh %s: %v\n%s", cmd, err, out)
-		}
+		mustRun(t, s.env, "cluster/site/site.sh", cmd)
 	}
 	applied = fipMapped(t, s.state, s.runbook.FloatingIP, siteVM, 10*time.Second)
 	t.Logf("rollback: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
@@ -115,9 +105,7 @@ func TestSiteCutover(t *testing.T) {
 	t.Logf("rollback: NAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
 	e = p.wait(t, siteVM, 20*time.Second)
 	t.Logf("rollback: carried by %s again after an outage of %d ms", e.Via, e.OutageMS)
-	if diff := cmp.Diff(before, clientConf(t, s.state)); diff != "" {
-		t.Errorf("rollback: the client's configuration files changed: -before, +after:\n%s", diff)
-	}
+	before.untouched(t, s.state, "rollback")
 }
 
 // startSite brings up a Keystone + Neutron and the site on a state and
@@ -135,29 +123,19 @@ func startSite(t *testing.T) *site {
 		if t.Failed() {
 			siteLogTails(t, s.state)
 		}
-		for _, script := range []string{"cluster/site/down.sh", "cluster/openstack/down.sh"} {
-			if out, err := s.run(script); err != nil {
-				t.Errorf("%s: %v\n%s", script, err, out)
-			}
-		}
+		tryScript(t, s.env, "cluster/site/down.sh")
+		tryScript(t, s.env, "cluster/openstack/down.sh")
 		_ = os.RemoveAll(s.state)
 		// cluster/openstack/up.sh's lock beside its state.
 		_ = os.Remove(s.osState + ".lock")
 	})
 	start := time.Now()
-	if out, err := s.run("cluster/openstack/up.sh"); err != nil {
-		t.Fatalf("cluster/openstack/up.sh: %v\n%s", err, out)
-	}
-	out, err := s.run("cluster/openstack/runbook.py", "vm-up")
-	if err != nil {
-		t.Fatalf("runbook.py vm-up: %v\n%s", err, out)
-	}
+	mustRun(t, s.env, "cluster/openstack/up.sh")
+	out := mustRun(t, s.env, "cluster/openstack/runbook.py", "vm-up")
 	if err := json.Unmarshal([]byte(out), &s.runbook); err != nil {
 		t.Fatalf("runbook.py vm-up printed %q: %v", out, err)
 	}
-	if out, err := s.run("cluster/site/up.sh"); err != nil {
-		t.Fatalf("cluster/site/up.sh: %v\n%s", err, out)
-	}
+	mustRun(t, s.env, "cluster/site/up.sh")
 	t.Logf("Keystone, Neutron and the site up in %s", time.Since(start).Round(100*time.Millisecond))
 	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(filepath.Join(s.osState, "clouds.yaml")), clouds.WithCloudName("tenant-a"))
 	if err != nil {
@@ -171,19 +149,6 @@ func startSite(t *testing.T) *site {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// run runs a repository script with the site's environment and returns
-// its standard output, and its error output on failure.
-func (s *site) run(script string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(root, script), args...)
-	cmd.Env = s.env
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if err != nil && errors.As(err, &ee) {
-		return string(out) + string(ee.Stderr), err
-	}
-	return string(out), err
 }
 
 // siteCharon returns the charon of role (client, vm or gw) of the site on
@@ -208,6 +173,33 @@ func remote(a string) func(tunnel.IKESA) bool {
 // CHILD_SA.
 func newer(old tunnel.IKESA) func(tunnel.IKESA) bool {
 	return func(sa tunnel.IKESA) bool { return sa.UniqueID != old.UniqueID && tunnel.Up(siteConn)(sa) }
+}
+
+// A clientSite is what the client site of a site is made of: its charon's
+// pid and every file of its configuration directory, by path below it.
+type clientSite struct {
+	pid   string
+	files map[string]string
+}
+
+// clientOf reads the client site of the site on state directory state.
+func clientOf(t *testing.T, state string) clientSite {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(state, "site-client.pid"))
+	if err != nil {
+		t.Fatalf("the client's charon: %v", err)
+	}
+	return clientSite{pid: strings.TrimSpace(string(pid)), files: clientConf(t, state)}
+}
+
+// untouched fails t when the client site of the site on state directory
+// state is not as c: a cutover or rollback must neither restart nor
+// reconfigure the client.
+func (c clientSite) untouched(t *testing.T, state, when string) {
+	t.Helper()
+	if diff := cmp.Diff(c, clientOf(t, state), cmp.AllowUnexported(clientSite{})); diff != "" {
+		t.Errorf("%s: the client's charon was restarted or its configuration files changed: -before, +after:\n%s", when, diff)
+	}
 }
 
 // clientConf returns every file of the client site's configuration
@@ -235,15 +227,9 @@ func clientConf(t *testing.T, state string) map[string]string {
 // sent; it logs how long Neutron took to answer it.
 func (s *site) moveFIP(t *testing.T, port string) time.Time {
 	t.Helper()
-	ctx := context.Background()
-	none := ""
-	if _, err := floatingips.Update(ctx, s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &none}).Extract(); err != nil {
-		t.Fatalf("floating ip unset: %v", err)
-	}
+	setFIPPort(t, s.network, s.runbook.FloatingIPID, "")
 	sent := time.Now()
-	if _, err := floatingips.Update(ctx, s.network, s.runbook.FloatingIPID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
-		t.Fatalf("floating ip set --port %s: %v", port, err)
-	}
+	setFIPPort(t, s.network, s.runbook.FloatingIPID, port)
 	t.Logf("floating ip set --port %s: Neutron answered in %d ms", port, time.Since(sent).Milliseconds())
 	return sent
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,8 +88,8 @@ func startStack(t *testing.T) *stack {
 				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 			}
 		}
-		s.script(t, "cluster/local/down.sh")
-		s.script(t, "cluster/openstack/down.sh")
+		tryScript(t, s.env, "cluster/local/down.sh")
+		tryScript(t, s.env, "cluster/openstack/down.sh")
 		// The node's and the site's network namespaces are named after the
 		// state directory (cluster/node/lib.sh, cluster/site/lib.sh).
 		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
@@ -100,7 +101,7 @@ func startStack(t *testing.T) *stack {
 		}
 	})
 	start := time.Now()
-	if out, err := s.run("cluster/local/dev.sh"); err != nil {
+	if out, err := runScript(s.env, "cluster/local/dev.sh"); err != nil {
 		t.Fatalf("cluster/local/dev.sh: %v\n%s", err, out)
 	}
 	t.Logf("make dev's job (stack up, claim pre-staged) took %s", time.Since(start).Round(100*time.Millisecond))
@@ -146,17 +147,34 @@ func e2eSetting(name, def string) string {
 	return def
 }
 
-// run runs a repository script with the stack's environment.
-func (s *stack) run(script string, args ...string) (string, error) {
+// runScript runs a repository script with environment env and returns
+// its standard output, and its error output too when it fails.
+func runScript(env []string, script string, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(root, script), args...)
-	cmd.Env = s.env
-	out, err := cmd.CombinedOutput()
+	cmd.Env = env
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out) + string(ee.Stderr), err
+	}
 	return string(out), err
 }
 
-// script runs a script and reports its failure without stopping the test.
-func (s *stack) script(t *testing.T, script string) {
-	if out, err := s.run(script); err != nil {
+// mustRun runs a repository script with environment env and stops the test
+// when it fails.
+func mustRun(t *testing.T, env []string, script string, args ...string) string {
+	t.Helper()
+	out, err := runScript(env, script, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", script, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// tryScript runs a repository script with environment env and reports its
+// failure without stopping the test (for cleanups).
+func tryScript(t *testing.T, env []string, script string) {
+	if out, err := runScript(env, script); err != nil {
 		t.Errorf("%s: %v\n%s", script, err, out)
 	}
 }

@@ -32,7 +32,7 @@ func upgradeProvider(t *testing.T, s *stack, claim string) {
 	})
 	xpkg := secondProviderPackage(t)
 	start := time.Now()
-	if out, err := s.run("cluster/local/install-package.sh", "provider", "provider-ipsec", xpkg); err != nil {
+	if out, err := runScript(s.env, "cluster/local/install-package.sh", "provider", "provider-ipsec", xpkg); err != nil {
 		t.Fatalf("install-package.sh: %v\n%s", err, out)
 	}
 	t.Logf("provider upgrade installed and healthy in %s", time.Since(start).Round(100*time.Millisecond))

@@ -175,32 +175,37 @@ func gateway(t *testing.T, img v1.Image) {
 	}
 	d := deployment(t)
 	containers := map[string][]string{}
+	conf := ""
 	for _, c := range d.Spec.Template.Spec.Containers {
 		containers[c.Name] = c.Command
 		for _, e := range c.Env {
 			if e.Name == "STRONGSWAN_CONF" {
-				conf, err := os.ReadFile(filepath.Join(root, "cluster", "images", "gateway", "strongswan.conf"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := fs.content(t, e.Value); got != string(conf) {
-					t.Errorf("%s in the image is not cluster/images/gateway/strongswan.conf:\n%s", e.Value, got)
-				}
-				if !cmp.Equal(cf.Config.Env, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "STRONGSWAN_CONF=" + e.Value}) {
-					t.Errorf("image environment %q, want Debian's PATH and STRONGSWAN_CONF=%s", cf.Config.Env, e.Value)
-				}
-				dataPlane, err := os.ReadFile(filepath.Join(root, "cluster", "images", "gateway", "dataplane.conf"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := fs.content(t, workload.StrongSwanConfDir+"/dataplane.conf"); got != string(dataPlane) {
-					t.Errorf("the image's data plane fragment is not cluster/images/gateway/dataplane.conf:\n%s", got)
-				}
-				for _, p := range plugins(t, fs.content(t, e.Value)) {
-					fs.regular(t, "/usr/lib/ipsec/plugins/libstrongswan-"+p+".so", 0)
-				}
+				conf = e.Value
 			}
 		}
+	}
+	if conf == "" {
+		t.Fatal("no container of the Deployment sets STRONGSWAN_CONF")
+	}
+	want, err := os.ReadFile(filepath.Join(root, "cluster", "images", "gateway", "strongswan.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.content(t, conf); got != string(want) {
+		t.Errorf("%s in the image is not cluster/images/gateway/strongswan.conf:\n%s", conf, got)
+	}
+	if !cmp.Equal(cf.Config.Env, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "STRONGSWAN_CONF=" + conf}) {
+		t.Errorf("image environment %q, want Debian's PATH and STRONGSWAN_CONF=%s", cf.Config.Env, conf)
+	}
+	dataPlane, err := os.ReadFile(filepath.Join(root, "cluster", "images", "gateway", "dataplane.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.content(t, workload.StrongSwanConfDir+"/dataplane.conf"); got != string(dataPlane) {
+		t.Errorf("the image's data plane fragment is not cluster/images/gateway/dataplane.conf:\n%s", got)
+	}
+	for _, p := range plugins(t, fs.content(t, conf)) {
+		fs.regular(t, "/usr/lib/ipsec/plugins/libstrongswan-"+p+".so", 0)
 	}
 	if diff := cmp.Diff(map[string][]string{
 		"strongswan": {"/usr/lib/ipsec/charon"}, "agent": {"/usr/local/bin/gateway-agent"},

@@ -95,7 +95,8 @@ func readConfigMap(name string) (map[string]string, error) {
 	var cm struct {
 		Data map[string]string `json:"data"`
 	}
-	return cm.Data, json.Unmarshal(body, &cm)
+	err = json.Unmarshal(body, &cm)
+	return cm.Data, err
 }
 
 // interfaces lists the pod's network interfaces with their addresses.

@@ -1,7 +1,7 @@
 // Command echo is the tenant service of the local stack's site
-// (cluster/site): it listens on TCP and UDP and answers every TCP
-// connection and every UDP datagram with the address and port it came
-// from, one line ("10.20.0.5:41234\n"): what the service sees after every
+// (cluster/site): it listens on TCP and answers every connection with the
+// address and port it came from, one line ("10.20.0.5:41234\n"): what the
+// service sees after every
 // NAT on the way, so a client knows which gateway carried it.
 //
 // Usage (in the tenant service's namespace; cluster/site/up.sh starts it):
@@ -26,25 +26,19 @@ import (
 const answerTimeout = 5 * time.Second
 
 func main() {
-	listen := flag.String("listen", ":443", "TCP and UDP address to listen on")
+	listen := flag.String("listen", ":443", "TCP address to listen on")
 	flag.Parse()
 	ln, err := net.Listen("tcp4", *listen)
 	if err != nil {
 		log.Fatal(err)
 	}
-	pc, err := net.ListenPacket("udp4", *listen)
-	if err != nil {
-		log.Fatal(err)
-	}
-	log.Printf("answering on tcp and udp %s", *listen)
+	log.Printf("answering on tcp %s", *listen)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()
 		_ = ln.Close()
-		_ = pc.Close()
 	}()
-	go serveUDP(pc)
 	serveTCP(ln)
 }
 
@@ -64,21 +58,5 @@ func serveTCP(ln net.Listener) {
 			_ = c.SetDeadline(time.Now().Add(answerTimeout))
 			_, _ = fmt.Fprintln(c, c.RemoteAddr())
 		}()
-	}
-}
-
-// serveUDP answers every datagram of pc until pc is closed.
-func serveUDP(pc net.PacketConn) {
-	buf := make([]byte, 1500)
-	for {
-		_, from, err := pc.ReadFrom(buf)
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			log.Print(err)
-			continue
-		}
-		_, _ = pc.WriteTo([]byte(from.String()+"\n"), from)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -29,19 +30,12 @@ func (e Event) String() string {
 	at := e.Time.Format("15:04:05.000")
 	switch {
 	case e.Via == "":
-		return fmt.Sprintf("%s no answer (last via %s): %s", at, or(e.Previous, "none"), e.Error)
+		return fmt.Sprintf("%s no answer (last via %s): %s", at, cmp.Or(e.Previous, "none"), e.Error)
 	case e.Previous == "":
 		return fmt.Sprintf("%s carried by %s", at, e.Via)
 	default:
 		return fmt.Sprintf("%s carried by %s (before: %s), outage %d ms", at, e.Via, e.Previous, e.OutageMS)
 	}
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // A tracker follows the results of the probe's connections, in the order

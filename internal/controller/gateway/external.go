@@ -75,11 +75,11 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 
 	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
 	setReadiness(gw, dep)
-	ts := idle(gw)
-	if dep.Status.ReadyReplicas > 0 {
-		if ts, err = e.tunnels(ctx, gw); err != nil {
-			return managed.ExternalObservation{}, err
-		}
+	var ts []v1alpha1.TunnelStatus
+	if dep.Status.ReadyReplicas == 0 {
+		ts = idle(gw)
+	} else if ts, err = e.tunnels(ctx, gw); err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
