@@ -14,8 +14,10 @@ NODE_IMAGES = $(if $(filter 0,$(shell id -u)),images)
 
 ##@ Main
 
+# dev and test install their Debian packages first, before the long
+# toolchain build.
 .PHONY: dev
-dev: tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
+dev: packages tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
 	cluster/local/dev.sh cutover
 
 .PHONY: dev-down
@@ -24,9 +26,13 @@ dev-down: ## Stop everything `make dev` started.
 	cluster/openstack/down.sh
 
 .PHONY: test
-test: tools check-generate test-unit test-integration test-e2e ## Run all tests (builds the toolchain first).
+test: packages tools check-generate test-unit test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
 
 ##@ Development
+
+.PHONY: packages
+packages: ## Install the Debian packages of hack/packages/host.txt that are missing (root; no service started).
+	hack/apt-install.sh --host
 
 .PHONY: tools
 tools: ## Build the offline toolchain into the cache (about 18 min cold, seconds warm).

@@ -3,13 +3,31 @@
 # --no-install-recommends, and never lets a package start its service: when
 # /usr/sbin/policy-rc.d does not exist, one that forbids starting services is
 # put there for the install and removed afterwards. An outdated package list
-# (404s) is refreshed once. APT_LOG names the log (default: a temp file).
+# (404s) is refreshed once. APT_LOG names the log (default: a temp file),
+# written only when something is installed.
 #
 #   hack/apt-install.sh PACKAGE...
+#   hack/apt-install.sh --host [PURPOSE]...
+#
+# --host: the packages of hack/packages/host.txt, of the purposes given or
+# all of them.
 set -euo pipefail
+if [ "${1:-}" = --host ]; then
+	shift
+	list=$(dirname "$0")/packages/host.txt
+	for p in "$@"; do
+		awk -v p="$p" '{sub(/#.*/, "")} $2 == p {found = 1} END {exit !found}' "$list" ||
+			{ echo "error: no purpose $p in $list" >&2; exit 2; }
+	done
+	mapfile -t pkgs < <(awk -v want=" $* " '{sub(/#.*/, "")} NF && (want == "  " || index(want, " " $2 " ")) {print $1}' "$list")
+	set -- "${pkgs[@]}"
+fi
+[ $# -gt 0 ] || exit 0
+# One dpkg-query for all (it fails naming the packages it does not know).
+installed=" $({ dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null || true; } | awk '/ install ok installed$/ {printf "%s ", $1}')"
 missing=()
 for p in "$@"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+	[[ $installed == *" $p "* ]] || missing+=("$p")
 done
 [ ${#missing[@]} = 0 ] && exit 0
 [ "$(id -u)" = 0 ] || { echo "error: installing ${missing[*]} needs root" >&2; exit 1; }
@@ -21,6 +39,7 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	made_policy=true
 fi
 log=${APT_LOG:-$(mktemp -t apt-install.XXXXXX.log)}
+mkdir -p "$(dirname "$log")"
 cleanup() { if $made_policy; then rm -f /usr/sbin/policy-rc.d; fi; }
 trap cleanup EXIT
 

@@ -7,8 +7,9 @@
 #             $PROVIDER_OUT/provider-image.tar (default _output/xpkg), the
 #             image hack/xpkg.sh embeds in the provider package;
 #   gateway   the gateway pod's image, what cluster/images/gateway/Dockerfile
-#             builds: a Debian bookworm root filesystem with strongSwan,
-#             iproute2 and nftables (debootstrap), then the gateway agent,
+#             builds: a Debian bookworm root filesystem with the packages
+#             of cluster/images/gateway/packages.txt (debootstrap:
+#             strongSwan, iproute2, nftables), then the gateway agent,
 #             the gateway's strongswan.conf and its default data plane
 #             fragment as a second layer, into
 #             $GATEWAY_OUT/gateway-image.tar (default _output/images), tagged
@@ -20,12 +21,12 @@
 # An image is rebuilt only when its inputs changed (the binaries, files and
 # arguments it is made of, hashed into <image>.key beside it). The root
 # filesystem tarball is built once (as root: debootstrap, installed with
-# hack/apt-install.sh, from the Debian mirror the machine's apt sources
-# name) and cached outside the repository in $IMAGES_CACHE (default
-# ~/.cache/provider-ipsec/images), keyed by the suite, the package list and
-# how it is trimmed, so clones on one machine share it. Two builds from one
-# cached root filesystem give the same digests. Prints each image's size,
-# digest and whether it was built or cached. With IMAGES_OFFLINE=1 a root
+# hack/apt-install.sh --host images, from the Debian mirror the machine's
+# apt sources name) and cached outside the repository in $IMAGES_CACHE
+# (default ~/.cache/provider-ipsec/images), keyed by the suite, the package
+# list and how it is trimmed, so clones on one machine share it. Two builds
+# from one cached root filesystem give the same digests. Prints each image's
+# size, digest and whether it was built or cached. With IMAGES_OFFLINE=1 a root
 # filesystem that is not cached is not built: the script exits 3 instead
 # (the tests, which make no traffic outside the machine).
 set -euo pipefail
@@ -40,8 +41,8 @@ GATEWAY_OUT=${GATEWAY_OUT:-$ROOT/_output/images}
 GATEWAY_TAG=${GATEWAY_TAG:-ipsecgw/gateway:$VERSION}
 CACHE=${IMAGES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec/images}
 SUITE=bookworm
-# The gateway Dockerfile's packages.
-PACKAGES=strongswan-charon,strongswan-swanctl,libstrongswan-standard-plugins,libcharon-extra-plugins,iproute2,nftables,ca-certificates
+# The gateway image's packages, the Dockerfile's too, comma-separated.
+PACKAGES=$(sed 's/#.*//' cluster/images/gateway/packages.txt | xargs | tr ' ' ,)
 
 # image IMAGEBUILD OUT ARG... writes the image tarball OUT with imagebuild
 # and ARG, unless OUT was made from the same imagebuild, arguments and
@@ -103,7 +104,7 @@ rootfs() {
 		echo "error: the gateway's root filesystem is not cached yet ($tar); building it needs root (debootstrap)" >&2
 		exit 1
 	fi
-	"$ROOT/hack/apt-install.sh" debootstrap >&2
+	"$ROOT/hack/apt-install.sh" --host images >&2
 	mirror=$(apt-cache policy | awk -v s="$SUITE/main" '$3 == s { print $2; exit }')
 	if [ -z "$mirror" ]; then
 		echo "error: no apt source for $SUITE main on this machine" >&2

@@ -16,7 +16,8 @@
 # CAP_SYS_RESOURCE (restrict_oom_score_adj), no dummy module (veth pairs),
 # the kubelet refuses a loopback node IP and rewrites host sysctls: their
 # values and which fixed host paths exist are recorded first and restored by
-# cluster/node/down.sh. Needs root, runc and containernetworking-plugins.
+# cluster/node/down.sh. Needs root; installs runc and the CNI plugins when
+# missing (the purpose node of hack/packages/host.txt).
 # A second run while the node runs says so and changes nothing; a failed
 # bring-up keeps its logs in $STATE.failed and stops what it started.
 set -euo pipefail
@@ -32,9 +33,9 @@ running apiserver || die "the control plane is not running: run cluster/local/up
 for t in kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr multus; do
 	[ -x "$TOOLS_BIN/$t" ] || die "$t is not built in $TOOLS_BIN: run 'make tools'"
 done
-command -v runc >/dev/null || die "no runc: hack/apt-install.sh runc"
+"$ROOT/hack/apt-install.sh" --host node
 for p in bridge host-local loopback macvlan static; do
-	[ -x "$CNI_PLUGINS/$p" ] || die "no CNI plugin $p: hack/apt-install.sh containernetworking-plugins"
+	[ -x "$CNI_PLUGINS/$p" ] || die "no CNI plugin $p in $CNI_PLUGINS"
 done
 # Leftovers of a node that died without down.sh.
 "$ROOT/cluster/node/down.sh" >/dev/null

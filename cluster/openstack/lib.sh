@@ -24,7 +24,8 @@ export OS_NEUTRON_SERVICE_PASSWORD=neutron-test-password
 # Debian's interpreter: the OpenStack libraries live in its dist-packages.
 PY=/usr/bin/python3
 
-# Packages whose versions define what an initialised database looks like.
+# The servers' packages (install.sh prints their versions), and those whose
+# versions define what an initialised database looks like.
 OS_PACKAGES=(neutron-server keystone)
 OS_VERSIONED_PACKAGES=(neutron-server python3-neutron keystone python3-keystone python3-oslo.db python3-sqlalchemy python3-alembic)
 # Bump when the way the golden databases are made changes.

@@ -16,9 +16,10 @@
 # kernel has no ESP. Ends when the client's tunnel is ESTABLISHED with
 # whoever holds the floating IP (the VM, after runbook.py vm-up).
 #
-# Needs root, the local Keystone + Neutron (cluster/openstack/up.sh, with
-# the same OS_STATE) and the VM's port holding the floating IP
-# (cluster/openstack/runbook.py vm-up). A second run while the site runs
+# Needs root (it installs strongSwan, nftables and conntrack when missing:
+# the purpose strongswan of hack/packages/host.txt), the local Keystone +
+# Neutron (cluster/openstack/up.sh, with the same OS_STATE) and the VM's
+# port holding the floating IP (cluster/openstack/runbook.py vm-up). A second run while the site runs
 # only attaches a node started since, and says so. A failed bring-up keeps
 # its logs in $STATE/site.failed and removes what it made (down.sh).
 set -euo pipefail
@@ -41,12 +42,7 @@ if running site-fipnat; then
 	exit 0
 fi
 [ "$(id -u)" = 0 ] || die "the site needs root (network namespaces, nftables, charon)"
-for p in "$CHARON" "$SWANCTL"; do
-	[ -x "$p" ] || die "$p is missing: hack/apt-install.sh strongswan-charon strongswan-swanctl libcharon-extra-plugins"
-done
-for p in ip nft conntrack nsenter unshare; do
-	command -v "$p" >/dev/null || die "$p is missing: hack/apt-install.sh iproute2 nftables conntrack util-linux"
-done
+"$ROOT/hack/apt-install.sh" --host base strongswan
 [ -c /dev/net/tun ] || die "/dev/net/tun is missing: kernel-libipsec needs a TUN device"
 [ -f "$OS_STATE/clouds.yaml" ] || die "no $OS_STATE/clouds.yaml: run cluster/openstack/up.sh (with OS_STATE=$OS_STATE)"
 "$ROOT/cluster/openstack/runbook.py" show "$FLOATING_IP" >/dev/null ||
