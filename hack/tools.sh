@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the offline toolchain from the Go module proxy into a cache outside
 # the repository, one directory per wrapper module under hack/tools/, keyed by
-# a hash of that module's go.mod, go.sum and sources (and the Go version), so
-# repeated runs on one machine reuse what is built.
+# a hash of that module's go.mod, go.sum and sources, the Go version and how
+# it is built (its build function, gobuild, the versions they stamp), so
+# repeated runs on one machine reuse what is built and an edited build flag
+# rebuilds.
 #
 #   hack/tools.sh build    build what is missing, printing progress per tool
 #   hack/tools.sh bindir   print the directory that holds every tool (symlinks)
@@ -19,9 +21,17 @@ XP_VERSION=v2.4.0
 CRANK_VERSION=v2.2.1
 CONTAINERD_VERSION=v2.1.5
 
-# key MODULE prints the cache key of one wrapper module.
+# key MODULE prints the cache key of one wrapper module: its files, the Go
+# version, and the text of build_MODULE and gobuild (bash's canonical form)
+# with the values of the *_VERSION variables they name.
 key() {
-	(cd "$MODS/$1" && cat go.mod go.sum $(find . -name '*.go' | sort) && go env GOVERSION) | sha256sum | cut -c1-16
+	local how v
+	how=$(declare -f gobuild "build_$1")
+	{
+		(cd "$MODS/$1" && cat go.mod go.sum $(find . -name '*.go' | sort) && go env GOVERSION)
+		echo "$how"
+		for v in $(grep -o '\$[A-Z0-9_]*_VERSION' <<<"$how" | sort -u | tr -d '$'); do echo "$v=${!v}"; done
+	} | sha256sum | cut -c1-16
 }
 
 # moddir MODULE prints where that module's binaries are cached.
@@ -34,13 +44,14 @@ bindir() {
 	echo "$CACHE/bin-$(echo "$all" | sha256sum | cut -c1-16)"
 }
 
-# gobuild OUT PKG [LDFLAGS] builds one static binary from the current module
-# (with the build tags in BUILD_TAGS, if set).
+# gobuild OUT PKG [LDFLAGS [TAGS]] builds one static binary from the current
+# module. All that shapes the binary is in its arguments, not in the
+# environment, so that the key sees it.
 gobuild() {
-	local out=$1 pkg=$2 ld=${3:-} t0
+	local out=$1 pkg=$2 ld=${3:-} tags=${4:-} t0
 	t0=$(date +%s)
 	printf '  %-28s ' "$(basename "$out")"
-	CGO_ENABLED=0 go build -trimpath -tags "${BUILD_TAGS:-}" -ldflags "-s -w $ld" -o "$out" "$pkg"
+	CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "-s -w $ld" -o "$out" "$pkg"
 	echo "built in $(($(date +%s) - t0))s"
 }
 
@@ -76,8 +87,8 @@ build_kubernetes() {
 # containerd without btrfs (it needs cgo); the node uses overlayfs.
 build_containerd() {
 	for c in containerd containerd-shim-runc-v2 ctr; do
-		BUILD_TAGS=no_btrfs gobuild "$1/$c" "github.com/containerd/containerd/v2/cmd/$c" \
-			"-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION"
+		gobuild "$1/$c" "github.com/containerd/containerd/v2/cmd/$c" \
+			"-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" no_btrfs
 	done
 }
 
