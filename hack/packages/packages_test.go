@@ -470,13 +470,14 @@ func makefile(src string) []string {
 // goExec matches the programs Go code runs by name or absolute path.
 var goExec = regexp.MustCompile(`exec\.(?:Command|CommandContext|LookPath)\((?:ctx,\s*)?"([^"]+)"|\w*Binary\s*=\s*"(/[^"]+)"`)
 
-// hostSources are the files of everything that runs on the host: the
+// hostNeeds are the needs of everything that runs on the host: the
 // scripts, the Makefile, the OpenStack helpers and the Go code of the
-// tests and harness (and of the agent, which the integration tests run).
+// tests and harness (and of the agent, which the integration tests run);
+// the scanner holds what it could not tell.
 func hostNeeds(t *testing.T) (*scanner, []need) {
 	t.Helper()
 	s := newScanner()
-	var goNeeds []need
+	var found []need
 	var files []string
 	for _, dir := range []string{".ci", "cluster", "hack", "test", "internal/agent"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
@@ -507,19 +508,19 @@ func hostNeeds(t *testing.T) (*scanner, []need) {
 			s.parse(src, rel)
 		case strings.HasSuffix(p, ".py"):
 			if line, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(line, "#!") {
-				goNeeds = append(goNeeds, need{strings.TrimPrefix(line, "#!"), rel})
+				found = append(found, need{strings.TrimPrefix(line, "#!"), rel})
 			}
 			for _, m := range imports(src) {
-				goNeeds = append(goNeeds, need{m, rel})
+				found = append(found, need{m, rel})
 			}
-		case strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "packages_test.go"):
+		case strings.HasSuffix(p, ".go") && !strings.HasPrefix(rel, "hack/packages/"):
 			for _, m := range goExec.FindAllStringSubmatch(src, -1) {
-				goNeeds = append(goNeeds, need{m[1] + m[2], rel})
+				found = append(found, need{m[1] + m[2], rel})
 			}
 		}
 	}
 	s.scan()
-	return s, append(s.needs, goNeeds...)
+	return s, append(s.needs, found...)
 }
 
 func TestCommands(t *testing.T) {
