@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -430,32 +429,28 @@ func TestCrashSafeCreate(t *testing.T) {
 	found := `{"networks": [{"id": "` + netID + `", "description": "` + marked + `"}]}`
 	none := `{"networks": [{"id": "theirs", "description": "tenant A"}]}`
 	created := reply{Code: 201, Body: one(neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{} }))}
-	cases := map[string]struct {
-		reason  string
-		pending bool
-		steps   []mrsetuptest.Step
-	}{
+	cases := map[string]mrsetuptest.Case{
 		"KilledAfterPOST": {
-			reason:  "A provider killed after Neutron created the network, before the ID was saved (and before its tags were set): the restarted one finds the network by its marker, adopts it and tags it, without a second POST.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed after Neutron created the network, before the ID was saved (and before its tags were set): the restarted one finds the network by its marker, adopts it and tags it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies: map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{} }))},
 					"PUT /networks/" + netID + "/tags": {Code: 200, Body: `{"tags":["team-a"]}`}},
 				Requests: []string{scan, get, tagged},
 			}},
 		},
 		"KilledBeforePOST": {
-			reason:  "A provider killed before its POST reached Neutron: the marker proves there is no network (one with the same description but no marker is another's), and the restarted one creates it once.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no network (one with the same description but no marker is another's), and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies: map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: `{"networks": []}`}, post: created,
 					"PUT /networks/" + netID + "/tags": {Code: 200, Body: `{"tags":["team-a"]}`}},
 				Requests: []string{scan, find, posted, tagged},
 			}},
 		},
 		"LostAnswer": {
-			reason: "A POST whose answer is lost after Neutron created the network fails the create; the next reconcile adopts the network by its marker instead of creating a twin.",
-			steps: []mrsetuptest.Step{{
+			Reason: "A POST whose answer is lost after Neutron created the network fails the create; the next reconcile adopts the network by its marker instead of creating a twin.",
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{find: {Code: 200, Body: `{"networks": []}`}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
@@ -466,22 +461,10 @@ func TestCrashSafeCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := mr(withoutExternalName)
-			if tc.pending {
-				meta.SetExternalCreatePending(mg, time.Now().Add(-time.Minute))
-			}
-			h := mrsetuptest.New(t, v1alpha1.NetworkGroupVersionKind, mg, openstack.ScanFinder(openstack.Networks),
+			mrsetuptest.Run(t, v1alpha1.NetworkGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Networks),
 				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
 					return NewExternal(sc)
-				})
-			for i, s := range tc.steps {
-				h.Step(t, tc.reason, i+1, s)
-			}
-			got := &v1alpha1.Network{}
-			h.Get(t, got)
-			if meta.GetExternalName(got) != netID || meta.ExternalCreateIncomplete(got) {
-				t.Errorf("%s\nexternal name %q, create incomplete %v; want %s, complete", tc.reason, meta.GetExternalName(got), meta.ExternalCreateIncomplete(got), netID)
-			}
+				}, tc, netID)
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -539,30 +538,26 @@ func TestCrashSafeCreate(t *testing.T) {
 		`"port_security_enabled":true,"security_groups":["` + sgID + `"],"tags":["team-a"]}}`
 	found := `{"ports": [{"id": "` + portID + `", "description": "` + marked + `"}]}`
 	none := `{"ports": []}`
-	cases := map[string]struct {
-		reason  string
-		pending bool
-		steps   []mrsetuptest.Step
-	}{
+	cases := map[string]mrsetuptest.Case{
 		"KilledAfterPOST": {
-			reason:  "A provider killed after Neutron created the port, before the ID was saved: the restarted one finds the port by its marker and adopts it, without a second POST.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed after Neutron created the port, before the ID was saved: the restarted one finds the port by its marker and adopts it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
 				Requests: []string{scan, get},
 			}},
 		},
 		"KilledBeforePOST": {
-			reason:  "A provider killed before its POST reached Neutron: the marker proves there is no port, and the restarted one creates it once.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no port, and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
 				Requests: []string{scan, find, posted},
 			}},
 		},
 		"LostAnswer": {
-			reason: "A POST whose answer is lost after Neutron created the port fails the create; the next reconcile adopts the port by its marker instead of creating a twin that would keep the security group in use.",
-			steps: []mrsetuptest.Step{{
+			Reason: "A POST whose answer is lost after Neutron created the port fails the create; the next reconcile adopts the port by its marker instead of creating a twin that would keep the security group in use.",
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
@@ -573,22 +568,10 @@ func TestCrashSafeCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := mr(withoutExternalName)
-			if tc.pending {
-				meta.SetExternalCreatePending(mg, time.Now().Add(-time.Minute))
-			}
-			h := mrsetuptest.New(t, v1alpha1.PortGroupVersionKind, mg, openstack.ScanFinder(openstack.Ports),
+			mrsetuptest.Run(t, v1alpha1.PortGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Ports),
 				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
 					return &external{network: sc}
-				})
-			for i, s := range tc.steps {
-				h.Step(t, tc.reason, i+1, s)
-			}
-			got := &v1alpha1.Port{}
-			h.Get(t, got)
-			if meta.GetExternalName(got) != portID || meta.ExternalCreateIncomplete(got) {
-				t.Errorf("%s\nexternal name %q, create incomplete %v; want %s, complete", tc.reason, meta.GetExternalName(got), meta.ExternalCreateIncomplete(got), portID)
-			}
+				}, tc, portID)
 		})
 	}
 }

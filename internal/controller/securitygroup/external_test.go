@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -198,33 +197,26 @@ func TestUpdateKeepsMarker(t *testing.T) {
 // restart, through the ways a create can be interrupted. Neutron must end
 // with one group for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
-	past := time.Now().Add(-time.Minute)
-	cases := map[string]struct {
-		reason string
-		// pending says the MR was left with a create pending (the
-		// provider was killed during Create).
-		pending bool
-		steps   []mrsetuptest.Step
-	}{
+	cases := map[string]mrsetuptest.Case{
 		"KilledAfterPOST": {
-			reason:  "A provider killed after Neutron created the group, before the ID was saved: the restarted one finds the group by its marker and adopts it, without a second POST.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed after Neutron created the group, before the ID was saved: the restarted one finds the group by its marker and adopts it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{scan: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
 				Requests: []string{scan, get},
 			}},
 		},
 		"KilledBeforePOST": {
-			reason:  "A provider killed before its POST reached Neutron: the marker proves there is no group, and the restarted one creates it once.",
-			pending: true,
-			steps: []mrsetuptest.Step{{
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no group, and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, create: {Code: 201, Body: groupJSON}},
 				Requests: []string{scan, find, created},
 			}},
 		},
 		"LostAnswer": {
-			reason: "A POST whose answer is lost after Neutron created the group fails the create; the next reconcile adopts the group by its marker instead of creating a twin.",
-			steps: []mrsetuptest.Step{{
+			Reason: "A POST whose answer is lost after Neutron created the group fails the create; the next reconcile adopts the group by its marker instead of creating a twin.",
+			Steps: []mrsetuptest.Step{{
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, create: {Cut: true}},
 				Requests: []string{find, created},
 			}, {
@@ -235,22 +227,10 @@ func TestCrashSafeCreate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := sg("", ike())
-			if tc.pending {
-				meta.SetExternalCreatePending(mg, past)
-			}
-			h := mrsetuptest.New(t, v1alpha1.SecurityGroupGroupVersionKind, mg, openstack.ScanFinder(openstack.SecurityGroups),
+			mrsetuptest.Run(t, v1alpha1.SecurityGroupGroupVersionKind, sg("", ike()), openstack.ScanFinder(openstack.SecurityGroups),
 				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.SecurityGroup] {
 					return &external{neutron: sc}
-				})
-			for i, s := range tc.steps {
-				h.Step(t, tc.reason, i+1, s)
-			}
-			got := &v1alpha1.SecurityGroup{}
-			h.Get(t, got)
-			if meta.GetExternalName(got) != groupID || meta.ExternalCreateIncomplete(got) {
-				t.Errorf("%s\nexternal name %q, create incomplete %v; want %s, complete", tc.reason, meta.GetExternalName(got), meta.ExternalCreateIncomplete(got), groupID)
-			}
+				}, tc, groupID)
 		})
 	}
 }

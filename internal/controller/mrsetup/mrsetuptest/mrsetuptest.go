@@ -8,7 +8,9 @@ package mrsetuptest
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
@@ -97,10 +99,36 @@ func (h *Harness[T]) reconcile() {
 	_, _ = r.Reconcile(context.Background(), reconcile.Request{NamespacedName: h.key})
 }
 
-// Get reads the managed resource as the fake API server holds it into mg.
-func (h *Harness[T]) Get(t *testing.T, mg T) {
+// A Case is a create interrupted in one way: the steps that follow it.
+type Case struct {
+	// Reason says in a sentence what the case proves.
+	Reason string
+	// Pending says the MR starts with a create pending, as a provider
+	// killed during Create leaves it.
+	Pending bool
+	Steps   []Step
+}
+
+// Run runs the steps of c on mg (see New) and fails t unless mg ends with
+// external name id and its create complete: one Neutron object, recorded.
+func Run[T resource.Managed](t *testing.T, gvk schema.GroupVersionKind, mg T, find openstack.Finder,
+	connect func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[T], c Case, id string) {
 	t.Helper()
-	if err := h.Kube.Get(context.Background(), h.key, mg); err != nil {
+	if c.Pending {
+		meta.SetExternalCreatePending(mg, time.Now().Add(-time.Minute))
+	}
+	h := New(t, gvk, mg, find, connect)
+	for i, s := range c.Steps {
+		h.Step(t, c.Reason, i+1, s)
+	}
+	got, ok := mg.DeepCopyObject().(T)
+	if !ok {
+		t.Fatalf("%T does not deep-copy to itself", mg)
+	}
+	if err := h.Kube.Get(context.Background(), h.key, got); err != nil {
 		t.Fatal(err)
+	}
+	if meta.GetExternalName(got) != id || meta.ExternalCreateIncomplete(got) {
+		t.Errorf("%s\nexternal name %q, create incomplete %v; want %s, complete", c.Reason, meta.GetExternalName(got), meta.ExternalCreateIncomplete(got), id)
 	}
 }
