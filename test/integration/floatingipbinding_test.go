@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
@@ -86,9 +84,7 @@ func (f *fipTest) releaseAfter(t *testing.T, mg *netv1alpha1.FloatingIPBinding, 
 			ids = append(ids, id)
 		}
 		if mg != nil {
-			for _, fip := range f.list(t, floatingips.ListOpts{Tags: openstack.CreatedByTag(mg)}) {
-				ids = append(ids, fip.ID)
-			}
+			ids = append(ids, createdFor(t, f.sc, openstack.FloatingIPs, mg)...)
 		}
 		for _, id := range ids {
 			if err := floatingips.Delete(ctx, f.sc, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
@@ -201,9 +197,9 @@ func TestFloatingIPBindingAllocated(t *testing.T) {
 
 	id := meta.GetExternalName(mg)
 	fip := f.get(t, id)
-	if fip.PortID != port.ID || fip.Description != "itest allocated" || !slices.Contains(fip.Tags, openstack.CreatedByTag(mg)) {
-		t.Errorf("Neutron has floating IP %s on port %q, description %q, tags %v; want port %s, the description and the UID tag",
-			id, fip.PortID, fip.Description, fip.Tags, port.ID)
+	if want := "itest allocated [crossplane-uid-" + string(mg.UID) + "]"; fip.PortID != port.ID || fip.Description != want {
+		t.Errorf("Neutron has floating IP %s on port %q, description %q; want port %s and %q",
+			id, fip.PortID, fip.Description, port.ID, want)
 	}
 	if a := mg.Status.AtProvider; a.FloatingIPID != id || a.FloatingIPAddress != fip.FloatingIP || a.PortID != port.ID || !a.Attached || a.Pinned {
 		t.Errorf("status.atProvider = %+v", a)
@@ -368,18 +364,14 @@ func TestFloatingIPBindingCrashSafeCreate(t *testing.T) {
 	mg.SetAnnotations(map[string]string{meta.AnnotationKeyReconciliationPaused: "true"})
 	create(t, mg)
 	f.releaseAfter(t, mg, "")
-	tag := openstack.CreatedByTag(mg)
-	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: port.ID}).Extract()
+	// What the killed provider's POST made, and what it left on the MR.
+	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: port.ID,
+		Description: openstack.Mark(mg, "")}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.releaseAfter(t, nil, fip.ID)
-	if err := attributestags.Add(ctx, f.sc, "floatingips", fip.ID, tag).ExtractErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
-		t.Fatal(err)
-	}
+	leaveCreatePending(t, mg)
 	if n := meta.GetExternalName(mg); n != "" {
 		t.Fatalf("the paused binding has external name %q already", n)
 	}
@@ -387,12 +379,12 @@ func TestFloatingIPBindingCrashSafeCreate(t *testing.T) {
 	if err := kube.Update(ctx, mg); err != nil {
 		t.Fatal(err)
 	}
-	fipWaitReady(t, mg, 60*time.Second, "the binding adopts the tagged floating IP")
+	fipWaitReady(t, mg, 60*time.Second, "the binding adopts the floating IP carrying its marker")
 	if got := meta.GetExternalName(mg); got != fip.ID {
-		t.Errorf("external name %q, want the tagged floating IP %s", got, fip.ID)
+		t.Errorf("external name %q, want the floating IP of the killed create %s", got, fip.ID)
 	}
-	if got := f.list(t, floatingips.ListOpts{Tags: tag}); len(got) != 1 || got[0].ID != fip.ID {
-		t.Errorf("floating IPs tagged %s: %d, want exactly the one created before (%s)", tag, len(got), fip.ID)
+	if got := createdFor(t, f.sc, openstack.FloatingIPs, mg); len(got) != 1 || got[0] != fip.ID {
+		t.Errorf("floating IPs carrying the binding's marker: %v, want exactly the one created before (%s)", got, fip.ID)
 	}
 	fipDeleteAndWait(t, mg)
 }
@@ -422,15 +414,9 @@ func TestFloatingIPBindingPortRef(t *testing.T) {
 	create(t, mg, port)
 	f.releaseAfter(t, mg, "")
 	t.Cleanup(func() {
-		pages, err := ports.List(f.sc, ports.ListOpts{Tags: openstack.CreatedByTag(port)}).AllPages(ctx)
-		if err != nil {
-			t.Errorf("list ports: %v", err)
-			return
-		}
-		left, _ := ports.ExtractPorts(pages)
-		for _, p := range left {
-			if err := ports.Delete(ctx, f.sc, p.ID).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
-				t.Errorf("delete port %s: %v", p.ID, err)
+		for _, id := range createdFor(t, f.sc, openstack.Ports, port) {
+			if err := ports.Delete(ctx, f.sc, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+				t.Errorf("delete port %s: %v", id, err)
 			}
 		}
 	})

@@ -17,7 +17,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,21 +43,18 @@ func importedNetwork(name, id string) *netv1alpha1.Network {
 	return n
 }
 
-// deleteNetworks deletes the Neutron network each MR created, found by
-// its tag, if any.
+// deleteNetworks deletes the Neutron networks each MR created, found by
+// its marker, if any.
 func deleteNetworks(t *testing.T, sc *gophercloud.ServiceClient, mrs []client.Object) {
 	ctx := context.Background()
-	list := func(tag string) pagination.Pager { return networks.List(sc, networks.ListOpts{Tags: tag}) }
 	for _, mr := range mrs {
 		if mr.GetUID() == "" {
 			continue
 		}
-		n, err := openstack.FindCreated(ctx, mr, "networks", list, networks.ExtractNetworksInto, func(n *networks.Network) string { return n.ID })
-		if err == nil && n != nil {
-			err = networks.Delete(ctx, sc, n.ID).ExtractErr()
-		}
-		if err != nil && !openstack.IsNotFound(err) {
-			t.Errorf("cleanup: the network of %s: %v", mr.GetName(), err)
+		for _, id := range createdFor(t, sc, openstack.Networks, mr) {
+			if err := networks.Delete(ctx, sc, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+				t.Errorf("cleanup: the network of %s: %v", mr.GetName(), err)
+			}
 		}
 	}
 }
@@ -202,8 +198,8 @@ func TestNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 		slices.Sort(got.Tags)
-		if want := []string{openstack.CreatedByTag(n), "itest"}; got.Name != "itest-net-managed" || !slices.Equal(got.Tags, want) {
-			t.Errorf("Neutron network name %q, tags %v; want itest-net-managed, %v", got.Name, got.Tags, want)
+		if want := []string{"itest"}; got.Name != "itest-net-managed" || !slices.Equal(got.Tags, want) || got.Description != openstack.Mark(n, "TestNetwork") {
+			t.Errorf("Neutron network name %q, description %q, tags %v; want itest-net-managed, the marked description, %v", got.Name, got.Description, got.Tags, want)
 		}
 
 		if _, err := networks.Update(ctx, sc, id, networks.UpdateOpts{Name: ptr.To("renamed-by-hand")}).Extract(); err != nil {

@@ -13,7 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -200,4 +202,37 @@ func ownNetwork(t *testing.T) (*gophercloud.ServiceClient, *atomic.Int64) {
 	}
 	n.Store(0)
 	return sc, n
+}
+
+// createdFor returns the IDs of every Neutron object of c that carries
+// mg's marker in its description (openstack.Mark): what the provider
+// created for mg, twins included.
+func createdFor(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, mg client.Object) []string {
+	t.Helper()
+	var body map[string][]struct{ ID, Description string }
+	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?fields=id&fields=description", &body, nil); err != nil {
+		t.Errorf("list %s: %v", c.Path, err)
+		return nil
+	}
+	var ids []string
+	for _, o := range body[c.Key] {
+		if _, marked := openstack.Unmark(mg, o.Description); marked {
+			ids = append(ids, o.ID)
+		}
+	}
+	return ids
+}
+
+// leaveCreatePending writes on mg what a provider killed during Create
+// leaves: the external-create-pending annotation newer than any outcome,
+// and no external name.
+func leaveCreatePending(t *testing.T, mg client.Object) {
+	t.Helper()
+	eventually(t, 10*time.Second, "mark "+mg.GetName()+" as killed during Create", func() error {
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err != nil {
+			return err
+		}
+		meta.SetExternalCreatePending(mg, time.Now())
+		return kube.Update(context.Background(), mg)
+	})
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
@@ -54,23 +53,15 @@ func forgetMRs(objs ...client.Object) {
 	}
 }
 
-// deletePorts deletes every Neutron port carrying one of the MRs' tags and
-// the ports ids, ignoring those that are gone.
+// deletePorts deletes every Neutron port carrying one of the MRs' markers
+// and the ports ids, ignoring those that are gone.
 func deletePorts(t *testing.T, sc *gophercloud.ServiceClient, mrs []client.Object, ids ...string) {
 	ctx := context.Background()
 	for _, mr := range mrs {
 		if mr.GetUID() == "" {
 			continue
 		}
-		pages, err := ports.List(sc, ports.ListOpts{Tags: openstack.CreatedByTag(mr)}).AllPages(ctx)
-		if err != nil {
-			t.Errorf("cleanup: list ports of %s: %v", mr.GetName(), err)
-			continue
-		}
-		ps, _ := ports.ExtractPorts(pages)
-		for _, p := range ps {
-			ids = append(ids, p.ID)
-		}
+		ids = append(ids, createdFor(t, sc, openstack.Ports, mr)...)
 	}
 	for _, id := range ids {
 		if err := ports.Delete(ctx, sc, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
@@ -168,7 +159,7 @@ func TestPort(t *testing.T) {
 			t.Errorf("Neutron port = %+v, want an unbound port with the MR's MAC, group %s and pair 192.168.50.0/24", p, sg.ID)
 		}
 		slices.Sort(p.Tags)
-		if want := []string{openstack.CreatedByTag(vip), "itest"}; !slices.Equal(p.Tags, want) {
+		if want := []string{"itest"}; !slices.Equal(p.Tags, want) {
 			t.Errorf("Neutron port tags = %v, want %v", p.Tags, want)
 		}
 	})
@@ -244,15 +235,13 @@ func TestPort(t *testing.T) {
 		crashed.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
 		mrs = append(mrs, crashed)
 		create(t, crashed)
-		tag := openstack.CreatedByTag(crashed)
-		p, err := ports.Create(ctx, sc, ports.CreateOpts{NetworkID: e.Fixtures.TenantNet.ID, Name: "itest-port-crashed"}).Extract()
+		p, err := ports.Create(ctx, sc, ports.CreateOpts{NetworkID: e.Fixtures.TenantNet.ID, Name: "itest-port-crashed",
+			Description: openstack.Mark(crashed, "")}).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}
 		neutronPorts = append(neutronPorts, p.ID)
-		if _, err := attributestags.ReplaceAll(ctx, sc, "ports", p.ID, attributestags.ReplaceAllOpts{Tags: []string{tag}}).Extract(); err != nil {
-			t.Fatal(err)
-		}
+		leaveCreatePending(t, crashed)
 		if meta.GetExternalName(crashed) != "" {
 			t.Fatalf("external name %q before the first reconcile, want none", meta.GetExternalName(crashed))
 		}
@@ -262,7 +251,7 @@ func TestPort(t *testing.T) {
 		if err := kube.Patch(ctx, crashed, patch); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "the Port adopts the tagged port and is Ready", func() error {
+		eventually(t, 60*time.Second, "the Port adopts the port carrying its marker and is Ready", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(crashed), crashed); err != nil {
 				return err
 			}
@@ -273,16 +262,8 @@ func TestPort(t *testing.T) {
 		})
 		// A few more polls must not create a second port.
 		time.Sleep(3 * time.Second)
-		pages, err := ports.List(sc, ports.ListOpts{Tags: tag}).AllPages(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found, err := ports.ExtractPorts(pages)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(found) != 1 || found[0].ID != p.ID {
-			t.Errorf("ports tagged %s: %d, want exactly the one made by hand (%s)", tag, len(found), p.ID)
+		if found := createdFor(t, sc, openstack.Ports, crashed); len(found) != 1 || found[0] != p.ID {
+			t.Errorf("ports carrying the MR's marker: %v, want exactly the one made by hand (%s)", found, p.ID)
 		}
 	})
 

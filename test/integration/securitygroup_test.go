@@ -13,7 +13,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
@@ -102,8 +102,8 @@ func TestSecurityGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Tags) != 1 || g.Tags[0] != "crossplane-uid-"+string(sg.UID) {
-		t.Errorf("group tags %v, want the MR's UID tag", g.Tags)
+	if want := openstack.Mark(sg, ptr.Deref(sg.Spec.ForProvider.Description, "")); g.Description != want || len(g.Tags) != 0 {
+		t.Errorf("group description %q, tags %v; want %q and no tags", g.Description, g.Tags, want)
 	}
 	if len(g.Rules) != 5 {
 		t.Errorf("group has %d rules, want 3 from the spec and Neutron's 2 default egress rules:\n%+v", len(g.Rules), g.Rules)
@@ -174,7 +174,8 @@ func TestSecurityGroup(t *testing.T) {
 
 // TestSecurityGroupAdoptsUnrecordedCreate simulates a provider that died
 // after Neutron created the group but before its ID was recorded: the next
-// reconcile finds the group by its tag and adopts it.
+// reconcile finds the group by the marker in its description and adopts
+// it.
 func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
@@ -184,15 +185,14 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	sg := gatewaySecurityGroup("itest-adopt-sg", "openstack")
 	sg.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
 	create(t, sg)
-	orphan, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-adopt-sg"}).Extract()
+	// What the killed provider's POST made, with a description since
+	// changed in the spec, and what it left on the MR.
+	orphan, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-adopt-sg", Description: openstack.Mark(sg, "before the edit")}).Extract()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, orphan.ID).ExtractErr() })
-	tag := "crossplane-uid-" + string(sg.UID)
-	if _, err := attributestags.ReplaceAll(ctx, sc, "security-groups", orphan.ID, attributestags.ReplaceAllOpts{Tags: []string{tag}}).Extract(); err != nil {
-		t.Fatal(err)
-	}
+	leaveCreatePending(t, sg)
 	eventually(t, 10*time.Second, "unpause the MR", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
 			return err
@@ -204,12 +204,11 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	if got := meta.GetExternalName(sg); got != orphan.ID {
 		t.Errorf("external name %q, want the orphaned group %s", got, orphan.ID)
 	}
-	pages, err := groups.List(sc, groups.ListOpts{Tags: tag}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
+	if all := createdFor(t, sc, openstack.SecurityGroups, sg); len(all) != 1 {
+		t.Errorf("groups carrying the MR's marker: %v, want exactly the adopted one", all)
 	}
-	if all, _ := groups.ExtractGroups(pages); len(all) != 1 {
-		t.Errorf("%d groups carry %s, want exactly the adopted one", len(all), tag)
+	if g, err := groups.Get(ctx, sc, orphan.ID).Extract(); err != nil || g.Description != openstack.Mark(sg, ptr.Deref(sg.Spec.ForProvider.Description, "")) {
+		t.Errorf("adopted group's description %q (%v), want the spec's, marked", g.Description, err)
 	}
 	if err := kube.Delete(ctx, sg); err != nil {
 		t.Fatal(err)

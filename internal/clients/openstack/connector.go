@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	networkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 )
 
@@ -41,11 +40,4 @@ func (c *Connector) Network(ctx context.Context, mg resource.LegacyManaged) (*go
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
 	return c.Clients.Network(ctx, c.Kube, pc)
-}
-
-// CreatedByTag is the Neutron tag an object created for mg carries
-// (networking v1alpha1.TagCreatedBy and mg's UID), by which a create that
-// the provider did not live to record is found again.
-func CreatedByTag(mg resource.Object) string {
-	return networkingv1alpha1.TagCreatedBy + string(mg.GetUID())
 }

@@ -2,48 +2,239 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
-// A TaggedLister lists the Neutron objects of one kind carrying tag, such
-// as func(tag string) pagination.Pager { return ports.List(sc,
-// ports.ListOpts{Tags: tag}) }.
-type TaggedLister func(tag string) pagination.Pager
+// How the provider finds again a Neutron object whose create it did not
+// live to record (killed between the POST and saving the external name, or
+// the POST's answer lost after Neutron completed it).
+//
+// The create request itself must carry the MR's identity: Neutron 21 takes
+// no tags in a POST (400 "Attribute 'tags' not allowed in POST" for
+// security groups; ports drop them silently), so a tag set by a second
+// request leaves a window in which the object is untraceable. The name is
+// the user's (spec.forProvider.name, shown in every list), and floating IPs
+// have none. The description is on every kind the provider creates, is
+// settable in the POST, and is a list filter. Measured on the local Neutron
+// 21 (cluster/openstack/up.sh) as the tenant, for security groups, ports,
+// floating IPs and networks alike: ?description=X returns exactly the
+// objects whose description is X (exact match: the marker alone does not
+// find "desc [marker]"; Neutron has no substring filter), an unknown filter
+// is refused with 400 ("['name'] is invalid attribute for filtering" on
+// floating IPs) rather than ignored, ?fields=id&fields=description returns
+// both for every object (the empty description as ""), and a description
+// longer than 255 characters is refused with 400.
+//
+// So the provider writes the user's description followed by the marker
+// " [crossplane-uid-<MR UID>]" (Mark): the user still reads their text
+// first, drift comparisons strip the marker (Unmark), and updates keep it
+// (KeepMark). The API caps spec descriptions at 255 - MarkerLength
+// characters so that the marked description always fits.
 
-// FindCreated returns the Neutron object created for mg: the one that
-// list finds carrying mg's CreatedByTag, decoded into a T by extract (one
-// of gophercloud's Extract...Into functions, such as
-// ports.ExtractPortsInto), or nil when there is none. It is how Observe
-// finds, while the external name is empty, an object that a Create made
-// but did not live to record, so that it is adopted rather than created
-// twice. kind names the objects in errors ("ports"), id gives an object's
-// ID. More than one such object is an error naming them all, since the
-// provider cannot tell which one to keep; a failed list is an error with
-// Neutron's type and message.
-func FindCreated[T any](ctx context.Context, mg resource.Object, kind string, list TaggedLister,
-	extract func(pagination.Page, any) error, id func(*T) string) (*T, error) {
-	tag := CreatedByTag(mg)
-	pages, err := list(tag).AllPages(ctx)
+// MarkerLength is the length of the marker and the space before it for a
+// Kubernetes UID (36 characters): 54.
+const MarkerLength = len(" [crossplane-uid-]") + 36
+
+// Marker is the marker of mg: "[crossplane-uid-<UID>]".
+func Marker(mg resource.Object) string {
+	return "[crossplane-uid-" + string(mg.GetUID()) + "]"
+}
+
+// Mark returns the description the provider writes to Neutron for mg's
+// description desc: desc, a space and mg's Marker; the Marker alone when
+// desc is empty.
+func Mark(mg resource.Object, desc string) string {
+	if desc == "" {
+		return Marker(mg)
+	}
+	return desc + " " + Marker(mg)
+}
+
+// Unmark returns the user's part of a Neutron description s, without mg's
+// marker, and whether s carried it. Unmark(mg, Mark(mg, d)) is d for every
+// d; a description without the marker (an object the provider did not
+// create, or one written by hand) is returned as it is.
+func Unmark(mg resource.Object, s string) (string, bool) {
+	m := Marker(mg)
+	switch {
+	case s == m:
+		return "", true
+	case strings.HasSuffix(s, " "+m):
+		return strings.TrimSuffix(s, " "+m), true
+	}
+	return s, false
+}
+
+// KeepMark returns the description to write when desired replaces the
+// user's part of the Neutron description observed: marked when observed
+// carries mg's marker, so that an update keeps it, else desired as it is
+// (an adopted object the provider did not create gets no marker).
+func KeepMark(mg resource.Object, observed, desired string) string {
+	if _, marked := Unmark(mg, observed); marked {
+		return Mark(mg, desired)
+	}
+	return desired
+}
+
+// A Collection is one kind of Neutron object as the lookups by marker see
+// it.
+type Collection struct {
+	// Kind names one object in errors, such as "security group".
+	Kind string
+	// Path is the collection's path under the Neutron endpoint, such as
+	// "security-groups"; Key is its JSON key in a list answer, such as
+	// "security_groups".
+	Path, Key string
+}
+
+// The collections of the kinds the provider creates.
+var (
+	SecurityGroups = Collection{Kind: "security group", Path: "security-groups", Key: "security_groups"}
+	Ports          = Collection{Kind: "port", Path: "ports", Key: "ports"}
+	FloatingIPs    = Collection{Kind: "floating IP", Path: "floatingips", Key: "floatingips"}
+	Networks       = Collection{Kind: "network", Path: "networks", Key: "networks"}
+)
+
+// FindCreated returns the ID of the object of c that a create for mg with
+// the user's description desc made: the one whose description is exactly
+// Mark(mg, desc), with one GET c?description=...&fields=id&fields=description,
+// or "" when there is none. It is how Observe finds, while the external
+// name is empty, an object whose POST answer was lost. More than one such
+// object is an error naming them all, since the provider cannot tell which
+// one to keep; a failed list is an error with Neutron's type and message.
+func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string) (string, error) {
+	want := Mark(mg, desc)
+	all, err := list(ctx, sc, c, url.Values{"description": {want}})
 	if err != nil {
-		return nil, Wrap(err, fmt.Sprintf("cannot list Neutron %s tagged %s", kind, tag))
+		return "", fmt.Errorf("cannot look up the %s with description %q: %w", c.Kind, want, err)
 	}
-	var found []T
-	if err := extract(pages, &found); err != nil {
-		return nil, fmt.Errorf("cannot decode Neutron %s tagged %s: %w", kind, tag, err)
+	// Checked again here: the filter is what selects, but an object
+	// listed by mistake must not be adopted.
+	var found []listed
+	for _, o := range all {
+		if o.Description != nil && *o.Description == want {
+			found = append(found, o)
+		}
 	}
+	return only(c, mg, found)
+}
+
+// ScanCreated returns the ID of the object of c that carries mg's marker,
+// whatever description precedes it, with one GET
+// c?fields=id&fields=description of every object of c the credentials
+// see; "" when none does. Unlike FindCreated it finds an object whose
+// spec description changed after the POST, so that "none" proves the
+// create never reached Neutron. known is false when Neutron returns an
+// object without a description: then nothing can prove that, and the
+// caller must not assume the create did not happen.
+func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
+	all, err := list(ctx, sc, c, url.Values{})
+	if err != nil {
+		return "", false, fmt.Errorf("cannot list the %ss to find the one carrying %s: %w", c.Kind, Marker(mg), err)
+	}
+	known = true
+	var found []listed
+	for _, o := range all {
+		if o.Description == nil {
+			known = false
+			continue
+		}
+		if _, marked := Unmark(mg, *o.Description); marked {
+			found = append(found, o)
+		}
+	}
+	if id, err = only(c, mg, found); err != nil {
+		return "", false, err
+	}
+	return id, known, nil
+}
+
+// listed is an object in a list answer asked for id and description only;
+// Description is nil when Neutron returned none.
+type listed struct {
+	ID          string  `json:"id"`
+	Description *string `json:"description"`
+}
+
+// list returns the objects of c that query (plus fields id and
+// description) selects, following Neutron's pagination links.
+func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values) ([]listed, error) {
+	query["fields"] = []string{"id", "description"}
+	var all []listed
+	err := pagination.NewPager(sc, sc.ServiceURL(c.Path)+"?"+query.Encode(), func(r pagination.PageResult) pagination.Page {
+		return listPage{LinkedPageBase: pagination.LinkedPageBase{PageResult: r}, key: c.Key}
+	}).EachPage(ctx, func(_ context.Context, p pagination.Page) (bool, error) {
+		items, err := p.(listPage).items()
+		all = append(all, items...)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, Wrap(err, "list")
+	}
+	return all, nil
+}
+
+// only returns the ID of the one object in found, "" for none, and an
+// error naming them all for more than one.
+func only(c Collection, mg resource.Object, found []listed) (string, error) {
 	switch len(found) {
 	case 0:
-		return nil, nil
+		return "", nil
 	case 1:
-		return &found[0], nil
+		return found[0].ID, nil
 	}
 	ids := make([]string, 0, len(found))
-	for i := range found {
-		ids = append(ids, id(&found[i]))
+	for _, f := range found {
+		ids = append(ids, f.ID)
 	}
-	return nil, fmt.Errorf("%d Neutron %s carry its tag %s (%s); delete all but one by hand", len(found), kind, tag, strings.Join(ids, ", "))
+	return "", fmt.Errorf("%d Neutron %ss carry %s (%s): delete all but one by hand", len(found), c.Kind, Marker(mg), strings.Join(ids, ", "))
+}
+
+// listPage is a page of a Neutron list answer under key, with Neutron's
+// "<key>_links" pagination.
+type listPage struct {
+	pagination.LinkedPageBase
+	key string
+}
+
+// NextPageURL is the "next" link of the page, "" on the last.
+func (p listPage) NextPageURL() (string, error) {
+	var body map[string]json.RawMessage
+	if err := p.ExtractInto(&body); err != nil {
+		return "", err
+	}
+	var links []gophercloud.Link
+	if raw, ok := body[p.key+"_links"]; ok {
+		if err := json.Unmarshal(raw, &links); err != nil {
+			return "", err
+		}
+	}
+	return gophercloud.ExtractNextURL(links)
+}
+
+// IsEmpty says whether the page lists no object.
+func (p listPage) IsEmpty() (bool, error) {
+	items, err := p.items()
+	return len(items) == 0, err
+}
+
+func (p listPage) items() ([]listed, error) {
+	var body map[string]json.RawMessage
+	if err := p.ExtractInto(&body); err != nil {
+		return nil, err
+	}
+	var items []listed
+	if raw, ok := body[p.key]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, fmt.Errorf("cannot decode the %s list: %w", p.key, err)
+		}
+	}
+	return items, nil
 }

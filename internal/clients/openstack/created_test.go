@@ -2,19 +2,99 @@ package openstack
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	networkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
 )
 
+// uid is a Kubernetes UID as the API server makes them.
+const uid = "5f0c7a2e-9d1b-4c3a-8e6f-0a1b2c3d4e5f"
+
+// owner is an object with UID uid: any will do as the managed resource.
+func owner() *v1alpha1.ProviderConfig {
+	return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: uid}}
+}
+
+const marker = "[crossplane-uid-" + uid + "]"
+
+func TestMark(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		desc     string
+		marked   string
+		observed string
+		unmarked string
+		carried  bool
+	}{
+		"Empty": {
+			reason: "An empty description is the marker alone, and reads back empty.",
+			marked: marker, observed: marker, unmarked: "", carried: true,
+		},
+		"Text": {
+			reason: "The user's text comes first, the marker after a space.",
+			desc:   "VPN gateway", marked: "VPN gateway " + marker, observed: "VPN gateway " + marker, unmarked: "VPN gateway", carried: true,
+		},
+		"TrailingSpace": {
+			reason: "A description ending in a space reads back exactly.",
+			desc:   "gw ", marked: "gw  " + marker, observed: "gw  " + marker, unmarked: "gw ", carried: true,
+		},
+		"Unmarked": {
+			reason: "A description without the marker (an object the provider did not create) is the user's as it is.",
+			desc:   "VPN gateway", marked: "VPN gateway " + marker, observed: "set by hand", unmarked: "set by hand",
+		},
+		"OtherMarker": {
+			reason: "Another MR's marker is not this one's.",
+			desc:   "x", marked: "x " + marker, observed: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
+			unmarked: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
+		},
+		"MarkerInside": {
+			reason: "The marker counts only at the end, after a space.",
+			desc:   "x", marked: "x " + marker, observed: marker + " x", unmarked: marker + " x",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.marked, Mark(owner(), tc.desc)); diff != "" {
+				t.Errorf("%s\nMark(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			got, carried := Unmark(owner(), tc.observed)
+			if diff := cmp.Diff([]any{tc.unmarked, tc.carried}, []any{got, carried}); diff != "" {
+				t.Errorf("%s\nUnmark(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			want := "new"
+			if tc.carried {
+				want = "new " + marker
+			}
+			if diff := cmp.Diff(want, KeepMark(owner(), tc.observed, "new")); diff != "" {
+				t.Errorf("%s\nKeepMark(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestMarkFits proves that the longest description the API admits fits
+// Neutron's 255 characters once marked.
+func TestMarkFits(t *testing.T) {
+	got := len(Mark(owner(), strings.Repeat("x", networkingv1alpha1.MaxDescriptionLength)))
+	if got != 255 || MarkerLength != 255-networkingv1alpha1.MaxDescriptionLength {
+		t.Errorf("a marked description of %d characters is %d long (MarkerLength %d), want 255", networkingv1alpha1.MaxDescriptionLength, got, MarkerLength)
+	}
+}
+
+// findKey is the request FindCreated sends for the marked description d.
+func findKey(path, d string) string {
+	return "GET /" + path + "?" + url.Values{"description": {d}, "fields": {"id", "description"}}.Encode()
+}
+
 func TestFindCreated(t *testing.T) {
-	list := "GET /ports?tags=crossplane-uid-uid-1"
+	key := findKey("ports", "gw "+marker)
 	cases := map[string]struct {
 		reason string
 		reply  neutrontest.Reply
@@ -22,43 +102,108 @@ func TestFindCreated(t *testing.T) {
 		err    string
 	}{
 		"None": {
-			reason: "No object carrying the tag is no object and no error.",
+			reason: "No object with the marked description is no object and no error.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": []}`},
 		},
 		"One": {
-			reason: "The one object carrying the tag is returned.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1"}]}`},
+			reason: "The one object with the marked description is found.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}]}`},
 			id:     "p1",
 		},
+		"ListedByMistake": {
+			reason: "An object whose description is not the marked one is not adopted, even when Neutron lists it.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw"}, {"id": "p2"}]}`},
+		},
 		"Two": {
-			reason: "Two objects carrying the tag are an error naming both.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1"}, {"id": "p2"}]}`},
-			err:    "2 Neutron ports carry its tag crossplane-uid-uid-1 (p1, p2); delete all but one by hand",
+			reason: "Two objects with the marked description are an error naming both.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}, {"id": "p2", "description": "gw ` + marker + `"}]}`},
+			err:    "2 Neutron ports carry " + marker + " (p1, p2): delete all but one by hand",
 		},
 		"ListFails": {
 			reason: "A failed list carries Neutron's status, type and message.",
 			reply:  neutrontest.Reply{Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
-			err:    "cannot list Neutron ports tagged crossplane-uid-uid-1: Neutron 503 ServiceUnavailable: busy",
+			err:    `cannot look up the port with description "gw ` + marker + `": list: Neutron 503 ServiceUnavailable: busy`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, _ := neutrontest.Serve(t, map[string]neutrontest.Reply{list: tc.reply})
-			// Any object with a UID will do as the managed resource.
-			mg := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}
-			p, err := FindCreated(context.Background(), mg, "ports",
-				func(tag string) pagination.Pager { return ports.List(sc, ports.ListOpts{Tags: tag}) },
-				ports.ExtractPortsInto, func(p *ports.Port) string { return p.ID })
+			sc, seen := neutrontest.Serve(t, map[string]neutrontest.Reply{key: tc.reply})
+			id, err := FindCreated(context.Background(), sc, Ports, owner(), "gw")
 			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nFindCreated(...): -want error, +got error:\n%s", tc.reason, diff)
-			}
-			id := ""
-			if p != nil {
-				id = p.ID
 			}
 			if diff := cmp.Diff(tc.id, id); diff != "" {
 				t.Errorf("%s\nFindCreated(...): -want ID, +got ID:\n%s", tc.reason, diff)
 			}
+			if diff := cmp.Diff([]string{key}, *seen); diff != "" {
+				t.Errorf("%s\nNeutron requests: -want, +got:\n%s", tc.reason, diff)
+			}
 		})
+	}
+}
+
+func TestScanCreated(t *testing.T) {
+	key := "GET /floatingips?fields=id&fields=description"
+	cases := map[string]struct {
+		reason string
+		reply  neutrontest.Reply
+		id     string
+		known  bool
+		err    string
+	}{
+		"None": {
+			reason: "No object carrying the marker proves there is none.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": ""}, {"id": "f9", "description": "theirs"}]}`},
+			known:  true,
+		},
+		"DescriptionChanged": {
+			reason: "The object carrying the marker is found whatever description precedes it (the spec changed after the POST).",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": ""}, {"id": "f1", "description": "old text ` + marker + `"}]}`},
+			id:     "f1", known: true,
+		},
+		"NoDescriptions": {
+			reason: "A Neutron that returns no descriptions cannot prove there is none: the answer is unknown.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0"}]}`},
+		},
+		"Two": {
+			reason: "Two objects carrying the marker are an error naming both.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f1", "description": "` + marker + `"}, {"id": "f2", "description": "x ` + marker + `"}]}`},
+			err:    "2 Neutron floating IPs carry " + marker + " (f1, f2): delete all but one by hand",
+		},
+		"ListFails": {
+			reason: "A failed list is an error, the answer unknown.",
+			reply:  neutrontest.Reply{Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "database is locked")},
+			err:    "cannot list the floating IPs to find the one carrying " + marker + ": list: Neutron 500 HTTPInternalServerError: database is locked",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := neutrontest.Serve(t, map[string]neutrontest.Reply{key: tc.reply})
+			id, known, err := ScanCreated(context.Background(), sc, FloatingIPs, owner())
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
+				t.Errorf("%s\nScanCreated(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff([]any{tc.id, tc.known}, []any{id, known}); diff != "" {
+				t.Errorf("%s\nScanCreated(...): -want ID and known, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestScanCreatedPages proves the scan follows Neutron's pagination links.
+func TestScanCreatedPages(t *testing.T) {
+	replies := map[string]neutrontest.Reply{}
+	sc, seen := neutrontest.Serve(t, replies)
+	// The answers are read at request time: the next link needs the
+	// server's address.
+	replies["GET /ports?fields=id&fields=description"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p0", "description": ""}],
+		"ports_links": [{"rel": "next", "href": "` + sc.ServiceURL("ports") + `?fields=id&fields=description&marker=p0"}]}`}
+	replies["GET /ports?fields=id&fields=description&marker=p0"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "` + marker + `"}]}`}
+	id, known, err := ScanCreated(context.Background(), sc, Ports, owner())
+	if err != nil || id != "p1" || !known {
+		t.Errorf("ScanCreated(...) = %q, %v, %v; want p1 from the second page, known", id, known, err)
+	}
+	if len(*seen) != 2 {
+		t.Errorf("Neutron requests %v, want both pages", *seen)
 	}
 }

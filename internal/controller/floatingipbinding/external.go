@@ -1,13 +1,13 @@
 package floatingipbinding
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"k8s.io/utils/ptr"
 
@@ -18,7 +18,6 @@ import (
 const (
 	errGet          = "cannot get floating IP %s"
 	errAllocate     = "cannot allocate a floating IP from network %s"
-	errTag          = "cannot tag floating IP %s with %s"
 	errAssociate    = "cannot associate floating IP %s with port %s"
 	errUpdate       = "cannot update floating IP %s"
 	errDisassociate = "cannot disassociate floating IP %s from port %s"
@@ -30,10 +29,17 @@ const (
 	// another port.
 	errPinnedMissing  = "floating IP %s does not exist in the project: a pinned floating IP (spec.forProvider.floatingIpAddress) must be allocated beforehand"
 	errBoundElsewhere = "floating IP %s is associated with port %s, not %s: disassociate it there first (runbook: cutover)"
-)
 
-// tagResource is the floating IPs' resource type in Neutron's tags API.
-const tagResource = "floatingips"
+	// errPortTaken is Neutron's 409 FloatingIPPortAlreadyAssociated told
+	// from the binding's side: %s are the port, the floating IP already on
+	// it and its ID, and what the binding wanted. The binding never takes
+	// a floating IP it does not own from its port, nor releases it.
+	errPortTaken = "port %s already has floating IP %s (%s), which is not this binding's %s: " +
+		"disassociate it from the port (openstack floating ip unset --port %s), or pin it with spec.forProvider.floatingIpAddress"
+	// conflictPortTaken is Neutron's error type for a port that already
+	// has a floating IP.
+	conflictPortTaken = "FloatingIPPortAlreadyAssociated"
+)
 
 // external binds one FloatingIPBinding's floating IP through Neutron.
 type external struct {
@@ -42,9 +48,10 @@ type external struct {
 
 // Observe reads the binding's floating IP with one GET: by its ID (the
 // external name) once known; before that, a pinned binding looks its
-// address up and an allocated one looks up the floating IP tagged with
-// the binding's UID (a create the provider did not live to record), and
-// adopts what it finds as the external name. Observe never changes
+// address up and an allocated one looks up the floating IP whose
+// description is the one Create gives it, the user's followed by the
+// binding's marker (openstack.FindCreated: a create whose answer was lost),
+// and adopts what it finds as the external name. Observe never changes
 // Neutron.
 //
 // A pinned address that does not exist is an error naming the address
@@ -74,7 +81,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 	}
 	// An adopted external name is saved with the late-initialised spec,
 	// so that the next Observe is one GET by ID.
-	lateInit := lateInitialize(&mg.Spec.ForProvider, fip) || adopted
+	lateInit := lateInitialize(mg, fip) || adopted
 	d := diff(mg, fip)
 	setReadiness(mg)
 	return managed.ExternalObservation{
@@ -113,8 +120,15 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		}
 		return fip, true, nil
 	}
-	fip, err := byTag(ctx, e.neutron, openstack.CreatedByTag(mg))
-	return fip, fip != nil, err
+	id, err := openstack.FindCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""))
+	if err != nil || id == "" {
+		return nil, false, err
+	}
+	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	if err != nil {
+		return nil, false, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	}
+	return fip, true, nil
 }
 
 // Create binds a floating IP to the port. Pinned: it looks the address up
@@ -122,10 +136,11 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 // external name and associates it as Update does, refusing one bound to
 // another port. Allocated: it allocates a floating IP from
 // floatingNetworkId with the port, fixed IP and description in one POST,
-// records its ID, then tags it with the binding's UID (Neutron 21 takes no
-// tags in the POST). A failed tagging is returned as an error with the
-// external name kept, so the next reconcile adopts the floating IP by ID
-// and Update tags it.
+// the description carrying the binding's marker (openstack.Mark) by which
+// Observe, or the CreateRecovery of a provider killed before the ID was
+// saved, finds it again, and records its ID. A port that already has a
+// floating IP (409 FloatingIPPortAlreadyAssociated) is answered by
+// adopted (see portTaken).
 func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalCreation, error) {
 	p := mg.Spec.ForProvider
 	if addr := pinnedAddress(mg); addr != "" {
@@ -145,13 +160,51 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		FloatingNetworkID: network,
 		PortID:            ptr.Deref(p.PortID, ""),
 		FixedIP:           string(ptr.Deref(p.FixedIP, "")),
-		Description:       ptr.Deref(p.Description, ""),
+		Description:       openstack.Mark(mg, ptr.Deref(p.Description, "")),
 	}).Extract()
 	if err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errAllocate, network))
+		ours, terr := e.portTaken(ctx, mg, err)
+		if ours == nil {
+			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(err, fmt.Sprintf(errAllocate, network)))
+		}
+		fip = ours
 	}
 	meta.SetExternalName(mg, fip.ID)
-	return managed.ExternalCreation{}, e.tag(ctx, fip.ID, openstack.CreatedByTag(mg))
+	return managed.ExternalCreation{}, nil
+}
+
+// portTaken looks at the floating IP already on the binding's port when
+// err is Neutron's 409 FloatingIPPortAlreadyAssociated, with one GET
+// floatingips?port_id=...: one that carries the binding's marker was
+// allocated by this binding (its create answer lost, or the provider
+// killed, while its description changed since) and is returned to be
+// adopted; any other is not the binding's and is an error that names it
+// and the fix (errPortTaken), never taken or released. For any other err
+// it returns nil and no error.
+func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding, err error) (*floatingips.FloatingIP, error) {
+	a, ok := openstack.AsAPIError(err)
+	port := ptr.Deref(mg.Spec.ForProvider.PortID, "")
+	if !ok || a.Type != conflictPortTaken || port == "" {
+		return nil, nil
+	}
+	pages, lerr := floatingips.List(e.neutron, floatingips.ListOpts{PortID: port}).AllPages(ctx)
+	if lerr != nil {
+		return nil, openstack.Wrap(lerr, fmt.Sprintf("%s: cannot look up the floating IP on port %s", a, port))
+	}
+	on, lerr := floatingips.ExtractFloatingIPs(pages)
+	if lerr != nil || len(on) == 0 {
+		// Gone in the meantime: the next reconcile tries again.
+		return nil, cmp.Or(lerr, error(a))
+	}
+	fip := &on[0]
+	if _, marked := openstack.Unmark(mg, fip.Description); marked && !pinned(mg) {
+		return fip, nil
+	}
+	want := "allocated floating IP"
+	if pinned(mg) {
+		want = "pinned floating IP " + pinnedAddress(mg)
+	}
+	return nil, fmt.Errorf(errPortTaken, port, fip.FloatingIP, fip.ID, want, port)
 }
 
 // Update reads the floating IP and associates it with the wanted port (and
@@ -177,9 +230,6 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 	// so that the cutover shows (and the Gateway starts) without that wait.
 	mg.Status.AtProvider = observation(mg, fip)
 	setReadiness(mg)
-	if tag := openstack.CreatedByTag(mg); !pinned(mg) && !hasTag(fip, tag) {
-		return managed.ExternalUpdate{}, e.tag(ctx, fip.ID, tag)
-	}
 	return managed.ExternalUpdate{}, nil
 }
 
@@ -203,8 +253,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		change = true
 		what = fmt.Sprintf(errAssociate, fip.FloatingIP, wanted)
 	}
-	if !pinned(mg) && p.Description != nil && *p.Description != fip.Description {
-		opts.Description = p.Description
+	if desc, _ := openstack.Unmark(mg, fip.Description); !pinned(mg) && p.Description != nil && *p.Description != desc {
+		opts.Description = ptr.To(openstack.KeepMark(mg, fip.Description, *p.Description))
 		change = true
 	}
 	if !change {
@@ -214,15 +264,12 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	opts.RevisionNumber = &rev
 	updated, err := floatingips.Update(ctx, e.neutron, fip.ID, opts).Extract()
 	if err != nil {
+		if _, terr := e.portTaken(ctx, mg, err); terr != nil {
+			return nil, terr
+		}
 		return nil, openstack.Wrap(err, what)
 	}
 	return updated, nil
-}
-
-// tag adds tag to the floating IP id, keeping its other tags.
-func (e *external) tag(ctx context.Context, id, tag string) error {
-	err := attributestags.Add(ctx, e.neutron, tagResource, id, tag).ExtractErr()
-	return openstack.Wrap(err, fmt.Sprintf(errTag, id, tag))
 }
 
 // Delete releases an allocated floating IP (DELETE). A pinned floating IP

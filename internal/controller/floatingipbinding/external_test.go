@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -29,22 +30,28 @@ const (
 	extNet  = "095bc516-ad9b-4e47-ab51-9bd699535a0c"
 	address = "203.0.113.5"
 	uid     = "11111111-2222-4333-8444-555555555555"
-	tag     = v1alpha1.TagCreatedBy + uid
-	tagPath = "/v2.0/floatingips/" + fipID + "/tags/" + tag
+	// marker is the binding's marker in the description of the floating
+	// IP it allocates.
+	marker = "[crossplane-uid-" + uid + "]"
+	// otherFIP is a floating IP that is not the binding's.
+	otherFIP = "7a7a7a7a-1b1b-4c2c-8d3d-4e4e4e4e4e4e"
 )
 
-// fip is a Neutron floating IP as JSON, bound to port (none when "").
-func fip(port string, rev int, tags ...string) string {
+// fip is a Neutron floating IP as JSON, bound to port (none when ""), with
+// description desc (none when not given).
+func fip(port string, rev int, desc ...string) string {
 	p, f := "null", "null"
 	if port != "" {
 		p, f = `"`+port+`"`, `"10.20.0.10"`
 	}
-	t := `[]`
-	if len(tags) > 0 {
-		t = `["` + strings.Join(tags, `","`) + `"]`
-	}
 	return fmt.Sprintf(`{"id": %q, "floating_ip_address": %q, "floating_network_id": %q, "port_id": %s, "fixed_ip_address": %s,
-		"status": "DOWN", "description": "", "tags": %s, "revision_number": %d}`, fipID, address, extNet, p, f, t, rev)
+		"status": "DOWN", "description": %q, "tags": [], "revision_number": %d}`, fipID, address, extNet, p, f, strings.Join(desc, ""), rev)
+}
+
+// other is a floating IP that is not the binding's, on port.
+func other(port string) string {
+	return fmt.Sprintf(`{"id": %q, "floating_ip_address": "203.0.113.77", "floating_network_id": %q, "port_id": %q,
+		"fixed_ip_address": "10.20.0.10", "status": "ACTIVE", "description": "theirs", "revision_number": 3}`, otherFIP, extNet, port)
 }
 
 func one(obj string) string     { return `{"floatingip": ` + obj + `}` }
@@ -162,11 +169,16 @@ func errText(err error) string {
 }
 
 const (
-	getFIP     = "GET /v2.0/floatingips/" + fipID
-	putFIP     = "PUT /v2.0/floatingips/" + fipID
-	byAddr     = "GET /v2.0/floatingips?floating_ip_address=" + address
-	byTagQuery = "GET /v2.0/floatingips?tags=" + tag
+	getFIP    = "GET /v2.0/floatingips/" + fipID
+	putFIP    = "PUT /v2.0/floatingips/" + fipID
+	byAddr    = "GET /v2.0/floatingips?floating_ip_address=" + address
+	onOurPort = "GET /v2.0/floatingips?port_id=" + ourPort
+	post      = "POST /v2.0/floatingips"
 )
+
+// byMarker is the look-up of the floating IP an allocated binding with
+// no description created.
+var byMarker = "GET /v2.0/floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
 
 func TestObserve(t *testing.T) {
 	type want struct {
@@ -183,7 +195,7 @@ func TestObserve(t *testing.T) {
 	}{
 		"AttachedIsOneGET": {
 			reason:  "An attached binding with a known ID is observed with exactly one GET, up to date and Available.",
-			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 4, tag))}},
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 4, marker))}},
 			mg:      binding(withExternalName(fipID), withDescription("")),
 			want: want{
 				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
@@ -257,21 +269,24 @@ func TestObserve(t *testing.T) {
 				calls: []string{getFIP},
 			},
 		},
-		"AllocatedAdoptedByTag": {
-			reason:  "An allocated binding without an ID adopts the floating IP tagged with its UID (a create the provider did not live to record).",
-			replies: map[string]reply{byTagQuery: {200, list(fip(ourPort, 1, tag))}},
-			mg:      binding(withDescription("")),
+		"AllocatedAdoptedLostAnswer": {
+			reason: "An allocated binding without an ID adopts the floating IP whose description carries its marker (a create whose answer was lost).",
+			replies: map[string]reply{
+				byMarker: {200, list(`{"id": "` + fipID + `", "description": "` + marker + `"}`)},
+				getFIP:   {200, one(fip(ourPort, 1, marker))},
+			},
+			mg: binding(withDescription("")),
 			want: want{
 				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mg:    binding(withDescription(""), withExternalName(fipID), withStatus(attachedStatus(false, 1), xpv2.Available())),
-				calls: []string{byTagQuery},
+				calls: []string{byMarker, getFIP},
 			},
 		},
 		"AllocatedNotCreated": {
-			reason:  "An allocated binding with no tagged floating IP does not exist yet.",
-			replies: map[string]reply{byTagQuery: {200, list()}},
+			reason:  "An allocated binding with no floating IP carrying its marker does not exist yet.",
+			replies: map[string]reply{byMarker: {200, list()}},
 			mg:      binding(),
-			want:    want{mg: binding(), calls: []string{byTagQuery}},
+			want:    want{mg: binding(), calls: []string{byMarker}},
 		},
 		"AllocatedGone": {
 			reason:  "An allocated floating IP whose ID answers 404 does not exist.",
@@ -279,14 +294,23 @@ func TestObserve(t *testing.T) {
 			mg:      binding(withExternalName(fipID)),
 			want:    want{mg: binding(withExternalName(fipID)), calls: []string{getFIP}},
 		},
-		"AllocatedUntagged": {
-			reason:  "An allocated floating IP missing its UID tag is not up to date, so that Update tags it.",
-			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 3))}},
-			mg:      binding(withExternalName(fipID), withDescription("")),
+		"AllocatedMarkerIsNoDrift": {
+			reason:  "The marker after the user's description is no drift, and is not late-initialized into the spec.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 3, "vpn "+marker))}},
+			mg:      binding(withExternalName(fipID), withDescription("vpn")),
 			want: want{
-				o: managed.ExternalObservation{ResourceExists: true,
-					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10", Tagged: true}, state{PortID: ourPort, FixedIP: "10.20.0.10"})},
-				mg:    binding(withExternalName(fipID), withDescription(""), withStatus(attachedStatus(false, 3), xpv2.Available())),
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				mg:    binding(withExternalName(fipID), withDescription("vpn"), withStatus(attachedStatus(false, 3), xpv2.Available())),
+				calls: []string{getFIP},
+			},
+		},
+		"AllocatedLateInitUnmarked": {
+			reason:  "An unset description is late-initialized with the user's part only, without the marker.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 3, "vpn "+marker))}},
+			mg:      binding(withExternalName(fipID)),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mg:    binding(withExternalName(fipID), withDescription("vpn"), withStatus(attachedStatus(false, 3), xpv2.Available())),
 				calls: []string{getFIP},
 			},
 		},
@@ -333,6 +357,7 @@ func requests(n *neutron) []string {
 }
 
 func TestCreate(t *testing.T) {
+	allocated := `{"floatingip":{"description":"` + marker + `","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`
 	type want struct {
 		err          string
 		externalName string
@@ -345,43 +370,46 @@ func TestCreate(t *testing.T) {
 		want    want
 	}{
 		"Allocate": {
-			reason: "An allocated binding allocates with port, fixed IP and description in one POST, records the ID and tags it with the UID.",
-			replies: map[string]reply{
-				"POST /v2.0/floatingips": {201, one(fip(ourPort, 0))},
-				"PUT " + tagPath:         {201, ""},
-			},
+			reason:  "An allocated binding allocates with port, fixed IP and the description carrying its marker in one POST, and records the ID.",
+			replies: map[string]reply{post: {201, one(fip(ourPort, 0))}},
 			mg: binding(withDescription("vpn"), func(mg *v1alpha1.FloatingIPBinding) {
 				mg.Spec.ForProvider.FixedIP = ptr.To(v1alpha1.IPAddress("10.20.0.10"))
 			}),
 			want: want{externalName: fipID, calls: []call{
-				{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"description":"vpn","fixed_ip_address":"10.20.0.10","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`},
-				{Request: "PUT " + tagPath},
+				{Request: post, Body: `{"floatingip":{"description":"vpn ` + marker + `","fixed_ip_address":"10.20.0.10","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`},
 			}},
 		},
 		"AllocateFails": {
 			reason:  "A refused allocation is an error with Neutron's type and message; nothing is recorded.",
-			replies: map[string]reply{"POST /v2.0/floatingips": {409, neutronError("FloatingIPPortAlreadyAssociated", "port has a floating IP")}},
+			replies: map[string]reply{post: {409, neutronError("OverQuota", "Quota exceeded for resources: ['floatingip'].")}},
 			mg:      binding(),
 			want: want{
-				err:          "cannot allocate a floating IP from network " + extNet + ": Neutron 409 FloatingIPPortAlreadyAssociated: port has a floating IP",
+				err:          "cannot allocate a floating IP from network " + extNet + ": Neutron 409 OverQuota: Quota exceeded for resources: ['floatingip'].",
 				externalName: "fip",
-				calls:        []call{{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`}},
+				calls:        []call{{Request: post, Body: allocated}},
 			},
 		},
-		"TagFailsKeepsID": {
-			reason: "When tagging fails the ID is kept (the reconciler saves it) so that the next reconcile adopts the floating IP instead of allocating another.",
+		"OwnOnPortAdopted": {
+			reason: "A port that already has the floating IP this binding allocated (its description since changed) gets 409; the floating IP carries the binding's marker and is adopted, not allocated twice.",
 			replies: map[string]reply{
-				"POST /v2.0/floatingips": {201, one(fip(ourPort, 0))},
-				"PUT " + tagPath:         {503, neutronError("HTTPServiceUnavailable", "busy")},
+				post:      {409, neutronError("FloatingIPPortAlreadyAssociated", "Cannot associate floating IP with port using fixed IP 10.20.0.10, as that fixed IP already has a floating IP on external network "+extNet)},
+				onOurPort: {200, list(fip(ourPort, 2, "old text "+marker))},
+			},
+			mg:   binding(),
+			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
+		},
+		"ForeignOnPortRefused": {
+			reason: "A port that already has a floating IP that is not the binding's gets 409; it is neither adopted nor released, and the error names it and the fix.",
+			replies: map[string]reply{
+				post:      {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
+				onOurPort: {200, list(other(ourPort))},
 			},
 			mg: binding(),
 			want: want{
-				err:          "cannot tag floating IP " + fipID + " with " + tag + ": Neutron 503 HTTPServiceUnavailable: busy",
-				externalName: fipID,
-				calls: []call{
-					{Request: "POST /v2.0/floatingips", Body: `{"floatingip":{"floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`},
-					{Request: "PUT " + tagPath},
-				},
+				err: "port " + ourPort + " already has floating IP 203.0.113.77 (" + otherFIP + "), which is not this binding's allocated floating IP: " +
+					"disassociate it from the port (openstack floating ip unset --port " + ourPort + "), or pin it with spec.forProvider.floatingIpAddress",
+				externalName: "fip",
+				calls:        []call{{Request: post, Body: allocated}, {Request: onOurPort}},
 			},
 		},
 		"PinnedMissing": {
@@ -411,6 +439,25 @@ func TestCreate(t *testing.T) {
 				{Request: byAddr},
 				{Request: putFIP, IfMatch: "revision_number=5", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`},
 			}},
+		},
+		"PinnedPortHasAnother": {
+			reason: "A pinned floating IP whose port already has another floating IP gets 409 from Neutron; the other one is not the customer's pinned address, is not touched, and the error names it.",
+			replies: map[string]reply{
+				byAddr:    {200, list(fip("", 5))},
+				putFIP:    {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
+				onOurPort: {200, list(other(ourPort))},
+			},
+			mg: binding(withPinned),
+			want: want{
+				err: "port " + ourPort + " already has floating IP 203.0.113.77 (" + otherFIP + "), which is not this binding's pinned floating IP " + address + ": " +
+					"disassociate it from the port (openstack floating ip unset --port " + ourPort + "), or pin it with spec.forProvider.floatingIpAddress",
+				externalName: fipID,
+				calls: []call{
+					{Request: byAddr},
+					{Request: putFIP, IfMatch: "revision_number=5", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`},
+					{Request: onOurPort},
+				},
+			},
 		},
 	}
 	for name, tc := range cases {
@@ -481,17 +528,17 @@ func TestUpdate(t *testing.T) {
 			},
 		},
 		"AllocatedMovedBack": {
-			reason:  "An allocated floating IP, the binding's own, is moved back to its port (with If-Match) and its missing UID tag restored.",
-			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}, putFIP: {200, one(fip(ourPort, 10))}, "PUT " + tagPath: {201, ""}},
+			reason:  "An allocated floating IP, the binding's own, is moved back to its port (with If-Match).",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}, putFIP: {200, one(fip(ourPort, 10))}},
 			mg:      binding(withExternalName(fipID)),
-			want:    want{calls: []call{{Request: getFIP}, assoc, {Request: "PUT " + tagPath}}, status: attachedAt(10)},
+			want:    want{calls: []call{{Request: getFIP}, assoc}, status: attachedAt(10)},
 		},
 		"AllocatedDescription": {
-			reason:  "An allocated floating IP's description is corrected with If-Match.",
-			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, tag))}, putFIP: {200, one(fip(ourPort, 10, tag))}},
+			reason:  "An allocated floating IP's description is corrected with If-Match, keeping the marker.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, marker))}, putFIP: {200, one(fip(ourPort, 10, "vpn "+marker))}},
 			mg:      binding(withExternalName(fipID), withDescription("vpn")),
 			want: want{calls: []call{{Request: getFIP},
-				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn"}}`}}, status: attachedAt(10)},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn ` + marker + `"}}`}}, status: attachedAt(10)},
 		},
 	}
 	for name, tc := range cases {

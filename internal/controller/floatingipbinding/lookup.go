@@ -15,7 +15,6 @@ import (
 
 const (
 	errLookupAddress = "cannot look up floating IP %s"
-	errLookupTag     = "cannot look up the floating IP tagged %s"
 	errAmbiguous     = "%d floating IPs match %s (%v): expected at most one; remove the extra ones"
 )
 
@@ -53,16 +52,6 @@ func byAddress(ctx context.Context, sc *gophercloud.ServiceClient, addr string) 
 	fip, err := only(ctx, sc, floatingips.ListOpts{FloatingIP: addr}, addr)
 	if err != nil {
 		return nil, fmt.Errorf(errLookupAddress+": %w", addr, err)
-	}
-	return fip, nil
-}
-
-// byTag returns the floating IP tagged tag, or nil, with one GET
-// floatingips?tags=tag.
-func byTag(ctx context.Context, sc *gophercloud.ServiceClient, tag string) (*floatingips.FloatingIP, error) {
-	fip, err := only(ctx, sc, floatingips.ListOpts{Tags: tag}, tag)
-	if err != nil {
-		return nil, fmt.Errorf(errLookupTag+": %w", tag, err)
 	}
 	return fip, nil
 }

@@ -1,8 +1,6 @@
 package floatingipbinding
 
 import (
-	"slices"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
@@ -39,11 +37,6 @@ func boundToUs(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) bool
 	return want != "" && fip.PortID == want
 }
 
-// hasTag says whether fip carries tag.
-func hasTag(fip *floatingips.FloatingIP, tag string) bool {
-	return slices.Contains(fip.Tags, tag)
-}
-
 // setReadiness makes mg Available when its floating IP is attached, or
 // exists when no port is wanted; Unavailable otherwise (a pinned floating
 // IP still bound to another port, before the cutover).
@@ -56,14 +49,17 @@ func setReadiness(mg *v1alpha1.FloatingIPBinding) {
 }
 
 // lateInitialize fills the description of an allocated binding from fip
-// when the spec leaves it nil, and says whether it did. Nothing else is
+// (the user's part, without the binding's marker) when the spec leaves it
+// nil, and says whether it did. Nothing else is
 // late-initialised: taking the port from Neutron would make a pinned
 // binding adopt the port that holds the floating IP before the cutover.
-func lateInitialize(p *v1alpha1.FloatingIPBindingParameters, fip *floatingips.FloatingIP) bool {
-	if p.FloatingIPAddress != nil || p.Description != nil || fip.Description == "" {
+func lateInitialize(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) bool {
+	p := &mg.Spec.ForProvider
+	desc, _ := openstack.Unmark(mg, fip.Description)
+	if p.FloatingIPAddress != nil || p.Description != nil || desc == "" {
 		return false
 	}
-	p.Description = ptr.To(fip.Description)
+	p.Description = ptr.To(desc)
 	return true
 }
 
@@ -72,16 +68,16 @@ type state struct {
 	PortID      string
 	FixedIP     string
 	Description string
-	Tagged      bool
 }
 
 // diff compares what mg wants of fip with what fip is, as go-cmp's diff
 // (empty when up to date). A binding with no port leaves the association
-// alone; a pinned binding never controls the description or tags of the
-// customer's floating IP.
+// alone; a pinned binding never controls the description of the
+// customer's floating IP; the marker in an allocated one's is no drift.
 func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 	p := mg.Spec.ForProvider
-	observed := state{PortID: fip.PortID, FixedIP: fip.FixedIP, Description: fip.Description}
+	desc, _ := openstack.Unmark(mg, fip.Description)
+	observed := state{PortID: fip.PortID, FixedIP: fip.FixedIP, Description: desc}
 	desired := observed
 	if p.PortID != nil {
 		desired.PortID = *p.PortID
@@ -90,9 +86,7 @@ func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 		desired.FixedIP = string(*p.FixedIP)
 	}
 	if !pinned(mg) {
-		desired.Description = ptr.Deref(p.Description, fip.Description)
-		observed.Tagged = hasTag(fip, openstack.CreatedByTag(mg))
-		desired.Tagged = true
+		desired.Description = ptr.Deref(p.Description, desc)
 	}
 	return cmp.Diff(desired, observed)
 }

@@ -97,30 +97,42 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 // RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk
 // name the kind, obj is its Go type, and connect makes its connector from
 // the shared openstack.Connector (authenticating through clients);
-// t is as for Register. The reconciler takes OpenStackOptions. It returns an error when a client or
-// the controller cannot be built.
+// t is as for Register. find finds the Neutron object of a create the
+// provider did not live to record (see openstack.CreateRecovery); nil for
+// a kind whose Create makes no Neutron object. The reconciler takes
+// OpenStackOptions. It returns an error when a client or the controller
+// cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
-	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
+	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, find openstack.Finder, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
 	c, err := OpenStackConnector(mgr, clients)
 	if err != nil {
 		return err
 	}
+	var recovery *openstack.CreateRecovery
+	if find != nil {
+		recovery = &openstack.CreateRecovery{Kube: mgr.GetClient(), Network: c.Network, Find: find}
+	}
 	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
-		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)))...)
+		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(connect(c)))...)
 }
 
 // OpenStackOptions are the reconciler options of the OpenStack kinds.
-func OpenStackOptions() []managed.ReconcilerOption {
-	return []managed.ReconcilerOption{
-		// The external name is Neutron's UUID, set by Create, not the
-		// object's name.
-		managed.WithInitializers(),
-		// An object whose create was not recorded is found again by the
-		// tag Create puts on it (openstack.CreatedByTag), so an incomplete
-		// create need not stop the reconciler.
-		managed.WithDeterministicExternalName(true),
+// recovery settles the creates a killed provider left incomplete, before
+// crossplane-runtime's create-pending guard refuses to go on with them;
+// nil for a kind whose Create makes no Neutron object.
+func OpenStackOptions(recovery *openstack.CreateRecovery) []managed.ReconcilerOption {
+	opts := []managed.ReconcilerOption{
 		// Neutron reads its own writes: an object it no longer returns is
 		// gone, also right after it was created.
 		managed.WithCreationGracePeriod(0),
 	}
+	if recovery == nil {
+		// The external name is known before Create (RouterRoutes': the
+		// router's ID) and Create only adds to an existing object: an
+		// interrupted create is simply repeated.
+		return append(opts, managed.WithInitializers(), managed.WithDeterministicExternalName(true))
+	}
+	// The external name is Neutron's ID, known only from the create's
+	// answer, so the guard stays on: no deterministic external name.
+	return append(opts, managed.WithInitializers(recovery))
 }

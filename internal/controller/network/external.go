@@ -10,7 +10,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -40,32 +39,31 @@ type external struct {
 // flags); the Network is Ready unless Neutron reports status ERROR. It
 // compares the spec with the network (see changes); with management
 // policy Observe alone the reconciler changes nothing, which is how an
-// existing network is imported. While the external name is empty it looks
-// for the network carrying the MR's CreatedByTag instead (openstack.
-// FindCreated) and adopts it. A network that is gone (404) does not exist.
+// existing network is imported. While the external name is empty it first
+// looks up the network whose description is the one Create gives it, the
+// user's followed by the MR's marker (openstack.FindCreated), and adopts
+// it: a create whose answer was lost. A network that is gone (404) does
+// not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalObservation, error) {
+	id := meta.GetExternalName(mg)
 	adopted := false
-	n := &neutronNetwork{}
-	if id := meta.GetExternalName(mg); id != "" {
-		if err := networks.Get(ctx, e.network, id).ExtractInto(n); err != nil {
-			if openstack.IsNotFound(err) {
-				return managed.ExternalObservation{ResourceExists: false}, nil
-			}
-			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
-		}
-	} else {
-		var err error
-		n, err = openstack.FindCreated(ctx, mg, "networks",
-			func(tag string) pagination.Pager { return networks.List(e.network, networks.ListOpts{Tags: tag}) },
-			networks.ExtractNetworksInto, func(n *neutronNetwork) string { return n.ID })
+	if id == "" {
+		found, err := openstack.FindCreated(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""))
 		if err != nil {
 			return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err)
 		}
-		if n == nil {
+		if found == "" {
 			return managed.ExternalObservation{ResourceExists: false}, nil
 		}
-		meta.SetExternalName(mg, n.ID)
-		adopted = true
+		id, adopted = found, true
+		meta.SetExternalName(mg, id)
+	}
+	n := &neutronNetwork{}
+	if err := networks.Get(ctx, e.network, id).ExtractInto(n); err != nil {
+		if openstack.IsNotFound(err) {
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
 	}
 	e.observed = n
 	mg.Status.AtProvider = observation(n)
@@ -77,7 +75,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.E
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
-	c := compare(&mg.Spec.ForProvider, n, openstack.CreatedByTag(mg))
+	c := compare(mg, &mg.Spec.ForProvider, n)
 	// An adopted external name is written back like a late-initialized
 	// field.
 	return managed.ExternalObservation{
@@ -89,13 +87,15 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.E
 }
 
 // Create creates the network with the spec's name, description and
-// adminStateUp, sets the external name to its ID, then tags it with
-// spec.tags and the MR's CreatedByTag with PUT /v2.0/networks/{id}/tags
+// adminStateUp, the description carrying the MR's marker (openstack.Mark)
+// by which Observe, or the CreateRecovery of a provider killed before the
+// ID was saved, finds it again, and sets the external name to its ID. Then
+// it tags it with spec.tags, if any, with PUT /v2.0/networks/{id}/tags
 // (Neutron 21 takes no tags in the create body). Should the tagging fail,
 // the external name is saved all the same and the next Update tags it.
 func (e *external) Create(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalCreation, error) {
 	fp := &mg.Spec.ForProvider
-	opts := networks.CreateOpts{Name: ptr.Deref(fp.Name, ""), Description: ptr.Deref(fp.Description, ""), AdminStateUp: fp.AdminStateUp}
+	opts := networks.CreateOpts{Name: ptr.Deref(fp.Name, ""), Description: openstack.Mark(mg, ptr.Deref(fp.Description, "")), AdminStateUp: fp.AdminStateUp}
 	n, err := networks.Create(ctx, e.network, opts).Extract()
 	if err != nil {
 		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName()))
@@ -103,7 +103,10 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Network) (managed.Ex
 	// The reconciler saves the external name even when Create fails from
 	// here on.
 	meta.SetExternalName(mg, n.ID)
-	return managed.ExternalCreation{}, e.setTags(ctx, mg, n.ID, wantTags(fp, openstack.CreatedByTag(mg)))
+	if tags := wantTags(fp); len(tags) > 0 {
+		return managed.ExternalCreation{}, e.setTags(ctx, mg, n.ID, tags)
+	}
+	return managed.ExternalCreation{}, nil
 }
 
 // Update changes what differs between the spec and the network Observe
@@ -120,7 +123,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Network) (managed.Ex
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
 		}
 	}
-	c := compare(&mg.Spec.ForProvider, n, openstack.CreatedByTag(mg))
+	c := compare(mg, &mg.Spec.ForProvider, n)
 	if c.networkChanged() {
 		opts := c.update
 		rev := n.RevisionNumber

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -17,13 +18,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup/mrsetuptest"
 )
 
 const (
-	netID  = "11111111-1111-1111-1111-111111111111"
-	subID  = "22222222-2222-2222-2222-222222222222"
-	ourTag = "crossplane-uid-uid-1"
+	netID = "11111111-1111-1111-1111-111111111111"
+	subID = "22222222-2222-2222-2222-222222222222"
+	// marker is the MR's; marked the description Create gives the
+	// network of mr().
+	marker = "[crossplane-uid-uid-1]"
+	marked = "tenant A " + marker
 )
 
 type reply = neutrontest.Reply
@@ -31,9 +37,9 @@ type reply = neutrontest.Reply
 // neutronNetworkJSON is a network matching mr(), changed by mods.
 func neutronNetworkJSON(mods ...func(map[string]any)) map[string]any {
 	n := map[string]any{
-		"id": netID, "name": "tenant-net", "description": "tenant A", "admin_state_up": true,
+		"id": netID, "name": "tenant-net", "description": marked, "admin_state_up": true,
 		"status": "ACTIVE", "subnets": []any{subID}, "mtu": 1450, "shared": false, "router:external": false,
-		"tags": []any{"team-a", ourTag}, "revision_number": 4,
+		"tags": []any{"team-a"}, "revision_number": 4,
 	}
 	for _, m := range mods {
 		m(n)
@@ -84,7 +90,7 @@ func available(n *v1alpha1.Network) {
 
 func TestObserve(t *testing.T) {
 	get := "GET /networks/" + netID
-	byTag := "GET /networks?tags=" + ourTag
+	byMarker := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	type want struct {
 		obs      managed.ExternalObservation
 		mr       *v1alpha1.Network
@@ -108,13 +114,13 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"ImportedExternalShared": {
-			reason: "A network imported with nothing in forProvider reports its flags; not carrying the MR's tag is drift that only an Update policy would correct.",
+			reason: "A network imported with nothing in forProvider reports its flags and is up to date: nothing is asked of a network the provider did not create.",
 			replies: map[string]reply{get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) {
 				n["shared"], n["router:external"], n["tags"] = true, true, []any{}
 			}))}},
 			mr: mr(func(n *v1alpha1.Network) { n.Spec.ForProvider = v1alpha1.NetworkParameters{} }),
 			want: want{
-				obs: managed.ExternalObservation{ResourceExists: true},
+				obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				mr: mr(func(n *v1alpha1.Network) {
 					n.Spec.ForProvider = v1alpha1.NetworkParameters{}
 					available(n)
@@ -159,30 +165,30 @@ func TestObserve(t *testing.T) {
 			mr:      mr(),
 			want:    want{obs: managed.ExternalObservation{ResourceExists: true}, mr: mr(available), requests: []string{get}},
 		},
-		"AdoptTagged": {
-			reason:  "With no external name, the one network carrying the MR's tag is adopted: its ID becomes the external name, to be saved.",
-			replies: map[string]reply{byTag: {Code: 200, Body: list(neutronNetworkJSON())}},
+		"AdoptLostAnswer": {
+			reason:  "With no external name, the one network with the marked description (a create whose answer was lost) is adopted: its ID becomes the external name, to be saved.",
+			replies: map[string]reply{byMarker: {Code: 200, Body: list(neutronNetworkJSON())}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
-				requests: []string{byTag},
+				requests: []string{byMarker, get},
 			},
 		},
-		"NoneTagged": {
-			reason:  "With no external name and no network carrying the MR's tag, the network does not exist.",
-			replies: map[string]reply{byTag: {Code: 200, Body: list()}},
+		"NoneCreated": {
+			reason:  "With no external name and no network with the marked description, the network does not exist.",
+			replies: map[string]reply{byMarker: {Code: 200, Body: list()}},
 			mr:      mr(withoutExternalName),
-			want:    want{mr: mr(withoutExternalName), requests: []string{byTag}},
+			want:    want{mr: mr(withoutExternalName), requests: []string{byMarker}},
 		},
-		"TwoTagged": {
-			reason:  "Two networks carrying the MR's tag are an error naming both; neither is adopted.",
-			replies: map[string]reply{byTag: {Code: 200, Body: list(neutronNetworkJSON(), neutronNetworkJSON(func(n map[string]any) { n["id"] = "other" }))}},
+		"TwoCreated": {
+			reason:  "Two networks with the marked description are an error naming both; neither is adopted.",
+			replies: map[string]reply{byMarker: {Code: 200, Body: list(neutronNetworkJSON(), neutronNetworkJSON(func(n map[string]any) { n["id"] = "other" }))}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Network tenant-net: 2 Neutron networks carry its tag " + ourTag + " (" + netID + ", other); delete all but one by hand"),
-				requests: []string{byTag},
+				err:      errors.New("Network tenant-net: 2 Neutron networks carry " + marker + " (" + netID + ", other): delete all but one by hand"),
+				requests: []string{byMarker},
 			},
 		},
 		"Deleting": {
@@ -228,16 +234,16 @@ func TestCreate(t *testing.T) {
 		requests []string
 	}{
 		"CreatedAndTagged": {
-			reason: "The network is created with the spec's attributes, named by its ID, then tagged with spec.tags and the MR's tag.",
+			reason: "The network is created with the spec's attributes and the description carrying the MR's marker, named by its ID, then tagged with spec.tags.",
 			replies: map[string]reply{
 				post:    {Code: 201, Body: one(neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{} }))},
-				putTags: {Code: 200, Body: `{"tags":["` + ourTag + `","team-a"]}`},
+				putTags: {Code: 200, Body: `{"tags":["team-a"]}`},
 			},
 			mr:   mr(withoutExternalName, func(n *v1alpha1.Network) { n.Spec.ForProvider.AdminStateUp = ptr.To(true) }),
 			name: netID,
 			requests: []string{
-				post + ` {"network":{"admin_state_up":true,"description":"tenant A","name":"tenant-net"}}`,
-				putTags + ` {"tags":["` + ourTag + `","team-a"]}`,
+				post + ` {"network":{"admin_state_up":true,"description":"` + marked + `","name":"tenant-net"}}`,
+				putTags + ` {"tags":["team-a"]}`,
 			},
 		},
 		"Refused": {
@@ -245,7 +251,7 @@ func TestCreate(t *testing.T) {
 			replies:  map[string]reply{post: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['network'].")}},
 			mr:       mr(withoutExternalName),
 			err:      errors.New("Network tenant-net: cannot create Neutron network: Neutron 409 OverQuota: Quota exceeded for resources: ['network']."),
-			requests: []string{post + ` {"network":{"description":"tenant A","name":"tenant-net"}}`},
+			requests: []string{post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`},
 		},
 		"TaggingFails": {
 			reason: "When tagging fails the external name is set all the same, for the reconciler to save; Update tags it later.",
@@ -257,8 +263,8 @@ func TestCreate(t *testing.T) {
 			err:  errors.New("Network tenant-net: cannot set the tags of Neutron network " + netID + ": Neutron 500 HTTPInternalServerError: boom"),
 			name: netID,
 			requests: []string{
-				post + ` {"network":{"description":"tenant A","name":"tenant-net"}}`,
-				putTags + ` {"tags":["` + ourTag + `","team-a"]}`,
+				post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`,
+				putTags + ` {"tags":["team-a"]}`,
 			},
 		},
 	}
@@ -298,37 +304,44 @@ func TestUpdate(t *testing.T) {
 				putTags: {Code: 200, Body: `{"tags":[]}`},
 			},
 			network: neutronNetworkJSON(func(n map[string]any) {
-				n["name"], n["admin_state_up"], n["tags"] = "old", false, []any{"team-a"}
+				n["name"], n["admin_state_up"], n["tags"] = "old", false, []any{"by-hand"}
 			}),
 			mr: mr(func(n *v1alpha1.Network) { n.Spec.ForProvider.AdminStateUp = ptr.To(true) }),
 			requests: []string{
 				put + ` If-Match=revision_number=4 {"network":{"admin_state_up":true,"name":"tenant-net"}}`,
-				putTags + ` {"tags":["` + ourTag + `","team-a"]}`,
+				putTags + ` {"tags":["team-a"]}`,
 			},
 		},
 		"OnlyTags": {
 			reason:   "Tags alone need no PUT of the network.",
 			replies:  map[string]reply{putTags: {Code: 200, Body: `{"tags":[]}`}},
-			network:  neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{ourTag, "team-a", "by-hand"} }),
+			network:  neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{"team-a", "by-hand"} }),
 			mr:       mr(),
-			requests: []string{putTags + ` {"tags":["` + ourTag + `","team-a"]}`},
+			requests: []string{putTags + ` {"tags":["team-a"]}`},
 		},
 		"StaleRevision": {
 			reason:   "A network changed since Observe gets 412 from Neutron; the error says so and tags are not touched.",
 			replies:  map[string]reply{put: {Code: 412, Body: neutrontest.Error("RevisionNumberConstraintFailed", "Constrained to 4, but current revision is 5")}},
-			network:  neutronNetworkJSON(func(n map[string]any) { n["description"], n["tags"] = "", []any{} }),
+			network:  neutronNetworkJSON(func(n map[string]any) { n["description"] = "" }),
 			mr:       mr(),
 			err:      errors.New("Network tenant-net: cannot update Neutron network " + netID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 4, but current revision is 5"),
 			requests: []string{put + ` If-Match=revision_number=4 {"network":{"description":"tenant A"}}`},
 		},
 		"NotObserved": {
-			reason: "Without a network from Observe, Update reads it first.",
+			reason: "Without a network from Observe, Update reads it first; a changed description keeps the marker.",
 			replies: map[string]reply{
-				get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) { n["description"] = "" }))},
+				get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) { n["description"] = marker }))},
 				put: {Code: 200, Body: one(neutronNetworkJSON())},
 			},
 			mr:       mr(),
-			requests: []string{get, put + ` If-Match=revision_number=4 {"network":{"description":"tenant A"}}`},
+			requests: []string{get, put + ` If-Match=revision_number=4 {"network":{"description":"` + marked + `"}}`},
+		},
+		"LegacyTagRemoved": {
+			reason:   "The crossplane-uid tag an earlier provider put on the network is not in spec.tags: the tags are set to exactly spec.tags.",
+			replies:  map[string]reply{putTags: {Code: 200, Body: `{"tags":["team-a"]}`}},
+			network:  neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{"team-a", "crossplane-uid-uid-1"} }),
+			mr:       mr(),
+			requests: []string{putTags + ` {"tags":["team-a"]}`},
 		},
 	}
 	for name, tc := range cases {
@@ -398,6 +411,60 @@ func TestDelete(t *testing.T) {
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nDelete(...): -want requests, +got requests:\n%s", tc.reason, diff)
 			}
+		})
+	}
+}
+
+// TestCrashSafeCreate runs the managed reconciler with the OpenStack
+// kinds' options, one fresh reconciler per step as after a provider
+// restart, through the ways a create can be interrupted. Neutron must end
+// with one network for the MR, whose ID is the MR's external name.
+func TestCrashSafeCreate(t *testing.T) {
+	find := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
+	scan := "GET /networks?fields=id&fields=description"
+	get := "GET /networks/" + netID
+	post := "POST /networks"
+	posted := post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`
+	tagged := "PUT /networks/" + netID + `/tags {"tags":["team-a"]}`
+	found := `{"networks": [{"id": "` + netID + `", "description": "` + marked + `"}]}`
+	none := `{"networks": [{"id": "theirs", "description": "tenant A"}]}`
+	created := reply{Code: 201, Body: one(neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{} }))}
+	cases := map[string]mrsetuptest.Case{
+		"KilledAfterPOST": {
+			Reason:  "A provider killed after Neutron created the network, before the ID was saved (and before its tags were set): the restarted one finds the network by its marker, adopts it and tags it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies: map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) { n["tags"] = []any{} }))},
+					"PUT /networks/" + netID + "/tags": {Code: 200, Body: `{"tags":["team-a"]}`}},
+				Requests: []string{scan, get, tagged},
+			}},
+		},
+		"KilledBeforePOST": {
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no network (one with the same description but no marker is another's), and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies: map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: `{"networks": []}`}, post: created,
+					"PUT /networks/" + netID + "/tags": {Code: 200, Body: `{"tags":["team-a"]}`}},
+				Requests: []string{scan, find, posted, tagged},
+			}},
+		},
+		"LostAnswer": {
+			Reason: "A POST whose answer is lost after Neutron created the network fails the create; the next reconcile adopts the network by its marker instead of creating a twin.",
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{find: {Code: 200, Body: `{"networks": []}`}, post: {Cut: true}},
+				Requests: []string{find, posted},
+			}, {
+				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
+				Requests: []string{find, get},
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mrsetuptest.Run(t, v1alpha1.NetworkGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Networks),
+				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
+					return NewExternal(sc)
+				}, tc, netID)
 		})
 	}
 }

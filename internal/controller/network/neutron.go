@@ -3,11 +3,14 @@ package network
 import (
 	"slices"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	extnet "github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
@@ -26,13 +29,15 @@ type neutronNetwork struct {
 }
 
 // changes are what an Update must send to make a Neutron network match a
-// Network's spec. Name, description and adminStateUp count only when set;
-// tags, as a set, are exactly spec.tags and the MR's CreatedByTag.
+// Network's spec. Name, description and adminStateUp count only when set,
+// the description without the MR's marker (openstack.Unmark; an update
+// keeps it); tags, as a set, are exactly spec.tags.
 type changes struct {
 	drift.Report
 	// update holds the attributes that differ; nil fields match.
 	update networks.UpdateOpts
-	// tags is the full tag set to write when the tags differ, sorted.
+	// tags is the full tag set to write when the tags differ, sorted
+	// (empty, not nil, to remove them all).
 	tags []string
 }
 
@@ -43,28 +48,28 @@ func (c *changes) networkChanged() bool {
 	return u.Name != nil || u.Description != nil || u.AdminStateUp != nil
 }
 
-// compare returns what differs between spec and the Neutron network n.
-// createdBy is the MR's CreatedByTag.
-func compare(spec *v1alpha1.NetworkParameters, n *neutronNetwork, createdBy string) *changes {
+// compare returns what differs between spec, the spec of mg, and the
+// Neutron network n.
+func compare(mg resource.Object, spec *v1alpha1.NetworkParameters, n *neutronNetwork) *changes {
 	c := &changes{}
 	if spec.Name != nil && c.Differs("name", *spec.Name, n.Name) {
 		c.update.Name = spec.Name
 	}
-	if spec.Description != nil && c.Differs("description", *spec.Description, n.Description) {
-		c.update.Description = spec.Description
+	if desc, _ := openstack.Unmark(mg, n.Description); spec.Description != nil && c.Differs("description", *spec.Description, desc) {
+		c.update.Description = ptr.To(openstack.KeepMark(mg, n.Description, *spec.Description))
 	}
 	if spec.AdminStateUp != nil && c.Differs("adminStateUp", *spec.AdminStateUp, n.AdminStateUp) {
 		c.update.AdminStateUp = spec.AdminStateUp
 	}
-	if tags := wantTags(spec, createdBy); c.Differs("tags", tags, n.Tags, drift.SortStrings) {
-		c.tags = tags
+	if tags := wantTags(spec); c.Differs("tags", tags, n.Tags, drift.SortStrings) {
+		c.tags = append([]string{}, tags...)
 	}
 	return c
 }
 
-// wantTags are spec.tags and createdBy, sorted, without duplicates.
-func wantTags(spec *v1alpha1.NetworkParameters, createdBy string) []string {
-	tags := append(slices.Clone(spec.Tags), createdBy)
+// wantTags are spec.tags, sorted, without duplicates.
+func wantTags(spec *v1alpha1.NetworkParameters) []string {
+	tags := slices.Clone(spec.Tags)
 	slices.Sort(tags)
 	return slices.Compact(tags)
 }

@@ -132,7 +132,7 @@ func TestReconcileNeutronRefuses(t *testing.T) {
 			events := &recorder{}
 			c := openstack.Connector{Kube: kube, Usage: resource.NewLegacyProviderConfigUsageTracker(kube, &pcv1alpha1.ProviderConfigUsage{}), Clients: openstack.NewClients()}
 			r := managed.NewReconciler(&fake.Manager{Client: kube, Scheme: s}, resource.ManagedKind(v1alpha1.NetworkGroupVersionKind),
-				append(mrsetup.OpenStackOptions(),
+				append(mrsetup.OpenStackOptions(&openstack.CreateRecovery{Kube: kube, Network: c.Network, Find: openstack.ScanFinder(openstack.Networks)}),
 					managed.WithTypedExternalConnector[*v1alpha1.Network](&connector{c}),
 					managed.WithLogger(logging.NewLogrLogger(log)),
 					managed.WithRecorder(events))...)

@@ -42,7 +42,7 @@ func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1a
 // clients. It returns an error when the controller cannot be built. The
 // reconciler takes the OpenStack kinds' options (mrsetup.OpenStackOptions).
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{},
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Network] {
 			return &connector{c}
 		})

@@ -5,11 +5,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
@@ -18,7 +21,9 @@ import (
 //
 // What the spec manages:
 //   - name, description, portSecurityEnabled: when set; unset leaves
-//     Neutron's value alone (portSecurityEnabled is late-initialized).
+//     Neutron's value alone (portSecurityEnabled is late-initialized). The
+//     description compared is the user's part, without the MR's marker
+//     (openstack.Unmark), and an update keeps the marker.
 //   - securityGroupIds, as a set: when not empty. An empty list with port
 //     security on leaves Neutron's choice (the project's "default" group)
 //     alone; with port security off the port must have no groups.
@@ -27,14 +32,15 @@ import (
 //   - fixedIps: only what each entry asks (a subnet, an address or both);
 //     the addresses Neutron picks and addresses Neutron adds on its own
 //     (IPv6 SLAAC) are no drift.
-//   - tags, as a set: exactly spec.tags and the MR's CreatedByTag.
+//   - tags, as a set: exactly spec.tags.
 type changes struct {
 	drift.Report
 	// update holds the port attributes that differ; nil fields match.
 	update ports.UpdateOpts
 	// portSecurity is port_security_enabled when it differs.
 	portSecurity *bool
-	// tags is the full tag set to write when the tags differ.
+	// tags is the full tag set to write when the tags differ (empty, not
+	// nil, to remove them all).
 	tags []string
 }
 
@@ -46,15 +52,15 @@ func (c *changes) portChanged() bool {
 		u.SecurityGroups != nil || u.AllowedAddressPairs != nil || u.FixedIPs != nil
 }
 
-// compare returns what differs between spec and the Neutron port p.
-// createdBy is the MR's CreatedByTag.
-func compare(spec *v1alpha1.PortParameters, p *neutronPort, createdBy string) *changes {
+// compare returns what differs between spec, the spec of mg, and the
+// Neutron port p.
+func compare(mg resource.Object, spec *v1alpha1.PortParameters, p *neutronPort) *changes {
 	c := &changes{}
 	if spec.Name != nil && c.Differs("name", *spec.Name, p.Name) {
 		c.update.Name = spec.Name
 	}
-	if spec.Description != nil && c.Differs("description", *spec.Description, p.Description) {
-		c.update.Description = spec.Description
+	if desc, _ := openstack.Unmark(mg, p.Description); spec.Description != nil && c.Differs("description", *spec.Description, desc) {
+		c.update.Description = ptr.To(openstack.KeepMark(mg, p.Description, *spec.Description))
 	}
 	if spec.PortSecurityEnabled != nil && c.Differs("portSecurityEnabled", *spec.PortSecurityEnabled, p.PortSecurityEnabled) {
 		c.portSecurity = spec.PortSecurityEnabled
@@ -81,9 +87,9 @@ func compare(spec *v1alpha1.PortParameters, p *neutronPort, createdBy string) *c
 			c.update.FixedIPs = want
 		}
 	}
-	if tags := unique(append(slices.Clone(spec.Tags), createdBy)); c.Differs("tags", tags, p.Tags, drift.SortStrings) {
-		slices.Sort(tags)
-		c.tags = tags
+	if tags := unique(spec.Tags); c.Differs("tags", tags, p.Tags, drift.SortStrings) {
+		c.tags = append([]string{}, tags...)
+		slices.Sort(c.tags)
 	}
 	return c
 }

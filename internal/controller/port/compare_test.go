@@ -17,7 +17,7 @@ func TestCompare(t *testing.T) {
 			FixedIPs:            []ports.IP{{SubnetID: subID, IPAddress: "10.20.0.10"}, {SubnetID: "v6", IPAddress: "2001:db8::5"}},
 			SecurityGroups:      []string{sgID, sg2ID},
 			AllowedAddressPairs: []ports.AddressPair{{IPAddress: "192.168.20.0/24", MACAddress: mac}, {IPAddress: "192.168.10.0/24", MACAddress: mac}},
-			Tags:                []string{"b", ourTag, "a"},
+			Tags:                []string{"b", "a"},
 		}}
 	}
 	spec := func(mods ...func(*v1alpha1.PortParameters)) *v1alpha1.PortParameters {
@@ -98,7 +98,7 @@ func TestCompare(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := compare(tc.spec, base(), ourTag)
+			c := compare(mr(), tc.spec, base())
 			if got := c.UpToDate(); got != tc.upToDate {
 				t.Errorf("%s\ncompare(...).UpToDate() = %v, want %v; diff:\n%s", tc.reason, got, tc.upToDate, c.Diff())
 			}

@@ -8,16 +8,17 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
-// Error messages; %s are the Port's name and the Neutron port ID or tag.
+// Error messages; %s are the Port's name and the Neutron port ID.
 const (
 	errGet      = "Port %s: cannot get Neutron port %s"
 	errCreate   = "Port %s: cannot create Neutron port on network %s"
@@ -40,27 +41,28 @@ type external struct {
 // status.atProvider (each fixed IP with its subnet's CIDR and gateway, see
 // subnetDetails), late-initializes portSecurityEnabled and compares the
 // spec with the port (see changes). While the external name is empty it
-// lists the ports carrying the MR's CreatedByTag instead: a port found
-// there was created by a Create whose external name was never saved, and
-// is adopted (its ID becomes the external name). More than one such port is
+// first looks up the port whose description is the one Create gives it,
+// the user's followed by the MR's marker (openstack.FindCreated): a port
+// found there was created by a Create whose answer was lost, and is
+// adopted (its ID becomes the external name). More than one such port is
 // an error naming them all. A port that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
+	id := meta.GetExternalName(mg)
 	adopted := false
+	if id == "" {
+		found, err := openstack.FindCreated(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description))
+		if err != nil || found == "" {
+			return managed.ExternalObservation{ResourceExists: false}, wrapName(mg, err)
+		}
+		id, adopted = found, true
+		meta.SetExternalName(mg, id)
+	}
 	p := &neutronPort{}
-	if id := meta.GetExternalName(mg); id != "" {
-		if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
-			if openstack.IsNotFound(err) {
-				return managed.ExternalObservation{ResourceExists: false}, nil
-			}
-			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
+	if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
+		if openstack.IsNotFound(err) {
+			return managed.ExternalObservation{ResourceExists: false}, nil
 		}
-	} else {
-		var err error
-		if p, err = e.findCreated(ctx, mg); err != nil || p == nil {
-			return managed.ExternalObservation{ResourceExists: false}, err
-		}
-		meta.SetExternalName(mg, p.ID)
-		adopted = true
+		return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
 	}
 	e.observed = p
 	obs := observation(p)
@@ -79,7 +81,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
 	li := lateInit(&mg.Spec.ForProvider, p)
-	c := compare(&mg.Spec.ForProvider, p, openstack.CreatedByTag(mg))
+	c := compare(mg, &mg.Spec.ForProvider, p)
 	return managed.ExternalObservation{
 		ResourceExists:          true,
 		ResourceUpToDate:        c.UpToDate(),
@@ -88,36 +90,32 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 	}, nil
 }
 
-// findCreated returns the port tagged with mg's CreatedByTag, or nil when
-// there is none.
-func (e *external) findCreated(ctx context.Context, mg *v1alpha1.Port) (*neutronPort, error) {
-	p, err := openstack.FindCreated(ctx, mg, "ports",
-		func(tag string) pagination.Pager { return ports.List(e.network, ports.ListOpts{Tags: tag}) },
-		ports.ExtractPortsInto, func(p *neutronPort) string { return p.ID })
-	if err != nil {
-		return nil, fmt.Errorf("Port %s: %w", mg.GetName(), err)
+// wrapName prefixes err, if any, with the Port's name.
+func wrapName(mg *v1alpha1.Port, err error) error {
+	if err == nil {
+		return nil
 	}
-	return p, nil
+	return fmt.Errorf("Port %s: %w", mg.GetName(), err)
 }
 
-// Create creates the port with the spec's attributes and tags it with
-// spec.tags and the MR's CreatedByTag, then sets the external name to its
-// ID. The tags go in the create body; a Neutron without the ML2 extension
-// driver tag_ports_during_bulk_creation drops them silently, and Create
-// then sets them with PUT /v2.0/ports/{id}/tags at once (until that
-// answers, a crash leaves an untagged port that the next reconcile cannot
-// find). Neutron errors such as 409 IpAddressAlreadyAllocated or
-// AddressPairAndPortSecurityRequired come back with their type and
-// message.
+// Create creates the port with the spec's attributes, its description
+// carrying the MR's marker (openstack.Mark) by which Observe, or the
+// CreateRecovery of a provider killed before the ID was saved, finds it
+// again, and sets the external name to its ID. spec.tags go in the create
+// body too; a Neutron without the ML2 extension driver
+// tag_ports_during_bulk_creation drops them silently, and Create then sets
+// them with PUT /v2.0/ports/{id}/tags at once. Neutron errors such as 409
+// IpAddressAlreadyAllocated or AddressPairAndPortSecurityRequired come back
+// with their type and message.
 func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalCreation, error) {
 	fp := &mg.Spec.ForProvider
-	tags := unique(append(slices.Clone(fp.Tags), openstack.CreatedByTag(mg)))
+	tags := unique(fp.Tags)
 	slices.Sort(tags)
 	opts := createOpts{
 		CreateOpts: ports.CreateOpts{
 			NetworkID:   deref(fp.NetworkID),
 			Name:        deref(fp.Name),
-			Description: deref(fp.Description),
+			Description: openstack.Mark(mg, deref(fp.Description)),
 		},
 		PortSecurityEnabled: fp.PortSecurityEnabled,
 		Tags:                tags,
@@ -142,7 +140,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	// The reconciler saves the external name even when Create fails from
 	// here on.
 	meta.SetExternalName(mg, p.ID)
-	if !slices.Contains(p.Tags, openstack.CreatedByTag(mg)) {
+	if len(tags) > 0 && !cmp.Equal(tags, p.Tags, drift.SortStrings) {
 		if err := e.setTags(ctx, mg, p.ID, tags); err != nil {
 			return managed.ExternalCreation{}, err
 		}
@@ -165,7 +163,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
 		}
 	}
-	c := compare(&mg.Spec.ForProvider, p, openstack.CreatedByTag(mg))
+	c := compare(mg, &mg.Spec.ForProvider, p)
 	if c.portChanged() {
 		rev := p.RevisionNumber
 		opts := updateOpts{UpdateOpts: c.update, PortSecurityEnabled: c.portSecurity, RevisionNumber: &rev}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -17,7 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup/mrsetuptest"
 )
 
 const (
@@ -27,7 +30,9 @@ const (
 	sg2ID  = "44444444-4444-4444-4444-444444444444"
 	portID = "55555555-5555-5555-5555-555555555555"
 	mac    = "fa:16:3e:00:00:01"
-	ourTag = "crossplane-uid-uid-1"
+	// marked is the description Create gives the port of mr().
+	marked = "gateway VIP " + marker
+	marker = "[crossplane-uid-uid-1]"
 )
 
 // reply is a canned Neutron answer.
@@ -36,12 +41,12 @@ type reply = neutrontest.Reply
 // neutronPortJSON is {"port": {...}} of a port matching mr(), changed by mods.
 func neutronPortJSON(mods ...func(map[string]any)) string {
 	p := map[string]any{
-		"id": portID, "network_id": netID, "name": "vip", "description": "gateway VIP",
+		"id": portID, "network_id": netID, "name": "vip", "description": marked,
 		"status": "DOWN", "mac_address": mac, "admin_state_up": true, "device_owner": "",
 		"fixed_ips":             []any{map[string]any{"subnet_id": subID, "ip_address": "10.20.0.10"}},
 		"security_groups":       []any{sgID},
 		"allowed_address_pairs": []any{map[string]any{"ip_address": "192.168.10.0/24", "mac_address": mac}},
-		"port_security_enabled": true, "tags": []any{ourTag, "team-a"}, "revision_number": 3,
+		"port_security_enabled": true, "tags": []any{"team-a"}, "revision_number": 3,
 	}
 	for _, m := range mods {
 		m(p)
@@ -102,7 +107,7 @@ var ignoreDiff = cmpopts.IgnoreFields(managed.ExternalObservation{}, "Diff")
 
 func TestObserve(t *testing.T) {
 	get := "GET /ports/" + portID
-	list := "GET /ports?tags=" + ourTag
+	list := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	type want struct {
 		obs      managed.ExternalObservation
 		mr       *v1alpha1.Port
@@ -211,29 +216,29 @@ func TestObserve(t *testing.T) {
 				requests: []string{get},
 			},
 		},
-		"AdoptTagged": {
-			reason:  "With no external name, the one port carrying the MR's tag is adopted: its ID becomes the external name, to be saved.",
-			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON())}},
+		"AdoptLostAnswer": {
+			reason:  "With no external name, the one port with the marked description (a create whose answer was lost) is adopted: its ID becomes the external name, to be saved.",
+			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON())}, get: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
-				requests: []string{list},
+				requests: []string{list, get},
 			},
 		},
-		"NothingTagged": {
-			reason:  "With no external name and no port carrying the MR's tag, the port does not exist.",
+		"NothingCreated": {
+			reason:  "With no external name and no port with the marked description, the port does not exist.",
 			replies: map[string]reply{list: {Code: 200, Body: `{"ports": []}`}},
 			mr:      mr(withoutExternalName),
 			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(withoutExternalName), requests: []string{list}},
 		},
-		"TwoTagged": {
-			reason:  "Two ports carrying the MR's tag are an error naming both; neither is adopted.",
+		"TwoCreated": {
+			reason:  "Two ports with the marked description are an error naming both; neither is adopted.",
 			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Port vip: 2 Neutron ports carry its tag " + ourTag + " (" + portID + ", other); delete all but one by hand"),
+				err:      errors.New("Port vip: 2 Neutron ports carry " + marker + " (" + portID + ", other): delete all but one by hand"),
 				requests: []string{list},
 			},
 		},
@@ -275,9 +280,9 @@ func TestObserve(t *testing.T) {
 func TestCreate(t *testing.T) {
 	post := "POST /ports"
 	putTags := "PUT /ports/" + portID + "/tags"
-	fullBody := `{"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"gateway VIP",` +
+	fullBody := `{"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"` + marked + `",` +
 		`"fixed_ips":[{"ip_address":"10.20.0.10","subnet_id":"` + subID + `"}],"name":"vip","network_id":"` + netID + `",` +
-		`"port_security_enabled":true,"security_groups":["` + sgID + `"],"tags":["` + ourTag + `","team-a"]}}`
+		`"port_security_enabled":true,"security_groups":["` + sgID + `"],"tags":["team-a"]}}`
 	type want struct {
 		mr       *v1alpha1.Port
 		err      error
@@ -290,7 +295,7 @@ func TestCreate(t *testing.T) {
 		want    want
 	}{
 		"TaggedAtCreate": {
-			reason:  "One POST carries every attribute and the tags; a Neutron that keeps the tags needs nothing more. The external name is the new port's ID.",
+			reason:  "One POST carries every attribute, the description with the MR's marker, and the tags; a Neutron that keeps the tags needs nothing more. The external name is the new port's ID.",
 			replies: map[string]reply{post: {Code: 201, Body: neutronPortJSON()}},
 			mr:      mr(withoutExternalName),
 			want:    want{mr: mr(), requests: []string{post + " " + fullBody}},
@@ -299,20 +304,20 @@ func TestCreate(t *testing.T) {
 			reason: "A Neutron without tag_ports_during_bulk_creation drops the tags of the POST; Create sets them at once.",
 			replies: map[string]reply{
 				post:    {Code: 201, Body: neutronPortJSON(func(p map[string]any) { p["tags"] = []any{} })},
-				putTags: {Code: 200, Body: `{"tags": ["` + ourTag + `", "team-a"]}`},
+				putTags: {Code: 200, Body: `{"tags": ["team-a"]}`},
 			},
 			mr:   mr(withoutExternalName),
-			want: want{mr: mr(), requests: []string{post + " " + fullBody, putTags + ` {"tags":["` + ourTag + `","team-a"]}`}},
+			want: want{mr: mr(), requests: []string{post + " " + fullBody, putTags + ` {"tags":["team-a"]}`}},
 		},
 		"Minimal": {
-			reason:  "Unset attributes are not sent, so Neutron picks the address, the default security group and the network's port security.",
+			reason:  "Unset attributes are not sent, so Neutron picks the address, the default security group and the network's port security; the description is the marker alone, and no tags are set.",
 			replies: map[string]reply{post: {Code: 201, Body: neutronPortJSON()}},
 			mr: mr(withoutExternalName, func(p *v1alpha1.Port) {
 				p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: ptr.To(netID)}
 			}),
 			want: want{
 				mr:       mr(func(p *v1alpha1.Port) { p.Spec.ForProvider = v1alpha1.PortParameters{NetworkID: ptr.To(netID)} }),
-				requests: []string{post + ` {"port":{"network_id":"` + netID + `","tags":["` + ourTag + `"]}}`},
+				requests: []string{post + ` {"port":{"description":"` + marker + `","network_id":"` + netID + `"}}`},
 			},
 		},
 		"AddressTaken": {
@@ -335,7 +340,7 @@ func TestCreate(t *testing.T) {
 			want: want{
 				mr:       mr(),
 				err:      errors.New("Port vip: cannot set the tags of Neutron port " + portID + ": Neutron 503 ServiceUnavailable: try later"),
-				requests: []string{post + " " + fullBody, putTags + ` {"tags":["` + ourTag + `","team-a"]}`},
+				requests: []string{post + " " + fullBody, putTags + ` {"tags":["team-a"]}`},
 			},
 		},
 	}
@@ -391,7 +396,7 @@ func TestUpdate(t *testing.T) {
 			mr: mr(),
 			want: want{requests: []string{
 				put + ` If-Match=revision_number=3 {"port":{"security_groups":["` + sgID + `"]}}`,
-				putTags + ` {"tags":["` + ourTag + `","team-a"]}`,
+				putTags + ` {"tags":["team-a"]}`,
 			}},
 		},
 		"PortSecurityOff": {
@@ -433,10 +438,17 @@ func TestUpdate(t *testing.T) {
 			},
 		},
 		"NotObserved": {
-			reason:  "Without a port from Observe, Update reads it first.",
-			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["description"] = "" })}, put: {Code: 200, Body: neutronPortJSON()}},
+			reason:  "Without a port from Observe, Update reads it first; a changed description keeps the marker.",
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["description"] = "old " + marker })}, put: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(),
-			want:    want{requests: []string{get, put + ` If-Match=revision_number=3 {"port":{"description":"gateway VIP"}}`}},
+			want:    want{requests: []string{get, put + ` If-Match=revision_number=3 {"port":{"description":"` + marked + `"}}`}},
+		},
+		"AdoptedUnmarked": {
+			reason:   "A port the provider did not create (adopted by external name) gets the description without a marker.",
+			replies:  map[string]reply{put: {Code: 200, Body: neutronPortJSON()}},
+			observed: neutronPortJSON(func(p map[string]any) { p["description"] = "theirs" }),
+			mr:       mr(),
+			want:     want{requests: []string{put + ` If-Match=revision_number=3 {"port":{"description":"gateway VIP"}}`}},
 		},
 	}
 	for name, tc := range cases {
@@ -508,6 +520,58 @@ func TestDelete(t *testing.T) {
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nDelete(...): -want requests, +got requests:\n%s", tc.reason, diff)
 			}
+		})
+	}
+}
+
+// TestCrashSafeCreate runs the managed reconciler with the OpenStack
+// kinds' options, one fresh reconciler per step as after a provider
+// restart, through the ways a create can be interrupted. Neutron must end
+// with one port for the MR, whose ID is the MR's external name.
+func TestCrashSafeCreate(t *testing.T) {
+	find := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
+	scan := "GET /ports?fields=id&fields=description"
+	get := "GET /ports/" + portID
+	post := "POST /ports"
+	posted := post + ` {"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"` + marked + `",` +
+		`"fixed_ips":[{"ip_address":"10.20.0.10","subnet_id":"` + subID + `"}],"name":"vip","network_id":"` + netID + `",` +
+		`"port_security_enabled":true,"security_groups":["` + sgID + `"],"tags":["team-a"]}}`
+	found := `{"ports": [{"id": "` + portID + `", "description": "` + marked + `"}]}`
+	none := `{"ports": []}`
+	cases := map[string]mrsetuptest.Case{
+		"KilledAfterPOST": {
+			Reason:  "A provider killed after Neutron created the port, before the ID was saved: the restarted one finds the port by its marker and adopts it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
+				Requests: []string{scan, get},
+			}},
+		},
+		"KilledBeforePOST": {
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no port, and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
+				Requests: []string{scan, find, posted},
+			}},
+		},
+		"LostAnswer": {
+			Reason: "A POST whose answer is lost after Neutron created the port fails the create; the next reconcile adopts the port by its marker instead of creating a twin that would keep the security group in use.",
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{find: {Code: 200, Body: none}, post: {Cut: true}},
+				Requests: []string{find, posted},
+			}, {
+				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
+				Requests: []string{find, get},
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mrsetuptest.Run(t, v1alpha1.PortGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Ports),
+				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
+					return &external{network: sc}
+				}, tc, portID)
 		})
 	}
 }

@@ -25,7 +25,7 @@ import (
 // while the external name is empty, so an interrupted create is safe to
 // resume; no creation grace period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{},
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports),
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Port] {
 			return &connector{openstack: &c}
 		})

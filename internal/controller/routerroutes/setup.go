@@ -26,7 +26,7 @@ import (
 // interrupted create is safe to repeat; no creation grace period, since
 // Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{},
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
 			return &connector{c}
 		})

@@ -8,17 +8,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
-
-// resourceType is the security group's name in Neutron's tag API.
-const resourceType = "security-groups"
 
 // external manages one security group in Neutron.
 type external struct {
@@ -28,14 +23,15 @@ type external struct {
 }
 
 // Observe reads the group with its rules in one GET. A group without an
-// external name is looked up by the tag Create puts on it, so that a group
-// created by a provider that died before recording its ID is adopted, not
-// created twice.
+// external name is looked up by the description Create gives it, the
+// user's followed by the MR's marker (openstack.FindCreated), so that a
+// group whose create answer was lost is adopted, not created twice. The
+// marker is no drift: the description compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
 	id := meta.GetExternalName(sg)
 	adopted := false
 	if id == "" {
-		found, err := e.byTag(ctx, sg)
+		found, err := openstack.FindCreated(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description))
 		if err != nil || found == "" {
 			return managed.ExternalObservation{}, err
 		}
@@ -54,30 +50,16 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	sg.SetConditions(xpv2.Available())
 
 	p := sg.Spec.ForProvider
+	desc, _ := openstack.Unmark(sg, g.Description)
 	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
-	upToDate := g.Name == p.Name && g.Description == deref(p.Description) && len(missing) == 0 && len(extra) == 0
+	upToDate := g.Name == p.Name && desc == deref(p.Description) && len(missing) == 0 && len(extra) == 0
 	var d string
 	if !upToDate {
-		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, g.Description, len(missing), len(extra))
+		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, desc, len(missing), len(extra))
 	}
 	// An adopted external name is written back like a late-initialised
 	// field.
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: adopted, Diff: d}, nil
-}
-
-// byTag returns the ID of the group tagged for sg, or "" (see
-// openstack.FindCreated).
-func (e *external) byTag(ctx context.Context, sg *v1alpha1.SecurityGroup) (string, error) {
-	g, err := openstack.FindCreated(ctx, sg, "security groups",
-		func(tag string) pagination.Pager { return groups.List(e.neutron, groups.ListOpts{Tags: tag}) },
-		func(p pagination.Page, v any) error {
-			return p.(groups.SecGroupPage).ExtractIntoSlicePtr(v, "security_groups")
-		},
-		func(g *groups.SecGroup) string { return g.ID })
-	if err != nil || g == nil {
-		return "", err
-	}
-	return g.ID, nil
 }
 
 func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
@@ -97,32 +79,28 @@ func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
 	return o
 }
 
-// Create creates the group and tags it for Observe's lookup. Neutron 21
-// takes no tags in the create request, so the tag follows at once; when
-// tagging fails the group is deleted again rather than left untraceable.
-// Rules follow in the Update of the next reconcile.
+// Create creates the group with one POST whose description carries the
+// MR's marker (openstack.Mark), by which Observe, or the CreateRecovery of
+// a provider killed before the ID was saved, finds it again. Rules follow
+// in the Update of the next reconcile.
 func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
 	p := sg.Spec.ForProvider
-	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: deref(p.Description)}).Extract()
+	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, deref(p.Description))}).Extract()
 	if err != nil {
 		return managed.ExternalCreation{}, openstack.Wrap(err, "cannot create security group")
-	}
-	if _, err := attributestags.ReplaceAll(ctx, e.neutron, resourceType, g.ID, attributestags.ReplaceAllOpts{Tags: []string{openstack.CreatedByTag(sg)}}).Extract(); err != nil {
-		_ = groups.Delete(ctx, e.neutron, g.ID).ExtractErr()
-		return managed.ExternalCreation{}, openstack.Wrap(err, "cannot tag new security group "+g.ID)
 	}
 	meta.SetExternalName(sg, g.ID)
 	return managed.ExternalCreation{}, nil
 }
 
-// Update corrects name and description and makes the rules exactly the
-// spec's: it adds the missing ones and deletes the extra ones (Neutron
-// rules cannot be changed in place).
+// Update corrects name and description (keeping the marker) and makes
+// the rules exactly the spec's: it adds the missing ones and deletes the
+// extra ones (Neutron rules cannot be changed in place).
 func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	p := sg.Spec.ForProvider
 	g := e.observed
-	if g.Name != p.Name || g.Description != deref(p.Description) {
-		desc := deref(p.Description)
+	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != deref(p.Description) {
+		desc = openstack.KeepMark(sg, g.Description, deref(p.Description))
 		if _, err := groups.Update(ctx, e.neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, "cannot update security group "+g.ID)
 		}

@@ -2,36 +2,60 @@ package securitygroup
 
 import (
 	"context"
-	"fmt"
-	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	th "github.com/gophercloud/gophercloud/v2/testhelper"
-	fake "github.com/gophercloud/gophercloud/v2/testhelper/client"
+	"github.com/gophercloud/gophercloud/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup/mrsetuptest"
 )
 
-const groupID = "0b4016a5-8418-431b-97eb-6f941c786523"
+const (
+	groupID = "0b4016a5-8418-431b-97eb-6f941c786523"
+	uid     = "5f0c7a2e-9d1b-4c3a-8e6f-0a1b2c3d4e5f"
+	// marked is the description Create gives the group of sg().
+	marked = "IKE [crossplane-uid-" + uid + "]"
+)
 
-// groupJSON is a group as Neutron returns it, with the IKE rule and the
-// default egress rules.
-const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "description": "", "revision_number": 4,
+type reply = neutrontest.Reply
+
+// groupJSON is a group as Neutron returns it, with the description Create
+// gave it, the IKE rule and the default egress rules.
+const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "description": "` + marked + `", "revision_number": 4,
   "security_group_rules": [
     {"id": "r-ike", "direction": "ingress", "ethertype": "IPv4", "protocol": "udp", "port_range_min": 500, "port_range_max": 500, "remote_ip_prefix": "0.0.0.0/0", "remote_group_id": null},
     {"id": "r-eg4", "direction": "egress", "ethertype": "IPv4", "protocol": null, "port_range_min": null, "port_range_max": null, "remote_ip_prefix": null, "remote_group_id": null},
     {"id": "r-eg6", "direction": "egress", "ethertype": "IPv6", "protocol": null, "port_range_min": null, "port_range_max": null, "remote_ip_prefix": null, "remote_group_id": null}]}}`
 
+// Requests the tests expect.
+var (
+	find   = "GET /security-groups?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
+	scan   = "GET /security-groups?fields=id&fields=description"
+	get    = "GET /security-groups/" + groupID
+	create = "POST /security-groups"
+	// created is the POST as Neutron receives it.
+	created = create + ` {"security_group":{"description":"` + marked + `","name":"gw"}}`
+)
+
+// listed is a list answer holding the group of sg(), found.
+const listed = `{"security_groups": [{"id": "` + groupID + `", "description": "` + marked + `"}]}`
+const none = `{"security_groups": []}`
+
 func sg(externalName string, r ...v1alpha1.SecurityGroupRule) *v1alpha1.SecurityGroup {
 	s := &v1alpha1.SecurityGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: types.UID("uid-1")},
-		Spec:       v1alpha1.SecurityGroupSpec{ForProvider: v1alpha1.SecurityGroupParameters{Name: "gw", Rules: r}},
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: types.UID(uid)},
+		Spec: v1alpha1.SecurityGroupSpec{ForProvider: v1alpha1.SecurityGroupParameters{
+			Name: "gw", Description: ptr.To("IKE"), Rules: r}},
 	}
 	if externalName != "" {
 		meta.SetExternalName(s, externalName)
@@ -39,101 +63,67 @@ func sg(externalName string, r ...v1alpha1.SecurityGroupRule) *v1alpha1.Security
 	return s
 }
 
-// neutronFake serves canned answers by "METHOD path?query" and counts the
-// requests.
-func neutronFake(t *testing.T, answers map[string]struct {
-	code int
-	body string
-}) (*external, *int, func()) {
-	fs := th.SetupHTTP()
-	n := 0
-	fs.Mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		n++
-		key := r.Method + " " + r.URL.Path
-		if r.URL.RawQuery != "" {
-			key += "?" + r.URL.RawQuery
-		}
-		a, ok := answers[key]
-		if !ok {
-			t.Errorf("unexpected request %s", key)
-			w.WriteHeader(http.StatusTeapot)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(a.code)
-		fmt.Fprint(w, a.body)
-	})
-	return &external{neutron: fake.ServiceClient(fs)}, &n, fs.Teardown
-}
-
-type answer = struct {
-	code int
-	body string
-}
-
 func TestObserve(t *testing.T) {
 	type want struct {
 		obs      managed.ExternalObservation
 		err      string
-		requests int
+		requests []string
 		extName  string
 	}
 	cases := map[string]struct {
 		reason  string
 		mg      *v1alpha1.SecurityGroup
-		answers map[string]answer
+		replies map[string]reply
 		want    want
 	}{
 		"UpToDate": {
-			reason:  "A group with the spec's rules (and Neutron's default egress rules) is up to date after one GET.",
+			reason:  "A group with the spec's rules (and Neutron's default egress rules) and the marked description is up to date after one GET: the marker is no drift.",
 			mg:      sg(groupID, ike()),
-			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
-			want:    want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1, extName: groupID},
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
+			want:    want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: []string{get}, extName: groupID},
 		},
 		"RuleMissing": {
 			reason:  "A spec rule Neutron lacks makes the group not up to date.",
 			mg:      sg(groupID, ike(), esp()),
-			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
-			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 1 rules missing, 0 extra`},
-				requests: 1, extName: groupID},
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "IKE", 1 rules missing, 0 extra`},
+				requests: []string{get}, extName: groupID},
 		},
 		"Gone": {
 			reason:  "A group Neutron does not know does not exist.",
 			mg:      sg(groupID, ike()),
-			answers: map[string]answer{"GET /security-groups/" + groupID: {404, `{"NeutronError": {"type": "SecurityGroupNotFound", "message": "Security group x does not exist", "detail": ""}}`}},
-			want:    want{requests: 1, extName: groupID},
+			replies: map[string]reply{get: {Code: 404, Body: neutrontest.Error("SecurityGroupNotFound", "Security group x does not exist")}},
+			want:    want{requests: []string{get}, extName: groupID},
 		},
-		"NoExternalNameNothingTagged": {
-			reason:  "Without an external name and no tagged group, the group does not exist yet.",
+		"NoExternalNameNothingCreated": {
+			reason:  "Without an external name and no group with the marked description, the group does not exist yet.",
 			mg:      sg("", ike()),
-			answers: map[string]answer{"GET /security-groups?tags=crossplane-uid-uid-1": {200, `{"security_groups": []}`}},
-			want:    want{requests: 1},
+			replies: map[string]reply{find: {Code: 200, Body: none}},
+			want:    want{requests: []string{find}},
 		},
-		"AdoptTagged": {
-			reason: "Without an external name, a group carrying the MR's tag is adopted and its ID recorded.",
+		"AdoptLostAnswer": {
+			reason: "Without an external name, the group with the marked description (a create whose answer was lost) is adopted and its ID recorded.",
 			mg:     sg("", ike()),
-			answers: map[string]answer{
-				"GET /security-groups?tags=crossplane-uid-uid-1": {200, `{"security_groups": [{"id": "` + groupID + `", "name": "gw"}]}`},
-				"GET /security-groups/" + groupID:                {200, groupJSON},
+			replies: map[string]reply{
+				find: {Code: 200, Body: listed},
+				get:  {Code: 200, Body: groupJSON},
 			},
-			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true}, requests: 2, extName: groupID},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				requests: []string{find, get}, extName: groupID},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
 			mg:      sg(groupID),
-			answers: map[string]answer{"GET /security-groups/" + groupID: {500, `{"NeutronError": {"type": "HTTPInternalServerError", "message": "Request Failed", "detail": ""}}`}},
-			want:    want{err: "cannot get security group " + groupID + ": Neutron 500 HTTPInternalServerError: Request Failed", requests: 1, extName: groupID},
+			replies: map[string]reply{get: {Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "Request Failed")}},
+			want: want{err: "cannot get security group " + groupID + ": Neutron 500 HTTPInternalServerError: Request Failed",
+				requests: []string{get}, extName: groupID},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e, n, done := neutronFake(t, tc.answers)
-			defer done()
-			obs, err := e.Observe(context.Background(), tc.mg)
-			got := want{obs: obs, requests: *n, extName: meta.GetExternalName(tc.mg)}
-			if err != nil {
-				got.err = err.Error()
-			}
+			sc, seen := neutrontest.Serve(t, tc.replies)
+			obs, err := (&external{neutron: sc}).Observe(context.Background(), tc.mg)
+			got := want{obs: obs, err: neutrontest.Message(err), requests: *seen, extName: meta.GetExternalName(tc.mg)}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.IgnoreFields(managed.ExternalObservation{}, "ConnectionDetails")); diff != "" {
 				t.Errorf("%s\nObserve(): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -143,54 +133,104 @@ func TestObserve(t *testing.T) {
 
 func TestCreate(t *testing.T) {
 	cases := map[string]struct {
-		reason  string
-		answers map[string]answer
-		wantErr string
-		extName string
-		// requests Neutron must receive, in all.
-		requests int
+		reason   string
+		replies  map[string]reply
+		err      string
+		extName  string
+		requests []string
 	}{
-		"Tagged": {
-			reason: "Create makes the group, tags it with the MR's UID and records its ID.",
-			answers: map[string]answer{
-				"POST /security-groups":                     {201, `{"security_group": {"id": "` + groupID + `", "name": "gw"}}`},
-				"PUT /security-groups/" + groupID + "/tags": {200, `{"tags": ["crossplane-uid-uid-1"]}`},
-			},
+		"Created": {
+			reason:   "Create makes the group with one POST whose description carries the MR's marker, and records its ID.",
+			replies:  map[string]reply{create: {Code: 201, Body: `{"security_group": {"id": "` + groupID + `", "name": "gw"}}`}},
 			extName:  groupID,
-			requests: 2,
+			requests: []string{created},
 		},
-		"TagFails": {
-			reason: "When the tag cannot be set the new group is deleted again, so nothing untraceable is left.",
-			answers: map[string]answer{
-				"POST /security-groups":                     {201, `{"security_group": {"id": "` + groupID + `", "name": "gw"}}`},
-				"PUT /security-groups/" + groupID + "/tags": {503, `{"NeutronError": {"type": "ServiceUnavailable", "message": "busy", "detail": ""}}`},
-				"DELETE /security-groups/" + groupID:        {204, ``},
-			},
-			wantErr:  "cannot tag new security group " + groupID + ": Neutron 503 ServiceUnavailable: busy",
-			requests: 3,
+		"Refused": {
+			reason:   "A refused create is an error with Neutron's type and message, and records nothing.",
+			replies:  map[string]reply{create: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['security_group'].")}},
+			err:      "cannot create security group: Neutron 409 OverQuota: Quota exceeded for resources: ['security_group'].",
+			requests: []string{created},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e, n, done := neutronFake(t, tc.answers)
-			defer done()
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			mg := sg("", ike())
-			defer func() {
-				if *n != tc.requests {
-					t.Errorf("%s\nNeutron got %d requests, want %d", tc.reason, *n, tc.requests)
-				}
-			}()
-			_, err := e.Create(context.Background(), mg)
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+			_, err := (&external{neutron: sc}).Create(context.Background(), mg)
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(): -want error, +got error:\n%s", tc.reason, diff)
 			}
-			if got := meta.GetExternalName(mg); got != tc.extName {
-				t.Errorf("%s\nexternal name %q, want %q", tc.reason, got, tc.extName)
+			if diff := cmp.Diff(tc.extName, meta.GetExternalName(mg)); diff != "" {
+				t.Errorf("%s\nexternal name: -want, +got:\n%s", tc.reason, diff)
 			}
+			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
+				t.Errorf("%s\nNeutron requests: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestUpdateKeepsMarker proves that correcting the description keeps the
+// marker after the user's new text.
+func TestUpdateKeepsMarker(t *testing.T) {
+	sc, seen := neutrontest.Serve(t, map[string]reply{
+		get:              {Code: 200, Body: groupJSON},
+		"PUT " + get[4:]: {Code: 200, Body: groupJSON},
+	})
+	mg := sg(groupID, ike())
+	mg.Spec.ForProvider.Description = ptr.To("IKE and NAT-T")
+	e := &external{neutron: sc}
+	if _, err := e.Observe(context.Background(), mg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Update(context.Background(), mg); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE and NAT-T [crossplane-uid-` + uid + `]","name":"gw"}}`}
+	if diff := cmp.Diff(want, *seen); diff != "" {
+		t.Errorf("Neutron requests: -want, +got:\n%s", diff)
+	}
+}
+
+// TestCrashSafeCreate runs the managed reconciler with the OpenStack
+// kinds' options, one fresh reconciler per step as after a provider
+// restart, through the ways a create can be interrupted. Neutron must end
+// with one group for the MR, whose ID is the MR's external name.
+func TestCrashSafeCreate(t *testing.T) {
+	cases := map[string]mrsetuptest.Case{
+		"KilledAfterPOST": {
+			Reason:  "A provider killed after Neutron created the group, before the ID was saved: the restarted one finds the group by its marker and adopts it, without a second POST.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{scan: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
+				Requests: []string{scan, get},
+			}},
+		},
+		"KilledBeforePOST": {
+			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no group, and the restarted one creates it once.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, create: {Code: 201, Body: groupJSON}},
+				Requests: []string{scan, find, created},
+			}},
+		},
+		"LostAnswer": {
+			Reason: "A POST whose answer is lost after Neutron created the group fails the create; the next reconcile adopts the group by its marker instead of creating a twin.",
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{find: {Code: 200, Body: none}, create: {Cut: true}},
+				Requests: []string{find, created},
+			}, {
+				Replies:  map[string]reply{find: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
+				Requests: []string{find, get},
+			}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mrsetuptest.Run(t, v1alpha1.SecurityGroupGroupVersionKind, sg("", ike()), openstack.ScanFinder(openstack.SecurityGroups),
+				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.SecurityGroup] {
+					return &external{neutron: sc}
+				}, tc, groupID)
 		})
 	}
 }

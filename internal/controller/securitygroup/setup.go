@@ -29,7 +29,7 @@ func (c *connector) Connect(ctx context.Context, sg *v1alpha1.SecurityGroup) (ma
 // Setup adds the SecurityGroup controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{},
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups),
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.SecurityGroup] {
 			return &connector{c}
 		})

@@ -15,9 +15,10 @@ type CIDR string
 // +kubebuilder:validation:Pattern=`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`
 type UUID string
 
-// TagCreatedBy prefixes the Neutron tag that every object the provider
-// creates carries: "crossplane-uid-<managed resource UID>". When the
-// provider dies after Neutron created an object but before its external
-// name was saved, the next reconcile finds the object by this tag and
-// adopts it instead of creating a second one.
-const TagCreatedBy = "crossplane-uid-"
+// MaxDescriptionLength is the longest description a spec may give: 255
+// characters (Neutron's limit) less the " [crossplane-uid-<UID>]" the
+// provider appends to the description of every object it creates, so that
+// the object is found again when the provider dies between the create
+// request and saving the object's ID (internal/clients/openstack.Mark).
+// The kubebuilder markers of the description fields repeat the number.
+const MaxDescriptionLength = 201

@@ -45,9 +45,11 @@ type FloatingIPBindingParameters struct {
 	// +optional
 	FixedIP *IPAddress `json:"fixedIp,omitempty"`
 
-	// Description of an allocated floating IP.
+	// Description of an allocated floating IP. The provider appends
+	// " [crossplane-uid-<this resource's UID>]" in Neutron (see
+	// MaxDescriptionLength).
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`
 }
 

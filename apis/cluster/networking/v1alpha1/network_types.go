@@ -15,9 +15,11 @@ type NetworkParameters struct {
 	// +kubebuilder:validation:MaxLength=255
 	Name *string `json:"name,omitempty"`
 
-	// Description of the network; unset leaves Neutron's alone.
+	// Description of the network; unset leaves Neutron's alone. A network
+	// the provider creates carries " [crossplane-uid-<this resource's UID>]"
+	// after it in Neutron (see MaxDescriptionLength).
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`
 
 	// AdminStateUp turns the network on or off; unset leaves Neutron's

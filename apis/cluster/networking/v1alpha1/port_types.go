@@ -57,9 +57,11 @@ type PortParameters struct {
 	// +kubebuilder:validation:MaxLength=255
 	Name *string `json:"name,omitempty"`
 
-	// Description of the port.
+	// Description of the port. A port the provider creates carries
+	// " [crossplane-uid-<this resource's UID>]" after it in Neutron (see
+	// MaxDescriptionLength).
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`
 
 	// FixedIPs of the port. Neutron picks one from the network when unset.

@@ -59,9 +59,11 @@ type SecurityGroupParameters struct {
 	// +kubebuilder:validation:MaxLength=255
 	Name string `json:"name"`
 
-	// Description of the group.
+	// Description of the group. The provider appends
+	// " [crossplane-uid-<this resource's UID>]" in Neutron (see
+	// MaxDescriptionLength).
 	// +optional
-	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`
 
 	// Rules of the group. The group holds exactly these: rules added by hand

@@ -17,6 +17,10 @@ import (
 type Reply struct {
 	Code int
 	Body string
+	// Cut closes the connection instead of answering: a Neutron that
+	// completed the request but whose answer was lost (the client reads
+	// EOF).
+	Cut bool
 }
 
 // Serve starts a Neutron that answers each request with the reply keyed
@@ -24,7 +28,9 @@ type Reply struct {
 // test client sends them) and fails t on any other request. It records
 // every request as "METHOD /path[?query] [If-Match=...] [body]", the JSON
 // body re-encoded with sorted keys, and returns a Neutron client of it and
-// the record. The server stops when the test ends.
+// the record. The replies are read at request time, so a test may change
+// them between steps (what Neutron holds after a create). The server stops
+// when the test ends.
 func Serve(t *testing.T, replies map[string]Reply) (*gophercloud.ServiceClient, *[]string) {
 	t.Helper()
 	fs := th.SetupHTTP()
@@ -52,6 +58,15 @@ func Serve(t *testing.T, replies map[string]Reply) (*gophercloud.ServiceClient, 
 		if !ok {
 			t.Errorf("unexpected request %s", rec)
 			rp = Reply{Code: http.StatusNotImplemented, Body: `{}`}
+		}
+		if rp.Cut {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("%s: cannot cut the connection: %v", key, err)
+				return
+			}
+			_ = conn.Close()
+			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(rp.Code)
