@@ -6,10 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strongswan/govici/vici"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -22,9 +24,10 @@ import (
 // IKE request up after about 3 s (tunnel.RetransmitTimeout and friends), so
 // a gateway retrying for ever sends an IKE_SA_INIT at least every second
 // or so; recovery after the peer returns is asserted within recoveryBound,
-// a generous margin over that, and the measured time is logged.
+// a generous margin over that and over a few rounds of the watchdog's
+// bound in TestAgentWatchdog, and the measured time is logged.
 const (
-	recoveryBound = 15 * time.Second
+	recoveryBound = 30 * time.Second
 	// shortBound is the agent's re-initiation bound in the tests that
 	// prove it leaves charon's own retries alone: far below how long those
 	// tests keep the tunnel down, so a watchdog that fought charon would
@@ -287,4 +290,140 @@ func TestAgentWatchdog(t *testing.T) {
 			t.Errorf("the gateway's charon has %d IKE SAs (%v), want 1", len(sas), err)
 		}
 	})
+}
+
+// TestAlwaysOnSimultaneous has the gateway and an initiating customer's
+// gateway initiate at the same moment: with the link between them blocked,
+// the peer initiates the moment the gateway retransmits its IKE_SA_INIT (a
+// log event), so that both retransmit in step, and the link opens between
+// two retransmissions: the next IKE_SA_INIT of each side crosses the
+// other's, and each side is initiator of one IKE SA and responder of the
+// other. With unique no (the default) and the agent closing the gateway's
+// own duplicate, the tunnel converges to one IKE SA with its CHILD_SA
+// against a peer that does not re-create every IKE SA it is told to delete;
+// against one that does (an always-on swanctl peer), nothing one side can
+// do removes the peer's duplicate, and the test asserts that no loop
+// follows: the number of IKE SAs stops growing. Traffic flows in every
+// case.
+func TestAlwaysOnSimultaneous(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		sheet  func(tunnel.ClientSheet) tunnel.ClientSheet
+		// converges: one IKE SA is left; otherwise at most two, stable.
+		converges bool
+	}{
+		"OnDemandPeer": {
+			reason:    "A peer with swanctl's defaults (one keying try, no close_action) keeps the IKE SA it initiated once the gateway closes its own.",
+			sheet:     func(s tunnel.ClientSheet) tunnel.ClientSheet { return s },
+			converges: true,
+		},
+		"DedupingPeer": {
+			reason: "A peer deleting duplicates itself (unique replace, ipsec.conf's default uniqueids=yes) 10 s later finds none: the agent closed the gateway's first, and charon's close_action has nothing to answer.",
+			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+				s.Unique, s.KeyingTries = "replace", "3"
+				return s
+			},
+			converges: true,
+		},
+		"AlwaysOnPeer": {
+			reason: "A peer that re-creates every IKE SA it is told to delete (close_action start) answers the closing of the gateway's duplicate with one of its own: two are left, and no more come.",
+			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+				s.KeyingTries, s.CloseAction = "0", "start"
+				return s
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tp := tunnel.Start(t, tunnel.Options{})
+			p := tp.Peers[0]
+			psk := "simultaneous-" + strings.ToLower(name) + "-0123"
+			sheet := tc.sheet(responderSheet(p, psk))
+			sheet.DPDDelay, sheet.DPDAction = "2s", "restart"
+			loadSheets(t, tp, sheet)
+			// Both sides retransmit every second (tunnel.RetransmitTimeout);
+			// while blocked, every IKE message between them is dropped.
+			tp.MustExec(tp.FIP, "nft", "add table inet block { chain forward { type filter hook forward priority 0; udp dport { 500, 4500 } drop; }; }")
+			logs := tp.Gateway.Events(t, "log")
+			spec, child := alwaysOn(t, tp, "simultaneous")
+			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)})
+			inStep(t, logs, p)
+			time.Sleep(500 * time.Millisecond)
+			tp.MustExec(tp.FIP, "nft", "delete table inet block")
+			opened := time.Now()
+			recovered(t, g, tp, child, opened, name+": simultaneous initiation")
+
+			// charon numbers its IKE SAs from 1: the highest unique id seen
+			// is how many were made.
+			made, counts := 0, map[int]int{}
+			var last []tunnel.IKESA
+			lastNew := opened
+			for time.Since(opened) < 30*time.Second {
+				sas, err := tp.Gateway.ListSAs(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, sa := range sas {
+					if id, _ := strconv.Atoi(sa.UniqueID); id > made {
+						made, lastNew = id, time.Now()
+					}
+				}
+				counts[len(sas)]++
+				last = sas
+				time.Sleep(100 * time.Millisecond)
+			}
+			var desc []string
+			for _, sa := range last {
+				init := "peer"
+				if sa.Initiator == "yes" {
+					init = "gateway"
+				}
+				_, ok := sa.Installed(child)
+				desc = append(desc, fmt.Sprintf("#%s %s by the %s, CHILD_SA installed %v", sa.UniqueID, sa.State, init, ok))
+			}
+			t.Logf("%s: %d IKE SAs made in all, the last %v after the link opened; left: %s; samples by IKE SA count: %v",
+				name, made, lastNew.Sub(opened).Round(time.Millisecond), strings.Join(desc, "; "), counts)
+			if since := time.Since(lastNew); since < 15*time.Second {
+				t.Errorf("%s\na new IKE SA came %v before the end: the gateway and the peer loop", tc.reason, since.Round(time.Millisecond))
+			}
+			switch {
+			case tc.converges && len(last) != 1:
+				t.Errorf("%s\n%d IKE SAs are left, want 1", tc.reason, len(last))
+			case !tc.converges && len(last) > 2:
+				t.Errorf("%s\n%d IKE SAs are left, want at most 2", tc.reason, len(last))
+			}
+			recovered(t, g, tp, child, time.Now(), name+": at the end")
+			if !strings.Contains(g.logged(), "Closed a duplicate IKE SA") {
+				t.Logf("%s: the agent closed no duplicate (the IKE_SA_INITs did not cross)", name)
+			}
+		})
+	}
+}
+
+// inStep waits for the gateway's charon to retransmit its first
+// IKE_SA_INIT (a log event) and at once has peer p initiate too, so that
+// both retransmit in step; it fails t after 10 s.
+func inStep(t *testing.T, logs <-chan vici.Event, p *tunnel.Peer) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-logs:
+			if m, _ := e.Message.Get("msg").(string); !strings.HasPrefix(m, "retransmit 1 of request with message ID 0") {
+				continue
+			}
+			in := vici.NewMessage()
+			for _, kv := range [][2]string{{"ike", "to-provider"}, {"child", "tenant"}, {"timeout", "-1"}} {
+				if err := in.Set(kv[0], kv[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.Call(context.Background(), "initiate", in); err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the gateway's charon did not retransmit its IKE_SA_INIT within 10s")
+		}
+	}
 }

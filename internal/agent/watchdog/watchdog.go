@@ -20,14 +20,22 @@
 // reuses the IKE SA of the connection that charon holds (charon's
 // reuse_ikesa, serialised per configuration by its IKE SA manager), so it
 // makes no second IKE SA.
+//
+// It also closes duplicate IKE SAs of an always-on tunnel, which strongSwan
+// 5.9 leaves when both sides initiate at the same moment and which no
+// uniqueness policy removes without risking a loop with the peer (see
+// duplicates).
 package watchdog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,9 +57,21 @@ const (
 	DefaultTimeout = 10 * time.Second
 )
 
-// queueSize is how many re-initiations may wait for the worker: one per
-// tunnel at most is queued or running.
+// queueSize is how many jobs may wait for the worker: per tunnel at most
+// one re-initiation and one duplicate check are queued or running.
 const queueSize = 64
+
+// Duplicate IKE SAs (see closeDuplicates): an ESTABLISHED tunnel is checked
+// at most every dupCheckEvery, and a duplicate the gateway initiated is
+// closed once the same set of IKE SAs has been seen for dupGrace (charon's
+// make-before-break reauthentication holds two IKE SAs for a moment).
+const (
+	dupCheckEvery = 2 * time.Second
+	dupGrace      = 2 * time.Second
+	// peerDupRetry is how often duplicates the peer initiated are closed
+	// at most.
+	peerDupRetry = time.Hour
+)
 
 // A Charon is the VICI session a Watchdog's worker uses, for nothing else:
 // Call for initiate, CallStreaming for list-sas (a *status.Streamer's; see
@@ -83,6 +103,9 @@ type Watchdog struct {
 	// re-initiation, so that the status is read again: the watcher's
 	// Refresh.
 	Reinitiated chan<- struct{}
+	// AfterFunc defaults to time.AfterFunc; it schedules the second look
+	// at a duplicate.
+	AfterFunc func(d time.Duration, f func())
 
 	mu      sync.Mutex
 	tunnels map[string]*tunnel
@@ -104,15 +127,27 @@ type tunnel struct {
 	pending bool
 	count   int32
 	last    *metav1.Time
+	// checked is when a duplicate check was last queued; dupPending is
+	// true while one is queued or running; dups and dupSince are the
+	// duplicate set last seen and since when.
+	checked    time.Time
+	dupPending bool
+	dups       string
+	dupSince   time.Time
+	// peerClosed is when duplicates the peer initiated were last closed.
+	peerClosed time.Time
 }
 
-// A job is one re-initiation: of the whole tunnel (no IKE SA) or of the
-// CHILD_SAs missing from its ESTABLISHED IKE SA.
+// A job is one re-initiation, of the whole tunnel (no IKE SA) or of the
+// CHILD_SAs missing from its ESTABLISHED IKE SA, or one duplicate check.
 type job struct {
 	conn     string
 	whole    bool
 	children []string
 	downFor  time.Duration
+	// dups makes the job a duplicate check of the IKE SAs of conn
+	// carrying children.
+	dups bool
 }
 
 func (w *Watchdog) now() time.Time {
@@ -206,26 +241,36 @@ func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []strin
 	if ts.IKEState != v1alpha1.IKEStateDown {
 		t.since = now
 	}
-	if t.pending || len(started) == 0 {
+	if len(started) == 0 {
+		return
+	}
+	if established && !t.dupPending && now.Sub(t.checked) >= dupCheckEvery {
+		if w.queue(job{conn: ts.Name, children: started, dups: true}) {
+			t.checked, t.dupPending = now, true
+		}
+	}
+	if t.pending {
 		return
 	}
 	switch {
 	case ts.IKEState == v1alpha1.IKEStateDown && now.Sub(t.since) >= after:
-		w.queue(t, job{conn: ts.Name, whole: true, children: started, downFor: now.Sub(t.since)})
+		t.pending = w.queue(job{conn: ts.Name, whole: true, children: started, downFor: now.Sub(t.since)})
 	case len(missing) > 0:
-		w.queue(t, job{conn: ts.Name, children: missing, downFor: now.Sub(t.children[missing[0]])})
+		t.pending = w.queue(job{conn: ts.Name, children: missing, downFor: now.Sub(t.children[missing[0]])})
 	}
 }
 
-// queue hands j to the worker if one runs and has room. w.mu is held.
-func (w *Watchdog) queue(t *tunnel, j job) {
+// queue hands j to the worker if one runs and has room, and reports
+// whether it did. w.mu is held.
+func (w *Watchdog) queue(j job) bool {
 	if w.work == nil {
-		return
+		return false
 	}
 	select {
 	case w.work <- j:
-		t.pending = true
+		return true
 	default:
+		return false
 	}
 }
 
@@ -237,7 +282,7 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 	w.mu.Lock()
 	w.work = work
 	for _, t := range w.tunnels {
-		t.pending = false
+		t.pending, t.dupPending, t.dups = false, false, ""
 	}
 	w.mu.Unlock()
 	defer func() {
@@ -258,7 +303,7 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 }
 
 // run checks charon again and re-initiates what j names if it still must,
-// then records it.
+// then records it; or runs j's duplicate check.
 func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 	timeout := w.Timeout
 	if timeout <= 0 {
@@ -266,6 +311,10 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if j.dups {
+		w.closeDuplicates(cctx, c, j)
+		return
+	}
 	children, why, err := w.reinitiate(cctx, c, j)
 	now := w.now()
 	w.mu.Lock()
@@ -375,14 +424,172 @@ func initiate(ctx context.Context, c Charon, conn, child string) error {
 	return nil
 }
 
+// closeDuplicates closes duplicate IKE SAs of j.conn, such as both sides
+// initiating at the same moment leave, once the same set has been seen for
+// dupGrace; see duplicates for which. The peer's own are closed at most
+// once per peerDupRetry (t.peerClosed).
+func (w *Watchdog) closeDuplicates(ctx context.Context, c Charon, j job) {
+	sas, err := list(ctx, c, j.conn)
+	now := w.now()
+	w.mu.Lock()
+	t, ok := w.tunnels[j.conn]
+	if !ok {
+		w.mu.Unlock()
+		return
+	}
+	t.dupPending = false
+	if err != nil {
+		w.mu.Unlock()
+		w.log().Debug("Cannot check a tunnel for duplicate IKE SAs", "tunnel", j.conn, "error", err)
+		return
+	}
+	keeper, victims, peers := duplicates(sas, j.children, t.peerClosed.IsZero() || now.Sub(t.peerClosed) >= peerDupRetry)
+	key := keeper + " " + strings.Join(victims, ",")
+	switch {
+	case len(victims) == 0:
+		t.dups = ""
+		w.mu.Unlock()
+		return
+	case t.dups != key:
+		// First seen: look again after the grace, whatever the reads.
+		t.dups, t.dupSince, t.dupPending = key, now, true
+		w.mu.Unlock()
+		after := w.AfterFunc
+		if after == nil {
+			after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+		}
+		after(dupGrace, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if t.dupPending = w.queue(j); !t.dupPending {
+				t.dups = ""
+			}
+		})
+		return
+	case now.Sub(t.dupSince) < dupGrace:
+		w.mu.Unlock()
+		return
+	}
+	t.dups = ""
+	if peers {
+		t.peerClosed = now
+	}
+	w.mu.Unlock()
+	for _, id := range victims {
+		if err := terminate(ctx, c, id); err != nil {
+			w.log().Info("Cannot close a duplicate IKE SA", "tunnel", j.conn, "ike-id", id, "error", err)
+			continue
+		}
+		w.log().Info("Closed a duplicate IKE SA", "tunnel", j.conn, "ike-id", id, "kept", keeper, "initiated-by-peer", peers)
+	}
+}
+
+// duplicates picks, of the IKE SAs of a connection, the one to keep and the
+// ones to close (unique ids, sorted), if any: those the gateway initiated
+// (ESTABLISHED or still CONNECTING) when the peer has initiated one that is
+// ESTABLISHED with every one of children INSTALLED, and else, when
+// peersToo, the peer's own duplicates older than its newest complete one.
+// peers says the victims are the peer's.
+//
+// The gateway's own first: a peer that deletes duplicates itself (swanctl
+// unique replace, ipsec.conf's default uniqueids=yes) deletes one of them
+// 10 s later, and were it the peer's, charon here would answer with a new
+// one (close_action start) that the peer deletes again, for ever
+// (measured); closing the gateway's before leaves the peer nothing to
+// delete. The peer's only now and then: a peer that re-creates every IKE SA
+// it is told to delete (close_action start) answers with a new duplicate,
+// and then keeps two until the next attempt; one that does not (swanctl's
+// defaults) converges. The peer's duplicates come from charon here
+// dropping its own IKE SA without telling the peer when the peer's
+// IKE_AUTH carries INITIAL_CONTACT (unique no, at a simultaneous
+// initiation): the peer's DPD then restarts the IKE SA it still holds.
+func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
+	var ours, theirs []ikeSA
+	for _, sa := range sas {
+		switch {
+		case sa.Initiator == "yes" && (sa.State == v1alpha1.IKEStateEstablished || sa.State == stateConnecting):
+			ours = append(ours, sa)
+		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.carries(children):
+			theirs = append(theirs, sa)
+		}
+	}
+	if len(theirs) == 0 {
+		return "", nil, false
+	}
+	// Newest first: fewest seconds since established.
+	slices.SortStableFunc(theirs, func(a, b ikeSA) int { return cmp.Compare(atoi(a.Established), atoi(b.Established)) })
+	keeper = theirs[0].UniqueID
+	switch {
+	case len(ours) > 0:
+		for _, sa := range ours {
+			victims = append(victims, sa.UniqueID)
+		}
+	case peersToo && len(theirs) > 1:
+		for _, sa := range theirs[1:] {
+			victims = append(victims, sa.UniqueID)
+		}
+		peers = true
+	}
+	slices.Sort(victims)
+	return keeper, victims, peers
+}
+
+// atoi parses one of charon's decimal values; anything else is 0.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// terminate asks charon to close IKE SA id (its unique id) without waiting.
+func terminate(ctx context.Context, c Charon, id string) error {
+	m := vici.NewMessage()
+	for _, kv := range [][2]string{{"ike-id", id}, {"timeout", "-1"}} {
+		if err := m.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	out, err := c.Call(ctx, "terminate", m)
+	if err == nil {
+		err = out.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("cannot terminate: %w", err)
+	}
+	return nil
+}
+
+// stateConnecting is charon's state of an IKE SA being set up.
+const stateConnecting = "CONNECTING"
+
 // An ikeSA is what the worker reads of an IKE SA in a list-sa event.
 type ikeSA struct {
-	State       string   `vici:"state"`
+	UniqueID  string `vici:"uniqueid"`
+	State     string `vici:"state"`
+	Initiator string `vici:"initiator"`
+	// Established is the number of seconds since the IKE SA was
+	// established; absent while it is not.
+	Established string   `vici:"established"`
 	TasksQueued []string `vici:"tasks-queued"`
 	TasksActive []string `vici:"tasks-active"`
 	ChildSAs    map[string]struct {
-		Name string `vici:"name"`
+		Name  string `vici:"name"`
+		State string `vici:"state"`
 	} `vici:"child-sas"`
+}
+
+// carries says whether sa has an INSTALLED CHILD_SA of every one of
+// children.
+func (sa ikeSA) carries(children []string) bool {
+	for _, ch := range children {
+		found := false
+		for _, cs := range sa.ChildSAs {
+			found = found || (cs.Name == ch && cs.State == "INSTALLED")
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // list returns charon's IKE SAs of connection conn (list-sas with ike

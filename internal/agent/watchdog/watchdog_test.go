@@ -42,13 +42,18 @@ type fakeCharon struct {
 	mu        sync.Mutex
 	sas       []*vici.Message
 	initiated []string
-	fail      string
+	// terminated are the terminate requests, "ike-id (timeout)".
+	terminated []string
+	fail       string
 }
 
 func (f *fakeCharon) Call(_ context.Context, cmd string, in *vici.Message) (*vici.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := msg("success", "yes")
+	if cmd == "terminate" {
+		f.terminated = append(f.terminated, in.Get("ike-id").(string)+" ("+in.Get("timeout").(string)+")")
+	}
 	if cmd == "initiate" {
 		f.initiated = append(f.initiated, in.Get("ike").(string)+"/"+in.Get("child").(string)+" ("+in.Get("timeout").(string)+")")
 		if f.fail != "" {
@@ -258,5 +263,144 @@ func TestWatchdogServe(t *testing.T) {
 	<-done
 	if diff := cmp.Diff([]string{"a/a-1 (-1)"}, c.initiated); diff != "" {
 		t.Errorf("initiate requests: -want, +got:\n%s", diff)
+	}
+}
+
+// withEstablished sets the established seconds of the IKE SA of
+// connection a in m.
+func withEstablished(m *vici.Message, seconds string) *vici.Message {
+	_ = m.Get("a").(*vici.Message).Set("established", seconds)
+	return m
+}
+
+// ike is a list-sa event of IKE SA id of connection a: initiated by the
+// gateway or the peer, in state, with the named CHILD_SAs INSTALLED.
+func ike(id string, ours bool, state string, children ...string) *vici.Message {
+	kv := []any{"uniqueid", id, "state", state}
+	if ours {
+		kv = append(kv, "initiator", "yes")
+	}
+	if len(children) > 0 {
+		cs := vici.NewMessage()
+		for _, c := range children {
+			_ = cs.Set(c+"-"+id, msg("name", c, "state", "INSTALLED"))
+		}
+		kv = append(kv, "child-sas", cs)
+	}
+	return msg("a", msg(kv...))
+}
+
+func TestWatchdogDuplicates(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		sas    []*vici.Message
+		// laterAt is when the second look runs, after the first.
+		laterAt time.Duration
+		// changed, if set, is what charon lists at the second look.
+		changed []*vici.Message
+		want    []string
+	}{
+		"OursBesideThePeers": {
+			reason:  "The gateway's duplicate, beside the peer's IKE SA carrying every CHILD_SA for the grace, is closed without waiting.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			want:    []string{"1 (-1)"},
+		},
+		"OursConnecting": {
+			reason:  "The gateway's IKE SA still being set up beside the peer's complete one is closed before it becomes a duplicate.",
+			sas:     []*vici.Message{ike("3", true, "CONNECTING"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			want:    []string{"3 (-1)"},
+		},
+		"PeersIncomplete": {
+			reason:  "When the peer's IKE SA lacks a CHILD_SA, the gateway's is not a duplicate: nothing is closed.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1")},
+			laterAt: dupGrace,
+		},
+		"OnlyThePeers": {
+			reason:  "Of the peer's own duplicates the older is closed, the newest (fewest seconds since established) kept.",
+			sas:     []*vici.Message{ike("1", false, "ESTABLISHED", "a-1", "a-2"), withEstablished(ike("2", false, "ESTABLISHED", "a-1", "a-2"), "50")},
+			laterAt: dupGrace,
+			want:    []string{"2 (-1)"},
+		},
+		"Transient": {
+			reason:  "A duplicate gone at the second look (a make-before-break reauthentication) is left alone.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			changed: []*vici.Message{ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &fakeCharon{sas: tc.sas}
+			now := t0
+			var later []func()
+			w := &Watchdog{Started: func(string) []string { return []string{"a-1", "a-2"} }, Now: func() time.Time { return now },
+				AfterFunc: func(_ time.Duration, f func()) { later = append(later, f) }}
+			w.work = make(chan job, queueSize)
+			drain := func() {
+				for len(w.work) > 0 {
+					w.run(context.Background(), c, <-w.work)
+				}
+			}
+			w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1", "a-2")})
+			drain()
+			if len(c.terminated) > 0 {
+				t.Fatalf("%s\nclosed %v at the first look", tc.reason, c.terminated)
+			}
+			now = now.Add(tc.laterAt)
+			if tc.changed != nil {
+				c.sas = tc.changed
+			}
+			for _, f := range later {
+				f()
+			}
+			drain()
+			if diff := cmp.Diff(tc.want, c.terminated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nterminate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if len(c.initiated) > 0 {
+				t.Errorf("%s\ninitiated %v", tc.reason, c.initiated)
+			}
+		})
+	}
+}
+
+// TestWatchdogPeersDuplicatesOnce checks that duplicates the peer initiated
+// are closed once, and not again within peerDupRetry when the peer makes
+// new ones (a peer re-creating each IKE SA it is told to delete).
+func TestWatchdogPeersDuplicatesOnce(t *testing.T) {
+	c := &fakeCharon{sas: []*vici.Message{ike("1", false, "ESTABLISHED", "a-1"), withEstablished(ike("2", false, "ESTABLISHED", "a-1"), "9")}}
+	now := t0
+	var later []func()
+	w := &Watchdog{Started: func(string) []string { return []string{"a-1"} }, Now: func() time.Time { return now },
+		AfterFunc: func(_ time.Duration, f func()) { later = append(later, f) }}
+	w.work = make(chan job, queueSize)
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")})
+		for fs := later; len(fs) > 0; fs = later {
+			later = nil
+			for _, f := range fs {
+				f()
+			}
+		}
+		for len(w.work) > 0 {
+			w.run(context.Background(), c, <-w.work)
+		}
+	}
+	step(0)
+	step(dupGrace)
+	c.sas = []*vici.Message{ike("1", false, "ESTABLISHED", "a-1"), withEstablished(ike("3", false, "ESTABLISHED", "a-1"), "1")}
+	step(dupCheckEvery)
+	step(dupGrace)
+	step(peerDupRetry - 3*dupGrace)
+	if diff := cmp.Diff([]string{"2 (-1)"}, c.terminated); diff != "" {
+		t.Errorf("terminate requests within peerDupRetry: -want, +got:\n%s", diff)
+	}
+	step(3 * dupGrace)
+	step(dupGrace)
+	if diff := cmp.Diff([]string{"2 (-1)", "3 (-1)"}, c.terminated); diff != "" {
+		t.Errorf("terminate requests after peerDupRetry: -want, +got:\n%s", diff)
 	}
 }

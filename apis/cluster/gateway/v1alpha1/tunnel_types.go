@@ -114,7 +114,10 @@ type Tunnel struct {
 	// re-creates every IKE SA it is told to delete (close_action start, as
 	// an always-on peer, this gateway included, is configured) answers each
 	// delete with a new IKE SA, which replace deletes again 10 s later, for
-	// ever (measured with two charons).
+	// ever (measured with two charons). Whatever the policy, the gateway
+	// agent closes duplicates of an always-on tunnel: the IKE SAs the
+	// gateway initiated once the peer's own carries every CHILD_SA, and,
+	// at most once an hour, the peer's older ones.
 	// +optional
 	// +kubebuilder:validation:Enum=no;replace;keep
 	// +kubebuilder:default="no"
