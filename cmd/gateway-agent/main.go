@@ -30,6 +30,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
 )
 
 type options struct {
@@ -37,6 +38,7 @@ type options struct {
 	namespace, statusConfigMap        string
 	metricsAddr, healthAddr           string
 	interval, poll, publishInterval   time.Duration
+	reinitiateAfterSeconds            int
 	validate, debug                   bool
 }
 
@@ -53,10 +55,15 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "How often the mounted files are checked for a new configuration.")
 	fs.DurationVar(&o.poll, "poll", status.DefaultPoll, "How often the tunnels' counters are read from charon.")
 	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between two writes of the status ConfigMap.")
+	fs.IntVar(&o.reinitiateAfterSeconds, "reinitiate-after-seconds", int(watchdog.DefaultAfter/time.Second),
+		"Initiate again an always-on tunnel (startAction start) or CHILD_SA that has been down this many seconds while charon was not trying; 0 never does.")
 	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.reinitiateAfterSeconds < 0 {
+		return o, fmt.Errorf("--reinitiate-after-seconds must be 0 or more, not %d", o.reinitiateAfterSeconds)
 	}
 	if o.statusConfigMap != "" && o.namespace == "" {
 		return o, errors.New("--status-configmap needs --namespace or $POD_NAMESPACE")
@@ -92,6 +99,7 @@ func runAgent(ctx context.Context, o options) error {
 	ro := run.Options{
 		ConfigDir: o.configDir, SecretsDir: o.secretsDir, ViciSocket: o.viciSocket,
 		Interval: o.interval, Poll: o.poll, NAT: nat.New(), Metrics: m, Log: log,
+		ReinitiateAfter: time.Duration(o.reinitiateAfterSeconds) * time.Second,
 	}
 	if o.validate {
 		ro.Validator = apply.CharonValidator{}

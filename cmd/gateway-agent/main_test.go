@@ -11,7 +11,7 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		configDir: "/etc/ipsecgw/config", secretsDir: "/etc/ipsecgw/secrets", viciSocket: "/var/run/charon/charon.vici",
 		metricsAddr: ":9100", healthAddr: ":9101", interval: 2 * time.Second, poll: 10 * time.Second,
-		publishInterval: 5 * time.Second, validate: true,
+		publishInterval: 5 * time.Second, reinitiateAfterSeconds: 30, validate: true,
 	}
 	cases := map[string]struct {
 		reason  string
@@ -33,6 +33,20 @@ func TestParseFlags(t *testing.T) {
 				o.configDir, o.secretsDir, o.viciSocket, o.statusConfigMap, o.namespace = "/c", "/s", "/v.sock", "vpn-status", "tenant-a"
 				return o
 			}(),
+		},
+		"WatchdogOff": {
+			reason: "0 turns the re-initiation of tunnels that stay down off.",
+			args:   []string{"--reinitiate-after-seconds=0"},
+			want: func() options {
+				o := defaults
+				o.reinitiateAfterSeconds = 0
+				return o
+			}(),
+		},
+		"WatchdogNegative": {
+			reason:  "A negative bound is refused, not taken as off.",
+			args:    []string{"--reinitiate-after-seconds=-5"},
+			wantErr: "--reinitiate-after-seconds must be 0 or more, not -5",
 		},
 		"StatusWithoutNamespace": {
 			reason:  "A status ConfigMap needs a namespace.",

@@ -14,8 +14,8 @@ import (
 // connectionKeys and childKeys are every key rendering may write.
 var (
 	connectionKeys = []string{"version", "local_addrs", "remote_addrs", "proposals", "rekey_time", "reauth_time",
-		"dpd_delay", "encap", "mobike", "fragmentation"}
-	childKeys = []string{"local_ts", "remote_ts", "esp_proposals", "rekey_time", "life_time", "dpd_action", "start_action"}
+		"dpd_delay", "dpd_timeout", "encap", "mobike", "fragmentation", "keyingtries", "unique"}
+	childKeys = []string{"local_ts", "remote_ts", "esp_proposals", "rekey_time", "life_time", "dpd_action", "start_action", "close_action"}
 )
 
 // FuzzRenderStructure feeds tenant-controlled strings into a gateway and

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
@@ -15,6 +16,20 @@ import (
 
 // startActions maps the API's start actions to swanctl's start_action.
 var startActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
+
+// closeActions maps the API's start actions to swanctl's close_action, what
+// charon does when the peer deletes a CHILD_SA or (strongSwan 5.9: each
+// child's close_action, when the peer deletes the IKE SA) the IKE SA: an
+// always-on tunnel initiates again at once, a trap tunnel arms its trap
+// policy again, and a responder-only tunnel leaves it to the peer, which
+// closed it and is the one to initiate.
+var closeActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
+
+// alwaysOn are the start actions whose tunnels charon initiates itself, and
+// so must keep initiating: keyingtries 0 retries for ever (strongSwan's
+// default, 1, gives up after one attempt's retransmissions). A respond
+// tunnel keeps strongSwan's default: it initiates only for a DPD restart.
+var alwaysOn = map[string]bool{"start": true, "trap": true}
 
 // swanctlConf builds the connections document and the secrets document.
 // Settings the spec leaves unset are left out, so strongSwan's defaults
@@ -33,11 +48,16 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 		setDuration(conn, "rekey_time", t.IKELifetime.RekeyTime)
 		setDuration(conn, "reauth_time", t.IKELifetime.ReauthTime)
 		setDuration(conn, "dpd_delay", t.DPD.Delay)
+		setDuration(conn, "dpd_timeout", t.DPD.Timeout)
 		conn.Set("encap", yesNo(t.ForceEncapsulation))
 		conn.Set("mobike", yesNo(t.MOBIKE))
 		if t.Fragmentation != "" {
 			conn.Set("fragmentation", t.Fragmentation)
 		}
+		if alwaysOn[t.StartAction] {
+			conn.Set("keyingtries", "0")
+		}
+		conn.Set("unique", cmp.Or(t.Unique, v1alpha1.UniqueNo))
 		conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
 		conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
 		children := conn.Section("children")
@@ -53,6 +73,9 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			}
 			if a, ok := startActions[t.StartAction]; ok {
 				child.Set("start_action", a)
+			}
+			if a, ok := closeActions[t.StartAction]; ok {
+				child.Set("close_action", a)
 			}
 		}
 		secs.Section("ike-"+t.Name).

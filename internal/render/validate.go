@@ -134,6 +134,14 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if t.IKEVersion == 1 && t.MOBIKE {
 		errs.add(path+".mobike", "MOBIKE is an IKEv2 extension")
 	}
+	if t.IKEVersion == 2 && t.DPD.Timeout != nil {
+		errs.add(path+".dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it")
+	}
+	switch t.Unique {
+	case "", v1alpha1.UniqueNo, v1alpha1.UniqueReplace, v1alpha1.UniqueKeep:
+	default:
+		errs.add(path+".unique", "%q is not no, replace or keep", t.Unique)
+	}
 	for i, p := range t.IKEProposals {
 		if err := checkProposal(p, true); err != nil {
 			errs.add(fmt.Sprintf("%s.ikeProposals[%d]", path, i), "%q: %v", p, err)
@@ -165,6 +173,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		{"childLifetime.rekeyTime", t.ChildLifetime.RekeyTime},
 		{"childLifetime.lifeTime", t.ChildLifetime.LifeTime},
 		{"dpd.delay", t.DPD.Delay},
+		{"dpd.timeout", t.DPD.Timeout},
 	} {
 		if d.d == nil {
 			continue

@@ -109,6 +109,31 @@ func TestValidate(t *testing.T) {
 			},
 			want: Errors{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
 		},
+		"DPDTimeoutIKEv2": {
+			reason: "dpd_timeout is an IKEv1 setting; charon would ignore it for IKEv2 and the user would believe it applies.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s") },
+			want:   Errors{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
+		},
+		"DPDTimeoutIKEv1": {
+			reason: "An IKEv1 tunnel takes a DPD timeout.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKEVersion = 1
+				in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s")
+			},
+		},
+		"DPDTimeoutNotDuration": {
+			reason: "A DPD timeout must parse as a duration.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKEVersion = 1
+				in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("a minute")
+			},
+			want: Errors{{"tunnels[a].dpd.timeout", `"a minute" is not a duration such as 90m or 4h`}},
+		},
+		"UniqueUnknown": {
+			reason: "Only the uniqueness policies the API offers reach swanctl.conf.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].Unique = "never" },
+			want:   Errors{{"tunnels[a].unique", `"never" is not no, replace or keep`}},
+		},
 		"ShortChildRekeyWithoutLifeTime": {
 			reason: "charon would give a CHILD_SA rekeyed after 9.5s (rendered 10s) a life of 11s, but one rekeyed after 9s a life of 9s: it would expire, not be rekeyed.",
 			mod: func(in *Input) {

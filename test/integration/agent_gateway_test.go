@@ -28,6 +28,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/tunnel"
@@ -75,8 +76,18 @@ type agentGateway struct {
 }
 
 // startAgent creates the kube namespace spec.Namespace, mounts spec rendered
-// with psks (raw PSK by tunnel name) and runs the agent until t ends.
-func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) *agentGateway {
+// with psks (raw PSK by tunnel name) and runs the agent until t ends, with
+// the agent's defaults (re-initiating after watchdog.DefaultAfter) unless
+// opts change its options.
+func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, opts ...func(*agentrun.Options)) *agentGateway {
+	t.Helper()
+	return startAgentEdited(t, tp, spec, psks, nil, opts...)
+}
+
+// startAgentEdited is startAgent with the first swanctl.conf mounted passed
+// through edit (when not nil), for configurations the renderer would not
+// write.
+func startAgentEdited(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, edit func([]byte) []byte, opts ...func(*agentrun.Options)) *agentGateway {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}})
 	g := &agentGateway{t: t, ns: spec.Namespace, psks: psks, metrics: metrics.New(),
@@ -86,17 +97,22 @@ func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParamete
 			t.Fatal(err)
 		}
 	}
-	g.publish(spec, nil)
+	g.publish(spec, edit)
 	log := zap.New(zap.WriteTo(g), zap.UseDevMode(true))
-	g.agent = agentrun.New(agentrun.Options{
+	o := agentrun.Options{
 		ConfigDir: g.configDir, SecretsDir: g.secretsDir, ViciSocket: tp.Gateway.Socket(),
 		Interval: 200 * time.Millisecond, Poll: time.Second,
-		Validator: gatewayValidator(t, tp),
-		NAT:       nat.New(nat.WithCommand("nsenter", "--net=/run/netns/"+tp.Gateway.NS, "nft")),
-		Publisher: &status.Publisher{Client: kube, Namespace: spec.Namespace, Name: statusName, MinInterval: 300 * time.Millisecond},
-		Metrics:   g.metrics,
-		Log:       logging.NewLogrLogger(log),
-	})
+		Validator:       gatewayValidator(t, tp),
+		NAT:             nat.New(nat.WithCommand("nsenter", "--net=/run/netns/"+tp.Gateway.NS, "nft")),
+		Publisher:       &status.Publisher{Client: kube, Namespace: spec.Namespace, Name: statusName, MinInterval: 300 * time.Millisecond},
+		Metrics:         g.metrics,
+		ReinitiateAfter: watchdog.DefaultAfter,
+		Log:             logging.NewLogrLogger(log),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	g.agent = agentrun.New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.agent.Run(ctx) }()
@@ -119,7 +135,9 @@ func (g *agentGateway) publish(spec v1alpha1.GatewayParameters, edit func([]byte
 	}
 	conf := f.SwanctlConf
 	if edit != nil {
-		conf = edit(conf)
+		if conf = edit(conf); string(conf) == string(f.SwanctlConf) {
+			g.t.Fatalf("the edit changed nothing in:\n%s", f.SwanctlConf)
+		}
 	}
 	mount(g.t, g.configDir, map[string][]byte{workload.KeySwanctlConf: conf, workload.KeyNATRules: f.NATRules})
 	mount(g.t, g.secretsDir, map[string][]byte{workload.KeySecrets: f.Secrets})

@@ -265,13 +265,11 @@ func (c *Charon) LoadFile(ctx context.Context, conf []byte, want ...string) erro
 	if err := os.WriteFile(file, conf, 0o600); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, SwanctlBinary, "--load-all", "--noprompt", "--file", file, "--uri", "unix://"+c.Socket())
-	cmd.Env = append(os.Environ(), "STRONGSWAN_CONF="+filepath.Join(c.Dir, "strongswan.conf"))
-	out, err := cmd.CombinedOutput()
+	out, err := c.Swanctl(ctx, "--load-all", "--noprompt", "--file", file)
 	if err != nil {
-		return fmt.Errorf("swanctl --load-all: %w: %s", err, out)
+		return err
 	}
-	if l := strings.ToLower(string(out)); strings.Contains(l, "failed") || strings.Contains(l, "error") {
+	if l := strings.ToLower(out); strings.Contains(l, "failed") || strings.Contains(l, "error") {
 		return fmt.Errorf("swanctl --load-all reported a problem:\n%s", out)
 	}
 	m, err := c.Call(ctx, "get-conns", nil)
@@ -289,6 +287,19 @@ func (c *Charon) LoadFile(ctx context.Context, conf []byte, want ...string) erro
 		}
 	}
 	return nil
+}
+
+// Swanctl runs the swanctl command against the charon, as the site's
+// administrator would (such as "--terminate", "--ike", "vpn"), and returns
+// its output; an exit code other than 0 is an error carrying the output.
+func (c *Charon) Swanctl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, SwanctlBinary, append(args, "--uri", "unix://"+c.Socket())...)
+	cmd.Env = append(os.Environ(), "STRONGSWAN_CONF="+filepath.Join(c.Dir, "strongswan.conf"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("swanctl %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }
 
 // tail returns the last n lines of the charon's log and output.

@@ -42,6 +42,9 @@ type ClientSheet struct {
 	// child when the peer closes it: none, trap or start; strongSwan's
 	// default (none) when empty. An always-on site sets "0" and start.
 	KeyingTries, CloseAction string
+	// Unique is the connection's uniqueness policy (no, never, keep or
+	// replace); strongSwan's default (no) when empty.
+	Unique string
 	// RekeyTime of the IKE SA such as "4h"; strongSwan's default when empty.
 	RekeyTime string
 }
@@ -85,6 +88,7 @@ func (s ClientSheet) SwanctlConf() []byte {
 	set(2, "rekey_time", s.RekeyTime)
 	set(2, "dpd_delay", s.DPDDelay)
 	set(2, "keyingtries", s.KeyingTries)
+	set(2, "unique", s.Unique)
 	line(2, "local {")
 	set(3, "auth", "psk")
 	set(3, "id", localID)

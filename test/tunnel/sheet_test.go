@@ -62,7 +62,7 @@ secrets {
 					{Name: "b", LocalTS: []string{"192.168.11.0/24"}, RemoteTS: []string{"10.31.0.0/24", "10.32.0.0/24"}},
 				},
 				StartAction: "start", DPDDelay: "5s", DPDAction: "restart", RekeyTime: "1h",
-				KeyingTries: "0", CloseAction: "start",
+				KeyingTries: "0", CloseAction: "start", Unique: "replace",
 			},
 			want: `connections {
   vpn {
@@ -73,6 +73,7 @@ secrets {
     rekey_time = 1h
     dpd_delay = 5s
     keyingtries = 0
+    unique = replace
     local {
       auth = psk
       id = client.example

@@ -330,17 +330,34 @@ func (a *Applier) Applied() []string {
 // Children returns the names of the children of connection conn as last
 // loaded into charon, sorted; nil when conn is not loaded.
 func (a *Applier) Children(conn string) []string {
+	return a.children(conn, func(*vici.Message) bool { return true })
+}
+
+// Started returns the names of the children of connection conn as last
+// loaded into charon whose start_action is start, sorted: the children
+// charon initiates by itself and that are to be kept up (always on); nil
+// when conn is not loaded.
+func (a *Applier) Started(conn string) []string {
+	return a.children(conn, func(c *vici.Message) bool { return c.Get("start_action") == "start" })
+}
+
+// children returns the sorted names of conn's children for which keep is
+// true; nil when conn is not loaded.
+func (a *Applier) children(conn string, keep func(child *vici.Message) bool) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c, ok := a.conns[conn]
 	if !ok {
 		return nil
 	}
-	ch := children(conn, c.msg)
-	if ch == nil {
-		return []string{}
+	names := []string{}
+	if ch := children(conn, c.msg); ch != nil {
+		for _, n := range ch.Keys() {
+			if m, ok := ch.Get(n).(*vici.Message); ok && keep(m) {
+				names = append(names, n)
+			}
+		}
 	}
-	names := ch.Keys()
 	slices.Sort(names)
 	return names
 }

@@ -337,3 +337,60 @@ func TestFingerprint(t *testing.T) {
 		})
 	}
 }
+
+func TestChildren(t *testing.T) {
+	doc := []byte(`connections {
+  a {
+    children {
+      a-2 {
+        start_action = start
+      }
+      a-1 {
+        start_action = start
+      }
+      a-trap {
+        start_action = trap
+      }
+      a-none {
+      }
+    }
+  }
+  b {
+  }
+}
+`)
+	a := New(&fakeCharon{})
+	if _, err := a.Apply(context.Background(), doc, secrets("ike-a")); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		fn     func(string) []string
+		conn   string
+		want   []string
+	}{
+		"ChildrenAll": {
+			reason: "Children lists every child of a loaded connection, sorted.",
+			fn:     a.Children, conn: "a", want: []string{"a-1", "a-2", "a-none", "a-trap"},
+		},
+		"StartedOnlyStart": {
+			reason: "Started lists only the children charon starts itself (start_action start), sorted.",
+			fn:     a.Started, conn: "a", want: []string{"a-1", "a-2"},
+		},
+		"NoChildren": {
+			reason: "A loaded connection without children has none, not nil.",
+			fn:     a.Started, conn: "b", want: []string{},
+		},
+		"NotLoaded": {
+			reason: "A connection that is not loaded has nil.",
+			fn:     a.Started, conn: "c", want: nil,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.fn(tc.conn)); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

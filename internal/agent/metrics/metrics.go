@@ -8,6 +8,7 @@
 //	ipsec_child_sa_bytes_total{tunnel,child,direction}     ESP payload bytes of the CHILD_SA, direction "in" or "out"
 //	ipsec_child_sa_packets_total{tunnel,child,direction}   ESP packets of the CHILD_SA
 //	ipsec_config_reloads_total{result}                     configuration loads into charon, result "success" or "failure"
+//	ipsec_tunnel_reinitiations_total{tunnel}               times the agent initiated the tunnel again (TunnelStatus.Reinitiations)
 //
 // The CHILD_SA counters are charon's: they count since the CHILD_SA was
 // installed and so restart from 0 when it is rekeyed, which Prometheus'
@@ -38,6 +39,8 @@ var (
 		"ESP payload bytes of the CHILD_SA since it was installed.", []string{"tunnel", "child", "direction"}, nil)
 	descPackets = prometheus.NewDesc("ipsec_child_sa_packets_total",
 		"ESP packets of the CHILD_SA since it was installed.", []string{"tunnel", "child", "direction"}, nil)
+	descReinitiations = prometheus.NewDesc("ipsec_tunnel_reinitiations_total",
+		"Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.", []string{"tunnel"}, nil)
 )
 
 // A Collector is a prometheus.Collector of the last tunnel status it was
@@ -92,6 +95,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descEstablished
 	ch <- descBytes
 	ch <- descPackets
+	ch <- descReinitiations
 	c.reloads.Describe(ch)
 }
 
@@ -110,6 +114,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, t.Name)
+		ch <- prometheus.MustNewConstMetric(descReinitiations, prometheus.CounterValue, float64(t.Reinitiations), t.Name)
 		if t.IKEState == v1alpha1.IKEStateEstablished && t.EstablishedAt != nil {
 			ch <- prometheus.MustNewConstMetric(descEstablished, prometheus.GaugeValue,
 				now().Sub(t.EstablishedAt.Time).Seconds(), t.Name)

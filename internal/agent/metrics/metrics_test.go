@@ -32,13 +32,13 @@ ipsec_config_reloads_total{result="success"} 0
 `,
 		},
 		"UpAndDown": {
-			reason: "An up tunnel is 1 with its age and counters per child and direction; a down one is 0 without age; an established one that is not up (a CHILD_SA missing) is 0 with its age.",
+			reason: "An up tunnel is 1 with its age and counters per child and direction; a down one is 0 without age, with the agent's re-initiations; an established one that is not up (a CHILD_SA missing) is 0 with its age.",
 			tunnels: []v1alpha1.TunnelStatus{
 				{Name: "branch-a", IKEState: "ESTABLISHED", EstablishedAt: &est, ChildSAs: []v1alpha1.ChildSAStatus{
 					{Name: "net-0", State: "INSTALLED", BytesIn: 840, BytesOut: 1680, PacketsIn: 10, PacketsOut: 20},
 					{Name: "net-1", State: "INSTALLED"},
 				}, Up: true},
-				{Name: "branch-b", IKEState: "DOWN", LastError: "AUTHENTICATION_FAILED"},
+				{Name: "branch-b", IKEState: "DOWN", LastError: "AUTHENTICATION_FAILED", Reinitiations: 3},
 				{Name: "branch-c", IKEState: "CONNECTING"},
 				{Name: "branch-d", IKEState: "ESTABLISHED", EstablishedAt: &est, LastError: "NO_PROPOSAL_CHOSEN"},
 			},
@@ -64,6 +64,12 @@ ipsec_config_reloads_total{result="success"} 2
 # TYPE ipsec_ike_sa_established_seconds gauge
 ipsec_ike_sa_established_seconds{tunnel="branch-a"} 90
 ipsec_ike_sa_established_seconds{tunnel="branch-d"} 90
+# HELP ipsec_tunnel_reinitiations_total Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.
+# TYPE ipsec_tunnel_reinitiations_total counter
+ipsec_tunnel_reinitiations_total{tunnel="branch-a"} 0
+ipsec_tunnel_reinitiations_total{tunnel="branch-b"} 3
+ipsec_tunnel_reinitiations_total{tunnel="branch-c"} 0
+ipsec_tunnel_reinitiations_total{tunnel="branch-d"} 0
 # HELP ipsec_tunnel_up Whether the tunnel is up (1: IKE SA established, every CHILD_SA installed) or not (0).
 # TYPE ipsec_tunnel_up gauge
 ipsec_tunnel_up{tunnel="branch-a"} 1

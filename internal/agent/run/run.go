@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -47,7 +49,11 @@ type Options struct {
 	Poll      time.Duration
 	// Metrics, if set, is updated with each status and reload.
 	Metrics *metrics.Collector
-	Log     logging.Logger
+	// ReinitiateAfter is the bound after which the agent initiates again
+	// an always-on tunnel (start action start) or CHILD_SA that is down
+	// while charon is not trying (see package watchdog); 0 turns that off.
+	ReinitiateAfter time.Duration
+	Log             logging.Logger
 }
 
 // An Agent runs the loop; Ready says whether a configuration is loaded and
@@ -55,6 +61,13 @@ type Options struct {
 type Agent struct {
 	o     Options
 	ready atomic.Bool
+	// watchdog is nil when Options.ReinitiateAfter is 0; it outlives the
+	// charon sessions, so its counts do too.
+	watchdog *watchdog.Watchdog
+	// reinitiated makes the status be read again after a re-initiation.
+	reinitiated chan struct{}
+	// applier is the current session's.
+	applier atomic.Pointer[apply.Applier]
 }
 
 // New returns an Agent for o.
@@ -65,7 +78,21 @@ func New(o Options) *Agent {
 	if o.Log == nil {
 		o.Log = logging.NewNopLogger()
 	}
-	return &Agent{o: o}
+	a := &Agent{o: o}
+	if o.ReinitiateAfter > 0 {
+		a.reinitiated = make(chan struct{}, 1)
+		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.reinitiated}
+	}
+	return a
+}
+
+// started returns the children of conn that charon starts itself, as the
+// current session's Applier last loaded them.
+func (a *Agent) started(conn string) []string {
+	if ap := a.applier.Load(); ap != nil {
+		return ap.Started(conn)
+	}
+	return nil
 }
 
 // Ready reports whether the current configuration is loaded into a charon
@@ -91,13 +118,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// sessions are the three VICI sessions of one connection to charon: one
-// for commands, one for events and one for streamed lists (govici v0.8.0
-// must not mix them; see status.Streamer).
-type sessions struct{ cmd, events, stream *vici.Session }
+// sessions are the VICI sessions of one connection to charon: one for
+// commands, one for events, one for streamed lists (govici v0.8.0 must not
+// mix them; see status.Streamer) and one for the watchdog's worker, whose
+// calls must not wait behind the others.
+type sessions struct{ cmd, events, stream, watch *vici.Session }
 
 func (s *sessions) close() {
-	for _, x := range []*vici.Session{s.cmd, s.events, s.stream} {
+	for _, x := range []*vici.Session{s.cmd, s.events, s.stream, s.watch} {
 		if x != nil {
 			_ = x.Close()
 		}
@@ -106,7 +134,7 @@ func (s *sessions) close() {
 
 func (a *Agent) dial() (*sessions, error) {
 	s := &sessions{}
-	for _, p := range []**vici.Session{&s.cmd, &s.events, &s.stream} {
+	for _, p := range []**vici.Session{&s.cmd, &s.events, &s.stream, &s.watch} {
 		var err error
 		if *p, err = vici.NewSession(vici.WithSocketPath(a.o.ViciSocket)); err != nil {
 			s.close()
@@ -124,6 +152,7 @@ func (a *Agent) session(ctx context.Context) error {
 	}
 	defer s.close()
 	applier := apply.New(s.cmd, apply.WithValidator(a.o.Validator))
+	a.applier.Store(applier)
 	w := &status.Watcher{
 		Events:   s.events,
 		Caller:   &status.Streamer{Session: s.stream},
@@ -134,6 +163,9 @@ func (a *Agent) session(ctx context.Context) error {
 		OnError: func(err error) {
 			a.o.Log.Debug("Cannot read or publish the tunnel status", "error", err)
 		},
+	}
+	if a.watchdog != nil {
+		w.Observe, w.Refresh = a.watchdog.Observe, a.reinitiated
 	}
 	// Subscribed before the first load: a tunnel that starts at once can
 	// fail within milliseconds, and the reason is only in charon's log.
@@ -147,6 +179,14 @@ func (a *Agent) session(ctx context.Context) error {
 	defer cancel()
 	watched := make(chan error, 1)
 	go func() { watched <- w.Run(wctx) }()
+	if a.watchdog != nil {
+		served := make(chan struct{})
+		defer func() { cancel(); <-served }()
+		go func() {
+			defer close(served)
+			a.watchdog.Serve(wctx, watchSession{call: s.watch, stream: &status.Streamer{Session: s.watch}})
+		}()
+	}
 
 	tick := time.NewTicker(a.o.Interval)
 	defer tick.Stop()
@@ -163,6 +203,22 @@ func (a *Agent) session(ctx context.Context) error {
 			a.reload(ctx, applier, &last)
 		}
 	}
+}
+
+// watchSession is the watchdog's VICI session: plain calls (initiate) and
+// streamed lists through a status.Streamer on the same session, which the
+// watchdog's single worker never uses at the same time.
+type watchSession struct {
+	call   *vici.Session
+	stream *status.Streamer
+}
+
+func (s watchSession) Call(ctx context.Context, cmd string, in *vici.Message) (*vici.Message, error) {
+	return s.call.Call(ctx, cmd, in)
+}
+
+func (s watchSession) CallStreaming(ctx context.Context, cmd, event string, in *vici.Message) iter.Seq2[*vici.Message, error] {
+	return s.stream.CallStreaming(ctx, cmd, event, in)
 }
 
 // sink hands a status read to the metrics and the publisher.

@@ -12,19 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 )
 
-// msg builds a vici message from alternating keys and values (string,
-// []string or *vici.Message).
-func msg(kv ...any) *vici.Message {
-	m := vici.NewMessage()
-	for i := 0; i+1 < len(kv); i += 2 {
-		if err := m.Set(kv[i].(string), kv[i+1]); err != nil {
-			panic(err)
-		}
-	}
-	return m
-}
+// msg builds a vici message from alternating keys and values.
+var msg = vicitest.Msg
 
 // fakeCaller answers streamed calls with canned events per command.
 type fakeCaller struct {

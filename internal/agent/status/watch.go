@@ -71,6 +71,12 @@ type Watcher struct {
 	// OnError, if set, is told of errors Run survives (a failed list-sas
 	// or Sink).
 	OnError func(error)
+	// Observe, if set, sees every status read before the Sink, and may add
+	// to it (the agent's watchdog: re-initiations).
+	Observe func(tunnels []v1alpha1.TunnelStatus)
+	// Refresh, if set, makes Run read the status again (after Settle)
+	// whenever it delivers a value.
+	Refresh <-chan struct{}
 
 	mu sync.Mutex
 	// lastErr is the last error per connection.
@@ -166,6 +172,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if w.handle(ctx, e) && settleC == nil {
 				settleC = time.After(settle)
 			}
+		case <-w.Refresh:
+			if settleC == nil {
+				settleC = time.After(settle)
+			}
 		case <-settleC:
 			read = true
 		case <-ticker.C:
@@ -213,6 +223,9 @@ func (w *Watcher) Update(ctx context.Context) time.Duration {
 		}
 	}
 	w.mu.Unlock()
+	if w.Observe != nil {
+		w.Observe(tunnels)
+	}
 	retry, err := w.Sink(ctx, tunnels)
 	if err != nil {
 		w.report(err)

@@ -260,3 +260,42 @@ func TestWatcherEstablishedStable(t *testing.T) {
 		t.Errorf("a new IKE SA: EstablishedAt %v, want %v", got[0].EstablishedAt.Time, want)
 	}
 }
+
+// TestWatcherObserveRefresh checks that Observe sees and may change each
+// status read before the Sink gets it, and that a value on Refresh makes
+// Run read the status again without waiting for the poll.
+func TestWatcherObserveRefresh(t *testing.T) {
+	s := &fakeSession{fakeCaller: fakeCaller{events: map[string][]*vici.Message{
+		"list-sas": {msg("peer1", ike("1", "CONNECTING", ""))},
+	}}}
+	sunk := make(chan []v1alpha1.TunnelStatus, 10)
+	refresh := make(chan struct{}, 1)
+	w := &Watcher{
+		Events: s, Caller: s,
+		Conns: func() []string { return []string{"peer1"} },
+		Poll:  time.Hour, Settle: time.Millisecond,
+		Now:     func() time.Time { return now },
+		Observe: func(ts []v1alpha1.TunnelStatus) { ts[0].Reinitiations = 7 },
+		Refresh: refresh,
+		Sink: func(_ context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) {
+			sunk <- ts
+			return 0, nil
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Run(ctx) }()
+	for i, what := range []string{"at the start", "after a refresh"} {
+		select {
+		case ts := <-sunk:
+			if ts[0].Reinitiations != 7 {
+				t.Errorf("read %s: Observe's change did not reach the Sink: %+v", what, ts[0])
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no status read %s", what)
+		}
+		if i == 0 {
+			refresh <- struct{}{}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +20,9 @@ import (
 
 // Reasons of the events a Gateway emits when a tunnel changes state.
 const (
-	reasonTunnelUp   event.Reason = "TunnelUp"
-	reasonTunnelDown event.Reason = "TunnelDown"
+	reasonTunnelUp          event.Reason = "TunnelUp"
+	reasonTunnelDown        event.Reason = "TunnelDown"
+	reasonTunnelReinitiated event.Reason = "TunnelReinitiated"
 )
 
 // tunnels reads the tunnel status the gateway's agent publishes in its
@@ -87,9 +89,12 @@ func traffic(ts []v1alpha1.TunnelStatus) (in, out int64) {
 }
 
 // tunnelEvents returns the events for tunnels whose state changed from old
-// to now: TunnelUp when one became up (TunnelStatus.Up), TunnelDown (a
-// warning, with the IKE state, the CHILD_SAs not installed and charon's last
-// error) when one stopped being up or is first seen down with an error.
+// to now: TunnelReinitiated (a warning: the tunnel stayed down with charon
+// not trying) when the agent re-initiated one since old (a newer
+// LastReinitiate), then TunnelUp when one became up (TunnelStatus.Up),
+// TunnelDown (a warning, with the IKE state, the CHILD_SAs not installed and
+// charon's last error) when one stopped being up or is first seen down with
+// an error.
 func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	before := map[string]v1alpha1.TunnelStatus{}
 	for _, t := range old {
@@ -98,6 +103,11 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	var out []event.Event
 	for _, t := range now {
 		prev, seen := before[t.Name]
+		if r := t.LastReinitiate; r != nil && (prev.LastReinitiate == nil || r.After(prev.LastReinitiate.Time)) {
+			out = append(out, event.Warning(reasonTunnelReinitiated, fmt.Errorf(
+				"Tunnel %s stayed down with charon not retrying: the gateway agent initiated it again at %s (%d time(s) since the agent started)",
+				t.Name, r.UTC().Format(time.RFC3339), t.Reinitiations)))
+		}
 		switch {
 		case t.Up && !prev.Up:
 			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s) installed", t.Name, t.IKEState, len(t.ChildSAs))))

@@ -3,9 +3,11 @@ package gateway
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -50,6 +52,21 @@ func TestTunnelEvents(t *testing.T) {
 		"Steady": {
 			reason: "No change, no event.",
 			old:    []v1alpha1.TunnelStatus{up}, now: []v1alpha1.TunnelStatus{up},
+		},
+		"Reinitiated": {
+			reason: "A tunnel the agent initiated again warns with when and how often, then its state change follows.",
+			old:    []v1alpha1.TunnelStatus{down},
+			now: []v1alpha1.TunnelStatus{{Name: "a", IKEState: "CONNECTING", Reinitiations: 2,
+				LastReinitiate: &metav1.Time{Time: time.Date(2026, 12, 2, 10, 0, 30, 0, time.UTC)}}},
+			want: []event.Event{event.Warning(reasonTunnelReinitiated, errors.New(
+				"Tunnel a stayed down with charon not retrying: the gateway agent initiated it again at 2026-12-02T10:00:30Z (2 time(s) since the agent started)"))},
+		},
+		"ReinitiatedEarlier": {
+			reason: "A re-initiation already reported is not reported again.",
+			old: []v1alpha1.TunnelStatus{{Name: "a", IKEState: "CONNECTING", Reinitiations: 1,
+				LastReinitiate: &metav1.Time{Time: time.Date(2026, 12, 2, 10, 0, 30, 0, time.UTC)}}},
+			now: []v1alpha1.TunnelStatus{{Name: "a", IKEState: "CONNECTING", Reinitiations: 1,
+				LastReinitiate: &metav1.Time{Time: time.Date(2026, 12, 2, 10, 0, 30, 0, time.UTC)}}},
 		},
 		"StillConnecting": {
 			reason: "A tunnel still connecting without an error is no news.",

@@ -76,6 +76,18 @@ type TunnelStatus struct {
 	// AUTHENTICATION_FAILED or NO_PROPOSAL_CHOSEN.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+
+	// Reinitiations counts the times the gateway agent initiated the tunnel,
+	// or a missing CHILD_SA of it, because it had been down longer than the
+	// agent's bound (flag --reinitiate-after-seconds, 30 by default) while
+	// charon was not trying by itself; since the agent started. Charon's
+	// own retries (keyingtries, close_action, dpd_action) are not counted.
+	// +optional
+	Reinitiations int32 `json:"reinitiations,omitempty"`
+
+	// LastReinitiate is when the agent last did so.
+	// +optional
+	LastReinitiate *metav1.Time `json:"lastReinitiate,omitempty"`
 }
 
 // A ChildSAStatus is one CHILD_SA's state and counters.

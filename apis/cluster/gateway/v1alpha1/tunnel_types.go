@@ -25,6 +25,7 @@ const (
 // (https://docs.strongswan.org/docs/5.9/swanctl/swanctlConf.html).
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !self.mobike",message="MOBIKE is an IKEv2 extension: set mobike false for ikeVersion 1"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
+// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 1 || !has(self.dpd) || !has(self.dpd.timeout)",message="dpd.timeout is an IKEv1 setting: IKEv2 takes the retransmission timeouts instead, remove dpd.timeout"
 type Tunnel struct {
 	// Name of the tunnel, also its swanctl connection name.
 	// +kubebuilder:validation:MinLength=1
@@ -72,8 +73,14 @@ type Tunnel struct {
 	// +kubebuilder:default={}
 	DPD DPD `json:"dpd,omitempty"`
 
-	// StartAction: start initiates the tunnel when loaded, trap initiates
-	// it when traffic matches, respond waits for the peer.
+	// StartAction: start initiates the tunnel when loaded and keeps it up
+	// (always on: charon retries initiation for ever, keyingtries 0, and
+	// re-establishes the IKE SA or CHILD_SA the peer closes, close_action
+	// start; the gateway agent also re-initiates a tunnel that stays down
+	// without charon trying); trap initiates it when traffic matches and
+	// arms again when the peer closes it (close_action trap); respond waits
+	// for the peer and stays waiting when the peer closes it (close_action
+	// none): the peer is the one to re-initiate.
 	// +optional
 	// +kubebuilder:validation:Enum=start;trap;respond
 	// +kubebuilder:default=start
@@ -94,6 +101,27 @@ type Tunnel struct {
 	// +kubebuilder:validation:Enum=yes;accept;force;no
 	// +kubebuilder:default=yes
 	Fragmentation string `json:"fragmentation,omitempty"`
+
+	// Unique is charon's uniqueness policy for IKE SAs with the peer's
+	// identity (swanctl unique), which decides what happens to a second IKE
+	// SA, as both sides initiating at the same moment make: no (the
+	// default) keeps it, and replaces older IKE SAs only when the peer's
+	// IKE_AUTH carries INITIAL_CONTACT (a peer that restarted); replace
+	// deletes the older IKE SA when a new one is established (from the same
+	// address 10 s later, as for a reauthentication); keep refuses a new
+	// IKE SA from another address while one is established (from the same
+	// address it behaves as no). Not replace by default: a peer that
+	// re-creates every IKE SA it is told to delete (close_action start, as
+	// an always-on peer, this gateway included, is configured) answers each
+	// delete with a new IKE SA, which replace deletes again 10 s later, for
+	// ever (measured with two charons). Whatever the policy, the gateway
+	// agent closes duplicates of an always-on tunnel: the IKE SAs the
+	// gateway initiated once the peer's own carries every CHILD_SA, and,
+	// at most once an hour, the peer's older ones.
+	// +optional
+	// +kubebuilder:validation:Enum=no;replace;keep
+	// +kubebuilder:default="no"
+	Unique string `json:"unique,omitempty"`
 
 	// PreSharedKeySecretRef is the key of a Secret in the Gateway's
 	// namespace (spec.forProvider.namespace) holding the tunnel's PSK. The
@@ -119,6 +147,13 @@ type Tunnel struct {
 	// +kubebuilder:default=PerSubnetPair
 	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
 }
+
+// Uniqueness policies of a Tunnel (Tunnel.Unique), swanctl's values.
+const (
+	UniqueNo      = "no"
+	UniqueReplace = "replace"
+	UniqueKeep    = "keep"
+)
 
 // A Peer is the remote gateway of a tunnel.
 type Peer struct {
@@ -197,6 +232,13 @@ type DPD struct {
 	// +kubebuilder:validation:Enum=clear;trap;restart
 	// +kubebuilder:default=restart
 	Action string `json:"action,omitempty"`
+
+	// Timeout after which an IKEv1 peer that answered no DPD check is
+	// declared dead (swanctl dpd_timeout; strongSwan's default is 150s).
+	// IKEv1 only: an IKEv2 peer is declared dead when the retransmissions
+	// of a check run out, and admission refuses the field for ikeVersion 2.
+	// +optional
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // A TrafficSelector is a pair of subnets whose traffic the tunnel carries.

@@ -1,0 +1,620 @@
+// Package watchdog keeps a gateway's always-on tunnels up when charon does
+// not: it initiates again, over VICI, a tunnel or CHILD_SA that has been
+// down longer than a bound while charon was not trying.
+//
+// Charon does most of the work itself with the rendered settings
+// (internal/render): keyingtries 0 retries an unanswered IKE_SA_INIT for
+// ever, each child's close_action start re-creates a CHILD_SA or (strongSwan
+// 5.9: each child's close_action, when the peer deletes the IKE SA) an IKE
+// SA the peer deleted, dpd_action restart re-creates an IKE SA whose peer
+// stopped answering, and that restart retries for ever too. What is left
+// are the cases where charon gives up and stays idle: an IKE SA that failed
+// for another reason than silence (AUTHENTICATION_FAILED, NO_PROPOSAL_CHOSEN
+// while the peer's administrator fixes the other side), a CHILD_SA the peer
+// refused to re-create (TS_UNACCEPTABLE, a PFS mismatch at rekey), or a
+// connection loaded with fewer keying tries. The Watchdog acts only then:
+// never while charon has an IKE SA of the connection that is not
+// ESTABLISHED (CONNECTING, REKEYING, DELETING: charon is on it), never for
+// a CHILD_SA that exists in any state, never while the IKE SA has exchanges
+// active or queued, and at most once per bound per tunnel. Its initiate
+// reuses the IKE SA of the connection that charon holds (charon's
+// reuse_ikesa, serialised per configuration by its IKE SA manager), so it
+// makes no second IKE SA.
+//
+// It also closes duplicate IKE SAs of an always-on tunnel, which strongSwan
+// 5.9 leaves when both sides initiate at the same moment and which no
+// uniqueness policy removes without risking a loop with the peer (see
+// duplicates).
+package watchdog
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/strongswan/govici/vici"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+)
+
+// Defaults of a Watchdog.
+const (
+	// DefaultAfter is how long an always-on tunnel or CHILD_SA may be down,
+	// with charon not trying, before the Watchdog initiates it.
+	DefaultAfter = 30 * time.Second
+	// DefaultTimeout bounds the VICI calls of one re-initiation (a list-sas
+	// and one initiate per CHILD_SA, each of which returns at once: charon
+	// is asked not to wait for the result).
+	DefaultTimeout = 10 * time.Second
+)
+
+// queueSize is how many jobs may wait for the worker: per tunnel at most
+// one re-initiation and one duplicate check are queued or running.
+const queueSize = 64
+
+// Duplicate IKE SAs (see closeDuplicates): an ESTABLISHED tunnel is checked
+// at most every dupCheckEvery, and a duplicate the gateway initiated is
+// closed once the same set of IKE SAs has been seen for dupGrace (charon's
+// make-before-break reauthentication holds two IKE SAs for a moment).
+const (
+	dupCheckEvery = 2 * time.Second
+	dupGrace      = 2 * time.Second
+	// peerDupRetry is how often duplicates the peer initiated are closed
+	// at most.
+	peerDupRetry = time.Hour
+)
+
+// A Charon is the VICI session a Watchdog's worker uses, for nothing else:
+// Call for initiate, CallStreaming for list-sas (a *status.Streamer's; see
+// there why not a *vici.Session's own).
+type Charon interface {
+	Call(ctx context.Context, cmd string, in *vici.Message) (*vici.Message, error)
+	CallStreaming(ctx context.Context, cmd, event string, in *vici.Message) iter.Seq2[*vici.Message, error]
+}
+
+// A Watchdog watches the tunnel status (Observe, at every status read) and
+// re-initiates always-on tunnels and CHILD_SAs that stay down (Serve, its
+// worker). It counts what it did in TunnelStatus.Reinitiations and
+// LastReinitiate, kept across charon sessions. Safe for concurrent use.
+type Watchdog struct {
+	// After is the bound (DefaultAfter when zero).
+	After time.Duration
+	// Timeout bounds the calls of one re-initiation (DefaultTimeout when
+	// zero).
+	Timeout time.Duration
+	// Started returns the children of a configured connection that charon
+	// starts itself (start_action start): the ones kept up. Tunnels
+	// without any (trap, respond) are not watched.
+	Started func(conn string) []string
+	// Now defaults to time.Now; it dates re-initiations.
+	Now func() time.Time
+	// Log defaults to no logging.
+	Log logging.Logger
+	// Reinitiated, if set, gets a value (without blocking) after each
+	// re-initiation, so that the status is read again: the watcher's
+	// Refresh.
+	Reinitiated chan<- struct{}
+	// AfterFunc defaults to time.AfterFunc; it schedules the second look
+	// at a duplicate.
+	AfterFunc func(d time.Duration, f func())
+
+	mu      sync.Mutex
+	tunnels map[string]*tunnel
+	// work is the current Serve's queue, nil when none runs.
+	work chan job
+}
+
+// tunnel is what the Watchdog knows of one tunnel.
+type tunnel struct {
+	// since is when the tunnel last had an IKE SA (or was first seen, or
+	// was last re-initiated): its downtime starts there.
+	since time.Time
+	// children is when each kept-up child was last seen (or its IKE SA
+	// was not ESTABLISHED yet, or it was last re-initiated).
+	children map[string]time.Time
+	// established is whether the last read had an ESTABLISHED IKE SA.
+	established bool
+	// pending is true while a re-initiation is queued or running.
+	pending bool
+	count   int32
+	last    *metav1.Time
+	// checked is when a duplicate check was last queued; dupPending is
+	// true while one is queued or running; dups and dupSince are the
+	// duplicate set last seen and since when.
+	checked    time.Time
+	dupPending bool
+	dups       string
+	dupSince   time.Time
+	// peerClosed is when duplicates the peer initiated were last closed.
+	peerClosed time.Time
+}
+
+// A job is one re-initiation, of the whole tunnel (no IKE SA) or of the
+// CHILD_SAs missing from its ESTABLISHED IKE SA, or one duplicate check.
+type job struct {
+	conn     string
+	whole    bool
+	children []string
+	downFor  time.Duration
+	// dups makes the job a duplicate check of the IKE SAs of conn
+	// carrying children.
+	dups bool
+}
+
+func (w *Watchdog) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Watchdog) after() time.Duration {
+	if w.After > 0 {
+		return w.After
+	}
+	return DefaultAfter
+}
+
+func (w *Watchdog) log() logging.Logger {
+	if w.Log != nil {
+		return w.Log
+	}
+	return logging.NewNopLogger()
+}
+
+// Observe takes a status read of every configured tunnel (from
+// status.Collect, tunnels sorted by name), queues the re-initiation of
+// always-on tunnels that have had no IKE SA, and of always-on CHILD_SAs
+// that have been missing from their ESTABLISHED IKE SA, for at least After,
+// and sets each tunnel's Reinitiations and LastReinitiate. It never blocks:
+// the worker (Serve) checks charon again and initiates. Tunnels no longer
+// configured are forgotten.
+func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
+	now, after := w.now(), w.after()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.tunnels == nil {
+		w.tunnels = map[string]*tunnel{}
+	}
+	seen := map[string]bool{}
+	for i := range tunnels {
+		ts := &tunnels[i]
+		seen[ts.Name] = true
+		t, ok := w.tunnels[ts.Name]
+		if !ok {
+			t = &tunnel{since: now, children: map[string]time.Time{}}
+			w.tunnels[ts.Name] = t
+		}
+		var started []string
+		if w.Started != nil {
+			started = w.Started(ts.Name)
+		}
+		w.observe(ts, t, started, now, after)
+		ts.Reinitiations, ts.LastReinitiate = t.count, t.last.DeepCopy()
+	}
+	for name := range w.tunnels {
+		if !seen[name] {
+			delete(w.tunnels, name)
+		}
+	}
+}
+
+// observe updates t from ts and queues a job when one is due. w.mu is held.
+func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []string, now time.Time, after time.Duration) {
+	present := map[string]bool{}
+	for _, c := range ts.ChildSAs {
+		present[c.Name] = true
+	}
+	established := ts.IKEState == v1alpha1.IKEStateEstablished
+	var missing []string
+	for _, c := range started {
+		seen, ok := t.children[c]
+		// A child's downtime counts from when its IKE SA was established
+		// at the earliest.
+		if !ok || !established || !t.established || present[c] {
+			t.children[c] = now
+			continue
+		}
+		if at := ts.EstablishedAt; at != nil && at.After(seen) {
+			seen = at.Time
+			t.children[c] = seen
+		}
+		if now.Sub(seen) >= after {
+			missing = append(missing, c)
+		}
+	}
+	t.established = established
+	for c := range t.children {
+		if !slices.Contains(started, c) {
+			delete(t.children, c)
+		}
+	}
+	if ts.IKEState != v1alpha1.IKEStateDown {
+		t.since = now
+	}
+	if len(started) == 0 {
+		return
+	}
+	if established && !t.dupPending && now.Sub(t.checked) >= dupCheckEvery {
+		if w.queue(job{conn: ts.Name, children: started, dups: true}) {
+			t.checked, t.dupPending = now, true
+		}
+	}
+	if t.pending {
+		return
+	}
+	switch {
+	case ts.IKEState == v1alpha1.IKEStateDown && now.Sub(t.since) >= after:
+		t.pending = w.queue(job{conn: ts.Name, whole: true, children: started, downFor: now.Sub(t.since)})
+	case len(missing) > 0:
+		t.pending = w.queue(job{conn: ts.Name, children: missing, downFor: now.Sub(t.children[missing[0]])})
+	}
+}
+
+// queue hands j to the worker if one runs and has room, and reports
+// whether it did. w.mu is held.
+func (w *Watchdog) queue(j job) bool {
+	if w.work == nil {
+		return false
+	}
+	select {
+	case w.work <- j:
+		return true
+	default:
+		return false
+	}
+}
+
+// Serve runs the worker on c, a VICI session of its own, until ctx ends.
+// Run one Serve per charon session; re-initiations queued for an earlier
+// session are dropped.
+func (w *Watchdog) Serve(ctx context.Context, c Charon) {
+	work := make(chan job, queueSize)
+	w.mu.Lock()
+	w.work = work
+	for _, t := range w.tunnels {
+		t.pending, t.dupPending, t.dups = false, false, ""
+	}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		if w.work == work {
+			w.work = nil
+		}
+		w.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-work:
+			w.run(ctx, c, j)
+		}
+	}
+}
+
+// run checks charon again and re-initiates what j names if it still must,
+// then records it; or runs j's duplicate check.
+func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if j.dups {
+		w.closeDuplicates(cctx, c, j)
+		return
+	}
+	children, why, err := w.reinitiate(cctx, c, j)
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.tunnels[j.conn]
+	if !ok {
+		return
+	}
+	t.pending = false
+	if len(children) == 0 {
+		if err != nil {
+			w.log().Info("Cannot re-initiate a tunnel", "tunnel", j.conn, "error", err)
+		} else {
+			w.log().Debug("Not re-initiating a tunnel", "tunnel", j.conn, "reason", why)
+		}
+		return
+	}
+	// The next attempt, if this one fails too, waits After again.
+	t.since = now
+	for _, ch := range children {
+		t.children[ch] = now
+	}
+	t.count++
+	t.last = &metav1.Time{Time: now.Truncate(time.Second)}
+	what := "CHILD_SAs missing from its ESTABLISHED IKE SA"
+	if j.whole {
+		what = "no IKE SA"
+	}
+	w.log().Info("Re-initiated a tunnel that stayed down with charon not trying", "tunnel", j.conn,
+		"down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
+	if w.Reinitiated != nil {
+		select {
+		case w.Reinitiated <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reinitiate initiates j's children unless charon's IKE SAs of j.conn,
+// listed again now, say it must not: it returns the children initiated, or
+// why none was, and the error of the calls that failed.
+func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated []string, why string, err error) {
+	sas, err := list(ctx, c, j.conn)
+	if err != nil {
+		return nil, "", err
+	}
+	todo := j.children
+	if j.whole {
+		if len(sas) > 0 {
+			return nil, "charon has an IKE SA of the connection now", nil
+		}
+	} else {
+		established := false
+		for _, sa := range sas {
+			switch {
+			case sa.State != v1alpha1.IKEStateEstablished:
+				return nil, "charon has an IKE SA of the connection in state " + sa.State, nil
+			case len(sa.TasksActive) > 0 || len(sa.TasksQueued) > 0:
+				return nil, "the IKE SA has exchanges active or queued", nil
+			}
+			established = true
+			todo = slices.DeleteFunc(slices.Clone(todo), func(ch string) bool {
+				for _, cs := range sa.ChildSAs {
+					if cs.Name == ch {
+						return true
+					}
+				}
+				return false
+			})
+		}
+		if !established {
+			return nil, "the IKE SA is gone", nil
+		}
+		if len(todo) == 0 {
+			return nil, "the CHILD_SAs are back", nil
+		}
+	}
+	var errs []error
+	for _, ch := range todo {
+		if err := initiate(ctx, c, j.conn, ch); err != nil {
+			errs = append(errs, fmt.Errorf("child %s: %w", ch, err))
+			continue
+		}
+		initiated = append(initiated, ch)
+	}
+	return initiated, "", errors.Join(errs...)
+}
+
+// initiate asks charon to initiate child of connection conn and to answer
+// at once (timeout -1): the result shows in the status, and the worker
+// never waits for a peer. charon attaches the CHILD_SA to the connection's
+// existing IKE SA if there is one.
+func initiate(ctx context.Context, c Charon, conn, child string) error {
+	m := vici.NewMessage()
+	for _, kv := range [][2]string{{"ike", conn}, {"child", child}, {"timeout", "-1"}} {
+		if err := m.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	out, err := c.Call(ctx, "initiate", m)
+	if err != nil {
+		return fmt.Errorf("cannot initiate: %w", err)
+	}
+	if err := out.Err(); err != nil {
+		return fmt.Errorf("cannot initiate: %w", err)
+	}
+	return nil
+}
+
+// closeDuplicates closes duplicate IKE SAs of j.conn, such as both sides
+// initiating at the same moment leave, once the same set has been seen for
+// dupGrace; see duplicates for which. The peer's own are closed at most
+// once per peerDupRetry (t.peerClosed).
+func (w *Watchdog) closeDuplicates(ctx context.Context, c Charon, j job) {
+	sas, err := list(ctx, c, j.conn)
+	now := w.now()
+	w.mu.Lock()
+	t, ok := w.tunnels[j.conn]
+	if !ok {
+		w.mu.Unlock()
+		return
+	}
+	t.dupPending = false
+	if err != nil {
+		w.mu.Unlock()
+		w.log().Debug("Cannot check a tunnel for duplicate IKE SAs", "tunnel", j.conn, "error", err)
+		return
+	}
+	keeper, victims, peers := duplicates(sas, j.children, t.peerClosed.IsZero() || now.Sub(t.peerClosed) >= peerDupRetry)
+	key := keeper + " " + strings.Join(victims, ",")
+	switch {
+	case len(victims) == 0:
+		t.dups = ""
+		w.mu.Unlock()
+		return
+	case t.dups != key:
+		// First seen: look again after the grace, whatever the reads.
+		t.dups, t.dupSince, t.dupPending = key, now, true
+		w.mu.Unlock()
+		after := w.AfterFunc
+		if after == nil {
+			after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+		}
+		after(dupGrace, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if t.dupPending = w.queue(j); !t.dupPending {
+				t.dups = ""
+			}
+		})
+		return
+	case now.Sub(t.dupSince) < dupGrace:
+		w.mu.Unlock()
+		return
+	}
+	t.dups = ""
+	if peers {
+		t.peerClosed = now
+	}
+	w.mu.Unlock()
+	for _, id := range victims {
+		if err := terminate(ctx, c, id); err != nil {
+			w.log().Info("Cannot close a duplicate IKE SA", "tunnel", j.conn, "ike-id", id, "error", err)
+			continue
+		}
+		w.log().Info("Closed a duplicate IKE SA", "tunnel", j.conn, "ike-id", id, "kept", keeper, "initiated-by-peer", peers)
+	}
+}
+
+// duplicates picks, of the IKE SAs of a connection, the one to keep and the
+// ones to close (unique ids, sorted), if any: those the gateway initiated
+// (ESTABLISHED or still CONNECTING) when the peer has initiated one that is
+// ESTABLISHED with every one of children INSTALLED, and else, when
+// peersToo, the peer's own duplicates older than its newest complete one.
+// peers says the victims are the peer's.
+//
+// The gateway's own first: a peer that deletes duplicates itself (swanctl
+// unique replace, ipsec.conf's default uniqueids=yes) deletes one of them
+// 10 s later, and were it the peer's, charon here would answer with a new
+// one (close_action start) that the peer deletes again, for ever
+// (measured); closing the gateway's before leaves the peer nothing to
+// delete. The peer's only now and then: a peer that re-creates every IKE SA
+// it is told to delete (close_action start) answers with a new duplicate,
+// and then keeps two until the next attempt; one that does not (swanctl's
+// defaults) converges. The peer's duplicates come from charon here
+// dropping its own IKE SA without telling the peer when the peer's
+// IKE_AUTH carries INITIAL_CONTACT (unique no, at a simultaneous
+// initiation): the peer's DPD then restarts the IKE SA it still holds.
+func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
+	var ours, theirs []ikeSA
+	for _, sa := range sas {
+		switch {
+		case sa.Initiator == "yes" && (sa.State == v1alpha1.IKEStateEstablished || sa.State == stateConnecting):
+			ours = append(ours, sa)
+		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.carries(children):
+			theirs = append(theirs, sa)
+		}
+	}
+	if len(theirs) == 0 {
+		return "", nil, false
+	}
+	// Newest first: fewest seconds since established.
+	slices.SortStableFunc(theirs, func(a, b ikeSA) int { return cmp.Compare(atoi(a.Established), atoi(b.Established)) })
+	keeper = theirs[0].UniqueID
+	switch {
+	case len(ours) > 0:
+		for _, sa := range ours {
+			victims = append(victims, sa.UniqueID)
+		}
+	case peersToo && len(theirs) > 1:
+		for _, sa := range theirs[1:] {
+			victims = append(victims, sa.UniqueID)
+		}
+		peers = true
+	}
+	slices.Sort(victims)
+	return keeper, victims, peers
+}
+
+// atoi parses one of charon's decimal values; anything else is 0.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// terminate asks charon to close IKE SA id (its unique id) without waiting.
+func terminate(ctx context.Context, c Charon, id string) error {
+	m := vici.NewMessage()
+	for _, kv := range [][2]string{{"ike-id", id}, {"timeout", "-1"}} {
+		if err := m.Set(kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	out, err := c.Call(ctx, "terminate", m)
+	if err == nil {
+		err = out.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("cannot terminate: %w", err)
+	}
+	return nil
+}
+
+// stateConnecting is charon's state of an IKE SA being set up.
+const stateConnecting = "CONNECTING"
+
+// An ikeSA is what the worker reads of an IKE SA in a list-sa event.
+type ikeSA struct {
+	UniqueID  string `vici:"uniqueid"`
+	State     string `vici:"state"`
+	Initiator string `vici:"initiator"`
+	// Established is the number of seconds since the IKE SA was
+	// established; absent while it is not.
+	Established string   `vici:"established"`
+	TasksQueued []string `vici:"tasks-queued"`
+	TasksActive []string `vici:"tasks-active"`
+	ChildSAs    map[string]struct {
+		Name  string `vici:"name"`
+		State string `vici:"state"`
+	} `vici:"child-sas"`
+}
+
+// carries says whether sa has an INSTALLED CHILD_SA of every one of
+// children.
+func (sa ikeSA) carries(children []string) bool {
+	for _, ch := range children {
+		found := false
+		for _, cs := range sa.ChildSAs {
+			found = found || (cs.Name == ch && cs.State == "INSTALLED")
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// list returns charon's IKE SAs of connection conn (list-sas with ike
+// and noblock, so that an IKE SA busy in an exchange does not hold it up).
+func list(ctx context.Context, c Charon, conn string) ([]ikeSA, error) {
+	in := vici.NewMessage()
+	for _, kv := range [][2]string{{"ike", conn}, {"noblock", "yes"}} {
+		if err := in.Set(kv[0], kv[1]); err != nil {
+			return nil, err
+		}
+	}
+	var out []ikeSA
+	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+		if err != nil {
+			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
+		}
+		sub, ok := m.Get(conn).(*vici.Message)
+		if !ok {
+			continue
+		}
+		var sa ikeSA
+		if err := vici.UnmarshalMessage(sub, &sa); err != nil {
+			return nil, fmt.Errorf("list-sa: IKE SA %s: %w", conn, err)
+		}
+		out = append(out, sa)
+	}
+	return out, nil
+}

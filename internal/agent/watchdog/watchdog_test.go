@@ -1,0 +1,406 @@
+package watchdog
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/strongswan/govici/vici"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
+)
+
+// msg builds a vici message from alternating keys and values.
+var msg = vicitest.Msg
+
+// sa is a list-sa event of one IKE SA of conn in state with the named
+// CHILD_SAs and, if given, queued tasks.
+func sa(conn, state string, queued []string, children ...string) *vici.Message {
+	kv := []any{"state", state}
+	if len(queued) > 0 {
+		kv = append(kv, "tasks-queued", queued)
+	}
+	if len(children) > 0 {
+		cs := vici.NewMessage()
+		for i, c := range children {
+			_ = cs.Set(c+"-"+string(rune('1'+i)), msg("name", c, "state", "INSTALLED"))
+		}
+		kv = append(kv, "child-sas", cs)
+	}
+	return msg(conn, msg(kv...))
+}
+
+// fakeCharon answers list-sas with sas and records initiate requests as
+// "conn/child (timeout)".
+type fakeCharon struct {
+	mu        sync.Mutex
+	sas       []*vici.Message
+	initiated []string
+	// terminated are the terminate requests, "ike-id (timeout)".
+	terminated []string
+	fail       string
+}
+
+func (f *fakeCharon) Call(_ context.Context, cmd string, in *vici.Message) (*vici.Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := msg("success", "yes")
+	if cmd == "terminate" {
+		f.terminated = append(f.terminated, in.Get("ike-id").(string)+" ("+in.Get("timeout").(string)+")")
+	}
+	if cmd == "initiate" {
+		f.initiated = append(f.initiated, in.Get("ike").(string)+"/"+in.Get("child").(string)+" ("+in.Get("timeout").(string)+")")
+		if f.fail != "" {
+			out = msg("success", "no", "errmsg", f.fail)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCharon) CallStreaming(_ context.Context, cmd, _ string, in *vici.Message) iter.Seq2[*vici.Message, error] {
+	f.mu.Lock()
+	sas := f.sas
+	f.mu.Unlock()
+	return func(yield func(*vici.Message, error) bool) {
+		if cmd != "list-sas" || in.Get("noblock") != "yes" {
+			return
+		}
+		for _, m := range sas {
+			if m.Get(in.Get("ike").(string)) == nil {
+				continue
+			}
+			if !yield(m, nil) {
+				return
+			}
+		}
+	}
+}
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+func status(name, state string, children ...string) v1alpha1.TunnelStatus {
+	ts := v1alpha1.TunnelStatus{Name: name, IKEState: state}
+	for _, c := range children {
+		ts.ChildSAs = append(ts.ChildSAs, v1alpha1.ChildSAStatus{Name: c, State: "INSTALLED"})
+	}
+	return ts
+}
+
+// A read is one status read the Watchdog observes, at t0 plus at.
+type read struct {
+	at      time.Duration
+	tunnels []v1alpha1.TunnelStatus
+}
+
+func TestWatchdog(t *testing.T) {
+	started := map[string][]string{"a": {"a-1", "a-2"}, "r": {}}
+	cases := map[string]struct {
+		reason string
+		// reads are observed in order; the worker runs what was queued
+		// after each.
+		reads []read
+		// sas is what charon lists when the worker checks again.
+		sas  []*vici.Message
+		fail string
+		// want are the initiate requests, wantLast the status of a read
+		// at the time of the last one, after the worker ran.
+		want     []string
+		wantLast []v1alpha1.TunnelStatus
+	}{
+		"DownShorterThanBound": {
+			reason:   "A tunnel without an IKE SA for less than After is left to charon.",
+			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {29 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+		},
+		"DownLongerThanBound": {
+			reason: "A tunnel without an IKE SA for After is initiated, every kept-up child, without charon waiting, and the status says so.",
+			reads:  []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			want:   []string{"a/a-1 (-1)", "a/a-2 (-1)"},
+			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
+				ts := status("a", "DOWN")
+				ts.Reinitiations, ts.LastReinitiate = 1, &metav1.Time{Time: t0.Add(30 * time.Second)}
+				return ts
+			}()},
+		},
+		"OncePerBound": {
+			reason: "A tunnel that stays down is initiated again only After after the last time.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
+				{59 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {60 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
+			},
+			want: []string{"a/a-1 (-1)", "a/a-2 (-1)", "a/a-1 (-1)", "a/a-2 (-1)"},
+			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
+				ts := status("a", "DOWN")
+				ts.Reinitiations, ts.LastReinitiate = 2, &metav1.Time{Time: t0.Add(60 * time.Second)}
+				return ts
+			}()},
+		},
+		"CharonTrying": {
+			reason: "A tunnel whose IKE SA is CONNECTING is charon's own retry: the bound starts again.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {20 * time.Second, []v1alpha1.TunnelStatus{status("a", "CONNECTING")}},
+				{45 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
+			},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+		},
+		"CharonTryingWhenChecked": {
+			reason:   "When charon has an IKE SA of the connection by the time the worker checks, nothing is initiated.",
+			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			sas:      []*vici.Message{sa("a", "CONNECTING", nil)},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+		},
+		"ChildMissing": {
+			reason: "A kept-up child missing from the ESTABLISHED IKE SA for After is initiated alone, into that IKE SA.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+			},
+			sas:  []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")},
+			want: []string{"a/a-2 (-1)"},
+			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
+				ts := status("a", "ESTABLISHED", "a-1")
+				ts.Reinitiations, ts.LastReinitiate = 1, &metav1.Time{Time: t0.Add(30 * time.Second)}
+				return ts
+			}()},
+		},
+		"ChildMissingSinceEstablished": {
+			reason: "A child's downtime counts only while its IKE SA is ESTABLISHED.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "CONNECTING")}}, {20 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+				{40 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+			},
+			sas:      []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+		},
+		"ChildBeingCreated": {
+			reason: "While the IKE SA has exchanges queued (a CHILD_SA being created), nothing is initiated.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+			},
+			sas:      []*vici.Message{sa("a", "ESTABLISHED", []string{"CHILD_CREATE"}, "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+		},
+		"ChildInDuplicate": {
+			reason: "A child present in another IKE SA of the connection is not initiated again.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+			},
+			sas:      []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1"), sa("a", "ESTABLISHED", nil, "a-2")},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+		},
+		"NotAlwaysOn": {
+			reason:   "A tunnel without children charon starts itself (trap, respond) is never initiated.",
+			reads:    []read{{0, []v1alpha1.TunnelStatus{status("r", "DOWN")}}, {time.Hour, []v1alpha1.TunnelStatus{status("r", "DOWN")}}},
+			wantLast: []v1alpha1.TunnelStatus{status("r", "DOWN")},
+		},
+		"InitiateRefused": {
+			reason:   "When charon refuses every initiate, nothing is counted.",
+			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			fail:     "CHILD_SA config 'a-1' not found",
+			want:     []string{"a/a-1 (-1)", "a/a-2 (-1)"},
+			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &fakeCharon{sas: tc.sas, fail: tc.fail}
+			var now time.Time
+			w := &Watchdog{Started: func(conn string) []string { return started[conn] }, Now: func() time.Time { return now }}
+			w.work = make(chan job, queueSize)
+			var last []v1alpha1.TunnelStatus
+			for _, r := range tc.reads {
+				now = t0.Add(r.at)
+				last = append([]v1alpha1.TunnelStatus(nil), r.tunnels...)
+				w.Observe(last)
+				for len(w.work) > 0 {
+					w.run(context.Background(), c, <-w.work)
+				}
+			}
+			// The status read after the last one shows what the worker did.
+			last = append([]v1alpha1.TunnelStatus(nil), tc.reads[len(tc.reads)-1].tunnels...)
+			w.Observe(last)
+			if diff := cmp.Diff(tc.want, c.initiated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\ninitiate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantLast, last); diff != "" {
+				t.Errorf("%s\nlast status: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestWatchdogServe checks that Serve takes the queued re-initiations and
+// that Observe never blocks without a worker.
+func TestWatchdogServe(t *testing.T) {
+	c := &fakeCharon{}
+	now := t0
+	w := &Watchdog{Started: func(string) []string { return []string{"a-1"} }, Now: func() time.Time { return now }}
+	w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")})
+	now = now.Add(time.Minute)
+	w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")}) // no worker: dropped, not blocked
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Serve(ctx, c); close(done) }()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")})
+		c.mu.Lock()
+		n := len(c.initiated)
+		c.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Serve did not initiate the queued tunnel")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if diff := cmp.Diff([]string{"a/a-1 (-1)"}, c.initiated); diff != "" {
+		t.Errorf("initiate requests: -want, +got:\n%s", diff)
+	}
+}
+
+// withEstablished sets the established seconds of the IKE SA of
+// connection a in m.
+func withEstablished(m *vici.Message, seconds string) *vici.Message {
+	_ = m.Get("a").(*vici.Message).Set("established", seconds)
+	return m
+}
+
+// ike is a list-sa event of IKE SA id of connection a: initiated by the
+// gateway or the peer, in state, with the named CHILD_SAs INSTALLED.
+func ike(id string, ours bool, state string, children ...string) *vici.Message {
+	kv := []any{"uniqueid", id, "state", state}
+	if ours {
+		kv = append(kv, "initiator", "yes")
+	}
+	if len(children) > 0 {
+		cs := vici.NewMessage()
+		for _, c := range children {
+			_ = cs.Set(c+"-"+id, msg("name", c, "state", "INSTALLED"))
+		}
+		kv = append(kv, "child-sas", cs)
+	}
+	return msg("a", msg(kv...))
+}
+
+func TestWatchdogDuplicates(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		sas    []*vici.Message
+		// laterAt is when the second look runs, after the first.
+		laterAt time.Duration
+		// changed, if set, is what charon lists at the second look.
+		changed []*vici.Message
+		want    []string
+	}{
+		"OursBesideThePeers": {
+			reason:  "The gateway's duplicate, beside the peer's IKE SA carrying every CHILD_SA for the grace, is closed without waiting.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			want:    []string{"1 (-1)"},
+		},
+		"OursConnecting": {
+			reason:  "The gateway's IKE SA still being set up beside the peer's complete one is closed before it becomes a duplicate.",
+			sas:     []*vici.Message{ike("3", true, "CONNECTING"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			want:    []string{"3 (-1)"},
+		},
+		"PeersIncomplete": {
+			reason:  "When the peer's IKE SA lacks a CHILD_SA, the gateway's is not a duplicate: nothing is closed.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1")},
+			laterAt: dupGrace,
+		},
+		"OnlyThePeers": {
+			reason:  "Of the peer's own duplicates the older is closed, the newest (fewest seconds since established) kept.",
+			sas:     []*vici.Message{ike("1", false, "ESTABLISHED", "a-1", "a-2"), withEstablished(ike("2", false, "ESTABLISHED", "a-1", "a-2"), "50")},
+			laterAt: dupGrace,
+			want:    []string{"2 (-1)"},
+		},
+		"Transient": {
+			reason:  "A duplicate gone at the second look (a make-before-break reauthentication) is left alone.",
+			sas:     []*vici.Message{ike("1", true, "ESTABLISHED", "a-1", "a-2"), ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+			laterAt: dupGrace,
+			changed: []*vici.Message{ike("2", false, "ESTABLISHED", "a-1", "a-2")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &fakeCharon{sas: tc.sas}
+			now := t0
+			var later []func()
+			w := &Watchdog{Started: func(string) []string { return []string{"a-1", "a-2"} }, Now: func() time.Time { return now },
+				AfterFunc: func(_ time.Duration, f func()) { later = append(later, f) }}
+			w.work = make(chan job, queueSize)
+			drain := func() {
+				for len(w.work) > 0 {
+					w.run(context.Background(), c, <-w.work)
+				}
+			}
+			w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1", "a-2")})
+			drain()
+			if len(c.terminated) > 0 {
+				t.Fatalf("%s\nclosed %v at the first look", tc.reason, c.terminated)
+			}
+			now = now.Add(tc.laterAt)
+			if tc.changed != nil {
+				c.sas = tc.changed
+			}
+			for _, f := range later {
+				f()
+			}
+			drain()
+			if diff := cmp.Diff(tc.want, c.terminated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nterminate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if len(c.initiated) > 0 {
+				t.Errorf("%s\ninitiated %v", tc.reason, c.initiated)
+			}
+		})
+	}
+}
+
+// TestWatchdogPeersDuplicatesOnce checks that duplicates the peer initiated
+// are closed once, and not again within peerDupRetry when the peer makes
+// new ones (a peer re-creating each IKE SA it is told to delete).
+func TestWatchdogPeersDuplicatesOnce(t *testing.T) {
+	c := &fakeCharon{sas: []*vici.Message{ike("1", false, "ESTABLISHED", "a-1"), withEstablished(ike("2", false, "ESTABLISHED", "a-1"), "9")}}
+	now := t0
+	var later []func()
+	w := &Watchdog{Started: func(string) []string { return []string{"a-1"} }, Now: func() time.Time { return now },
+		AfterFunc: func(_ time.Duration, f func()) { later = append(later, f) }}
+	w.work = make(chan job, queueSize)
+	step := func(d time.Duration) {
+		now = now.Add(d)
+		w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")})
+		for fs := later; len(fs) > 0; fs = later {
+			later = nil
+			for _, f := range fs {
+				f()
+			}
+		}
+		for len(w.work) > 0 {
+			w.run(context.Background(), c, <-w.work)
+		}
+	}
+	step(0)
+	step(dupGrace)
+	c.sas = []*vici.Message{ike("1", false, "ESTABLISHED", "a-1"), withEstablished(ike("3", false, "ESTABLISHED", "a-1"), "1")}
+	step(dupCheckEvery)
+	step(dupGrace)
+	step(peerDupRetry - 3*dupGrace)
+	if diff := cmp.Diff([]string{"2 (-1)"}, c.terminated); diff != "" {
+		t.Errorf("terminate requests within peerDupRetry: -want, +got:\n%s", diff)
+	}
+	step(3 * dupGrace)
+	step(dupGrace)
+	if diff := cmp.Diff([]string{"2 (-1)", "3 (-1)"}, c.terminated); diff != "" {
+		t.Errorf("terminate requests after peerDupRetry: -want, +got:\n%s", diff)
+	}
+}

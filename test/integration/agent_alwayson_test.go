@@ -1,0 +1,429 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strongswan/govici/vici"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+)
+
+// Bounds of the always-on tests. The topology's charons give an unanswered
+// IKE request up after about 3 s (tunnel.RetransmitTimeout and friends), so
+// a gateway retrying for ever sends an IKE_SA_INIT at least every second
+// or so; recovery after the peer returns is asserted within recoveryBound,
+// a generous margin over that and over a few rounds of the watchdog's
+// bound in TestAgentWatchdog, and the measured time is logged.
+const (
+	recoveryBound = 30 * time.Second
+	// shortBound is the agent's re-initiation bound in the tests that
+	// prove it leaves charon's own retries alone: far below how long those
+	// tests keep the tunnel down, so a watchdog that fought charon would
+	// show.
+	shortBound = 3 * time.Second
+)
+
+// alwaysOn is the gateway side of the always-on tests: one tunnel "site"
+// to peer, initiated by the gateway (startAction start, the default), with
+// DPD every 2 s so that a dead peer is found within seconds.
+func alwaysOn(t *testing.T, tp *tunnel.Topology, name string) (v1alpha1.GatewayParameters, string) {
+	t.Helper()
+	p := tp.Peers[0]
+	tn := siteTunnel("site", p, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p.Subnet})
+	tn.DPD = v1alpha1.DPD{Delay: ptr.To[v1alpha1.Duration]("2s"), Action: "restart"}
+	return tunnelGateway(name, v1alpha1.ModeRouted, tn), render.ChildName("site", tunnel.TenantSubnet, p.Subnet)
+}
+
+// responderSheet is a customer's peer that only answers: it never
+// initiates, not at load, not when the gateway closes the tunnel, not after
+// DPD (no DPD of its own). Whatever comes back is the gateway's doing.
+func responderSheet(p *tunnel.Peer, psk string) tunnel.ClientSheet {
+	return clientSheet(p, psk, tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}})
+}
+
+// reinitiateAfter sets the agent's re-initiation bound.
+func reinitiateAfter(d time.Duration) func(*agentrun.Options) {
+	return func(o *agentrun.Options) { o.ReinitiateAfter = d }
+}
+
+// peerBack restarts the peer's charon (it was killed) and loads its sheet,
+// as a customer's gateway that comes back from a reboot; it returns when
+// the sheet is loaded.
+func peerBack(t *testing.T, p *tunnel.Peer, sheet tunnel.ClientSheet) time.Time {
+	t.Helper()
+	p.Restart(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.LoadSheet(ctx, sheet); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// recovered waits until the agent's published status shows tunnel site up
+// with child, then until a ping from the client host reaches the tenant
+// service through it, and logs how long after since each came. It fails t
+// after recoveryBound.
+func recovered(t *testing.T, g *agentGateway, tp *tunnel.Topology, child string, since time.Time, what string) v1alpha1.TunnelStatus {
+	t.Helper()
+	st := g.waitTunnels(recoveryBound, what, up(map[string][]string{"site": {child}}))["site"]
+	statusUp := time.Since(since)
+	var r tunnel.PingResult
+	eventually(t, recoveryBound-statusUp, what+": a ping through the tunnel", func() error {
+		var err error
+		if r, err = tp.Ping(tp.Peers[0].HostNS, tunnel.Service, 1, time.Second); err != nil {
+			return err
+		}
+		if r.Received != 1 {
+			return fmt.Errorf("no echo reply")
+		}
+		return nil
+	})
+	t.Logf("%s: up in the agent's status %v after, first ping through %v after", what, statusUp.Round(time.Millisecond), time.Since(since).Round(time.Millisecond))
+	return st
+}
+
+// establishedSite starts a topology with a responder-only peer and the
+// agent running alwaysOn (its swanctl.conf passed through edit when not
+// nil) with opts, waits until the tunnel is up, and returns the tunnel's
+// child and IKE SA in the gateway's charon.
+func establishedSite(t *testing.T, name string, edit func([]byte) []byte, opts ...func(*agentrun.Options)) (*tunnel.Topology, *agentGateway, string, tunnel.IKESA) {
+	t.Helper()
+	tp := tunnel.Start(t, tunnel.Options{})
+	psk := name + "-psk-0123456789"
+	loadSheets(t, tp, responderSheet(tp.Peers[0], psk))
+	spec, child := alwaysOn(t, tp, name)
+	g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, edit, opts...)
+	recovered(t, g, tp, child, time.Now(), "first establishment")
+	return tp, g, child, tp.Gateway.WaitSA(t, "site", 5*time.Second, tunnel.Up(child))
+}
+
+// peerTerminates has the peer's administrator close SAs of its connection
+// (swanctl --terminate with args) and returns when that was done.
+func peerTerminates(t *testing.T, p *tunnel.Peer, args ...string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Swanctl(ctx, append([]string{"--terminate"}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// noReinitiation fails t if the agent re-initiated tunnel site before
+// since: charon's own settings were to bring it back, and the agent must not
+// have stepped in while charon was retrying.
+func noReinitiation(t *testing.T, st v1alpha1.TunnelStatus, since time.Time) {
+	t.Helper()
+	if st.LastReinitiate != nil && st.LastReinitiate.Time.Before(since.Truncate(time.Second)) {
+		t.Errorf("the agent re-initiated tunnel site (%d times, last %v) while charon was retrying", st.Reinitiations, st.LastReinitiate)
+	}
+}
+
+// TestAlwaysOnPeerDownAtLoad loads the configuration while the customer's
+// gateway (responder only) is down and brings it back 8 s later: charon
+// keeps initiating (keyingtries 0) and the tunnel comes up, without the
+// agent's watchdog stepping in while charon retries. With strongSwan's
+// default of one keying try it gave up after its retransmissions and never
+// came back.
+func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	p := tp.Peers[0]
+	const psk = "always-on-down-at-load-0123"
+	sheet := responderSheet(p, psk)
+	p.Kill()
+	spec, child := alwaysOn(t, tp, "always-on-load")
+	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
+	time.Sleep(8 * time.Second)
+	restarting := time.Now()
+	back := peerBack(t, p, sheet)
+	st := recovered(t, g, tp, child, back, "peer down at load, back after 8s")
+	// A rebooting peer's charon answers NO_PROPOSAL_CHOSEN until its
+	// configuration is loaded, which charon does not retry: the agent may
+	// have had to step in then, never before.
+	noReinitiation(t, st, restarting)
+	t.Logf("the agent re-initiated %d time(s) after the peer's charon restarted", st.Reinitiations)
+	if log := tp.Gateway.Log(); !strings.Contains(log, "peer not responding, trying again") {
+		t.Errorf("the gateway's charon did not retry initiation after a keying try ran out")
+	}
+}
+
+// TestAlwaysOnPeerDownLongerThanDPD takes the customer's gateway (responder
+// only) down for 12 s under an established tunnel: DPD finds it dead within
+// seconds, dpd_action restart initiates again, and with keyingtries 0 that
+// restart keeps trying until the peer is back. With one keying try the
+// restart failed once and nothing more happened.
+func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
+	tp := tunnel.Start(t, tunnel.Options{})
+	p := tp.Peers[0]
+	const psk = "always-on-dpd-0123456789"
+	sheet := responderSheet(p, psk)
+	loadSheets(t, tp, sheet)
+	spec, child := alwaysOn(t, tp, "always-on-dpd")
+	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
+	recovered(t, g, tp, child, time.Now(), "first establishment")
+
+	down := time.Now()
+	p.Kill()
+	g.waitTunnels(recoveryBound, "DPD finds the peer dead", func(got map[string]v1alpha1.TunnelStatus) error {
+		if got["site"].Up {
+			return fmt.Errorf("tunnel site is still up")
+		}
+		return nil
+	})
+	t.Logf("peer killed: tunnel reported down %v later", time.Since(down).Round(time.Millisecond))
+	time.Sleep(time.Until(down.Add(12 * time.Second)))
+	restarting := time.Now()
+	back := peerBack(t, p, sheet)
+	st := recovered(t, g, tp, child, back, "peer down 12s under an established tunnel (DPD every 2s), back")
+	noReinitiation(t, st, restarting)
+	t.Logf("the agent re-initiated %d time(s) after the peer's charon restarted", st.Reinitiations)
+	log := tp.Gateway.Log()
+	for _, want := range []string{"restarting CHILD_SA", "peer not responding, trying again"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the gateway's charon did not log %q: DPD's restart did not keep trying", want)
+		}
+	}
+}
+
+// TestAlwaysOnPeerDeletesIKESA has the customer's administrator delete the
+// IKE SA on a peer that only answers (swanctl --terminate --ike), so the
+// peer will not bring it back: the gateway re-establishes it at once
+// (close_action start, which strongSwan 5.9 also applies when the peer
+// deletes the IKE SA). Before, the tunnel stayed down.
+func TestAlwaysOnPeerDeletesIKESA(t *testing.T) {
+	tp, g, child, before := establishedSite(t, "always-on-ike", nil, reinitiateAfter(shortBound))
+	deleted := peerTerminates(t, tp.Peers[0], "--ike", "to-provider")
+	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa tunnel.IKESA) bool { return sa.UniqueID != before.UniqueID && tunnel.Up(child)(sa) })
+	t.Logf("peer deleted the IKE SA: a new IKE SA #%s (was #%s) up in the gateway's charon %v later", again.UniqueID, before.UniqueID, time.Since(deleted).Round(time.Millisecond))
+	st := recovered(t, g, tp, child, deleted, "peer deleted the IKE SA")
+	noReinitiation(t, st, time.Now())
+}
+
+// TestAlwaysOnPeerDeletesChildSA has the customer's administrator delete
+// only the CHILD_SA on a peer that only answers (swanctl --terminate
+// --child): the gateway creates it again in the same IKE SA (close_action
+// start). Before, an IKE SA without CHILD_SA stayed ESTABLISHED, carrying
+// nothing.
+func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
+	tp, g, child, before := establishedSite(t, "always-on-child", nil, reinitiateAfter(shortBound))
+	old, _ := before.Installed(child)
+	deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
+	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa tunnel.IKESA) bool {
+		c, ok := sa.Installed(child)
+		return ok && c.SPIIn != old.SPIIn
+	})
+	t.Logf("peer deleted the CHILD_SA: a new one up in the gateway's charon %v later", time.Since(deleted).Round(time.Millisecond))
+	if again.UniqueID != before.UniqueID {
+		t.Errorf("the CHILD_SA came back in IKE SA #%s, not in the one that stayed (#%s)", again.UniqueID, before.UniqueID)
+	}
+	st := recovered(t, g, tp, child, deleted, "peer deleted the CHILD_SA")
+	noReinitiation(t, st, time.Now())
+}
+
+// TestAgentWatchdog proves the agent's watchdog on its own, with charon
+// made not to recover by itself (the rendered configuration edited past the
+// renderer): a connection with one keying try whose peer is down at load
+// (charon gives up after one try and stays idle), and a connection without
+// close_action whose peer deletes the CHILD_SA (an IKE SA without CHILD_SA
+// stays). The agent initiates each again once the bound has passed, says so
+// in the status, and the tunnel comes back.
+func TestAgentWatchdog(t *testing.T) {
+	const bound = 4 * time.Second
+	t.Run("RetriesExhausted", func(t *testing.T) {
+		tp := tunnel.Start(t, tunnel.Options{})
+		p := tp.Peers[0]
+		const psk = "watchdog-exhausted-0123456"
+		sheet := responderSheet(p, psk)
+		p.Kill()
+		spec, child := alwaysOn(t, tp, "watchdog-tries")
+		g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, func(conf []byte) []byte {
+			return []byte(strings.Replace(string(conf), "keyingtries = 0", "keyingtries = 1", 1))
+		}, reinitiateAfter(bound))
+		g.waitTunnels(recoveryBound, "charon gives up and the agent re-initiates", func(got map[string]v1alpha1.TunnelStatus) error {
+			if got["site"].Reinitiations < 1 || got["site"].LastReinitiate == nil {
+				return fmt.Errorf("no re-initiation in the status")
+			}
+			return nil
+		})
+		back := peerBack(t, p, sheet)
+		st := recovered(t, g, tp, child, back, "one keying try, peer down at load, back")
+		t.Logf("the agent re-initiated %d time(s), last at %v", st.Reinitiations, st.LastReinitiate)
+		if log := tp.Gateway.Log(); !strings.Contains(log, "establishing IKE_SA failed, peer not responding") {
+			t.Errorf("the gateway's charon did not give up by itself: the test proves nothing about the agent")
+		}
+		if !strings.Contains(g.logged(), "Re-initiated a tunnel") {
+			t.Errorf("the agent did not log its re-initiation")
+		}
+	})
+	t.Run("ChildSAGone", func(t *testing.T) {
+		tp, g, child, before := establishedSite(t, "watchdog-child", func(conf []byte) []byte {
+			return []byte(strings.Replace(string(conf), "close_action = start", "close_action = none", 1))
+		}, reinitiateAfter(bound))
+		deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
+		g.waitTunnels(recoveryBound, "the IKE SA stays without its CHILD_SA", func(got map[string]v1alpha1.TunnelStatus) error {
+			if s := got["site"]; s.Up || s.IKEState != v1alpha1.IKEStateEstablished {
+				return fmt.Errorf("tunnel site is %+v", s)
+			}
+			return nil
+		})
+		st := recovered(t, g, tp, child, deleted, "no close_action, peer deleted the CHILD_SA")
+		if st.Reinitiations != 1 || st.LastReinitiate == nil {
+			t.Errorf("the status shows %d re-initiations (last %v), want 1", st.Reinitiations, st.LastReinitiate)
+		}
+		if again := tp.Gateway.WaitSA(t, "site", 5*time.Second, tunnel.Up(child)); again.UniqueID != before.UniqueID {
+			t.Errorf("the agent made IKE SA #%s instead of using #%s", again.UniqueID, before.UniqueID)
+		}
+		if sas, err := tp.Gateway.ListSAs(context.Background()); err != nil || len(sas) != 1 {
+			t.Errorf("the gateway's charon has %d IKE SAs (%v), want 1", len(sas), err)
+		}
+	})
+}
+
+// TestAlwaysOnSimultaneous has the gateway and an initiating customer's
+// gateway initiate at the same moment: with the link between them blocked,
+// the peer initiates the moment the gateway retransmits its IKE_SA_INIT (a
+// log event), so that both retransmit in step, and the link opens between
+// two retransmissions: the next IKE_SA_INIT of each side crosses the
+// other's, and each side is initiator of one IKE SA and responder of the
+// other. With unique no (the default) and the agent closing the gateway's
+// own duplicate, the tunnel converges to one IKE SA with its CHILD_SA
+// against a peer that does not re-create every IKE SA it is told to delete;
+// against one that does (an always-on swanctl peer), nothing one side can
+// do removes the peer's duplicate, and the test asserts that no loop
+// follows: the number of IKE SAs stops growing. Traffic flows in every
+// case.
+func TestAlwaysOnSimultaneous(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		sheet  func(tunnel.ClientSheet) tunnel.ClientSheet
+		// converges: one IKE SA is left; otherwise at most two, stable.
+		converges bool
+	}{
+		"OnDemandPeer": {
+			reason:    "A peer with swanctl's defaults (one keying try, no close_action) keeps the IKE SA it initiated once the gateway closes its own.",
+			sheet:     func(s tunnel.ClientSheet) tunnel.ClientSheet { return s },
+			converges: true,
+		},
+		"DedupingPeer": {
+			reason: "A peer deleting duplicates itself (unique replace, ipsec.conf's default uniqueids=yes) 10 s later finds none: the agent closed the gateway's first, and charon's close_action has nothing to answer.",
+			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+				s.Unique, s.KeyingTries = "replace", "3"
+				return s
+			},
+			converges: true,
+		},
+		"AlwaysOnPeer": {
+			reason: "A peer that re-creates every IKE SA it is told to delete (close_action start) answers the closing of the gateway's duplicate with one of its own: two are left, and no more come.",
+			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+				s.KeyingTries, s.CloseAction = "0", "start"
+				return s
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tp := tunnel.Start(t, tunnel.Options{})
+			p := tp.Peers[0]
+			psk := "simultaneous-" + strings.ToLower(name) + "-0123"
+			sheet := tc.sheet(responderSheet(p, psk))
+			sheet.DPDDelay, sheet.DPDAction = "2s", "restart"
+			loadSheets(t, tp, sheet)
+			// Both sides retransmit every second (tunnel.RetransmitTimeout);
+			// while blocked, every IKE message between them is dropped.
+			tp.MustExec(tp.FIP, "nft", "add table inet block { chain forward { type filter hook forward priority 0; udp dport { 500, 4500 } drop; }; }")
+			logs := tp.Gateway.Events(t, "log")
+			spec, child := alwaysOn(t, tp, "simultaneous")
+			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)})
+			inStep(t, logs, p)
+			time.Sleep(500 * time.Millisecond)
+			tp.MustExec(tp.FIP, "nft", "delete table inet block")
+			opened := time.Now()
+			recovered(t, g, tp, child, opened, name+": simultaneous initiation")
+
+			// charon numbers its IKE SAs from 1: the highest unique id seen
+			// is how many were made.
+			made, counts := 0, map[int]int{}
+			var last []tunnel.IKESA
+			lastNew := opened
+			for time.Since(opened) < 30*time.Second {
+				sas, err := tp.Gateway.ListSAs(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, sa := range sas {
+					if id, _ := strconv.Atoi(sa.UniqueID); id > made {
+						made, lastNew = id, time.Now()
+					}
+				}
+				counts[len(sas)]++
+				last = sas
+				time.Sleep(100 * time.Millisecond)
+			}
+			var desc []string
+			for _, sa := range last {
+				init := "peer"
+				if sa.Initiator == "yes" {
+					init = "gateway"
+				}
+				_, ok := sa.Installed(child)
+				desc = append(desc, fmt.Sprintf("#%s %s by the %s, CHILD_SA installed %v", sa.UniqueID, sa.State, init, ok))
+			}
+			t.Logf("%s: %d IKE SAs made in all, the last %v after the link opened; left: %s; samples by IKE SA count: %v",
+				name, made, lastNew.Sub(opened).Round(time.Millisecond), strings.Join(desc, "; "), counts)
+			if since := time.Since(lastNew); since < 15*time.Second {
+				t.Errorf("%s\na new IKE SA came %v before the end: the gateway and the peer loop", tc.reason, since.Round(time.Millisecond))
+			}
+			switch {
+			case tc.converges && len(last) != 1:
+				t.Errorf("%s\n%d IKE SAs are left, want 1", tc.reason, len(last))
+			case !tc.converges && len(last) > 2:
+				t.Errorf("%s\n%d IKE SAs are left, want at most 2", tc.reason, len(last))
+			}
+			recovered(t, g, tp, child, time.Now(), name+": at the end")
+			if !strings.Contains(g.logged(), "Closed a duplicate IKE SA") {
+				t.Logf("%s: the agent closed no duplicate (the IKE_SA_INITs did not cross)", name)
+			}
+		})
+	}
+}
+
+// inStep waits for the gateway's charon to retransmit its first
+// IKE_SA_INIT (a log event) and at once has peer p initiate too, so that
+// both retransmit in step; it fails t after 10 s.
+func inStep(t *testing.T, logs <-chan vici.Event, p *tunnel.Peer) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-logs:
+			if m, _ := e.Message.Get("msg").(string); !strings.HasPrefix(m, "retransmit 1 of request with message ID 0") {
+				continue
+			}
+			in := vici.NewMessage()
+			for _, kv := range [][2]string{{"ike", "to-provider"}, {"child", "tenant"}, {"timeout", "-1"}} {
+				if err := in.Set(kv[0], kv[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.Call(context.Background(), "initiate", in); err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the gateway's charon did not retransmit its IKE_SA_INIT within 10s")
+		}
+	}
+}
