@@ -135,13 +135,10 @@ answers() { curl -fsS -o /dev/null -m 5 "$1" 2>/dev/null; }
 # (a failure: set -e, die) copies the files GLOB... of $SV_DIR to DEST,
 # runs the DOWN script so that nothing half-started is left to be mistaken
 # for a running one, and says so.
-on_failure() {
-	SV_FAILURE=("$@")
-	trap sv_failed EXIT
-}
+# shellcheck disable=SC2064 # the arguments are quoted into the trap now
+on_failure() { trap "sv_failed $(printf '%q ' "$@")" EXIT; }
 succeeded() { trap - EXIT; }
 sv_failed() {
-	set -- "${SV_FAILURE[@]}"
 	rm -rf "$3"
 	mkdir -p "$3"
 	# shellcheck disable=SC2068 # the GLOBs are patterns
