@@ -5,20 +5,18 @@
 # Neutron) — each with every process below it (the node's containerd holds
 # the pods' shims and containers), and the total. Pages shared between
 # processes count in each, so the total is an upper bound. The same STATE and
-# OS_STATE as the stack's scripts (cluster/local/lib.sh, defaults .work/local
-# and .work/openstack).
+# OS_STATE as the stack's scripts (cluster/lib.sh).
 #
 #   hack/stack-memory.sh
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-STATE=${STATE:-$ROOT/.work/local}
-OS_STATE=${OS_STATE:-$ROOT/.work/openstack}
+# shellcheck source=cluster/lib.sh
+source "$(dirname "$0")/../cluster/lib.sh"
 
 # tree PID prints PID and every descendant, one per line.
 tree() {
 	echo "$1"
 	local c
-	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree "$c"; done
+	for c in $(pgrep -P "$1"); do tree "$c"; done
 }
 
 total=0
@@ -39,6 +37,6 @@ for f in "$STATE"/*.pid "$OS_STATE"/*.pid; do
 	[ -d "/proc/$pid" ] && show "$(basename "$f" .pid)" "$pid"
 done
 # The pods: containerd's shims leave its tree; they name its socket.
-shims=$(pgrep -f "containerd-shim-runc-v2 .*-address $STATE/node/" || true)
-[ -z "$shims" ] || show "pods (shims, containers)" $shims
+mapfile -t shims < <(pgrep -f "containerd-shim-runc-v2 .*-address $STATE/node/")
+[ ${#shims[@]} = 0 ] || show "pods (shims, containers)" "${shims[@]}"
 printf '%-24s %6d MiB\n' total $((total / 1024))

@@ -22,8 +22,6 @@
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
-export OS_STATE=${OS_STATE:-$ROOT/.work/openstack}
-OS_KEYSTONE_PORT=${OS_KEYSTONE_PORT:-5000}
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
 SITE=$ROOT/cluster/site/site.sh
 STOP_AT=${1:-prestage}
@@ -35,6 +33,7 @@ fi
 
 "$ROOT/cluster/local/up.sh"
 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
+read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
 "$ROOT/cluster/local/provider.sh" >/dev/null
 
 log "applying the example ProviderConfig (credentials of the local tenant-a)"
@@ -75,12 +74,13 @@ kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
 kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
 
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
-wait_for "the claim's port" 120 bash -c '[ -n "$("$0" -n tenant-a get ipsecgateway branch-office -o jsonpath={.status.port.privateIP})" ]' "$TOOLS_BIN/kubectl"
-wait_for "the claim's gateway configuration" 120 bash -c '[ -n "$("$0" -n tenant-a get ipsecgateway branch-office -o jsonpath={.status.gateway.configHash})" ]' "$TOOLS_BIN/kubectl"
+claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }
+claim_has() { ! claim_is "$1" ""; }
+wait_for "the claim's port" 120 claim_has '{.status.port.privateIP}'
+wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 
 gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.gateway.name}')
 
-claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }
 if [ "$STOP_AT" = cutover ]; then
 	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null

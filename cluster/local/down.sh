@@ -5,11 +5,9 @@
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
-case "$STATE" in /|"$HOME"|"$ROOT") die "refusing to remove STATE=$STATE" ;; esac
+removable STATE
 "$ROOT/cluster/site/down.sh" >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
-for p in provider fpt crossplane kcm apiserver etcd; do
-	stop "$p"
-done
+stop provider fpt crossplane kcm apiserver etcd
 rm -rf "$STATE"
 log "local stack down"

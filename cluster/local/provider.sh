@@ -11,14 +11,12 @@ if running provider; then
 	log "provider already running (pid $(cat "$STATE/provider.pid"), log $STATE/provider.log)"
 else
 	[ -x "$ROOT/_output/bin/provider" ] || die "no provider binary: run 'make build'"
-	for p in $PROVIDER_METRICS_PORT $PROVIDER_HEALTH_PORT; do
-		port_free "$p" || die "127.0.0.1:$p is in use; set PROVIDER_METRICS_PORT/PROVIDER_HEALTH_PORT"
-	done
+	need_free PROVIDER_METRICS_PORT PROVIDER_HEALTH_PORT
 	log "starting the provider"
 	start provider "$ROOT/_output/bin/provider" --debug \
 		--metrics-bind-address "127.0.0.1:$PROVIDER_METRICS_PORT" \
 		--health-probe-bind-address "127.0.0.1:$PROVIDER_HEALTH_PORT"
-	wait_for provider 60 curl -fsS "http://127.0.0.1:$PROVIDER_HEALTH_PORT/readyz"
+	wait_ready provider provider 60 answers "http://127.0.0.1:$PROVIDER_HEALTH_PORT/readyz"
 fi
 
 cat <<MSG

@@ -20,25 +20,16 @@ if running apiserver; then
 	[ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 	exit 0
 fi
-for t in etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache function-patch-and-transform; do
-	[ -x "$TOOLS_BIN/$t" ] || die "$t is not built in $TOOLS_BIN: run 'make tools'"
-done
+need_tools etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache function-patch-and-transform
 # Leftovers of a stack that died without cluster-down.
 "$ROOT/cluster/local/down.sh" >/dev/null
-for p in $ETCD_PORT $((ETCD_PORT + 1)) $APISERVER_PORT $XP_METRICS_PORT $XP_HEALTH_PORT $FN_PORT; do
-	port_free "$p" || die "127.0.0.1:$p is in use by another process; stop it or set the *_PORT variables (see cluster/local/lib.sh)"
-done
+choose_ports "$STATE/ports" $((16#$STATE_ID % 100)) 100 10 "${LOCAL_PORTS[@]}"
 
 t0=$(date +%s%N)
 mkdir -p "$STATE/pki"
 # A failed bring-up keeps its logs and stops what it started, so that no
 # half-started stack is left to be mistaken for a running one.
-up=false
-cleanup() {
-	$up && return
-	keep_failed_logs "$ROOT/cluster/local/down.sh" "bring-up"
-}
-trap cleanup EXIT
+on_failure "$ROOT/cluster/local/down.sh" bring-up "$STATE.failed" '*.log'
 "$ROOT/cluster/local/pki.sh" "$STATE/pki"
 
 log "starting etcd and kube-apiserver"
@@ -55,8 +46,8 @@ YAML
 fi
 start etcd "$TOOLS_BIN/etcd" --data-dir "$STATE/etcd" --unsafe-no-fsync \
 	--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-	--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
-	--initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 1))" --listen-metrics-urls ""
+	--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+	--initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls ""
 start apiserver "$TOOLS_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 	--bind-address 127.0.0.1 --advertise-address "$NODE_IP" --secure-port "$APISERVER_PORT" \
 	--tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key" \
@@ -73,7 +64,7 @@ users: [{name: admin, user: {client-certificate: "$STATE/pki/admin.crt", client-
 contexts: [{name: local, context: {cluster: local, user: admin}}]
 current-context: local
 KC
-wait_for kube-apiserver 60 kubectl get --raw /readyz
+wait_ready apiserver kube-apiserver 60 kubectl get --raw /readyz
 
 start kcm "$TOOLS_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" \
 	--controllers garbagecollector,namespace,nodelifecycle,deployment,replicaset,endpointslice,serviceaccount,root-ca-cert-publisher \
@@ -143,6 +134,5 @@ kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ip
 kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
 [ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 
-up=true
-ms=$((($(date +%s%N) - t0) / 1000000))
-log "local stack up in $((ms / 1000)).$((ms % 1000 / 100))s: export KUBECONFIG=$KUBECONFIG"
+succeeded
+log "local stack up in $(elapsed "$t0")s: export KUBECONFIG=$KUBECONFIG"

@@ -30,15 +30,14 @@ wait
 if running containerd; then
 	for c in $(ctr tasks ls -q 2>/dev/null); do ctr tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
 fi
-stop containerd
+stop containerd apirelay
 for f in "$NODE_DIR"/containerd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
 	if [ -f "$f" ]; then kill -9 "$(cat "$f")" 2>/dev/null || true; fi
 done
 for f in /sys/fs/cgroup/*/"$CGROUP_ROOT"; do
 	[ -d "$f" ] || continue
-	find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+	xargs -r kill -9 < <(find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null) 2>/dev/null || true
 done
-stop apirelay
 
 # Mounts under $STATE (pods' volumes, container root filesystems, network
 # namespaces of pods), deepest first.

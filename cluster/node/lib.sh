@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the variables are used by the scripts that source this
 # Settings and helpers of the local node scripts (cluster/node/up.sh,
 # down.sh), on top of the local stack's (cluster/local/lib.sh). Sourced, not
 # run.
@@ -11,7 +12,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../local/lib.sh"
 
 NODE_DIR=$STATE/node
-NODE_ID=$(printf '%s' "$STATE" | sha256sum | cut -c1-8)
+NODE_ID=$STATE_ID
 NETNS=ipsec-node-$NODE_ID
 NODE_NAME=local-node
 # The node's address is $NODE_IP (cluster/local/lib.sh), on a veth pair

@@ -30,9 +30,7 @@ if running kubelet; then
 fi
 running apiserver || die "the control plane is not running: run cluster/local/up.sh first"
 [ "$(id -u)" = 0 ] || die "the node needs root (network namespace, containerd, kubelet)"
-for t in kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr multus; do
-	[ -x "$TOOLS_BIN/$t" ] || die "$t is not built in $TOOLS_BIN: run 'make tools'"
-done
+need_tools kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr multus
 "$ROOT/hack/apt-install.sh" --host node
 for p in bridge host-local loopback macvlan static; do
 	[ -x "$CNI_PLUGINS/$p" ] || die "no CNI plugin $p in $CNI_PLUGINS"
@@ -41,12 +39,7 @@ done
 "$ROOT/cluster/node/down.sh" >/dev/null
 
 t0=$(date +%s%N)
-up=false
-cleanup() {
-	$up && return
-	keep_failed_logs "$ROOT/cluster/node/down.sh" "node bring-up"
-}
-trap cleanup EXIT
+on_failure "$ROOT/cluster/node/down.sh" "node bring-up" "$STATE.failed" '*.log'
 
 mkdir -p "$NODE_DIR"/{bin,cni/bin,cni/net.d,cni/ipam,cni/multus,containerd,kubelet,pod-logs,volume-plugins}
 # record: the first node to run saves what the kubelet changes on the host.
@@ -86,7 +79,7 @@ PAUSE_IMAGE=registry.local/pause:node
 # relay's proxy (cluster/local/up.sh points its egress to the cluster there).
 start apirelay "$NODE_DIR/bin/apirelay" -netns "/run/netns/$NETNS" \
 	-listen "0.0.0.0:$APISERVER_PORT" -connect "127.0.0.1:$APISERVER_PORT" -proxy "$EGRESS_SOCK"
-wait_for "the API relay" 10 "${IN_NODE[@]}" "$TOOLS_BIN/kubectl" get --raw /readyz
+wait_ready apirelay "the API relay" 10 "${IN_NODE[@]}" "$TOOLS_BIN/kubectl" get --raw /readyz
 
 log "node: containerd"
 ln -sf "$CNI_PLUGINS"/* "$TOOLS_BIN/multus" "$NODE_DIR/cni/bin/"
@@ -136,7 +129,7 @@ cat >"$NODE_DIR/cni/net.d/00-multus.conf" <<JSON
              "dataDir": "$NODE_DIR/cni/ipam"}}]}]}
 JSON
 start containerd env "PATH=$TOOLS_BIN:$PATH" "${IN_NODE[@]}" "$TOOLS_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
-wait_for containerd 30 ctr version
+wait_ready containerd containerd 30 ctr version
 ctr images import "$NODE_DIR/pause.tar" >/dev/null
 if [ -f "$GATEWAY_IMAGE" ]; then
 	ctr images import "$GATEWAY_IMAGE" >/dev/null
@@ -189,8 +182,8 @@ start scheduler "$TOOLS_BIN/kube-scheduler" --kubeconfig "$KUBECONFIG" --leader-
 node_ready() { [ "$(kubectl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 wait_for "node $NODE_NAME" 90 node_ready
 # Ready, and the node lifecycle controller has lifted the not-ready taint.
-wait_for "node $NODE_NAME untainted" 60 bash -c '[ -z "$("$0" get node "$1" -o jsonpath={.spec.taints})" ]' "$TOOLS_BIN/kubectl" "$NODE_NAME"
+untainted() { [ -z "$(kubectl get node "$NODE_NAME" -o jsonpath='{.spec.taints}')" ]; }
+wait_for "node $NODE_NAME untainted" 60 untainted
 
-up=true
-ms=$((($(date +%s%N) - t0) / 1000000))
-log "node $NODE_NAME ready in $((ms / 1000)).$((ms % 1000 / 100))s (network namespace $NETNS, address $NODE_IP)"
+succeeded
+log "node $NODE_NAME ready in $(elapsed "$t0")s (network namespace $NETNS, address $NODE_IP)"

@@ -8,5 +8,5 @@ set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-APT_LOG=$OS_STATE/log/apt.log "$OS_ROOT/hack/apt-install.sh" --host base openstack
+APT_LOG=$OS_STATE/log/apt.log "$ROOT/hack/apt-install.sh" --host base openstack
 say "packages: $(dpkg-query -W -f='${Package} ${Version}  ' "${OS_PACKAGES[@]}")"

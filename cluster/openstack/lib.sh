@@ -7,13 +7,17 @@
 # outside the repository in $OS_GOLDEN_ROOT so that later starts skip the slow
 # schema creation and bootstrap.
 
-OS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OS_DIR=$OS_ROOT/cluster/openstack
-OS_STATE=${OS_STATE:-$OS_ROOT/.work/openstack}
-OS_KEYSTONE_PORT=${OS_KEYSTONE_PORT:-5000}
-OS_NEUTRON_PORT=${OS_NEUTRON_PORT:-9696}
+# shellcheck source=cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+OS_DIR=$ROOT/cluster/openstack
+SV_DIR=$OS_STATE
+SV_LOGS=$OS_STATE/log
+# The servers' ports, unless set: 5000 and 9696 (those of
+# examples/providerconfig), else the first free pair after them, chosen by
+# up.sh and recorded in $OS_STATE/ports.
+OS_PORTS=(OS_KEYSTONE_PORT=5000 OS_NEUTRON_PORT=9696)
+read_ports "$OS_STATE/ports" "${OS_PORTS[@]}"
 OS_GOLDEN_ROOT=${OS_GOLDEN_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec}
-export OS_STATE OS_KEYSTONE_PORT OS_NEUTRON_PORT
 
 # Fixed test credentials (the admin password is baked into the golden
 # databases). fixtures.py reads them from the environment.
@@ -34,31 +38,9 @@ OS_GOLDEN_FORMAT=1
 OS_T0=${OS_T0:-$(date +%s%N)}
 export OS_T0
 
-# elapsed prints the seconds since the first script of this run started.
-elapsed() {
-	local ds=$((($(date +%s%N) - OS_T0) / 100000000))
-	printf '%d.%d' $((ds / 10)) $((ds % 10))
-}
-
-# say MSG...: progress line with the elapsed seconds.
-say() { printf '[openstack %6ss] %s\n' "$(elapsed)" "$*"; }
-
-die() {
-	printf 'error: %s\n' "$*" >&2
-	exit 1
-}
-
-# alive NAME succeeds when the process recorded in $OS_STATE/NAME.pid exists.
-alive() {
-	local f=$OS_STATE/$1.pid
-	[ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
-}
-
-# listening PORT succeeds when something accepts TCP connections on 127.0.0.1:PORT.
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# http_code URL prints the HTTP status of a GET (000 when nothing answers).
-http_code() { curl -s -o /dev/null -m 5 -w '%{http_code}' "$1" || true; }
+# say MSG...: progress line with the seconds since the first script of this
+# run started.
+say() { printf '[openstack %6ss] %s\n' "$(elapsed "$OS_T0")" "$*"; }
 
 # golden_dir prints the cache directory for the installed package versions.
 golden_dir() {

@@ -16,9 +16,6 @@ set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-KS_URL=http://127.0.0.1:$OS_KEYSTONE_PORT
-NEUTRON_URL=http://127.0.0.1:$OS_NEUTRON_PORT
-
 # One bring-up at a time per state directory: a second concurrent run (for
 # example from test packages run in parallel) waits, then finds it running.
 mkdir -p "$(dirname "$OS_STATE")"
@@ -28,8 +25,9 @@ if ! flock -n 9; then
 	flock -w 900 9 || die "timed out waiting for the lock $OS_STATE.lock"
 fi
 
-if alive keystone && alive neutron &&
-	[ "$(http_code "$KS_URL/v3")" = 200 ] && [ "$(http_code "$NEUTRON_URL/")" = 200 ]; then
+# urls sets the servers' URLs from their ports.
+urls() { KS_URL=http://127.0.0.1:$OS_KEYSTONE_PORT NEUTRON_URL=http://127.0.0.1:$OS_NEUTRON_PORT; }
+if running keystone && running neutron && urls && answers "$KS_URL/v3" && answers "$NEUTRON_URL/"; then
 	say "already running: Keystone $KS_URL/v3, Neutron $NEUTRON_URL; OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml ('cluster/openstack/down.sh' stops it)"
 	exit 0
 fi
@@ -39,34 +37,18 @@ if [ -d "$OS_STATE" ]; then
 	"$OS_DIR/down.sh" >/dev/null
 fi
 
-# neutron-server binds with SO_REUSEPORT: a second one on the same port would
-# start happily next to a stale one, and requests would go to either.
-for p in "$OS_KEYSTONE_PORT" "$OS_NEUTRON_PORT"; do
-	if listening "$p"; then
-		die "127.0.0.1:$p is in use by another process; stop it or set OS_KEYSTONE_PORT / OS_NEUTRON_PORT"
-	fi
-done
-
-up=false
-on_exit() {
-	$up && return
-	rm -rf "$OS_STATE.failed"
-	mkdir -p "$OS_STATE.failed"
-	cp -a "$OS_STATE/log/." "$OS_STATE.failed/" 2>/dev/null || true
-	cp -a "$OS_STATE/etc" "$OS_STATE.failed/" 2>/dev/null || true
-	"$OS_DIR/down.sh" >/dev/null 2>&1 || true
-	echo "OpenStack bring-up failed; logs kept in $OS_STATE.failed" >&2
-}
-trap on_exit EXIT
+# Free ports: neutron-server binds with SO_REUSEPORT, so a second one on
+# the same port would start happily next to a stale one, and requests would
+# go to either.
+choose_ports "$OS_STATE/ports" 0 100 1 "${OS_PORTS[@]}"
+urls
+on_failure "$OS_DIR/down.sh" "OpenStack bring-up" "$OS_STATE.failed" 'log/*' etc
 mkdir -p "$OS_STATE"/{etc,db,log,lock,neutron,keys/fernet,keys/credential}
 
 "$OS_DIR/install.sh"
 
 # ---------------------------------------------------------------- configuration
 cat >"$OS_STATE/etc/keystone.conf" <<EOF
-[DEFAULT]
-log_dir = $OS_STATE/log
-log_file = keystone.log
 [database]
 connection = sqlite:///$OS_STATE/db/keystone.sqlite
 [token]
@@ -99,8 +81,6 @@ core_plugin = ml2
 service_plugins = router
 api_paste_config = /etc/neutron/api-paste.ini
 state_path = $OS_STATE/neutron
-log_dir = $OS_STATE/log
-log_file = neutron-server.log
 # No message bus and no agents: RPC goes nowhere, ports stay unbound (DOWN).
 transport_url = fake://
 api_workers = 0
@@ -228,35 +208,20 @@ else
 fi
 
 # ---------------------------------------------------------------- servers
-# Each server is the leader of its own session and process group, so that no
-# terminal signal reaches it and down.sh can stop the uwsgi worker with it.
-# They must not inherit the lock (fd 9), or the next up.sh would wait on it.
+# Each logs to standard output, into $OS_STATE/log/NAME.log (start).
 say "starting Keystone and Neutron"
 # One uwsgi process: several processes writing one SQLite file fail with
 # "database is locked". 'Connection: close': uwsgi's plain HTTP socket does
 # not do keep-alive properly, and clients reusing connections see resets.
-OS_KEYSTONE_CONFIG_FILES=$OS_STATE/etc/keystone.conf setsid uwsgi --plugin python3 \
+# --no-orphans: a worker whose master died goes too.
+start keystone env "OS_KEYSTONE_CONFIG_FILES=$OS_STATE/etc/keystone.conf" uwsgi --plugin python3 \
 	--http-socket "127.0.0.1:$OS_KEYSTONE_PORT" --wsgi-file /usr/bin/keystone-wsgi-public \
-	--master --processes 1 --threads 1 --die-on-term --need-app --buffer-size 65535 \
-	--add-header 'Connection: close' \
-	>"$OS_STATE/log/keystone-uwsgi.log" 2>&1 </dev/null 9>&- &
-echo $! >"$OS_STATE/keystone.pid"
-setsid neutron-server "${neutron_confs[@]}" >"$OS_STATE/log/neutron-server.out" 2>&1 </dev/null 9>&- &
-echo $! >"$OS_STATE/neutron.pid"
-
-# wait_http NAME URL: waits until URL answers 200 while the server lives.
-wait_http() {
-	local _
-	for _ in $(seq 1 480); do
-		[ "$(http_code "$2")" = 200 ] && return 0
-		alive "$1" || die "$1 exited while starting: see $OS_STATE/log"
-		sleep 0.25
-	done
-	die "$1 did not answer on $2 within 120 s: see $OS_STATE/log"
-}
-wait_http keystone "$KS_URL/v3"
+	--master --processes 1 --threads 1 --die-on-term --no-orphans --need-app --buffer-size 65535 \
+	--add-header 'Connection: close'
+start neutron neutron-server "${neutron_confs[@]}"
+wait_ready keystone Keystone 120 answers "$KS_URL/v3"
 say "Keystone answers on $KS_URL/v3"
-wait_http neutron "$NEUTRON_URL/"
+wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
 say "Neutron answers on $NEUTRON_URL"
 
 # ---------------------------------------------------------------- fixtures
@@ -264,10 +229,10 @@ say "Neutron answers on $NEUTRON_URL"
 	die "creating the fixtures failed: see $OS_STATE/log/fixtures.log"
 say "fixtures created: $OS_STATE/fixtures.json"
 
-up=true
+succeeded
 # rss NAME: resident memory of the server's whole session.
 rss() { ps -o rss= --sid "$(cat "$OS_STATE/$1.pid")" | awk '{s += $1} END {printf "%d MiB", s / 1024}'; }
-say "up in $(elapsed) s; RSS Keystone $(rss keystone), Neutron $(rss neutron)"
+say "up in $(elapsed "$OS_T0") s; RSS Keystone $(rss keystone), Neutron $(rss neutron)"
 cat <<EOF
   Keystone: $KS_URL/v3   Neutron: $NEUTRON_URL   region RegionOne
   export OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml   # clouds: tenant-a, tenant-a-appcred, admin

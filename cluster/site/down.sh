@@ -10,14 +10,11 @@ set -euo pipefail
 # shellcheck source=cluster/site/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-for f in "$STATE"/site-*.pid; do
-	[ -f "$f" ] || continue
-	n=$(basename "$f" .pid)
-	# charon would spend seconds sending IKE DELETEs: nothing of it
-	# outlives its namespaces.
-	case $n in site-client | site-vm | site-gw) kill -9 "$(cat "$f")" 2>/dev/null || true ;; esac
-	stop "$n"
-done
+# charon would spend seconds sending IKE DELETEs: nothing of it outlives
+# its namespaces.
+stop -KILL site-client site-vm site-gw &
+stop site-fipnat site-echo &
+wait
 if ns_exists router && [ -e "/run/netns/$NETNS" ] &&
 	ip -n "$(ns router)" link show "$NODE_PARENT_PEER" >/dev/null 2>&1; then
 	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" nomaster

@@ -27,14 +27,12 @@
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
 
-export OS_STATE=${OS_STATE:-$ROOT/.work/openstack}
 SITE_DIR=$STATE/site
-SITE_ID=$NODE_ID
 # Namespaces: ipsec-site-<id>-<role>. Roles: router (R), client (the
 # client site's gateway), host (a client host), vm (the old VM gateway),
 # svc (the tenant service) and gw (a stand-in for the gateway pod, only
 # when a test asks for it: site.sh standin-up).
-NS_PREFIX=ipsec-site-$SITE_ID-
+NS_PREFIX=ipsec-site-$STATE_ID-
 SITE_ROLES="router client host vm svc gw"
 ns() { echo "$NS_PREFIX$1"; }
 
@@ -224,7 +222,7 @@ charon_start() {
 	start "site-$role" env "STRONGSWAN_CONF=$dir/etc/strongswan.conf" \
 		nsenter "--net=$(nspath "$role")" -- unshare --mount --propagation private -- \
 		sh -c 'mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"' "$CHARON"
-	wait_for "charon of $role" 10 swanctl_of "$role" --stats
+	wait_ready "site-$role" "charon of $role" 10 swanctl_of "$role" --stats
 	# swanctl's exit code is not to be trusted (a syntax error exits 0).
 	out=$(swanctl_of "$role" --load-all --noprompt --file "$dir/etc/swanctl/swanctl.conf" 2>&1) || die "swanctl --load-all for $role: $out"
 	case $out in *failed* | *error*) die "swanctl --load-all for $role: $out" ;; esac

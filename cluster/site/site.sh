@@ -115,8 +115,7 @@ standin-up)
 	log "stand-in gateway $GATEWAY_IP up ($(ns gw), log $STATE/site-gw.log)"
 	;;
 standin-down)
-	if [ -f "$STATE/site-gw.pid" ]; then kill -9 "$(cat "$STATE/site-gw.pid")" 2>/dev/null || true; fi
-	stop site-gw
+	stop -KILL site-gw
 	ns_exists gw && ip netns del "$(ns gw)"
 	rm -rf "$SITE_DIR/gw" "$STATE/site-gw.log"
 	log "stand-in gateway down"

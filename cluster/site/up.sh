@@ -50,12 +50,7 @@ fi
 # Leftovers of a site that died without down.sh.
 "$ROOT/cluster/site/down.sh" >/dev/null
 
-up=false
-cleanup() {
-	$up && return
-	keep_failed_logs "$ROOT/cluster/site/down.sh" "site bring-up" "$STATE/site.failed" 'site-*.log'
-}
-trap cleanup EXIT
+on_failure "$ROOT/cluster/site/down.sh" "site bring-up" "$STATE/site.failed" 'site-*.log'
 t0=$(date +%s%N)
 mkdir -p "$SITE_DIR/bin"
 
@@ -123,6 +118,5 @@ charon_start client
 established() { swanctl_of client --list-sas --noblock 2>/dev/null | grep -q ESTABLISHED; }
 wait_for "the client's tunnel" 30 established
 
-up=true
-ms=$((($(date +%s%N) - t0) / 1000000))
-log "site up in $((ms / 1000)).$((ms % 1000 / 100))s: the client's tunnel to $FLOATING_IP is ESTABLISHED ('cluster/site/site.sh' for more)"
+succeeded
+log "site up in $(elapsed "$t0")s: the client's tunnel to $FLOATING_IP is ESTABLISHED ('cluster/site/site.sh' for more)"

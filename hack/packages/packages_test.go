@@ -95,13 +95,13 @@ func newScanner() *scanner {
 // repository builds or holds (the toolchain, Go binaries, its scripts): a
 // command under them is no Debian package's.
 var builtHere = map[string]bool{
-	"ROOT": true, "OS_ROOT": true, "OS_DIR": true, "TOOLS_BIN": true, "SITE_DIR": true,
+	"ROOT": true, "OS_DIR": true, "TOOLS_BIN": true, "SITE_DIR": true,
 	"NODE_DIR": true, "OUT": true, "work": true, "ib": true, "MODS": true,
 }
 
 // wrappers are this repository's shell functions that run a command given
 // in their arguments, with how many arguments come before it.
-var wrappers = map[string]int{"start": 1, "in_ns": 1, "wait_for": 2, "locked": 0}
+var wrappers = map[string]int{"start": 1, "in_ns": 1, "wait_for": 2, "wait_ready": 3, "locked": 0}
 
 // builtins are the shell's own commands and keywords the scripts use.
 var builtins = map[string]bool{

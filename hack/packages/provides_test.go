@@ -11,7 +11,7 @@ var provides = map[string]string{
 	"base64": "coreutils", "basename": "coreutils", "cat": "coreutils", "chmod": "coreutils",
 	"cp": "coreutils", "cut": "coreutils", "date": "coreutils", "dirname": "coreutils",
 	"env": "coreutils", "head": "coreutils", "id": "coreutils", "ln": "coreutils", "ls": "coreutils",
-	"mkdir": "coreutils", "mktemp": "coreutils", "mv": "coreutils", "paste": "coreutils",
+	"mkdir": "coreutils", "mktemp": "coreutils", "mv": "coreutils",
 	"pwd": "coreutils", "readlink": "coreutils", "rm": "coreutils", "rmdir": "coreutils",
 	"seq": "coreutils", "sha256sum": "coreutils", "sleep": "coreutils", "sort": "coreutils", "stat": "coreutils",
 	"tail": "coreutils", "touch": "coreutils", "tr": "coreutils",
