@@ -278,3 +278,34 @@ func TestValidateClaimVariants(t *testing.T) {
 		t.Errorf("crossplane beta validate of the claim variants:\n%s\nwant %q", got, want)
 	}
 }
+
+// TestValidateClaimRefusesTrapOnLibipsec proves the XRD carries the
+// Gateway's rule across its fields: a claim whose tunnel has startAction
+// trap on dataPlane Libipsec (which never initiates: kernel-libipsec raises
+// no acquires) is refused, naming the tunnels and what to use instead.
+func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
+	claim := map[string]any{}
+	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
+		t.Fatal(err)
+	}
+	spec := claim["spec"].(map[string]any)
+	spec["dataPlane"] = "Libipsec"
+	spec["tunnels"].([]any)[0].(map[string]any)["startAction"] = "trap"
+	b, err := yaml.Marshal(claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "claim.yaml")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin(t, "crank"), "beta", "validate", filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"), f,
+		"--cache-dir", validateCache(t), "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	want := "a tunnel's startAction trap never initiates with dataPlane Libipsec"
+	if err == nil || !strings.Contains(out.String(), "spec.tunnels: Invalid value: ") || !strings.Contains(out.String(), want) {
+		t.Errorf("crossplane beta validate of a claim with startAction trap on dataPlane Libipsec: %v\n%s\nwant spec.tunnels refused with %q", err, out.String(), want)
+	}
+}
