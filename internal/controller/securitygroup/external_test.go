@@ -8,10 +8,12 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	th "github.com/gophercloud/gophercloud/v2/testhelper"
 	fake "github.com/gophercloud/gophercloud/v2/testhelper/client"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -77,6 +79,9 @@ func TestObserve(t *testing.T) {
 		err      string
 		requests int
 		extName  string
+		// ready is the Ready condition Observe leaves ("" if none).
+		ready corev1.ConditionStatus
+		msg   string
 	}
 	cases := map[string]struct {
 		reason  string
@@ -88,14 +93,29 @@ func TestObserve(t *testing.T) {
 			reason:  "A group with the spec's rules (and Neutron's default egress rules) is up to date after one GET.",
 			mg:      sg(groupID, ike()),
 			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
-			want:    want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1, extName: groupID},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: 1, extName: groupID,
+				ready: corev1.ConditionTrue},
 		},
 		"RuleMissing": {
-			reason:  "A spec rule Neutron lacks makes the group not up to date.",
+			reason:  "A spec rule Neutron lacks makes the group not up to date and not Ready: its rules are not in place (such as while Neutron refuses to create one).",
 			mg:      sg(groupID, ike(), esp()),
 			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 1 rules missing, 0 extra`},
-				requests: 1, extName: groupID},
+				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "1 rules of the spec are not in the group yet, 0 rules not in the spec are"},
+		},
+		"RuleExtra": {
+			reason:  "A rule the spec does not have (added by hand) makes the group not Ready until it is deleted: the group admits more than it should.",
+			mg:      sg(groupID),
+			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 0 rules missing, 1 extra`},
+				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "0 rules of the spec are not in the group yet, 1 rules not in the spec are"},
+		},
+		"NameDrift": {
+			reason:  "A drifted name is corrected by Update, but the rules are in place: the group is Ready.",
+			mg:      func() *v1alpha1.SecurityGroup { s := sg(groupID, ike()); s.Spec.ForProvider.Name = "gw2"; return s }(),
+			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 0 rules missing, 0 extra`},
+				requests: 1, extName: groupID, ready: corev1.ConditionTrue},
 		},
 		"Gone": {
 			reason:  "A group Neutron does not know does not exist.",
@@ -116,7 +136,8 @@ func TestObserve(t *testing.T) {
 				"GET /security-groups?tags=crossplane-uid-uid-1": {200, `{"security_groups": [{"id": "` + groupID + `", "name": "gw"}]}`},
 				"GET /security-groups/" + groupID:                {200, groupJSON},
 			},
-			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true}, requests: 2, extName: groupID},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true}, requests: 2, extName: groupID,
+				ready: corev1.ConditionTrue},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
@@ -130,7 +151,11 @@ func TestObserve(t *testing.T) {
 			e, n, done := neutronFake(t, tc.answers)
 			defer done()
 			obs, err := e.Observe(context.Background(), tc.mg)
-			got := want{obs: obs, requests: *n, extName: meta.GetExternalName(tc.mg)}
+			c := tc.mg.GetCondition(xpv2.TypeReady)
+			got := want{obs: obs, requests: *n, extName: meta.GetExternalName(tc.mg), msg: c.Message}
+			if c.Status != corev1.ConditionUnknown {
+				got.ready = c.Status
+			}
 			if err != nil {
 				got.err = err.Error()
 			}
