@@ -97,7 +97,8 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 // RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk
 // name the kind, obj is its Go type, and connect makes its connector from
 // the shared openstack.Connector (authenticating through clients);
-// t is as for Register. The reconciler takes OpenStackOptions. It returns an error when a client or
+// t is as for Register. The reconciler takes OpenStackOptions and resolves
+// references at every reconcile (FollowingResolver). It returns an error when a client or
 // the controller cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
 	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
@@ -106,7 +107,8 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 		return err
 	}
 	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
-		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)))...)
+		append(OpenStackOptions(), managed.WithTypedExternalConnector(connect(c)),
+			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
 }
 
 // OpenStackOptions are the reconciler options of the OpenStack kinds.
