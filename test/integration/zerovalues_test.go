@@ -481,6 +481,8 @@ func TestAdmissionAcceptsEveryObject(t *testing.T) {
 // Ports that ask for no fixed IP are created last, once those that ask
 // for one have their Neutron ports: Neutron gives a port that asks for
 // none a random free address of the subnet, which could be one asked for.
+// The objects that take a Port by reference or selector come with them,
+// so that they do not back off waiting for one.
 func syncAll(t *testing.T, objs []underTest, settle time.Duration) {
 	t.Helper()
 	ctx := context.Background()
@@ -490,7 +492,7 @@ func syncAll(t *testing.T, objs []underTest, settle time.Duration) {
 		switch {
 		case slices.ContainsFunc(ips, func(ip any) bool { return ip.(map[string]any)["ipAddress"] != nil }):
 			first, fixed = append(first, u), append(fixed, u)
-		case u.obj.GetKind() == "Port":
+		case u.obj.GetKind() == "Port" || takesPort(u.obj):
 			rest = append(rest, u)
 		default:
 			first = append(first, u)
@@ -583,6 +585,17 @@ func syncAll(t *testing.T, objs []underTest, settle time.Duration) {
 	if len(dropped) > 0 {
 		t.Logf("false values that the provider's updates dropped (omitempty), still admitted and Synced:\n%s", strings.Join(dropped, "\n"))
 	}
+}
+
+// takesPort says whether o takes a Port by reference or selector.
+func takesPort(o *unstructured.Unstructured) bool {
+	fp, _, _ := unstructured.NestedMap(o.Object, "spec", "forProvider")
+	for _, k := range []string{"portIdRef", "portIdSelector", "nexthopPortRef", "nexthopPortSelector"} {
+		if fp[k] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ucondition returns u's condition of type ct (Status "" when it has none).
