@@ -1,11 +1,14 @@
 package v1alpha1
 
 import (
+	"context"
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestClearResolvedReferences(t *testing.T) {
@@ -94,5 +97,35 @@ func TestClearResolvedReferences(t *testing.T) {
 				t.Errorf("\n%s\nClearResolvedReferences(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestEveryReferencingKindFollows proves every kind of the group with
+// references (angryjet's ResolveReferences) can clear what they resolved,
+// so the provider's resolver makes them follow the managed resources they
+// name: a kind without would keep its first resolved IDs for ever.
+func TestEveryReferencingKindFollows(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := SchemeBuilder.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	referencing := 0
+	for gvk := range s.AllKnownTypes() {
+		o, err := s.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := o.(interface {
+			ResolveReferences(context.Context, client.Reader) error
+		}); !ok {
+			continue
+		}
+		referencing++
+		if _, ok := o.(interface{ ClearResolvedReferences() }); !ok {
+			t.Errorf("%s resolves references but has no ClearResolvedReferences", gvk.Kind)
+		}
+	}
+	if referencing != 3 {
+		t.Errorf("%d kinds with references, want FloatingIPBinding, Port and RouterRoutes", referencing)
 	}
 }
