@@ -30,6 +30,7 @@ type Finding struct {
 	Read string
 }
 
+// String says where the rule is, the rule and the read.
 func (f Finding) String() string {
 	return fmt.Sprintf("%s: rule %q reads %s without has()", f.Path, f.Rule, f.Read)
 }
