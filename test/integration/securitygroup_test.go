@@ -254,7 +254,7 @@ func TestSecurityGroupWrongPassword(t *testing.T) {
 }
 
 // missingRules is the Ready=False message of a group that lacks rules.
-var missingRules = regexp.MustCompile(`^[1-9][0-9]* rules of the spec are not in the group yet, 0 rules not in the spec are$`)
+var missingRules = regexp.MustCompile(`^the group lacks [1-9][0-9]* of the spec's rules and has 0 that the spec does not$`)
 
 // TestSecurityGroupNotReadyWhileRulesFail is issue 18's defect: a
 // SecurityGroup reported Ready while Neutron refused to create one of its

@@ -59,7 +59,7 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	if len(missing) == 0 && len(extra) == 0 {
 		sg.SetConditions(xpv2.Available())
 	} else {
-		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d rules of the spec are not in the group yet, %d rules not in the spec are", len(missing), len(extra))))
+		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))))
 	}
 	upToDate := g.Name == p.Name && g.Description == deref(p.Description) && len(missing) == 0 && len(extra) == 0
 	var d string

@@ -101,14 +101,14 @@ func TestObserve(t *testing.T) {
 			mg:      sg(groupID, ike(), esp()),
 			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 1 rules missing, 0 extra`},
-				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "1 rules of the spec are not in the group yet, 0 rules not in the spec are"},
+				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "the group lacks 1 of the spec's rules and has 0 that the spec does not"},
 		},
 		"RuleExtra": {
 			reason:  "A rule the spec does not have (added by hand) makes the group not Ready until it is deleted: the group admits more than it should.",
 			mg:      sg(groupID),
 			answers: map[string]answer{"GET /security-groups/" + groupID: {200, groupJSON}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "", 0 rules missing, 1 extra`},
-				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "0 rules of the spec are not in the group yet, 1 rules not in the spec are"},
+				requests: 1, extName: groupID, ready: corev1.ConditionFalse, msg: "the group lacks 0 of the spec's rules and has 1 that the spec does not"},
 		},
 		"NameDrift": {
 			reason:  "A drifted name is corrected by Update, but the rules are in place: the group is Ready.",
