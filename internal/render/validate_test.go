@@ -134,6 +134,29 @@ func TestValidate(t *testing.T) {
 			mod:    func(in *Input) { in.Spec.Tunnels[0].Unique = "never" },
 			want:   Errors{{"tunnels[a].unique", `"never" is not no, replace or keep`}},
 		},
+		"TrapWithLibipsec": {
+			reason: "kernel-libipsec raises no acquires: a trapped tunnel on the userspace data plane would never initiate.",
+			mod: func(in *Input) {
+				in.Spec.DataPlane = v1alpha1.DataPlaneLibipsec
+				in.Spec.Tunnels[0].StartAction = "trap"
+			},
+			want: Errors{{"tunnels[a].startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM"}},
+		},
+		"TrapWithKernelXFRM": {
+			reason: "The kernel's XFRM raises acquires: trap works there.",
+			mod: func(in *Input) {
+				in.Spec.DataPlane = v1alpha1.DataPlaneKernelXFRM
+				in.Spec.Tunnels[0].StartAction = "trap"
+			},
+		},
+		"StartWithLibipsec": {
+			reason: "start and respond need no acquires: they work on the userspace data plane.",
+			mod: func(in *Input) {
+				in.Spec.DataPlane = v1alpha1.DataPlaneLibipsec
+				in.Spec.Tunnels[0].StartAction = "start"
+				in.Spec.Tunnels[1].StartAction = "respond"
+			},
+		},
 		"ShortChildRekeyWithoutLifeTime": {
 			reason: "charon would give a CHILD_SA rekeyed after 9.5s (rendered 10s) a life of 11s, but one rekeyed after 9s a life of 9s: it would expire, not be rekeyed.",
 			mod: func(in *Input) {

@@ -10,6 +10,7 @@ package configuration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -20,7 +21,12 @@ import (
 	"testing"
 	"time"
 
+	xpv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
 	"github.com/google/go-cmp/cmp"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/test/variants"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -197,4 +203,109 @@ func TestRender(t *testing.T) {
 // and the XRD.
 func TestValidateExamples(t *testing.T) {
 	validate(t, validateCache(t), filepath.Join(root, "examples"))
+}
+
+// minimalClaim is an IPsecGateway with only what admission needs: the
+// required fields, and endpoint.floatingNetworkId because the endpoint
+// needs exactly one of floatingIP or floatingNetworkId.
+const minimalClaim = `
+apiVersion: vpn.ipsecgw.io/v1alpha1
+kind: IPsecGateway
+metadata: {name: minimal, namespace: tenant-a}
+spec:
+  endpoint: {floatingNetworkId: 00000000-0000-4000-8000-000000000003}
+  network: {networkId: 00000000-0000-4000-8000-000000000001, subnetId: 00000000-0000-4000-8000-000000000002}
+  tunnels:
+  - name: branch-a
+    peer: {address: 198.51.100.7}
+    ikeVersion: 2
+    ikeProposals: [aes256-sha256-modp2048]
+    espProposals: [aes256gcm16]
+    preSharedKeySecretRef: {name: branch-a-psk, key: psk}
+    trafficSelectors: [{local: 100.64.0.0/24, remote: 192.168.10.0/24}]
+`
+
+// TestValidateClaimVariants validates, with the XRD's schema and CEL rules
+// (crossplane beta validate applies its defaults and evaluates its rules
+// as the API server does), the minimal claim and its variants derived from
+// the XRD's schema: each other value of every enum field it sets (IKEv1)
+// and, on each of those, each optional boolean false (mobike,
+// forceEncapsulation). No rule may read an optional field without has().
+func TestValidateClaimVariants(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xrd := &xpv1.CompositeResourceDefinition{}
+	if err := yaml.Unmarshal(b, xrd); err != nil {
+		t.Fatal(err)
+	}
+	s := &extv1.JSONSchemaProps{}
+	if err := json.Unmarshal(xrd.Spec.Versions[0].Schema.OpenAPIV3Schema.Raw, s); err != nil {
+		t.Fatal(err)
+	}
+	claim := map[string]any{}
+	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
+		t.Fatal(err)
+	}
+	spec := s.Properties["spec"]
+	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId"}, variants.Optional(&spec, claim["spec"])); diff != "" {
+		t.Errorf("the minimal claim sets optional fields beyond the one it needs: -want, +got:\n%s", diff)
+	}
+	vs, absent, err := variants.Of(s, claim, "spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(absent) > 0 {
+		t.Logf("optional booleans not varied, their object being absent from the minimal claim: %v", absent)
+	}
+	dir := t.TempDir()
+	for i, v := range vs {
+		v.Object["metadata"].(map[string]any)["name"] = fmt.Sprintf("minimal-%d", i)
+		out, err := yaml.Marshal(v.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("claim-%d.yaml", i)), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("minimal-%d: %s", i, v.Name)
+	}
+	extensions := filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml")
+	got := run(t, "crank", "beta", "validate", extensions, dir, "--cache-dir", validateCache(t),
+		"--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
+	if want := fmt.Sprintf("Total %d resources: 0 missing schemas, %d success cases, 0 failure cases", len(vs), len(vs)); !bytes.Contains(got, []byte(want)) {
+		t.Errorf("crossplane beta validate of the claim variants:\n%s\nwant %q", got, want)
+	}
+}
+
+// TestValidateClaimRefusesTrapOnLibipsec proves the XRD carries the
+// Gateway's rule across its fields: a claim whose tunnel has startAction
+// trap on dataPlane Libipsec (which never initiates: kernel-libipsec raises
+// no acquires) is refused, naming the tunnels and what to use instead.
+func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
+	claim := map[string]any{}
+	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
+		t.Fatal(err)
+	}
+	spec := claim["spec"].(map[string]any)
+	spec["dataPlane"] = "Libipsec"
+	spec["tunnels"].([]any)[0].(map[string]any)["startAction"] = "trap"
+	b, err := yaml.Marshal(claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "claim.yaml")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin(t, "crank"), "beta", "validate", filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"), f,
+		"--cache-dir", validateCache(t), "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	want := "a tunnel's startAction trap never initiates with dataPlane Libipsec"
+	if err == nil || !strings.Contains(out.String(), "spec.tunnels: Invalid value: ") || !strings.Contains(out.String(), want) {
+		t.Errorf("crossplane beta validate of a claim with startAction trap on dataPlane Libipsec: %v\n%s\nwant spec.tunnels refused with %q", err, out.String(), want)
+	}
 }

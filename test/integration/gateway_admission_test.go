@@ -9,8 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,24 +66,9 @@ func TestGatewayAdmissionAlwaysOn(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := gatewaySpec("tenant-a")
 			tc.mod(&spec.Tunnels[0])
-			gw := &gwv1alpha1.Gateway{TypeMeta: metav1.TypeMeta{APIVersion: gwv1alpha1.SchemeGroupVersion.String(), Kind: gwv1alpha1.GatewayKind},
-				ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
-			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(gw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Written out: the MOBIKE rule reads the field without has()
-			// (issue 14 §0, fixed elsewhere), so an IKEv1 tunnel needs it.
-			tunnels, _, _ := unstructured.NestedSlice(u, "spec", "forProvider", "tunnels")
-			tunnels[0].(map[string]any)["mobike"] = false
-			if err := unstructured.SetNestedSlice(u, tunnels, "spec", "forProvider", "tunnels"); err != nil {
-				t.Fatal(err)
-			}
-			obj := &unstructured.Unstructured{Object: u}
-			err = kube.Create(context.Background(), obj, client.DryRunAll)
-			if err == nil {
-				err = runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, gw)
-			}
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			// The dry run answers the object as admitted, defaults applied.
+			err := kube.Create(context.Background(), gw, client.DryRunAll)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("%s\nCreate(): %v", tc.reason, err)
@@ -95,6 +78,74 @@ func TestGatewayAdmissionAlwaysOn(t *testing.T) {
 				if diff := cmp.Diff(tc.wantUnique, gw.Spec.ForProvider.Tunnels[0].Unique); diff != "" {
 					t.Errorf("%s\nunique after admission: -want, +got:\n%s", tc.reason, diff)
 				}
+			}
+		})
+	}
+}
+
+// TestGatewayAdmissionStartActionDataPlane proves the API server refuses a
+// tunnel with startAction trap on dataPlane Libipsec (kernel-libipsec
+// raises no acquires: the tunnel would never initiate), naming the field
+// and what to use instead, and admits every other combination, the
+// fields left out included.
+func TestGatewayAdmissionStartActionDataPlane(t *testing.T) {
+	const refused = "a tunnel's startAction trap never initiates with dataPlane Libipsec"
+	cases := map[string]struct {
+		reason      string
+		dataPlane   gwv1alpha1.DataPlane
+		startAction []string
+		want        string
+	}{
+		"TrapLibipsec": {
+			reason:    "trap on the userspace data plane is refused, naming spec.forProvider.tunnels and the way out.",
+			dataPlane: gwv1alpha1.DataPlaneLibipsec, startAction: []string{"trap"},
+			want: "spec.forProvider.tunnels: Invalid value: " + refused,
+		},
+		"SecondTunnelTrapLibipsec": {
+			reason:    "One trapped tunnel among others is enough to refuse.",
+			dataPlane: gwv1alpha1.DataPlaneLibipsec, startAction: []string{"start", "trap"},
+			want: "use startAction start (or respond), or dataPlane KernelXFRM",
+		},
+		"TrapKernelXFRM": {
+			reason:    "The kernel's XFRM raises acquires: trap is admitted.",
+			dataPlane: gwv1alpha1.DataPlaneKernelXFRM, startAction: []string{"trap"},
+		},
+		"TrapDefaultDataPlane": {
+			reason:      "dataPlane left out is KernelXFRM: trap is admitted.",
+			startAction: []string{"trap"},
+		},
+		"LibipsecDefaultStartAction": {
+			reason:      "startAction left out is start: admitted on Libipsec.",
+			dataPlane:   gwv1alpha1.DataPlaneLibipsec,
+			startAction: []string{""},
+		},
+		"RespondLibipsec": {
+			reason:    "respond needs no acquire: admitted on Libipsec.",
+			dataPlane: gwv1alpha1.DataPlaneLibipsec, startAction: []string{"respond"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := gatewaySpec("tenant-admission")
+			spec.DataPlane = tc.dataPlane
+			base := spec.Tunnels[0]
+			spec.Tunnels = nil
+			for i, a := range tc.startAction {
+				tn := base
+				tn.Name = base.Name + string(rune('a'+i))
+				tn.Peer.Address = "198.51.100." + string(rune('1'+i))
+				tn.StartAction = a
+				spec.Tunnels = append(spec.Tunnels, tn)
+			}
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			err := kube.Create(context.Background(), gw, client.DryRunAll)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("\n%s\nrefused: %v", tc.reason, err)
+			case tc.want != "" && err == nil:
+				t.Errorf("\n%s\nadmitted, want refused with %q", tc.reason, tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", tc.reason, err, tc.want)
 			}
 		})
 	}

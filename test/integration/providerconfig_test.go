@@ -4,8 +4,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -25,20 +22,8 @@ import (
 // TestCRDsInstalled proves that every file in package/crds is a CRD the API
 // server accepts and serves.
 func TestCRDsInstalled(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in %s (err %v): run make generate", crdDir, err)
-	}
 	var want []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &extv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for f, crd := range packageCRDs(t) {
 		want = append(want, crd.Name)
 		got := &extv1.CustomResourceDefinition{}
 		if err := kube.Get(context.Background(), client.ObjectKey{Name: crd.Name}, got); err != nil {

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +250,93 @@ func TestSecurityGroupWrongPassword(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// missingRules is the Ready=False message of a group that lacks rules.
+var missingRules = regexp.MustCompile(`^the group lacks [1-9][0-9]* of the spec's rules and has 0 that the spec does not$`)
+
+// TestSecurityGroupNotReadyWhileRulesFail is issue 18's defect: a
+// SecurityGroup reported Ready while Neutron refused to create one of its
+// rules. A rule whose remote group does not exist (Neutron answers 404
+// SecurityGroupNotFound) keeps the group Synced=False naming the rule and
+// Ready=False the whole time; once the spec names a group that exists the
+// rule is created and the group becomes Ready.
+func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	startProvider(t, securityGroupControllers(e))
+	sc := neutron(t, e)
+
+	sg := gatewaySecurityGroup("itest-badrule-sg", "openstack")
+	missing := v1alpha1.UUID("00000000-0000-4000-8000-00000000dead")
+	sg.Spec.ForProvider.Rules = append(sg.Spec.ForProvider.Rules, v1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("tcp"),
+		PortRangeMin: ptr.To[int32](443), PortRangeMax: ptr.To[int32](443), RemoteGroupID: &missing})
+	create(t, sg)
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), sg)
+		eventually(t, 30*time.Second, "the SecurityGroup is deleted", func() error {
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(sg), &v1alpha1.SecurityGroup{}); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		if id := meta.GetExternalName(sg); id != "" {
+			_ = groups.Delete(context.Background(), sc, id).ExtractErr()
+		}
+	})
+	eventually(t, 30*time.Second, "the refused rule shows in Synced=False", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		if s := sg.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionFalse || !strings.Contains(s.Message, "cannot add ingress tcp rule") {
+			return fmt.Errorf("Synced %s %q", s.Status, s.Message)
+		}
+		return nil
+	})
+	// The provider retries, with backoff; through several of its tries the
+	// group never reports Ready.
+	tries := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			t.Fatal(err)
+		}
+		r := sg.GetCondition(xpv2.TypeReady)
+		if r.Status == corev1.ConditionTrue {
+			t.Fatalf("Ready=True while a rule of the spec cannot be created (Synced: %s)", sg.GetCondition(xpv2.TypeSynced).Message)
+		}
+		// The count is Observe's, before that reconcile's Update added the
+		// rules it could: 4 at first, then 1.
+		if r.Status != corev1.ConditionFalse || !missingRules.MatchString(r.Message) {
+			t.Fatalf("Ready %s %q, want False saying rules are missing", r.Status, r.Message)
+		}
+		tries++
+	}
+	t.Logf("Ready=False through %d reads over 10 s of refused rule creates", tries)
+
+	// A remote group that exists: the rule is created, the group is Ready.
+	peer, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-badrule-peer"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, peer.ID).ExtractErr() })
+	eventually(t, 10*time.Second, "point the rule at an existing group", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		rs := sg.Spec.ForProvider.Rules
+		rs[len(rs)-1].RemoteGroupID = ptr.To(v1alpha1.UUID(peer.ID))
+		return kube.Update(ctx, sg)
+	})
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	g, err := groups.Get(ctx, sc, meta.GetExternalName(sg)).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range g.Rules {
+		found = found || (r.RemoteGroupID == peer.ID && r.PortRangeMin == 443)
+	}
+	if !found {
+		t.Errorf("Ready, but Neutron has no tcp 443 rule from group %s: %+v", peer.ID, g.Rules)
+	}
 }

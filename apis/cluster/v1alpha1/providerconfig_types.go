@@ -28,7 +28,7 @@ type ProviderConfigSpec struct {
 // from the chosen cloud's entry. secure.yaml and clouds-public.yaml are not
 // read; a cacert path inside the document is read from the provider's own
 // file system, so prefer caBundleSecretRef.
-// +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="source Secret needs secretRef: the namespace, name and key of the Secret holding clouds.yaml"
+// +kubebuilder:validation:XValidation:rule="(has(self.source) && self.source != 'Secret') || has(self.secretRef)",message="source Secret needs secretRef: the namespace, name and key of the Secret holding clouds.yaml"
 type OpenStackCredentials struct {
 	// Source of the credentials. Only Secret is supported.
 	// +optional
@@ -63,7 +63,7 @@ type OpenStackCredentials struct {
 }
 
 // ClusterCredentials select the Kubernetes cluster that runs gateway pods.
-// +kubebuilder:validation:XValidation:rule="self.source != 'Secret' || has(self.secretRef)",message="source Secret needs secretRef: the namespace, name and key of the Secret holding a kubeconfig"
+// +kubebuilder:validation:XValidation:rule="!has(self.source) || self.source != 'Secret' || has(self.secretRef)",message="source Secret needs secretRef: the namespace, name and key of the Secret holding a kubeconfig"
 type ClusterCredentials struct {
 	// Source of the credentials. InjectedIdentity uses the provider's own
 	// identity (its ServiceAccount in cluster, or KUBECONFIG out of cluster);

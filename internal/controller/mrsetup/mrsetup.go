@@ -100,7 +100,8 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 // t is as for Register. find finds the Neutron object of a create the
 // provider did not live to record (see openstack.CreateRecovery); nil for
 // a kind whose Create makes no Neutron object. The reconciler takes
-// OpenStackOptions. It returns an error when a client or the controller
+// OpenStackOptions and resolves references at every reconcile
+// (FollowingResolver). It returns an error when a client or the controller
 // cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
 	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, find openstack.Finder, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
@@ -113,7 +114,8 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 		recovery = &openstack.CreateRecovery{Kube: mgr.GetClient(), Network: c.Network, Find: find}
 	}
 	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
-		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(connect(c)))...)
+		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(connect(c)),
+			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
 }
 
 // OpenStackOptions are the reconciler options of the OpenStack kinds.

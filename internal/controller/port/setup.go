@@ -20,10 +20,10 @@ import (
 //
 // The reconciler takes the OpenStack kinds' options (mrsetup): no
 // initializer, since the external name is the port's UUID that only Create
-// knows; a "deterministic" external name, since every port the provider
-// creates carries the MR's CreatedByTag and Observe finds it by that tag
-// while the external name is empty, so an interrupted create is safe to
-// resume; no creation grace period, since Neutron reads its own writes.
+// knows; crossplane-runtime's create-pending guard, with the recovery that
+// finds a port created by a provider that died before recording it by the
+// marker in its description (openstack.CreateRecovery); no creation grace
+// period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports),
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Port] {

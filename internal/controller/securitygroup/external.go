@@ -47,11 +47,17 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	}
 	e.observed = g
 	sg.Status.AtProvider = observation(g)
-	sg.SetConditions(xpv2.Available())
 
 	p := sg.Spec.ForProvider
 	desc, _ := openstack.Unmark(sg, g.Description)
 	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
+	// Ready means the group filters as the spec says: a port in it
+	// before its rules are in place drops the traffic they admit.
+	if len(missing) == 0 && len(extra) == 0 {
+		sg.SetConditions(xpv2.Available())
+	} else {
+		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))))
+	}
 	upToDate := g.Name == p.Name && desc == deref(p.Description) && len(missing) == 0 && len(extra) == 0
 	var d string
 	if !upToDate {

@@ -7,9 +7,11 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gophercloud/gophercloud/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -69,6 +71,9 @@ func TestObserve(t *testing.T) {
 		err      string
 		requests []string
 		extName  string
+		// ready is the Ready condition Observe leaves ("" if none).
+		ready corev1.ConditionStatus
+		msg   string
 	}
 	cases := map[string]struct {
 		reason  string
@@ -80,14 +85,29 @@ func TestObserve(t *testing.T) {
 			reason:  "A group with the spec's rules (and Neutron's default egress rules) and the marked description is up to date after one GET: the marker is no drift.",
 			mg:      sg(groupID, ike()),
 			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
-			want:    want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: []string{get}, extName: groupID},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, requests: []string{get}, extName: groupID,
+				ready: corev1.ConditionTrue},
 		},
 		"RuleMissing": {
-			reason:  "A spec rule Neutron lacks makes the group not up to date.",
+			reason:  "A spec rule Neutron lacks makes the group not up to date and not Ready: its rules are not in place (such as while Neutron refuses to create one).",
 			mg:      sg(groupID, ike(), esp()),
 			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "IKE", 1 rules missing, 0 extra`},
-				requests: []string{get}, extName: groupID},
+				requests: []string{get}, extName: groupID, ready: corev1.ConditionFalse, msg: "the group lacks 1 of the spec's rules and has 0 that the spec does not"},
+		},
+		"RuleExtra": {
+			reason:  "A rule the spec does not have (added by hand) makes the group not Ready until it is deleted: the group admits more than it should.",
+			mg:      sg(groupID),
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "IKE", 0 rules missing, 1 extra`},
+				requests: []string{get}, extName: groupID, ready: corev1.ConditionFalse, msg: "the group lacks 0 of the spec's rules and has 1 that the spec does not"},
+		},
+		"NameDrift": {
+			reason:  "A drifted name is corrected by Update, but the rules are in place: the group is Ready.",
+			mg:      func() *v1alpha1.SecurityGroup { s := sg(groupID, ike()); s.Spec.ForProvider.Name = "gw2"; return s }(),
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "IKE", 0 rules missing, 0 extra`},
+				requests: []string{get}, extName: groupID, ready: corev1.ConditionTrue},
 		},
 		"Gone": {
 			reason:  "A group Neutron does not know does not exist.",
@@ -109,7 +129,8 @@ func TestObserve(t *testing.T) {
 				get:  {Code: 200, Body: groupJSON},
 			},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
-				requests: []string{find, get}, extName: groupID},
+				requests: []string{find, get}, extName: groupID,
+				ready: corev1.ConditionTrue},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
@@ -123,7 +144,11 @@ func TestObserve(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
 			obs, err := (&external{neutron: sc}).Observe(context.Background(), tc.mg)
-			got := want{obs: obs, err: neutrontest.Message(err), requests: *seen, extName: meta.GetExternalName(tc.mg)}
+			c := tc.mg.GetCondition(xpv2.TypeReady)
+			got := want{obs: obs, err: neutrontest.Message(err), requests: *seen, extName: meta.GetExternalName(tc.mg), msg: c.Message}
+			if c.Status != corev1.ConditionUnknown {
+				got.ready = c.Status
+			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.IgnoreFields(managed.ExternalObservation{}, "ConnectionDetails")); diff != "" {
 				t.Errorf("%s\nObserve(): -want, +got:\n%s", tc.reason, diff)
 			}

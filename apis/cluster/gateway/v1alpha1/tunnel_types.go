@@ -23,8 +23,8 @@ const (
 // A Tunnel is one IPsec connection to a peer gateway: one IKE SA and its
 // CHILD_SAs. Field names follow strongSwan's swanctl.conf
 // (https://docs.strongswan.org/docs/5.9/swanctl/swanctlConf.html).
-// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !self.mobike",message="MOBIKE is an IKEv2 extension: set mobike false for ikeVersion 1"
-// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
+// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.mobike) || !self.mobike",message="MOBIKE is an IKEv2 extension: leave mobike out (or false) for ikeVersion 1"
+// +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.childSALayout) || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 1 || !has(self.dpd) || !has(self.dpd.timeout)",message="dpd.timeout is an IKEv1 setting: IKEv2 takes the retransmission timeouts instead, remove dpd.timeout"
 type Tunnel struct {
 	// Name of the tunnel, also its swanctl connection name.

@@ -33,11 +33,15 @@ type FloatingIPBindingParameters struct {
 	// +crossplane:generate:reference:type=Port
 	PortID *string `json:"portId,omitempty"`
 
-	// PortIDRef references the Port managed resource to bind to.
+	// PortIDRef references the Port managed resource to bind to. It is
+	// resolved at every reconcile, so portId follows the Port's ID (policy
+	// resolve IfNotPresent keeps the first one instead).
 	// +optional
 	PortIDRef *xpv2.Reference `json:"portIdRef,omitempty"`
 
-	// PortIDSelector selects the Port managed resource to bind to.
+	// PortIDSelector selects the Port managed resource to bind to, again at
+	// every reconcile: a Port composed anew is found again (policy resolve
+	// IfNotPresent keeps the first choice instead).
 	// +optional
 	PortIDSelector *xpv2.Selector `json:"portIdSelector,omitempty"`
 

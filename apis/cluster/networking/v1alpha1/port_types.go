@@ -43,12 +43,14 @@ type PortParameters struct {
 	NetworkID *string `json:"networkId,omitempty"`
 
 	// NetworkIDRef references the Network managed resource whose ID (its
-	// external name) fills networkId.
+	// external name) fills networkId, resolved at every reconcile (policy
+	// resolve IfNotPresent resolves once).
 	// +optional
 	NetworkIDRef *xpv2.Reference `json:"networkIdRef,omitempty"`
 
 	// NetworkIDSelector selects a Network managed resource by label to fill
-	// networkId.
+	// networkId, again at every reconcile (policy resolve IfNotPresent
+	// selects once).
 	// +optional
 	NetworkIDSelector *xpv2.Selector `json:"networkIdSelector,omitempty"`
 
@@ -77,12 +79,14 @@ type PortParameters struct {
 	SecurityGroupIDs []string `json:"securityGroupIds,omitempty"`
 
 	// SecurityGroupIDRefs reference SecurityGroup managed resources whose
-	// IDs are added to securityGroupIds.
+	// IDs make up securityGroupIds, resolved at every reconcile (policy
+	// resolve IfNotPresent on every reference resolves once).
 	// +optional
 	SecurityGroupIDRefs []xpv2.Reference `json:"securityGroupIdRefs,omitempty"`
 
 	// SecurityGroupIDSelector selects SecurityGroup managed resources by
-	// label.
+	// label, again at every reconcile (policy resolve IfNotPresent selects
+	// once).
 	// +optional
 	SecurityGroupIDSelector *xpv2.Selector `json:"securityGroupIdSelector,omitempty"`
 

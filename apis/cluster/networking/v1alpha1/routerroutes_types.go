@@ -42,11 +42,12 @@ type RouterRoutesParameters struct {
 	Nexthop *string `json:"nexthop,omitempty"`
 
 	// NexthopPortRef takes nexthop from a Port managed resource's first
-	// fixed IP.
+	// fixed IP, at every reconcile (policy resolve IfNotPresent: once).
 	// +optional
 	NexthopPortRef *xpv2.Reference `json:"nexthopPortRef,omitempty"`
 
-	// NexthopPortSelector selects that Port by label.
+	// NexthopPortSelector selects that Port by label, again at every
+	// reconcile (policy resolve IfNotPresent: once).
 	// +optional
 	NexthopPortSelector *xpv2.Selector `json:"nexthopPortSelector,omitempty"`
 }

@@ -9,7 +9,7 @@ import (
 // (https://docs.openstack.org/api-ref/network/v2/#security-group-rules-security-group-rules).
 // +kubebuilder:validation:XValidation:rule="!(has(self.remoteIpPrefix) && has(self.remoteGroupId))",message="remoteIpPrefix and remoteGroupId are mutually exclusive"
 // +kubebuilder:validation:XValidation:rule="!has(self.portRangeMin) && !has(self.portRangeMax) || (has(self.protocol) && self.protocol in ['tcp', 'udp', 'sctp', 'icmp'])",message="a port range needs protocol tcp, udp, sctp (or icmp, where the range is type and code)"
-// +kubebuilder:validation:XValidation:rule="!has(self.portRangeMin) || !has(self.portRangeMax) || self.protocol == 'icmp' || self.portRangeMin <= self.portRangeMax",message="portRangeMin must not exceed portRangeMax"
+// +kubebuilder:validation:XValidation:rule="!has(self.portRangeMin) || !has(self.portRangeMax) || (has(self.protocol) && self.protocol == 'icmp') || self.portRangeMin <= self.portRangeMax",message="portRangeMin must not exceed portRangeMax"
 type SecurityGroupRule struct {
 	// Direction of the traffic the rule admits.
 	// +kubebuilder:validation:Enum=ingress;egress
