@@ -231,8 +231,16 @@ func TestAgentRekeyPFS(t *testing.T) {
 		return nil
 	})
 	t.Logf("mismatch: %s in the status %v after the configuration was mounted", status.ErrNoProposalChosen, time.Since(start).Round(time.Millisecond))
-	if log := tp.Gateway.Log(); !strings.Contains(log, "<mismatch|") || !strings.Contains(log, "CHILD_SA rekeying failed") {
-		t.Errorf("the gateway's charon did not log a failed rekey of tunnel mismatch")
+	// Which of the two comes first depends on timing: under load the
+	// CHILD_SA can reach its hard expiry before the rekey job runs, and
+	// close_action start recreates it, which fails on the same proposal.
+	failed := false
+	for l := range strings.Lines(tp.Gateway.Log()) {
+		failed = failed || strings.Contains(l, "<mismatch|") &&
+			(strings.Contains(l, "CHILD_SA rekeying failed") || strings.Contains(l, "failed to establish CHILD_SA, keeping IKE_SA"))
+	}
+	if !failed {
+		t.Errorf("the gateway's charon logged neither a failed rekey nor a failed recreate of tunnel mismatch's CHILD_SA")
 	}
 	got := g.waitTunnels(10*time.Second, "the mismatched CHILD_SA expired, the tunnel reported not up with the error kept, the other tunnel up", func(got map[string]v1alpha1.TunnelStatus) error {
 		if m := got["mismatch"]; m.IKEState != v1alpha1.IKEStateEstablished || len(m.ChildSAs) != 0 || m.LastError != status.ErrNoProposalChosen || m.Up {
