@@ -122,14 +122,55 @@ func peerTerminates(t *testing.T, p *tunnel.Peer, args ...string) time.Time {
 	return time.Now()
 }
 
-// noReinitiation fails t if the agent re-initiated tunnel site before
-// since: charon's own settings were to bring it back, and the agent must not
-// have stepped in while charon was retrying.
-func noReinitiation(t *testing.T, st v1alpha1.TunnelStatus, since time.Time) {
+// siteStatus returns tunnel site's status as the agent publishes it now.
+func siteStatus(t *testing.T, g *agentGateway) v1alpha1.TunnelStatus {
 	t.Helper()
-	if st.LastReinitiate != nil && st.LastReinitiate.Time.Before(since.Truncate(time.Second)) {
-		t.Errorf("the agent re-initiated tunnel site (%d times, last %v) while charon was retrying", st.Reinitiations, st.LastReinitiate)
+	return g.waitTunnels(5*time.Second, "the published status", func(map[string]v1alpha1.TunnelStatus) error { return nil })["site"]
+}
+
+// reinitiatedLog is what the agent logs each time it re-initiates a tunnel.
+const reinitiatedLog = "Re-initiated a tunnel"
+
+// noReinitiation fails t if the agent re-initiated tunnel site, by its
+// published status st or by its log: charon's own settings were to bring
+// the tunnel back, and the agent must not have stepped in. when says at
+// which point of the test.
+func noReinitiation(t *testing.T, g *agentGateway, st v1alpha1.TunnelStatus, when string) {
+	t.Helper()
+	if st.Reinitiations != 0 || st.LastReinitiate != nil {
+		t.Errorf("%s: the agent re-initiated tunnel site (%d times, last %v), charon was to bring it back", when, st.Reinitiations, st.LastReinitiate)
 	}
+	if n := strings.Count(g.logged(), reinitiatedLog); n != 0 {
+		t.Errorf("%s: the agent logged %d re-initiation(s), charon was to bring the tunnel back", when, n)
+	}
+}
+
+// peerReturns checks that the agent left tunnel site to charon while the
+// peer was down, brings the peer back (peerBack) and returns when its
+// sheet was loaded.
+func peerReturns(t *testing.T, g *agentGateway, p *tunnel.Peer, sheet tunnel.ClientSheet) time.Time {
+	t.Helper()
+	noReinitiation(t, g, siteStatus(t, g), "just before the peer returned")
+	return peerBack(t, p, sheet)
+}
+
+// refusedLog is how charon logs a peer's refusal of an IKE_SA_INIT or
+// IKE_AUTH (NO_PROPOSAL_CHOSEN, AUTHENTICATION_FAILED), which it does not
+// retry: only then may the agent have re-initiated.
+const refusedLog = "notify error"
+
+// onlyAfterRefusal fails t if the agent re-initiated tunnel site (status
+// st) after the peer returned although the peer refused nothing: a
+// restarted peer answers NO_PROPOSAL_CHOSEN until its configuration is
+// loaded, which charon does not retry, and the agent may step in then,
+// never otherwise.
+func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *tunnel.Topology, st v1alpha1.TunnelStatus) {
+	t.Helper()
+	if strings.Contains(tp.Gateway.Log(), refusedLog) {
+		t.Logf("the peer refused an initiation after its restart; the agent re-initiated %d time(s) since", st.Reinitiations)
+		return
+	}
+	noReinitiation(t, g, st, "after the peer returned (it refused nothing)")
 }
 
 // TestAlwaysOnPeerDownAtLoad loads the configuration while the customer's
@@ -147,14 +188,9 @@ func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
 	spec, child := alwaysOn(t, tp, "always-on-load")
 	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
 	time.Sleep(8 * time.Second)
-	restarting := time.Now()
-	back := peerBack(t, p, sheet)
+	back := peerReturns(t, g, p, sheet)
 	st := recovered(t, g, tp, child, back, "peer down at load, back after 8s")
-	// A rebooting peer's charon answers NO_PROPOSAL_CHOSEN until its
-	// configuration is loaded, which charon does not retry: the agent may
-	// have had to step in then, never before.
-	noReinitiation(t, st, restarting)
-	t.Logf("the agent re-initiated %d time(s) after the peer's charon restarted", st.Reinitiations)
+	onlyAfterRefusal(t, g, tp, st)
 	if log := tp.Gateway.Log(); !strings.Contains(log, "peer not responding, trying again") {
 		t.Errorf("the gateway's charon did not retry initiation after a keying try ran out")
 	}
@@ -185,11 +221,9 @@ func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
 	})
 	t.Logf("peer killed: tunnel reported down %v later", time.Since(down).Round(time.Millisecond))
 	time.Sleep(time.Until(down.Add(12 * time.Second)))
-	restarting := time.Now()
-	back := peerBack(t, p, sheet)
+	back := peerReturns(t, g, p, sheet)
 	st := recovered(t, g, tp, child, back, "peer down 12s under an established tunnel (DPD every 2s), back")
-	noReinitiation(t, st, restarting)
-	t.Logf("the agent re-initiated %d time(s) after the peer's charon restarted", st.Reinitiations)
+	onlyAfterRefusal(t, g, tp, st)
 	log := tp.Gateway.Log()
 	for _, want := range []string{"restarting CHILD_SA", "peer not responding, trying again"} {
 		if !strings.Contains(log, want) {
@@ -209,7 +243,7 @@ func TestAlwaysOnPeerDeletesIKESA(t *testing.T) {
 	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa tunnel.IKESA) bool { return sa.UniqueID != before.UniqueID && tunnel.Up(child)(sa) })
 	t.Logf("peer deleted the IKE SA: a new IKE SA #%s (was #%s) up in the gateway's charon %v later", again.UniqueID, before.UniqueID, time.Since(deleted).Round(time.Millisecond))
 	st := recovered(t, g, tp, child, deleted, "peer deleted the IKE SA")
-	noReinitiation(t, st, time.Now())
+	noReinitiation(t, g, st, "after the new IKE SA came up")
 }
 
 // TestAlwaysOnPeerDeletesChildSA has the customer's administrator delete
@@ -230,7 +264,7 @@ func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
 		t.Errorf("the CHILD_SA came back in IKE SA #%s, not in the one that stayed (#%s)", again.UniqueID, before.UniqueID)
 	}
 	st := recovered(t, g, tp, child, deleted, "peer deleted the CHILD_SA")
-	noReinitiation(t, st, time.Now())
+	noReinitiation(t, g, st, "after the new CHILD_SA came up")
 }
 
 // TestAgentWatchdog proves the agent's watchdog on its own, with charon
@@ -264,7 +298,7 @@ func TestAgentWatchdog(t *testing.T) {
 		if log := tp.Gateway.Log(); !strings.Contains(log, "establishing IKE_SA failed, peer not responding") {
 			t.Errorf("the gateway's charon did not give up by itself: the test proves nothing about the agent")
 		}
-		if !strings.Contains(g.logged(), "Re-initiated a tunnel") {
+		if !strings.Contains(g.logged(), reinitiatedLog) {
 			t.Errorf("the agent did not log its re-initiation")
 		}
 	})
