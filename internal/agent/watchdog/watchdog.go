@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +43,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 )
 
 // Defaults of a Watchdog.
@@ -503,13 +503,13 @@ func (w *Watchdog) closeDuplicates(ctx context.Context, c Charon, j job) {
 // dropping its own IKE SA without telling the peer when the peer's
 // IKE_AUTH carries INITIAL_CONTACT (unique no, at a simultaneous
 // initiation): the peer's DPD then restarts the IKE SA it still holds.
-func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
-	var ours, theirs []ikeSA
+func duplicates(sas []status.IKESA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
+	var ours, theirs []status.IKESA
 	for _, sa := range sas {
 		switch {
 		case sa.Initiator == "yes" && (sa.State == v1alpha1.IKEStateEstablished || sa.State == stateConnecting):
 			ours = append(ours, sa)
-		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.carries(children):
+		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.Carries(children):
 			theirs = append(theirs, sa)
 		}
 	}
@@ -517,7 +517,9 @@ func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, v
 		return "", nil, false
 	}
 	// Newest first: fewest seconds since established.
-	slices.SortStableFunc(theirs, func(a, b ikeSA) int { return cmp.Compare(atoi(a.Established), atoi(b.Established)) })
+	slices.SortStableFunc(theirs, func(a, b status.IKESA) int {
+		return cmp.Compare(status.Atoi(a.Established), status.Atoi(b.Established))
+	})
 	keeper = theirs[0].UniqueID
 	switch {
 	case len(ours) > 0:
@@ -532,12 +534,6 @@ func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, v
 	}
 	slices.Sort(victims)
 	return keeper, victims, peers
-}
-
-// atoi parses one of charon's decimal values; anything else is 0.
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
 }
 
 // terminate asks charon to close IKE SA id (its unique id) without waiting.
@@ -561,60 +557,27 @@ func terminate(ctx context.Context, c Charon, id string) error {
 // stateConnecting is charon's state of an IKE SA being set up.
 const stateConnecting = "CONNECTING"
 
-// An ikeSA is what the worker reads of an IKE SA in a list-sa event.
-type ikeSA struct {
-	UniqueID  string `vici:"uniqueid"`
-	State     string `vici:"state"`
-	Initiator string `vici:"initiator"`
-	// Established is the number of seconds since the IKE SA was
-	// established; absent while it is not.
-	Established string   `vici:"established"`
-	TasksQueued []string `vici:"tasks-queued"`
-	TasksActive []string `vici:"tasks-active"`
-	ChildSAs    map[string]struct {
-		Name  string `vici:"name"`
-		State string `vici:"state"`
-	} `vici:"child-sas"`
-}
-
-// carries says whether sa has an INSTALLED CHILD_SA of every one of
-// children.
-func (sa ikeSA) carries(children []string) bool {
-	for _, ch := range children {
-		found := false
-		for _, cs := range sa.ChildSAs {
-			found = found || (cs.Name == ch && cs.State == "INSTALLED")
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // list returns charon's IKE SAs of connection conn (list-sas with ike
 // and noblock, so that an IKE SA busy in an exchange does not hold it up).
-func list(ctx context.Context, c Charon, conn string) ([]ikeSA, error) {
+func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
 	in := vici.NewMessage()
 	for _, kv := range [][2]string{{"ike", conn}, {"noblock", "yes"}} {
 		if err := in.Set(kv[0], kv[1]); err != nil {
 			return nil, err
 		}
 	}
-	var out []ikeSA
+	var out []status.IKESA
 	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
 		}
-		sub, ok := m.Get(conn).(*vici.Message)
-		if !ok {
-			continue
+		sa, ok, err := status.DecodeIKESA(m, conn)
+		if err != nil {
+			return nil, err
 		}
-		var sa ikeSA
-		if err := vici.UnmarshalMessage(sub, &sa); err != nil {
-			return nil, fmt.Errorf("list-sa: IKE SA %s: %w", conn, err)
+		if ok {
+			out = append(out, sa)
 		}
-		out = append(out, sa)
 	}
 	return out, nil
 }
