@@ -57,6 +57,13 @@ const (
 	DefaultTimeout = 10 * time.Second
 )
 
+// Errors of the worker's VICI calls.
+const (
+	errList      = "cannot list the IKE SAs of connection %s"
+	errInitiate  = "cannot initiate CHILD_SA %s"
+	errTerminate = "cannot close IKE SA %s"
+)
+
 // queueSize is how many jobs may wait for the worker: per tunnel at most
 // one re-initiation and one duplicate check are queued or running.
 const queueSize = 64
@@ -395,7 +402,7 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 	var errs []error
 	for _, ch := range todo {
 		if err := initiate(ctx, c, j.conn, ch); err != nil {
-			errs = append(errs, fmt.Errorf("child %s: %w", ch, err))
+			errs = append(errs, err)
 			continue
 		}
 		initiated = append(initiated, ch)
@@ -408,18 +415,8 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 // never waits for a peer. charon attaches the CHILD_SA to the connection's
 // existing IKE SA if there is one.
 func initiate(ctx context.Context, c Charon, conn, child string) error {
-	m := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike", conn}, {"child", child}, {"timeout", "-1"}} {
-		if err := m.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	out, err := c.Call(ctx, "initiate", m)
-	if err != nil {
-		return fmt.Errorf("cannot initiate: %w", err)
-	}
-	if err := out.Err(); err != nil {
-		return fmt.Errorf("cannot initiate: %w", err)
+	if err := command(ctx, c, "initiate", "ike", conn, "child", child, "timeout", "-1"); err != nil {
+		return fmt.Errorf(errInitiate+": %w", child, err)
 	}
 	return nil
 }
@@ -538,20 +535,24 @@ func duplicates(sas []status.IKESA, children []string, peersToo bool) (keeper st
 
 // terminate asks charon to close IKE SA id (its unique id) without waiting.
 func terminate(ctx context.Context, c Charon, id string) error {
-	m := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike-id", id}, {"timeout", "-1"}} {
-		if err := m.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	out, err := c.Call(ctx, "terminate", m)
-	if err == nil {
-		err = out.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("cannot terminate: %w", err)
+	if err := command(ctx, c, "terminate", "ike-id", id, "timeout", "-1"); err != nil {
+		return fmt.Errorf(errTerminate+": %w", id, err)
 	}
 	return nil
+}
+
+// command calls VICI command cmd with the key, value pairs kv and returns
+// the call's error or the failure charon answers, unwrapped.
+func command(ctx context.Context, c Charon, cmd string, kv ...string) error {
+	m, err := request(kv...)
+	if err != nil {
+		return err
+	}
+	out, err := c.Call(ctx, cmd, m)
+	if err != nil {
+		return err
+	}
+	return out.Err()
 }
 
 // stateConnecting is charon's state of an IKE SA being set up.
@@ -560,16 +561,14 @@ const stateConnecting = "CONNECTING"
 // list returns charon's IKE SAs of connection conn (list-sas with ike
 // and noblock, so that an IKE SA busy in an exchange does not hold it up).
 func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
-	in := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike", conn}, {"noblock", "yes"}} {
-		if err := in.Set(kv[0], kv[1]); err != nil {
-			return nil, err
-		}
+	in, err := request("ike", conn, "noblock", "yes")
+	if err != nil {
+		return nil, fmt.Errorf(errList+": %w", conn, err)
 	}
 	var out []status.IKESA
 	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
 		if err != nil {
-			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
+			return nil, fmt.Errorf(errList+": %w", conn, err)
 		}
 		sa, ok, err := status.DecodeIKESA(m, conn)
 		if err != nil {
@@ -580,4 +579,16 @@ func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
 		}
 	}
 	return out, nil
+}
+
+// request builds a VICI request of the key, value pairs kv; its error is
+// govici's, unwrapped.
+func request(kv ...string) (*vici.Message, error) {
+	m := vici.NewMessage()
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := m.Set(kv[i], kv[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
