@@ -338,7 +338,8 @@ func TestAgentWatchdog(t *testing.T) {
 // against one that does (an always-on swanctl peer), nothing one side can
 // do removes the peer's duplicate, and the test asserts that no loop
 // follows: the number of IKE SAs stops growing. Traffic flows in every
-// case.
+// case. Only an attempt in which the IKE_SA_INITs crossed (a duplicate IKE
+// SA arose) counts: each case tries up to simultaneousAttempts times.
 func TestAlwaysOnSimultaneous(t *testing.T) {
 	cases := map[string]struct {
 		reason string
