@@ -25,11 +25,15 @@ var startActions = map[string]string{"start": "start", "trap": "trap", "respond"
 // closed it and is the one to initiate.
 var closeActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
 
-// alwaysOn are the start actions whose tunnels charon initiates itself, and
-// so must keep initiating: keyingtries 0 retries for ever (strongSwan's
-// default, 1, gives up after one attempt's retransmissions). A respond
-// tunnel keeps strongSwan's default: it initiates only for a DPD restart.
-var alwaysOn = map[string]bool{"start": true, "trap": true}
+// alwaysOn are the start actions whose tunnels charon must keep
+// initiating: keyingtries 0 retries for ever (strongSwan's default, 1,
+// gives up after one attempt's retransmissions). Only start: a trap
+// tunnel's trap policy stays installed when a triggered initiation fails,
+// so the next matching packet initiates again, and keyingtries 0 would
+// keep one stray packet's initiation retrying for ever after the traffic
+// stopped (towards a peer that may be gone for good); a respond tunnel
+// initiates only for a DPD restart. Both keep strongSwan's default.
+var alwaysOn = map[string]bool{"start": true}
 
 // swanctlConf builds the connections document and the secrets document.
 // Settings the spec leaves unset are left out, so strongSwan's defaults

@@ -36,20 +36,36 @@ type Caller interface {
 	CallStreaming(ctx context.Context, cmd, event string, in *vici.Message) iter.Seq2[*vici.Message, error]
 }
 
-// An ikeSA is the body of one IKE SA in a list-sa event (and in ike-updown
-// and child-updown events). Every value is a string; absent keys are empty.
-type ikeSA struct {
+// Errors of decoding charon's answers.
+const (
+	errListSAs     = "cannot list IKE SAs"
+	errNotASection = "cannot decode IKE SA %s of a list-sa event: not a section"
+	errDecodeIKESA = "cannot decode IKE SA %s of a list-sa event"
+	errSetNoblock  = "cannot ask list-sas not to block"
+)
+
+// An IKESA is the body of one IKE SA in a list-sa event (and in ike-updown
+// and child-updown events), as the status and the agent's watchdog read
+// it. Every value is a string; absent keys are empty.
+type IKESA struct {
+	// UniqueID is charon's unique id of the IKE SA, a decimal number.
 	UniqueID string `vici:"uniqueid"`
 	State    string `vici:"state"`
+	// Initiator is "yes" when this side initiated the IKE SA.
+	Initiator string `vici:"initiator"`
 	// Established is the number of seconds since the IKE SA was
 	// established; absent while it is not.
-	Established string             `vici:"established"`
-	ChildSAs    map[string]childSA `vici:"child-sas"`
+	Established string `vici:"established"`
+	// TasksQueued and TasksActive name the exchanges charon has queued
+	// and is running on the IKE SA: while any is, charon is at work on it.
+	TasksQueued []string `vici:"tasks-queued"`
+	TasksActive []string `vici:"tasks-active"`
+	// ChildSAs are keyed by "<child name>-<unique id>".
+	ChildSAs map[string]ChildSA `vici:"child-sas"`
 }
 
-// A childSA is the body of one CHILD_SA of a list-sa event, keyed there by
-// "<child name>-<unique id>".
-type childSA struct {
+// A ChildSA is the body of one CHILD_SA of a list-sa event.
+type ChildSA struct {
 	Name       string   `vici:"name"`
 	UniqueID   string   `vici:"uniqueid"`
 	State      string   `vici:"state"`
@@ -59,6 +75,40 @@ type childSA struct {
 	PacketsOut string   `vici:"packets-out"`
 	LocalTS    []string `vici:"local-ts"`
 	RemoteTS   []string `vici:"remote-ts"`
+}
+
+// Carries says whether sa has an INSTALLED CHILD_SA of every one of
+// children (child names, as configured).
+func (sa IKESA) Carries(children []string) bool {
+	for _, ch := range children {
+		found := false
+		for _, cs := range sa.ChildSAs {
+			found = found || (cs.Name == ch && cs.State == StateInstalled)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// DecodeIKESA decodes the IKE SA of connection conn in list-sa event m. It
+// returns false when m holds no IKE SA of conn, and an error when the
+// value under conn is not an IKE SA.
+func DecodeIKESA(m *vici.Message, conn string) (IKESA, bool, error) {
+	v := m.Get(conn)
+	if v == nil {
+		return IKESA{}, false, nil
+	}
+	sub, ok := v.(*vici.Message)
+	if !ok {
+		return IKESA{}, false, fmt.Errorf(errNotASection, conn)
+	}
+	var sa IKESA
+	if err := vici.UnmarshalMessage(sub, &sa); err != nil {
+		return IKESA{}, false, fmt.Errorf(errDecodeIKESA+": %w", conn, err)
+	}
+	return sa, true, nil
 }
 
 // An Option configures Collect.
@@ -105,27 +155,23 @@ func Collect(ctx context.Context, c Caller, conns []string, opts ...Option) ([]v
 	for _, n := range conns {
 		want[n] = true
 	}
-	best := map[string]ikeSA{}
+	best := map[string]IKESA{}
 	in := vici.NewMessage()
 	if err := in.Set("noblock", "yes"); err != nil {
-		return nil, err
+		return nil, fmt.Errorf(errSetNoblock+": %w", err)
 	}
 	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
 		if err != nil {
-			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
+			return nil, fmt.Errorf(errListSAs+": %w", err)
 		}
 		// Each list-sa event holds one IKE SA, keyed by its connection.
 		for _, name := range m.Keys() {
 			if !want[name] {
 				continue
 			}
-			sub, ok := m.Get(name).(*vici.Message)
-			if !ok {
-				return nil, fmt.Errorf("list-sa: IKE SA %s is not a section", name)
-			}
-			var sa ikeSA
-			if err := vici.UnmarshalMessage(sub, &sa); err != nil {
-				return nil, fmt.Errorf("list-sa: IKE SA %s: %w", name, err)
+			sa, _, err := DecodeIKESA(m, name)
+			if err != nil {
+				return nil, err
 			}
 			if prev, ok := best[name]; !ok || betterIKE(sa, prev) {
 				best[name] = sa
@@ -153,7 +199,7 @@ func Collect(ctx context.Context, c Caller, conns []string, opts ...Option) ([]v
 }
 
 // betterIKE reports whether a should represent its connection rather than b.
-func betterIKE(a, b ikeSA) bool {
+func betterIKE(a, b IKESA) bool {
 	if (a.State == StateEstablished) != (b.State == StateEstablished) {
 		return a.State == StateEstablished
 	}
@@ -161,20 +207,20 @@ func betterIKE(a, b ikeSA) bool {
 		// Fewer seconds since established is more recent; an empty
 		// value (not established) parses as 0 but both are then not
 		// established, handled above.
-		return atoi(a.Established) < atoi(b.Established)
+		return Atoi(a.Established) < Atoi(b.Established)
 	}
-	return atoi(a.UniqueID) > atoi(b.UniqueID)
+	return Atoi(a.UniqueID) > Atoi(b.UniqueID)
 }
 
 // betterChild reports whether a should represent its child rather than b.
-func betterChild(a, b childSA) bool {
+func betterChild(a, b ChildSA) bool {
 	if (a.State == StateInstalled) != (b.State == StateInstalled) {
 		return a.State == StateInstalled
 	}
-	return atoi(a.UniqueID) > atoi(b.UniqueID)
+	return Atoi(a.UniqueID) > Atoi(b.UniqueID)
 }
 
-func tunnelStatus(name string, sa ikeSA, now time.Time) v1alpha1.TunnelStatus {
+func tunnelStatus(name string, sa IKESA, now time.Time) v1alpha1.TunnelStatus {
 	ts := v1alpha1.TunnelStatus{Name: name, IKEState: sa.State}
 	if sa.Established != "" {
 		if s, err := strconv.ParseInt(sa.Established, 10, 64); err == nil {
@@ -182,7 +228,7 @@ func tunnelStatus(name string, sa ikeSA, now time.Time) v1alpha1.TunnelStatus {
 			ts.EstablishedAt = &t
 		}
 	}
-	children := map[string]childSA{}
+	children := map[string]ChildSA{}
 	for _, c := range sa.ChildSAs {
 		if prev, ok := children[c.Name]; !ok || betterChild(c, prev) {
 			children[c.Name] = c
@@ -194,10 +240,10 @@ func tunnelStatus(name string, sa ikeSA, now time.Time) v1alpha1.TunnelStatus {
 			State:      c.State,
 			LocalTS:    c.LocalTS,
 			RemoteTS:   c.RemoteTS,
-			BytesIn:    atoi(c.BytesIn),
-			BytesOut:   atoi(c.BytesOut),
-			PacketsIn:  atoi(c.PacketsIn),
-			PacketsOut: atoi(c.PacketsOut),
+			BytesIn:    Atoi(c.BytesIn),
+			BytesOut:   Atoi(c.BytesOut),
+			PacketsIn:  Atoi(c.PacketsIn),
+			PacketsOut: Atoi(c.PacketsOut),
 		})
 	}
 	slices.SortFunc(ts.ChildSAs, func(a, b v1alpha1.ChildSAStatus) int { return cmp.Compare(a.Name, b.Name) })
@@ -231,9 +277,9 @@ func up(ts v1alpha1.TunnelStatus, configured []string) bool {
 	return true
 }
 
-// atoi parses one of charon's decimal counters; anything else is 0.
-// Counters above MaxInt64 saturate.
-func atoi(s string) int64 {
+// Atoi parses one of charon's decimal values (counters, unique ids,
+// seconds); anything else is 0. Values above MaxInt64 saturate.
+func Atoi(s string) int64 {
 	u, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0

@@ -34,7 +34,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +43,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 )
 
 // Defaults of a Watchdog.
@@ -55,6 +55,13 @@ const (
 	// and one initiate per CHILD_SA, each of which returns at once: charon
 	// is asked not to wait for the result).
 	DefaultTimeout = 10 * time.Second
+)
+
+// Errors of the worker's VICI calls.
+const (
+	errList      = "cannot list the IKE SAs of connection %s"
+	errInitiate  = "cannot initiate CHILD_SA %s"
+	errTerminate = "cannot close IKE SA %s"
 )
 
 // queueSize is how many jobs may wait for the worker: per tunnel at most
@@ -395,7 +402,7 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 	var errs []error
 	for _, ch := range todo {
 		if err := initiate(ctx, c, j.conn, ch); err != nil {
-			errs = append(errs, fmt.Errorf("child %s: %w", ch, err))
+			errs = append(errs, err)
 			continue
 		}
 		initiated = append(initiated, ch)
@@ -408,18 +415,8 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 // never waits for a peer. charon attaches the CHILD_SA to the connection's
 // existing IKE SA if there is one.
 func initiate(ctx context.Context, c Charon, conn, child string) error {
-	m := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike", conn}, {"child", child}, {"timeout", "-1"}} {
-		if err := m.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	out, err := c.Call(ctx, "initiate", m)
-	if err != nil {
-		return fmt.Errorf("cannot initiate: %w", err)
-	}
-	if err := out.Err(); err != nil {
-		return fmt.Errorf("cannot initiate: %w", err)
+	if err := command(ctx, c, "initiate", "ike", conn, "child", child, "timeout", "-1"); err != nil {
+		return fmt.Errorf(errInitiate+": %w", child, err)
 	}
 	return nil
 }
@@ -503,13 +500,13 @@ func (w *Watchdog) closeDuplicates(ctx context.Context, c Charon, j job) {
 // dropping its own IKE SA without telling the peer when the peer's
 // IKE_AUTH carries INITIAL_CONTACT (unique no, at a simultaneous
 // initiation): the peer's DPD then restarts the IKE SA it still holds.
-func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
-	var ours, theirs []ikeSA
+func duplicates(sas []status.IKESA, children []string, peersToo bool) (keeper string, victims []string, peers bool) {
+	var ours, theirs []status.IKESA
 	for _, sa := range sas {
 		switch {
 		case sa.Initiator == "yes" && (sa.State == v1alpha1.IKEStateEstablished || sa.State == stateConnecting):
 			ours = append(ours, sa)
-		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.carries(children):
+		case sa.Initiator != "yes" && sa.State == v1alpha1.IKEStateEstablished && sa.Carries(children):
 			theirs = append(theirs, sa)
 		}
 	}
@@ -517,7 +514,9 @@ func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, v
 		return "", nil, false
 	}
 	// Newest first: fewest seconds since established.
-	slices.SortStableFunc(theirs, func(a, b ikeSA) int { return cmp.Compare(atoi(a.Established), atoi(b.Established)) })
+	slices.SortStableFunc(theirs, func(a, b status.IKESA) int {
+		return cmp.Compare(status.Atoi(a.Established), status.Atoi(b.Established))
+	})
 	keeper = theirs[0].UniqueID
 	switch {
 	case len(ours) > 0:
@@ -534,87 +533,62 @@ func duplicates(sas []ikeSA, children []string, peersToo bool) (keeper string, v
 	return keeper, victims, peers
 }
 
-// atoi parses one of charon's decimal values; anything else is 0.
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
-}
-
 // terminate asks charon to close IKE SA id (its unique id) without waiting.
 func terminate(ctx context.Context, c Charon, id string) error {
-	m := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike-id", id}, {"timeout", "-1"}} {
-		if err := m.Set(kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	out, err := c.Call(ctx, "terminate", m)
-	if err == nil {
-		err = out.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("cannot terminate: %w", err)
+	if err := command(ctx, c, "terminate", "ike-id", id, "timeout", "-1"); err != nil {
+		return fmt.Errorf(errTerminate+": %w", id, err)
 	}
 	return nil
+}
+
+// command calls VICI command cmd with the key, value pairs kv and returns
+// the call's error or the failure charon answers, unwrapped.
+func command(ctx context.Context, c Charon, cmd string, kv ...string) error {
+	m, err := request(kv...)
+	if err != nil {
+		return err
+	}
+	out, err := c.Call(ctx, cmd, m)
+	if err != nil {
+		return err
+	}
+	return out.Err()
 }
 
 // stateConnecting is charon's state of an IKE SA being set up.
 const stateConnecting = "CONNECTING"
 
-// An ikeSA is what the worker reads of an IKE SA in a list-sa event.
-type ikeSA struct {
-	UniqueID  string `vici:"uniqueid"`
-	State     string `vici:"state"`
-	Initiator string `vici:"initiator"`
-	// Established is the number of seconds since the IKE SA was
-	// established; absent while it is not.
-	Established string   `vici:"established"`
-	TasksQueued []string `vici:"tasks-queued"`
-	TasksActive []string `vici:"tasks-active"`
-	ChildSAs    map[string]struct {
-		Name  string `vici:"name"`
-		State string `vici:"state"`
-	} `vici:"child-sas"`
-}
-
-// carries says whether sa has an INSTALLED CHILD_SA of every one of
-// children.
-func (sa ikeSA) carries(children []string) bool {
-	for _, ch := range children {
-		found := false
-		for _, cs := range sa.ChildSAs {
-			found = found || (cs.Name == ch && cs.State == "INSTALLED")
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
 // list returns charon's IKE SAs of connection conn (list-sas with ike
 // and noblock, so that an IKE SA busy in an exchange does not hold it up).
-func list(ctx context.Context, c Charon, conn string) ([]ikeSA, error) {
-	in := vici.NewMessage()
-	for _, kv := range [][2]string{{"ike", conn}, {"noblock", "yes"}} {
-		if err := in.Set(kv[0], kv[1]); err != nil {
+func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
+	in, err := request("ike", conn, "noblock", "yes")
+	if err != nil {
+		return nil, fmt.Errorf(errList+": %w", conn, err)
+	}
+	var out []status.IKESA
+	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+		if err != nil {
+			return nil, fmt.Errorf(errList+": %w", conn, err)
+		}
+		sa, ok, err := status.DecodeIKESA(m, conn)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, sa)
+		}
+	}
+	return out, nil
+}
+
+// request builds a VICI request of the key, value pairs kv; its error is
+// govici's, unwrapped.
+func request(kv ...string) (*vici.Message, error) {
+	m := vici.NewMessage()
+	for i := 0; i+1 < len(kv); i += 2 {
+		if err := m.Set(kv[i], kv[i+1]); err != nil {
 			return nil, err
 		}
 	}
-	var out []ikeSA
-	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
-		if err != nil {
-			return nil, fmt.Errorf("cannot list IKE SAs: %w", err)
-		}
-		sub, ok := m.Get(conn).(*vici.Message)
-		if !ok {
-			continue
-		}
-		var sa ikeSA
-		if err := vici.UnmarshalMessage(sub, &sa); err != nil {
-			return nil, fmt.Errorf("list-sa: IKE SA %s: %w", conn, err)
-		}
-		out = append(out, sa)
-	}
-	return out, nil
+	return m, nil
 }

@@ -84,7 +84,8 @@ func (f *fakeCharon) CallStreaming(_ context.Context, cmd, _ string, in *vici.Me
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-func status(name, state string, children ...string) v1alpha1.TunnelStatus {
+// tunnelStatus is a status read of tunnel name in IKE state, with children INSTALLED.
+func tunnelStatus(name, state string, children ...string) v1alpha1.TunnelStatus {
 	ts := v1alpha1.TunnelStatus{Name: name, IKEState: state}
 	for _, c := range children {
 		ts.ChildSAs = append(ts.ChildSAs, v1alpha1.ChildSAStatus{Name: c, State: "INSTALLED"})
@@ -115,15 +116,15 @@ func TestWatchdog(t *testing.T) {
 	}{
 		"DownShorterThanBound": {
 			reason:   "A tunnel without an IKE SA for less than After is left to charon.",
-			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {29 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+			reads:    []read{{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {29 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")},
 		},
 		"DownLongerThanBound": {
 			reason: "A tunnel without an IKE SA for After is initiated, every kept-up child, without charon waiting, and the status says so.",
-			reads:  []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			reads:  []read{{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}},
 			want:   []string{"a/a-1 (-1)", "a/a-2 (-1)"},
 			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
-				ts := status("a", "DOWN")
+				ts := tunnelStatus("a", "DOWN")
 				ts.Reinitiations, ts.LastReinitiate = 1, &metav1.Time{Time: t0.Add(30 * time.Second)}
 				return ts
 			}()},
@@ -131,12 +132,12 @@ func TestWatchdog(t *testing.T) {
 		"OncePerBound": {
 			reason: "A tunnel that stays down is initiated again only After after the last time.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
-				{59 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {60 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}},
+				{59 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {60 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}},
 			},
 			want: []string{"a/a-1 (-1)", "a/a-2 (-1)", "a/a-1 (-1)", "a/a-2 (-1)"},
 			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
-				ts := status("a", "DOWN")
+				ts := tunnelStatus("a", "DOWN")
 				ts.Reinitiations, ts.LastReinitiate = 2, &metav1.Time{Time: t0.Add(60 * time.Second)}
 				return ts
 			}()},
@@ -144,26 +145,26 @@ func TestWatchdog(t *testing.T) {
 		"CharonTrying": {
 			reason: "A tunnel whose IKE SA is CONNECTING is charon's own retry: the bound starts again.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {20 * time.Second, []v1alpha1.TunnelStatus{status("a", "CONNECTING")}},
-				{45 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {20 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "CONNECTING")}},
+				{45 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}},
 			},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")},
 		},
 		"CharonTryingWhenChecked": {
 			reason:   "When charon has an IKE SA of the connection by the time the worker checks, nothing is initiated.",
-			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			reads:    []read{{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}},
 			sas:      []*vici.Message{sa("a", "CONNECTING", nil)},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")},
 		},
 		"ChildMissing": {
 			reason: "A kept-up child missing from the ESTABLISHED IKE SA for After is initiated alone, into that IKE SA.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
 			},
 			sas:  []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")},
 			want: []string{"a/a-2 (-1)"},
 			wantLast: []v1alpha1.TunnelStatus{func() v1alpha1.TunnelStatus {
-				ts := status("a", "ESTABLISHED", "a-1")
+				ts := tunnelStatus("a", "ESTABLISHED", "a-1")
 				ts.Reinitiations, ts.LastReinitiate = 1, &metav1.Time{Time: t0.Add(30 * time.Second)}
 				return ts
 			}()},
@@ -171,39 +172,39 @@ func TestWatchdog(t *testing.T) {
 		"ChildMissingSinceEstablished": {
 			reason: "A child's downtime counts only while its IKE SA is ESTABLISHED.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "CONNECTING")}}, {20 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
-				{40 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "CONNECTING")}}, {20 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
+				{40 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
 			},
 			sas:      []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")},
 		},
 		"ChildBeingCreated": {
 			reason: "While the IKE SA has exchanges queued (a CHILD_SA being created), nothing is initiated.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
 			},
 			sas:      []*vici.Message{sa("a", "ESTABLISHED", []string{"CHILD_CREATE"}, "a-1")},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")},
 		},
 		"ChildInDuplicate": {
 			reason: "A child present in another IKE SA of the connection is not initiated again.",
 			reads: []read{
-				{0, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")}},
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
 			},
 			sas:      []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1"), sa("a", "ESTABLISHED", nil, "a-2")},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")},
 		},
 		"NotAlwaysOn": {
 			reason:   "A tunnel without children charon starts itself (trap, respond) is never initiated.",
-			reads:    []read{{0, []v1alpha1.TunnelStatus{status("r", "DOWN")}}, {time.Hour, []v1alpha1.TunnelStatus{status("r", "DOWN")}}},
-			wantLast: []v1alpha1.TunnelStatus{status("r", "DOWN")},
+			reads:    []read{{0, []v1alpha1.TunnelStatus{tunnelStatus("r", "DOWN")}}, {time.Hour, []v1alpha1.TunnelStatus{tunnelStatus("r", "DOWN")}}},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("r", "DOWN")},
 		},
 		"InitiateRefused": {
 			reason:   "When charon refuses every initiate, nothing is counted.",
-			reads:    []read{{0, []v1alpha1.TunnelStatus{status("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{status("a", "DOWN")}}},
+			reads:    []read{{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}, {30 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}}},
 			fail:     "CHILD_SA config 'a-1' not found",
 			want:     []string{"a/a-1 (-1)", "a/a-2 (-1)"},
-			wantLast: []v1alpha1.TunnelStatus{status("a", "DOWN")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")},
 		},
 	}
 	for name, tc := range cases {
@@ -240,14 +241,14 @@ func TestWatchdogServe(t *testing.T) {
 	c := &fakeCharon{}
 	now := t0
 	w := &Watchdog{Started: func(string) []string { return []string{"a-1"} }, Now: func() time.Time { return now }}
-	w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")})
+	w.Observe([]v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")})
 	now = now.Add(time.Minute)
-	w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")}) // no worker: dropped, not blocked
+	w.Observe([]v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}) // no worker: dropped, not blocked
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Serve(ctx, c); close(done) }()
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		w.Observe([]v1alpha1.TunnelStatus{status("a", "DOWN")})
+		w.Observe([]v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")})
 		c.mu.Lock()
 		n := len(c.initiated)
 		c.mu.Unlock()
@@ -343,7 +344,7 @@ func TestWatchdogDuplicates(t *testing.T) {
 					w.run(context.Background(), c, <-w.work)
 				}
 			}
-			w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1", "a-2")})
+			w.Observe([]v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1", "a-2")})
 			drain()
 			if len(c.terminated) > 0 {
 				t.Fatalf("%s\nclosed %v at the first look", tc.reason, c.terminated)
@@ -378,7 +379,7 @@ func TestWatchdogPeersDuplicatesOnce(t *testing.T) {
 	w.work = make(chan job, queueSize)
 	step := func(d time.Duration) {
 		now = now.Add(d)
-		w.Observe([]v1alpha1.TunnelStatus{status("a", "ESTABLISHED", "a-1")})
+		w.Observe([]v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")})
 		for fs := later; len(fs) > 0; fs = later {
 			later = nil
 			for _, f := range fs {

@@ -78,7 +78,9 @@ type Tunnel struct {
 	// re-establishes the IKE SA or CHILD_SA the peer closes, close_action
 	// start; the gateway agent also re-initiates a tunnel that stays down
 	// without charon trying); trap initiates it when traffic matches and
-	// arms again when the peer closes it (close_action trap); respond waits
+	// arms again when the peer closes it (close_action trap), and keeps
+	// strongSwan's one keying try: the trap stays armed after a failed
+	// initiation and the next matching packet initiates again; respond waits
 	// for the peer and stays waiting when the peer closes it (close_action
 	// none): the peer is the one to re-initiate.
 	// +optional
