@@ -101,7 +101,8 @@ func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 
 // Update corrects name and description (keeping the marker) and makes
 // the rules exactly the spec's: it adds the missing ones and deletes the
-// extra ones (Neutron rules cannot be changed in place).
+// extra ones (Neutron rules cannot be changed in place). Once all are in
+// place the group is Ready; a rule Neutron refuses leaves it not Ready.
 func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	p := sg.Spec.ForProvider
 	g := e.observed
@@ -127,6 +128,9 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf("cannot add %s %s rule to security group %s", r.Direction, orAny(r.Protocol), g.ID))
 		}
 	}
+	// The rules are now exactly the spec's: Ready at once, not at the next
+	// poll (Observe said not Ready because they were not yet in place).
+	sg.SetConditions(xpv2.Available())
 	return managed.ExternalUpdate{}, nil
 }
 

@@ -217,6 +217,51 @@ func TestUpdateKeepsMarker(t *testing.T) {
 	}
 }
 
+// TestUpdateReady checks that Update makes the group Ready once its rules
+// are in place, and leaves it not Ready when Neutron refuses a rule: the
+// reconciler requeues a successful Update only after the poll interval, so
+// a group whose rules Update just added would otherwise show not Ready for
+// that long.
+func TestUpdateReady(t *testing.T) {
+	rule := `{"security_group_rule": {"id": "r-esp", "direction": "ingress", "ethertype": "IPv4", "protocol": "esp", "security_group_id": "` + groupID + `"}}`
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		want    corev1.ConditionStatus
+		wantErr bool
+	}{
+		"RulesAdded": {
+			reason:  "A missing rule that Neutron creates makes the group Ready in the same reconcile.",
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}, "POST /security-group-rules": {Code: 201, Body: rule}},
+			want:    corev1.ConditionTrue,
+		},
+		"RuleRefused": {
+			reason: "A rule Neutron refuses leaves the group not Ready, as Observe found it.",
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON},
+				"POST /security-group-rules": {Code: 404, Body: neutrontest.Error("SecurityGroupNotFound", "Security group x does not exist")}},
+			want:    corev1.ConditionFalse,
+			wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := neutrontest.Serve(t, tc.replies)
+			mg := sg(groupID, ike(), esp())
+			e := &external{neutron: sc}
+			if _, err := e.Observe(context.Background(), mg); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.Update(context.Background(), mg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nUpdate(): error %v, want error %v", tc.reason, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, mg.GetCondition(xpv2.TypeReady).Status); diff != "" {
+				t.Errorf("%s\nReady after Update: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 // TestCrashSafeCreate runs the managed reconciler with the OpenStack
 // kinds' options, one fresh reconciler per step as after a provider
 // restart, through the ways a create can be interrupted. Neutron must end
