@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/pagination"
@@ -237,4 +239,67 @@ func (p listPage) items() ([]listed, error) {
 		}
 	}
 	return items, nil
+}
+
+// Settling says when the outcome of a create request in Neutron is
+// final, so that a lookup that finds nothing may conclude that the create
+// made nothing. The zero value never waits (tests of one reconcile).
+type Settling struct {
+	// Within is how long after the newest create attempt (the MR's
+	// external-create-pending or -failed time) Neutron may still
+	// complete it (see Clients.Settling).
+	Within time.Duration
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
+}
+
+// errUnsettled is Settling.Check's error; the %s are the attempt's time,
+// the settling time and when to look again.
+const errUnsettled = "cannot conclude yet that the create attempted at %s made no Neutron object: Neutron may complete a create request up to %s after it was sent; looking again at %s"
+
+// Check returns nil when mg's newest create attempt is older than Within,
+// else an error saying why the lookup must be repeated and when; the
+// reconciler requeues on it.
+func (s Settling) Check(mg resource.Object) error {
+	at := latest(meta.GetExternalCreatePending(mg), meta.GetExternalCreateFailed(mg))
+	if at.IsZero() {
+		return nil
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	if until := at.Add(s.Within); now().Before(until) {
+		return fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// errUnknown is LookupCreated's error when Neutron hides descriptions.
+const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"
+
+// LookupCreated returns the ID of the object of c that a create for mg
+// made, "" when there is none: how Observe, while mg's external name is
+// empty, adopts an object whose POST answer was lost. Before any create
+// attempt it is one exact lookup of the marked description desc
+// (FindCreated); once an attempt is recorded (the external-create-pending
+// or -failed annotation) it scans for the marker whatever text precedes it
+// (ScanCreated), so that a description edited after a lost answer still
+// finds the object, and it concludes "none" only when the scan can prove
+// it and the attempt has settled (s.Check); otherwise it returns an error,
+// and the reconciler looks again later.
+func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (string, error) {
+	if meta.GetExternalCreatePending(mg).IsZero() && meta.GetExternalCreateFailed(mg).IsZero() {
+		return FindCreated(ctx, sc, c, mg, desc)
+	}
+	id, known, err := ScanCreated(ctx, sc, c, mg)
+	switch {
+	case err != nil:
+		return "", err
+	case id != "":
+		return id, nil
+	case !known:
+		return "", fmt.Errorf(errUnknown, c.Kind, c.Kind)
+	}
+	return "", s.Check(mg)
 }

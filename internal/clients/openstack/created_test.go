@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -205,5 +208,77 @@ func TestScanCreatedPages(t *testing.T) {
 	}
 	if len(*seen) != 2 {
 		t.Errorf("Neutron requests %v, want both pages", *seen)
+	}
+}
+
+func TestLookupCreated(t *testing.T) {
+	exact := "GET /floatingips?description=" + url.QueryEscape("d "+marker) + "&fields=id&fields=description"
+	scan := "GET /floatingips?fields=id&fields=description"
+	failed := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	mg := func(attempted bool) *v1alpha1.ProviderConfig {
+		o := owner()
+		if attempted {
+			meta.SetExternalCreatePending(o, failed.Add(-time.Second))
+			meta.SetExternalCreateFailed(o, failed)
+		}
+		return o
+	}
+	settle := func(after time.Duration) Settling {
+		return Settling{Within: 90 * time.Second, Now: func() time.Time { return failed.Add(after) }}
+	}
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.ProviderConfig
+		settle Settling
+		reply  map[string]neutrontest.Reply
+		id     string
+		err    string
+	}{
+		"BeforeAnyCreate": {
+			reason: "Before any create attempt the lookup is the one exact GET by the marked description.",
+			mg:     mg(false),
+			settle: settle(0),
+			reply:  map[string]neutrontest.Reply{exact: {Code: 200, Body: `{"floatingips": []}`}},
+		},
+		"EditedAfterLostAnswer": {
+			reason: "After a lost answer the object is found by its marker although the spec description changed since the POST.",
+			mg:     mg(true),
+			settle: settle(time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f1", "description": "old ` + marker + `"}]}`}},
+			id:     "f1",
+		},
+		"AbsentTooSoon": {
+			reason: "Nothing found 10 s after a lost answer is no proof: Neutron may still complete the POST, so the lookup is an error to look again.",
+			mg:     mg(true),
+			settle: settle(10 * time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
+				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:01:30Z",
+		},
+		"AbsentSettled": {
+			reason: "Nothing found once the create has settled proves there is none.",
+			mg:     mg(true),
+			settle: settle(91 * time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+		},
+		"NoDescriptions": {
+			reason: "After an attempt, a Neutron that hides descriptions cannot prove absence: an error, never a second create.",
+			mg:     mg(true),
+			settle: settle(time.Hour),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f0"}]}`}},
+			err:    "cannot tell whether the interrupted create made a Neutron floating IP: Neutron returned floating IPs without their description",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := neutrontest.Serve(t, tc.reply)
+			id, err := LookupCreated(context.Background(), sc, FloatingIPs, tc.mg, "d", tc.settle)
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.id, id); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want ID, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

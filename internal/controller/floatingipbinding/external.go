@@ -44,14 +44,15 @@ const (
 // external binds one FloatingIPBinding's floating IP through Neutron.
 type external struct {
 	neutron *gophercloud.ServiceClient
+	// settle says when an interrupted create has surely made nothing.
+	settle openstack.Settling
 }
 
 // Observe reads the binding's floating IP with one GET: by its ID (the
 // external name) once known; before that, a pinned binding looks its
 // address up and an allocated one looks up the floating IP whose
-// description is the one Create gives it, the user's followed by the
-// binding's marker (openstack.FindCreated: a create whose answer was lost),
-// and adopts what it finds as the external name. Observe never changes
+// description carries the binding's marker (openstack.LookupCreated: a
+// create whose answer was lost), and adopts what it finds as the external name. Observe never changes
 // Neutron.
 //
 // A pinned address that does not exist is an error naming the address
@@ -120,7 +121,7 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		}
 		return fip, true, nil
 	}
-	id, err := openstack.FindCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""))
+	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
 	if err != nil || id == "" {
 		return nil, false, err
 	}

@@ -454,8 +454,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: `{"networks": []}`}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}

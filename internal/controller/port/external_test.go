@@ -561,8 +561,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}

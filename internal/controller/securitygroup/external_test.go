@@ -245,8 +245,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, create: {Cut: true}},
 				Requests: []string{find, created},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}
