@@ -213,7 +213,8 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 // gets 412 RevisionNumberConstraintFailed, a retryable error, instead of
 // a stolen floating IP. A pinned floating IP bound to another port is left
 // untouched and the error names that port. An allocated floating IP also
-// gets its description corrected and its UID tag back when missing.
+// gets its description corrected, keeping the binding's marker
+// (openstack.KeepMark).
 func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalUpdate, error) {
 	id := externalID(mg)
 	if id == "" {
