@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,7 +114,7 @@ var (
 // one to keep; a failed list is an error with Neutron's type and message.
 func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string) (string, error) {
 	want := Mark(mg, desc)
-	all, err := list(ctx, sc, c, url.Values{"description": {want}})
+	all, err := list(ctx, sc, c, url.Values{"description": {want}}, "id", "description")
 	if err != nil {
 		return "", fmt.Errorf("cannot look up the %s with description %q: %w", c.Kind, want, err)
 	}
@@ -129,21 +130,26 @@ func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 }
 
 // ScanCreated returns the ID of the object of c that carries mg's marker,
-// whatever description precedes it, with one GET
-// c?fields=id&fields=description of every object of c the credentials
-// see; "" when none does. Unlike FindCreated it finds an object whose
+// whatever description precedes it, or mg's legacy tag (LegacyTag), with
+// one GET c?fields=id&fields=description&fields=tags of every object of c
+// the credentials see; "" when none does. Unlike FindCreated it finds an object whose
 // spec description changed after the POST, so that "none" proves the
 // create never reached Neutron. known is false when Neutron returns an
 // object without a description: then nothing can prove that, and the
 // caller must not assume the create did not happen.
 func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
-	all, err := list(ctx, sc, c, url.Values{})
+	all, err := list(ctx, sc, c, url.Values{}, "id", "description", "tags")
 	if err != nil {
 		return "", false, fmt.Errorf("cannot list the %ss to find the one carrying %s: %w", c.Kind, Marker(mg), err)
 	}
 	known = true
 	var found []listed
+	legacy := LegacyTag(mg)
 	for _, o := range all {
+		if slices.Contains(o.Tags, legacy) {
+			found = append(found, o)
+			continue
+		}
 		if o.Description == nil {
 			known = false
 			continue
@@ -158,17 +164,28 @@ func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 	return id, known, nil
 }
 
-// listed is an object in a list answer asked for id and description only;
-// Description is nil when Neutron returned none.
-type listed struct {
-	ID          string  `json:"id"`
-	Description *string `json:"description"`
+// LegacyTag is the tag "crossplane-uid-<UID>" by which providers before
+// the marker found again the objects they created for mg. An object that
+// such a provider was creating when it was upgraded carries only that tag,
+// so ScanCreated matches it too. Remove it (and Tags in listed) in the
+// release after the one that introduced the marker: by then every create
+// interrupted under the old provider has been settled.
+func LegacyTag(mg resource.Object) string {
+	return "crossplane-uid-" + string(mg.GetUID())
 }
 
-// list returns the objects of c that query (plus fields id and
-// description) selects, following Neutron's pagination links.
-func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values) ([]listed, error) {
-	query["fields"] = []string{"id", "description"}
+// listed is an object in a list answer asked for some of id, description
+// and tags; Description is nil when Neutron returned none.
+type listed struct {
+	ID          string   `json:"id"`
+	Description *string  `json:"description"`
+	Tags        []string `json:"tags"`
+}
+
+// list returns the objects of c that query selects, with fields only,
+// following Neutron's pagination links.
+func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values, fields ...string) ([]listed, error) {
+	query["fields"] = fields
 	var all []listed
 	err := pagination.NewPager(sc, sc.ServiceURL(c.Path)+"?"+query.Encode(), func(r pagination.PageResult) pagination.Page {
 		return listPage{LinkedPageBase: pagination.LinkedPageBase{PageResult: r}, key: c.Key}

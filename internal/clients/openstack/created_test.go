@@ -146,7 +146,7 @@ func TestFindCreated(t *testing.T) {
 }
 
 func TestScanCreated(t *testing.T) {
-	key := "GET /floatingips?fields=id&fields=description"
+	key := "GET /floatingips?fields=id&fields=description&fields=tags"
 	cases := map[string]struct {
 		reason string
 		reply  neutrontest.Reply
@@ -162,6 +162,16 @@ func TestScanCreated(t *testing.T) {
 		"DescriptionChanged": {
 			reason: "The object carrying the marker is found whatever description precedes it (the spec changed after the POST).",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": ""}, {"id": "f1", "description": "old text ` + marker + `"}]}`},
+			id:     "f1", known: true,
+		},
+		"LegacyTag": {
+			reason: "An object that a provider before the marker was creating carries only the crossplane-uid tag: it is found by that tag (upgrade).",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": "", "tags": ["crossplane-uid-other"]}, {"id": "f1", "description": "", "tags": ["crossplane-uid-` + uid + `"]}]}`},
+			id:     "f1", known: true,
+		},
+		"LegacyTagWithoutDescription": {
+			reason: "An object found by its legacy tag is found even when Neutron hides descriptions.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f1", "tags": ["crossplane-uid-` + uid + `"]}]}`},
 			id:     "f1", known: true,
 		},
 		"NoDescriptions": {
@@ -199,7 +209,7 @@ func TestScanCreatedPages(t *testing.T) {
 	sc, seen := neutrontest.Serve(t, replies)
 	// The answers are read at request time: the next link needs the
 	// server's address.
-	replies["GET /ports?fields=id&fields=description"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p0", "description": ""}],
+	replies["GET /ports?fields=id&fields=description&fields=tags"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p0", "description": ""}],
 		"ports_links": [{"rel": "next", "href": "` + sc.ServiceURL("ports") + `?fields=id&fields=description&marker=p0"}]}`}
 	replies["GET /ports?fields=id&fields=description&marker=p0"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "` + marker + `"}]}`}
 	id, known, err := ScanCreated(context.Background(), sc, Ports, owner())
@@ -213,7 +223,7 @@ func TestScanCreatedPages(t *testing.T) {
 
 func TestLookupCreated(t *testing.T) {
 	exact := "GET /floatingips?description=" + url.QueryEscape("d "+marker) + "&fields=id&fields=description"
-	scan := "GET /floatingips?fields=id&fields=description"
+	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
 	failed := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	mg := func(attempted bool) *v1alpha1.ProviderConfig {
 		o := owner()

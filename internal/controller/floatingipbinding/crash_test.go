@@ -20,7 +20,7 @@ import (
 func TestCrashSafeCreate(t *testing.T) {
 	type r = neutrontest.Reply
 	byMarker := "GET /floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /floatingips?fields=id&fields=description"
+	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
 	get := "GET /floatingips/" + fipID
 	put := "PUT /floatingips/" + fipID
 	post := "POST /floatingips"

@@ -421,7 +421,7 @@ func TestDelete(t *testing.T) {
 // with one network for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
 	find := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /networks?fields=id&fields=description"
+	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	get := "GET /networks/" + netID
 	post := "POST /networks"
 	posted := post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`

@@ -530,7 +530,7 @@ func TestDelete(t *testing.T) {
 // with one port for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
 	find := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /ports?fields=id&fields=description"
+	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	get := "GET /ports/" + portID
 	post := "POST /ports"
 	posted := post + ` {"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"` + marked + `",` +

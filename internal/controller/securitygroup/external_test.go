@@ -42,7 +42,7 @@ const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "d
 // Requests the tests expect.
 var (
 	find   = "GET /security-groups?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan   = "GET /security-groups?fields=id&fields=description"
+	scan   = "GET /security-groups?fields=id&fields=description&fields=tags"
 	get    = "GET /security-groups/" + groupID
 	create = "POST /security-groups"
 	// created is the POST as Neutron receives it.
