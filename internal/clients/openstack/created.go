@@ -41,6 +41,15 @@ import (
 // (KeepMark). The API caps spec descriptions at 255 - MarkerLength
 // characters so that the marked description always fits.
 
+// Errors of the lookups; the %s are the kind (Collection.Kind) and what
+// was looked for.
+const (
+	errFind  = "cannot look up the %s with description %q"
+	errScan  = "cannot list the %ss to find the one carrying %s"
+	errTwins = "cannot tell which of %d Neutron %ss carrying %s (%s) to adopt: delete all but one by hand"
+	errPage  = "cannot decode the %s list"
+)
+
 // MarkerLength is the length of the marker and the space before it for a
 // Kubernetes UID (36 characters): 54.
 const MarkerLength = len(" [crossplane-uid-]") + 36
@@ -116,7 +125,7 @@ func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 	want := Mark(mg, desc)
 	all, err := list(ctx, sc, c, url.Values{"description": {want}}, "id", "description")
 	if err != nil {
-		return "", fmt.Errorf("cannot look up the %s with description %q: %w", c.Kind, want, err)
+		return "", Wrap(err, fmt.Sprintf(errFind, c.Kind, want))
 	}
 	// Checked again here: the filter is what selects, but an object
 	// listed by mistake must not be adopted.
@@ -140,7 +149,7 @@ func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
 	all, err := list(ctx, sc, c, url.Values{}, "id", "description", "tags")
 	if err != nil {
-		return "", false, fmt.Errorf("cannot list the %ss to find the one carrying %s: %w", c.Kind, Marker(mg), err)
+		return "", false, Wrap(err, fmt.Sprintf(errScan, c.Kind, Marker(mg)))
 	}
 	known = true
 	var found []listed
@@ -183,7 +192,8 @@ type listed struct {
 }
 
 // list returns the objects of c that query selects, with fields only,
-// following Neutron's pagination links.
+// following Neutron's pagination links. Its error is gophercloud's, for
+// the caller to Wrap.
 func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values, fields ...string) ([]listed, error) {
 	query["fields"] = fields
 	var all []listed
@@ -194,10 +204,7 @@ func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, quer
 		all = append(all, items...)
 		return err == nil, err
 	})
-	if err != nil {
-		return nil, Wrap(err, "list")
-	}
-	return all, nil
+	return all, err
 }
 
 // only returns the ID of the one object in found, "" for none, and an
@@ -213,7 +220,7 @@ func only(c Collection, mg resource.Object, found []listed) (string, error) {
 	for _, f := range found {
 		ids = append(ids, f.ID)
 	}
-	return "", fmt.Errorf("%d Neutron %ss carry %s (%s): delete all but one by hand", len(found), c.Kind, Marker(mg), strings.Join(ids, ", "))
+	return "", fmt.Errorf(errTwins, len(found), c.Kind, Marker(mg), strings.Join(ids, ", "))
 }
 
 // listPage is a page of a Neutron list answer under key, with Neutron's
@@ -252,7 +259,7 @@ func (p listPage) items() ([]listed, error) {
 	var items []listed
 	if raw, ok := body[p.key]; ok {
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, fmt.Errorf("cannot decode the %s list: %w", p.key, err)
+			return nil, fmt.Errorf(errPage+": %w", p.key, err)
 		}
 	}
 	return items, nil

@@ -120,12 +120,12 @@ func TestFindCreated(t *testing.T) {
 		"Two": {
 			reason: "Two objects with the marked description are an error naming both.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}, {"id": "p2", "description": "gw ` + marker + `"}]}`},
-			err:    "2 Neutron ports carry " + marker + " (p1, p2): delete all but one by hand",
+			err:    "cannot tell which of 2 Neutron ports carrying " + marker + " (p1, p2) to adopt: delete all but one by hand",
 		},
 		"ListFails": {
 			reason: "A failed list carries Neutron's status, type and message.",
 			reply:  neutrontest.Reply{Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
-			err:    `cannot look up the port with description "gw ` + marker + `": list: Neutron 503 ServiceUnavailable: busy`,
+			err:    `cannot look up the port with description "gw ` + marker + `": Neutron 503 ServiceUnavailable: busy`,
 		},
 	}
 	for name, tc := range cases {
@@ -181,12 +181,12 @@ func TestScanCreated(t *testing.T) {
 		"Two": {
 			reason: "Two objects carrying the marker are an error naming both.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f1", "description": "` + marker + `"}, {"id": "f2", "description": "x ` + marker + `"}]}`},
-			err:    "2 Neutron floating IPs carry " + marker + " (f1, f2): delete all but one by hand",
+			err:    "cannot tell which of 2 Neutron floating IPs carrying " + marker + " (f1, f2) to adopt: delete all but one by hand",
 		},
 		"ListFails": {
 			reason: "A failed list is an error, the answer unknown.",
 			reply:  neutrontest.Reply{Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "database is locked")},
-			err:    "cannot list the floating IPs to find the one carrying " + marker + ": list: Neutron 500 HTTPInternalServerError: database is locked",
+			err:    "cannot list the floating IPs to find the one carrying " + marker + ": Neutron 500 HTTPInternalServerError: database is locked",
 		},
 	}
 	for name, tc := range cases {

@@ -106,8 +106,8 @@ func TestCreateRecovery(t *testing.T) {
 		"FindFails": {
 			reason: "A failed look-up is an error naming the MR; the MR stays incomplete.",
 			mg:     sg(past, time.Time{}),
-			find:   find{err: errors.New("list: Neutron 503 ServiceUnavailable: busy")},
-			want: want{err: "gw: cannot find out whether its interrupted create made a Neutron object: list: Neutron 503 ServiceUnavailable: busy",
+			find:   find{err: errors.New("Neutron 503 ServiceUnavailable: busy")},
+			want: want{err: "gw: cannot find out whether its interrupted create made a Neutron object: Neutron 503 ServiceUnavailable: busy",
 				incomplete: true, pending: true, asked: true},
 		},
 	}

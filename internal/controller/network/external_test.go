@@ -187,7 +187,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Network tenant-net: 2 Neutron networks carry " + marker + " (" + netID + ", other): delete all but one by hand"),
+				err:      errors.New("Network tenant-net: cannot tell which of 2 Neutron networks carrying " + marker + " (" + netID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{byMarker},
 			},
 		},

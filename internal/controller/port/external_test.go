@@ -238,7 +238,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Port vip: 2 Neutron ports carry " + marker + " (" + portID + ", other): delete all but one by hand"),
+				err:      errors.New("Port vip: cannot tell which of 2 Neutron ports carrying " + marker + " (" + portID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{list},
 			},
 		},

@@ -15,6 +15,10 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
+// errLookup prefixes the error of the lookup of an unrecorded create with
+// the SecurityGroup's name, as the Port's and Network's do.
+const errLookup = "SecurityGroup %s: %w"
+
 // external manages one security group in Neutron.
 type external struct {
 	neutron *gophercloud.ServiceClient
@@ -34,8 +38,11 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	adopted := false
 	if id == "" {
 		found, err := openstack.LookupCreated(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description), e.settle)
-		if err != nil || found == "" {
-			return managed.ExternalObservation{}, err
+		if err != nil {
+			return managed.ExternalObservation{}, fmt.Errorf(errLookup, sg.GetName(), err)
+		}
+		if found == "" {
+			return managed.ExternalObservation{}, nil
 		}
 		id, adopted = found, true
 		meta.SetExternalName(sg, id)

@@ -132,6 +132,13 @@ func TestObserve(t *testing.T) {
 				requests: []string{find, get}, extName: groupID,
 				ready: corev1.ConditionTrue},
 		},
+		"LookupFails": {
+			reason:  "A failed lookup of an unrecorded create names the SecurityGroup, as the Port's and Network's do.",
+			mg:      sg(""),
+			replies: map[string]reply{find: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")}},
+			want: want{err: "SecurityGroup gw: cannot look up the security group with description \"" + marked + "\": Neutron 503 ServiceUnavailable: busy",
+				requests: []string{find}},
+		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
 			mg:      sg(groupID),
