@@ -45,6 +45,7 @@ type options struct {
 	healthAddr         string
 	pollStateMetrics   time.Duration
 	managementPolicies bool
+	requestTimeout     time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -61,8 +62,12 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
 	fs.DurationVar(&o.pollStateMetrics, "poll-state-metric", 5*time.Second, "How often managed resource state metrics are recorded.")
 	fs.BoolVar(&o.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
+	fs.DurationVar(&o.requestTimeout, "openstack-request-timeout", openstack.DefaultRequestTimeout, "Longest wait for one OpenStack API request; an interrupted create is concluded to have made nothing only 1.5 times this after it was sent.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.requestTimeout <= 0 {
+		return o, fmt.Errorf("--openstack-request-timeout must be positive, not %s", o.requestTimeout)
 	}
 	if o.maxReconcileRate < 1 {
 		return o, fmt.Errorf("--max-reconcile-rate must be at least 1, not %d", o.maxReconcileRate)
@@ -156,7 +161,9 @@ func run(o options) error {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
 		log.Info("Beta feature enabled", "flag", feature.EnableBetaManagementPolicies)
 	}
-	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}); err != nil {
+	clients := openstack.NewClients()
+	clients.RequestTimeout = o.requestTimeout
+	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: clients}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)

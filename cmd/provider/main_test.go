@@ -11,6 +11,7 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		poll: time.Minute, sync: time.Hour, maxReconcileRate: 10, leaderElectionNS: "crossplane-system",
 		metricsAddr: ":8080", healthAddr: ":8081", pollStateMetrics: 5 * time.Second, managementPolicies: true,
+		requestTimeout: time.Minute,
 	}
 	cases := map[string]struct {
 		reason  string

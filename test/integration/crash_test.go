@@ -252,7 +252,7 @@ func (c *crashRig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, "--debug", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd := exec.Command(c.bin, "--debug", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--openstack-request-timeout="+crashRequestTimeout.String())
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kcfg)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -300,7 +300,13 @@ func (c *crashRig) killAt(afterAnswer bool) {
 	}
 }
 
-// stop ends the provider for good (the test's cleanup).
+// crashRequestTimeout is the provider's --openstack-request-timeout in
+// the kill test: the product's 60 s would make every MR whose create was
+// interrupted wait 90 s before its create is concluded to have made
+// nothing (openstack.Clients.Settling).
+const crashRequestTimeout = 5 * time.Second
+
+// stop ends the provider for good (the cleanups); idempotent.
 func (c *crashRig) stop() {
 	c.proxy.arm(0, 0, 0)
 	c.kill()
@@ -342,6 +348,10 @@ func (c *crashRig) round(t *testing.T, sc *gophercloud.ServiceClient, r int) cra
 	mrs := []mrOf{{sg, openstack.SecurityGroups}, {port, openstack.Ports}, {fip, openstack.FloatingIPs}, {network, openstack.Networks}}
 	t.Cleanup(func() {
 		// Whatever a failed round leaves in Neutron, in dependency order.
+		// Cleanups run last-registered first, so this one runs before
+		// the rig's: the provider is stopped here, or it would create
+		// again what is deleted under its MRs.
+		c.stop()
 		for _, i := range []int{2, 1, 0, 3} {
 			for _, id := range createdFor(t, sc, mrs[i].c, mrs[i].mg) {
 				_, _ = sc.Delete(context.Background(), sc.ServiceURL(mrs[i].c.Path, id), nil)

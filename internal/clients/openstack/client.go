@@ -15,8 +15,9 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 )
 
-// requestTimeout bounds one OpenStack API request.
-const requestTimeout = 60 * time.Second
+// DefaultRequestTimeout bounds one OpenStack API request unless
+// Clients.RequestTimeout says otherwise.
+const DefaultRequestTimeout = 60 * time.Second
 
 // Clients hands out Neutron clients per ProviderConfig. It keeps one
 // authenticated gophercloud ProviderClient per ProviderConfig and set of
@@ -28,11 +29,14 @@ type Clients struct {
 	// Transport wraps the HTTP transport of new clients when set, for
 	// tests that count or inspect requests.
 	Transport func(http.RoundTripper) http.RoundTripper
+	// RequestTimeout bounds one OpenStack API request;
+	// DefaultRequestTimeout when zero.
+	RequestTimeout time.Duration
 
 	mu      sync.Mutex
 	clients map[string]cached
 	// authenticate makes an authenticated ProviderClient; tests replace it.
-	authenticate func(ctx context.Context, c *Credentials, rt http.RoundTripper) (*gophercloud.ProviderClient, error)
+	authenticate func(ctx context.Context, c *Credentials, rt http.RoundTripper, timeout time.Duration) (*gophercloud.ProviderClient, error)
 }
 
 type cached struct {
@@ -65,7 +69,7 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	if c.Transport != nil {
 		rt = c.Transport(rt)
 	}
-	p, err := c.authenticate(ctx, creds, rt)
+	p, err := c.authenticate(ctx, creds, rt, c.timeout())
 	if err != nil {
 		return nil, Wrap(err, fmt.Sprintf("ProviderConfig %s: cannot authenticate to Keystone at %s", pc.Name, creds.Auth.IdentityEndpoint))
 	}
@@ -77,14 +81,33 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	return sc, nil
 }
 
-// authenticate logs in to Keystone with c over rt, allowing gophercloud to
-// re-authenticate when the token expires.
-func authenticate(ctx context.Context, c *Credentials, rt http.RoundTripper) (*gophercloud.ProviderClient, error) {
+func (c *Clients) timeout() time.Duration {
+	if c.RequestTimeout > 0 {
+		return c.RequestTimeout
+	}
+	return DefaultRequestTimeout
+}
+
+// Settling is how long after a create request Neutron may still complete
+// it: a client that gives up (time-out) or dies does not stop Neutron
+// processing the POST, and an answer lost on the way back comes after
+// Neutron completed it. It is the request timeout and half of it again as
+// a margin for Neutron's own processing after the client left; the
+// lookups of interrupted creates conclude "absent" only after it
+// (Settling.Check). now is the clock, time.Now when nil.
+func (c *Clients) Settling(now func() time.Time) Settling {
+	t := c.timeout()
+	return Settling{Within: t + t/2, Now: now}
+}
+
+// authenticate logs in to Keystone with c over rt, each request bounded by
+// timeout, allowing gophercloud to re-authenticate when the token expires.
+func authenticate(ctx context.Context, c *Credentials, rt http.RoundTripper, timeout time.Duration) (*gophercloud.ProviderClient, error) {
 	p, err := openstack.NewClient(c.Auth.IdentityEndpoint)
 	if err != nil {
 		return nil, err
 	}
-	p.HTTPClient = http.Client{Transport: rt, Timeout: requestTimeout}
+	p.HTTPClient = http.Client{Transport: rt, Timeout: timeout}
 	opts := c.Auth
 	opts.AllowReauth = true
 	if err := openstack.Authenticate(ctx, p, opts); err != nil {

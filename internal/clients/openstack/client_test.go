@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 
@@ -15,7 +16,7 @@ import (
 func TestClientsCache(t *testing.T) {
 	logins := 0
 	c := NewClients()
-	c.authenticate = func(_ context.Context, cr *Credentials, _ http.RoundTripper) (*gophercloud.ProviderClient, error) {
+	c.authenticate = func(_ context.Context, cr *Credentials, _ http.RoundTripper, _ time.Duration) (*gophercloud.ProviderClient, error) {
 		logins++
 		p := &gophercloud.ProviderClient{IdentityBase: cr.Auth.IdentityEndpoint}
 		p.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return "http://127.0.0.1:9696/", nil }

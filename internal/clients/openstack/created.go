@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/pagination"
@@ -37,6 +40,15 @@ import (
 // first, drift comparisons strip the marker (Unmark), and updates keep it
 // (KeepMark). The API caps spec descriptions at 255 - MarkerLength
 // characters so that the marked description always fits.
+
+// Errors of the lookups; the %s are the kind (Collection.Kind) and what
+// was looked for.
+const (
+	errFind  = "cannot look up the %s with description %q"
+	errScan  = "cannot list the %ss to find the one carrying %s"
+	errTwins = "cannot tell which of %d Neutron %ss carrying %s (%s) to adopt: delete all but one by hand"
+	errPage  = "cannot decode the %s list"
+)
 
 // MarkerLength is the length of the marker and the space before it for a
 // Kubernetes UID (36 characters): 54.
@@ -111,9 +123,9 @@ var (
 // one to keep; a failed list is an error with Neutron's type and message.
 func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string) (string, error) {
 	want := Mark(mg, desc)
-	all, err := list(ctx, sc, c, url.Values{"description": {want}})
+	all, err := list(ctx, sc, c, url.Values{"description": {want}}, "id", "description")
 	if err != nil {
-		return "", fmt.Errorf("cannot look up the %s with description %q: %w", c.Kind, want, err)
+		return "", Wrap(err, fmt.Sprintf(errFind, c.Kind, want))
 	}
 	// Checked again here: the filter is what selects, but an object
 	// listed by mistake must not be adopted.
@@ -127,21 +139,26 @@ func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 }
 
 // ScanCreated returns the ID of the object of c that carries mg's marker,
-// whatever description precedes it, with one GET
-// c?fields=id&fields=description of every object of c the credentials
-// see; "" when none does. Unlike FindCreated it finds an object whose
+// whatever description precedes it, or mg's legacy tag (LegacyTag), with
+// one GET c?fields=id&fields=description&fields=tags of every object of c
+// the credentials see; "" when none does. Unlike FindCreated it finds an object whose
 // spec description changed after the POST, so that "none" proves the
 // create never reached Neutron. known is false when Neutron returns an
 // object without a description: then nothing can prove that, and the
 // caller must not assume the create did not happen.
 func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
-	all, err := list(ctx, sc, c, url.Values{})
+	all, err := list(ctx, sc, c, url.Values{}, "id", "description", "tags")
 	if err != nil {
-		return "", false, fmt.Errorf("cannot list the %ss to find the one carrying %s: %w", c.Kind, Marker(mg), err)
+		return "", false, Wrap(err, fmt.Sprintf(errScan, c.Kind, Marker(mg)))
 	}
 	known = true
 	var found []listed
+	legacy := LegacyTag(mg)
 	for _, o := range all {
+		if slices.Contains(o.Tags, legacy) {
+			found = append(found, o)
+			continue
+		}
 		if o.Description == nil {
 			known = false
 			continue
@@ -156,17 +173,29 @@ func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 	return id, known, nil
 }
 
-// listed is an object in a list answer asked for id and description only;
-// Description is nil when Neutron returned none.
-type listed struct {
-	ID          string  `json:"id"`
-	Description *string `json:"description"`
+// LegacyTag is the tag "crossplane-uid-<UID>" by which providers before
+// the marker found again the objects they created for mg. An object that
+// such a provider was creating when it was upgraded carries only that tag,
+// so ScanCreated matches it too. Remove it (and Tags in listed) in the
+// release after the one that introduced the marker: by then every create
+// interrupted under the old provider has been settled.
+func LegacyTag(mg resource.Object) string {
+	return "crossplane-uid-" + string(mg.GetUID())
 }
 
-// list returns the objects of c that query (plus fields id and
-// description) selects, following Neutron's pagination links.
-func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values) ([]listed, error) {
-	query["fields"] = []string{"id", "description"}
+// listed is an object in a list answer asked for some of id, description
+// and tags; Description is nil when Neutron returned none.
+type listed struct {
+	ID          string   `json:"id"`
+	Description *string  `json:"description"`
+	Tags        []string `json:"tags"`
+}
+
+// list returns the objects of c that query selects, with fields only,
+// following Neutron's pagination links. Its error is gophercloud's, for
+// the caller to Wrap.
+func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values, fields ...string) ([]listed, error) {
+	query["fields"] = fields
 	var all []listed
 	err := pagination.NewPager(sc, sc.ServiceURL(c.Path)+"?"+query.Encode(), func(r pagination.PageResult) pagination.Page {
 		return listPage{LinkedPageBase: pagination.LinkedPageBase{PageResult: r}, key: c.Key}
@@ -175,10 +204,7 @@ func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, quer
 		all = append(all, items...)
 		return err == nil, err
 	})
-	if err != nil {
-		return nil, Wrap(err, "list")
-	}
-	return all, nil
+	return all, err
 }
 
 // only returns the ID of the one object in found, "" for none, and an
@@ -194,7 +220,7 @@ func only(c Collection, mg resource.Object, found []listed) (string, error) {
 	for _, f := range found {
 		ids = append(ids, f.ID)
 	}
-	return "", fmt.Errorf("%d Neutron %ss carry %s (%s): delete all but one by hand", len(found), c.Kind, Marker(mg), strings.Join(ids, ", "))
+	return "", fmt.Errorf(errTwins, len(found), c.Kind, Marker(mg), strings.Join(ids, ", "))
 }
 
 // listPage is a page of a Neutron list answer under key, with Neutron's
@@ -233,8 +259,71 @@ func (p listPage) items() ([]listed, error) {
 	var items []listed
 	if raw, ok := body[p.key]; ok {
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, fmt.Errorf("cannot decode the %s list: %w", p.key, err)
+			return nil, fmt.Errorf(errPage+": %w", p.key, err)
 		}
 	}
 	return items, nil
+}
+
+// Settling says when the outcome of a create request in Neutron is
+// final, so that a lookup that finds nothing may conclude that the create
+// made nothing. The zero value never waits (tests of one reconcile).
+type Settling struct {
+	// Within is how long after the newest create attempt (the MR's
+	// external-create-pending or -failed time) Neutron may still
+	// complete it (see Clients.Settling).
+	Within time.Duration
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
+}
+
+// errUnsettled is Settling.Check's error; the %s are the attempt's time,
+// the settling time and when to look again.
+const errUnsettled = "cannot conclude yet that the create attempted at %s made no Neutron object: Neutron may complete a create request up to %s after it was sent; looking again at %s"
+
+// Check returns nil when mg's newest create attempt is older than Within,
+// else an error saying why the lookup must be repeated and when; the
+// reconciler requeues on it.
+func (s Settling) Check(mg resource.Object) error {
+	at := latest(meta.GetExternalCreatePending(mg), meta.GetExternalCreateFailed(mg))
+	if at.IsZero() {
+		return nil
+	}
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	if until := at.Add(s.Within); now().Before(until) {
+		return fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// errUnknown is LookupCreated's error when Neutron hides descriptions.
+const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"
+
+// LookupCreated returns the ID of the object of c that a create for mg
+// made, "" when there is none: how Observe, while mg's external name is
+// empty, adopts an object whose POST answer was lost. Before any create
+// attempt it is one exact lookup of the marked description desc
+// (FindCreated); once an attempt is recorded (the external-create-pending
+// or -failed annotation) it scans for the marker whatever text precedes it
+// (ScanCreated), so that a description edited after a lost answer still
+// finds the object, and it concludes "none" only when the scan can prove
+// it and the attempt has settled (s.Check); otherwise it returns an error,
+// and the reconciler looks again later.
+func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (string, error) {
+	if meta.GetExternalCreatePending(mg).IsZero() && meta.GetExternalCreateFailed(mg).IsZero() {
+		return FindCreated(ctx, sc, c, mg, desc)
+	}
+	id, known, err := ScanCreated(ctx, sc, c, mg)
+	switch {
+	case err != nil:
+		return "", err
+	case id != "":
+		return id, nil
+	case !known:
+		return "", fmt.Errorf(errUnknown, c.Kind, c.Kind)
+	}
+	return "", s.Check(mg)
 }

@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,12 +120,12 @@ func TestFindCreated(t *testing.T) {
 		"Two": {
 			reason: "Two objects with the marked description are an error naming both.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}, {"id": "p2", "description": "gw ` + marker + `"}]}`},
-			err:    "2 Neutron ports carry " + marker + " (p1, p2): delete all but one by hand",
+			err:    "cannot tell which of 2 Neutron ports carrying " + marker + " (p1, p2) to adopt: delete all but one by hand",
 		},
 		"ListFails": {
 			reason: "A failed list carries Neutron's status, type and message.",
 			reply:  neutrontest.Reply{Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
-			err:    `cannot look up the port with description "gw ` + marker + `": list: Neutron 503 ServiceUnavailable: busy`,
+			err:    `cannot look up the port with description "gw ` + marker + `": Neutron 503 ServiceUnavailable: busy`,
 		},
 	}
 	for name, tc := range cases {
@@ -143,7 +146,7 @@ func TestFindCreated(t *testing.T) {
 }
 
 func TestScanCreated(t *testing.T) {
-	key := "GET /floatingips?fields=id&fields=description"
+	key := "GET /floatingips?fields=id&fields=description&fields=tags"
 	cases := map[string]struct {
 		reason string
 		reply  neutrontest.Reply
@@ -161,6 +164,16 @@ func TestScanCreated(t *testing.T) {
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": ""}, {"id": "f1", "description": "old text ` + marker + `"}]}`},
 			id:     "f1", known: true,
 		},
+		"LegacyTag": {
+			reason: "An object that a provider before the marker was creating carries only the crossplane-uid tag: it is found by that tag (upgrade).",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": "", "tags": ["crossplane-uid-other"]}, {"id": "f1", "description": "", "tags": ["crossplane-uid-` + uid + `"]}]}`},
+			id:     "f1", known: true,
+		},
+		"LegacyTagWithoutDescription": {
+			reason: "An object found by its legacy tag is found even when Neutron hides descriptions.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f1", "tags": ["crossplane-uid-` + uid + `"]}]}`},
+			id:     "f1", known: true,
+		},
 		"NoDescriptions": {
 			reason: "A Neutron that returns no descriptions cannot prove there is none: the answer is unknown.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0"}]}`},
@@ -168,12 +181,12 @@ func TestScanCreated(t *testing.T) {
 		"Two": {
 			reason: "Two objects carrying the marker are an error naming both.",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f1", "description": "` + marker + `"}, {"id": "f2", "description": "x ` + marker + `"}]}`},
-			err:    "2 Neutron floating IPs carry " + marker + " (f1, f2): delete all but one by hand",
+			err:    "cannot tell which of 2 Neutron floating IPs carrying " + marker + " (f1, f2) to adopt: delete all but one by hand",
 		},
 		"ListFails": {
 			reason: "A failed list is an error, the answer unknown.",
 			reply:  neutrontest.Reply{Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "database is locked")},
-			err:    "cannot list the floating IPs to find the one carrying " + marker + ": list: Neutron 500 HTTPInternalServerError: database is locked",
+			err:    "cannot list the floating IPs to find the one carrying " + marker + ": Neutron 500 HTTPInternalServerError: database is locked",
 		},
 	}
 	for name, tc := range cases {
@@ -196,7 +209,7 @@ func TestScanCreatedPages(t *testing.T) {
 	sc, seen := neutrontest.Serve(t, replies)
 	// The answers are read at request time: the next link needs the
 	// server's address.
-	replies["GET /ports?fields=id&fields=description"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p0", "description": ""}],
+	replies["GET /ports?fields=id&fields=description&fields=tags"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p0", "description": ""}],
 		"ports_links": [{"rel": "next", "href": "` + sc.ServiceURL("ports") + `?fields=id&fields=description&marker=p0"}]}`}
 	replies["GET /ports?fields=id&fields=description&marker=p0"] = neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "` + marker + `"}]}`}
 	id, known, err := ScanCreated(context.Background(), sc, Ports, owner())
@@ -205,5 +218,77 @@ func TestScanCreatedPages(t *testing.T) {
 	}
 	if len(*seen) != 2 {
 		t.Errorf("Neutron requests %v, want both pages", *seen)
+	}
+}
+
+func TestLookupCreated(t *testing.T) {
+	exact := "GET /floatingips?description=" + url.QueryEscape("d "+marker) + "&fields=id&fields=description"
+	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
+	failed := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	mg := func(attempted bool) *v1alpha1.ProviderConfig {
+		o := owner()
+		if attempted {
+			meta.SetExternalCreatePending(o, failed.Add(-time.Second))
+			meta.SetExternalCreateFailed(o, failed)
+		}
+		return o
+	}
+	settle := func(after time.Duration) Settling {
+		return Settling{Within: 90 * time.Second, Now: func() time.Time { return failed.Add(after) }}
+	}
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.ProviderConfig
+		settle Settling
+		reply  map[string]neutrontest.Reply
+		id     string
+		err    string
+	}{
+		"BeforeAnyCreate": {
+			reason: "Before any create attempt the lookup is the one exact GET by the marked description.",
+			mg:     mg(false),
+			settle: settle(0),
+			reply:  map[string]neutrontest.Reply{exact: {Code: 200, Body: `{"floatingips": []}`}},
+		},
+		"EditedAfterLostAnswer": {
+			reason: "After a lost answer the object is found by its marker although the spec description changed since the POST.",
+			mg:     mg(true),
+			settle: settle(time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f1", "description": "old ` + marker + `"}]}`}},
+			id:     "f1",
+		},
+		"AbsentTooSoon": {
+			reason: "Nothing found 10 s after a lost answer is no proof: Neutron may still complete the POST, so the lookup is an error to look again.",
+			mg:     mg(true),
+			settle: settle(10 * time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
+				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:01:30Z",
+		},
+		"AbsentSettled": {
+			reason: "Nothing found once the create has settled proves there is none.",
+			mg:     mg(true),
+			settle: settle(91 * time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+		},
+		"NoDescriptions": {
+			reason: "After an attempt, a Neutron that hides descriptions cannot prove absence: an error, never a second create.",
+			mg:     mg(true),
+			settle: settle(time.Hour),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f0"}]}`}},
+			err:    "cannot tell whether the interrupted create made a Neutron floating IP: Neutron returned floating IPs without their description",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := neutrontest.Serve(t, tc.reply)
+			id, err := LookupCreated(context.Background(), sc, FloatingIPs, tc.mg, "d", tc.settle)
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.id, id); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want ID, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

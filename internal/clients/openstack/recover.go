@@ -35,9 +35,11 @@ type Finder func(ctx context.Context, sc *gophercloud.ServiceClient, mg resource
 // this initializer, which the reconciler runs just before it, resolves what
 // the marker can resolve: when Find finds the object it is adopted (its ID
 // becomes the external name and the create is recorded as succeeded); when
-// Find proves there is none the pending annotation is removed, as the
-// guard's message asks a person to do when it is safe, and the next
-// Observe and Create proceed. When Find cannot know, or fails, the guard
+// Find proves there is none and the create has settled (Settling: Neutron
+// keeps processing a POST after its client is killed) the pending
+// annotation is removed, as the guard's message asks a person to do when
+// it is safe, and the next Observe and Create proceed; before it has
+// settled Initialize returns an error saying when it looks again. When Find cannot know, or fails, the guard
 // stays. Nothing is done, and nothing is sent to Neutron, while the create
 // is not incomplete.
 type CreateRecovery struct {
@@ -47,6 +49,10 @@ type CreateRecovery struct {
 	Network func(ctx context.Context, mg resource.LegacyManaged) (*gophercloud.ServiceClient, error)
 	// Find looks for the object.
 	Find Finder
+	// Settling says when a create that Find does not find has surely
+	// made nothing; until then Initialize returns an error (the
+	// reconciler requeues) instead of removing the pending annotation.
+	Settling Settling
 }
 
 // Initialize resolves mg's incomplete create, if it has one, and saves mg
@@ -75,6 +81,9 @@ func (r *CreateRecovery) Initialize(ctx context.Context, mg resource.Managed) er
 		// even when that time came from a node whose clock is ahead.
 		meta.SetExternalCreateSucceeded(mg, latest(time.Now(), meta.GetExternalCreatePending(mg)))
 	default:
+		if err := r.Settling.Check(mg); err != nil {
+			return fmt.Errorf("%s: %w", mg.GetName(), err)
+		}
 		meta.RemoveAnnotations(mg, meta.AnnotationKeyExternalCreatePending)
 	}
 	if err := r.Kube.Update(ctx, mg); err != nil {

@@ -51,6 +51,7 @@ func TestCreateRecovery(t *testing.T) {
 		reason string
 		mg     *networkingv1alpha1.SecurityGroup
 		find   find
+		settle Settling
 		want   want
 	}{
 		"NeverCreated": {
@@ -81,6 +82,21 @@ func TestCreateRecovery(t *testing.T) {
 			find:   find{known: true},
 			want:   want{saved: true, asked: true},
 		},
+		"AbsentTooSoon": {
+			reason: "A create sent 30 s ago may still be completing in Neutron (killed client, lost answer): absence is not concluded yet, the MR stays incomplete and the error says when the recovery looks again.",
+			mg:     sg(past, time.Time{}),
+			find:   find{known: true},
+			settle: Settling{Within: 90 * time.Second, Now: func() time.Time { return past.Add(30 * time.Second) }},
+			want: want{err: "gw: cannot conclude yet that the create attempted at " + past.UTC().Format(time.RFC3339) +
+				" made no Neutron object: Neutron may complete a create request up to 1m30s after it was sent; looking again at " + past.Add(90*time.Second).UTC().Format(time.RFC3339), incomplete: true, pending: true, asked: true},
+		},
+		"AbsentSettled": {
+			reason: "Once the create has settled, absence is proven and the pending annotation goes.",
+			mg:     sg(past, time.Time{}),
+			find:   find{known: true},
+			settle: Settling{Within: 90 * time.Second, Now: func() time.Time { return past.Add(91 * time.Second) }},
+			want:   want{saved: true, asked: true},
+		},
 		"Unknown": {
 			reason: "When nothing can identify the object, the MR is left incomplete for crossplane-runtime's guard, not created again.",
 			mg:     sg(past, time.Time{}),
@@ -90,8 +106,8 @@ func TestCreateRecovery(t *testing.T) {
 		"FindFails": {
 			reason: "A failed look-up is an error naming the MR; the MR stays incomplete.",
 			mg:     sg(past, time.Time{}),
-			find:   find{err: errors.New("list: Neutron 503 ServiceUnavailable: busy")},
-			want: want{err: "gw: cannot find out whether its interrupted create made a Neutron object: list: Neutron 503 ServiceUnavailable: busy",
+			find:   find{err: errors.New("Neutron 503 ServiceUnavailable: busy")},
+			want: want{err: "gw: cannot find out whether its interrupted create made a Neutron object: Neutron 503 ServiceUnavailable: busy",
 				incomplete: true, pending: true, asked: true},
 		},
 	}
@@ -110,6 +126,7 @@ func TestCreateRecovery(t *testing.T) {
 					got.asked = true
 					return tc.find.id, tc.find.known, tc.find.err
 				},
+				Settling: tc.settle,
 			}
 			got.err = neutrontest.Message(r.Initialize(context.Background(), tc.mg))
 			got.extName = meta.GetExternalName(tc.mg)

@@ -23,7 +23,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.FloatingIPBinding)
 	if err != nil {
 		return nil, err
 	}
-	return NewExternal(sc), nil
+	return &external{neutron: sc, settle: c.Clients.Settling(nil)}, nil
 }
 
 // NewExternal returns the external client of FloatingIPBindings that talks

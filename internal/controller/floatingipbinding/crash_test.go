@@ -20,7 +20,7 @@ import (
 func TestCrashSafeCreate(t *testing.T) {
 	type r = neutrontest.Reply
 	byMarker := "GET /floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /floatingips?fields=id&fields=description"
+	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
 	get := "GET /floatingips/" + fipID
 	put := "PUT /floatingips/" + fipID
 	post := "POST /floatingips"
@@ -51,8 +51,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]r{byMarker: {Code: 200, Body: `{"floatingips": []}`}, post: {Cut: true}},
 				Requests: []string{byMarker, posted},
 			}, {
-				Replies:  map[string]r{byMarker: {Code: 200, Body: found}, get: {Code: 200, Body: one(fip(ourPort, 1, marker))}},
-				Requests: []string{byMarker, get},
+				Replies:  map[string]r{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(fip(ourPort, 1, marker))}},
+				Requests: []string{scan, get},
 			}},
 		},
 		"PinnedKilled": {

@@ -44,14 +44,15 @@ const (
 // external binds one FloatingIPBinding's floating IP through Neutron.
 type external struct {
 	neutron *gophercloud.ServiceClient
+	// settle says when an interrupted create has surely made nothing.
+	settle openstack.Settling
 }
 
 // Observe reads the binding's floating IP with one GET: by its ID (the
 // external name) once known; before that, a pinned binding looks its
 // address up and an allocated one looks up the floating IP whose
-// description is the one Create gives it, the user's followed by the
-// binding's marker (openstack.FindCreated: a create whose answer was lost),
-// and adopts what it finds as the external name. Observe never changes
+// description carries the binding's marker (openstack.LookupCreated: a
+// create whose answer was lost), and adopts what it finds as the external name. Observe never changes
 // Neutron.
 //
 // A pinned address that does not exist is an error naming the address
@@ -120,7 +121,7 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		}
 		return fip, true, nil
 	}
-	id, err := openstack.FindCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""))
+	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
 	if err != nil || id == "" {
 		return nil, false, err
 	}
@@ -173,21 +174,25 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 	return managed.ExternalCreation{}, nil
 }
 
-// portTaken looks at the floating IP already on the binding's port when
+// portTaken looks at the floating IPs already on the binding's port when
 // err is Neutron's 409 FloatingIPPortAlreadyAssociated, with one GET
-// floatingips?port_id=...: one that carries the binding's marker was
-// allocated by this binding (its create answer lost, or the provider
-// killed, while its description changed since) and is returned to be
-// adopted; any other is not the binding's and is an error that names it
-// and the fix (errPortTaken), never taken or released. For any other err
-// it returns nil and no error.
+// floatingips?port_id=...&floating_network_id=... (and fixed_ip_address
+// when the spec names one: a port with two fixed IPs may hold a floating
+// IP on each). One that carries the binding's marker, anywhere in the
+// list, was allocated by this binding (its create answer lost, or the
+// provider killed, while its description changed since) and is returned
+// to be adopted; otherwise the first is not the binding's and is an error
+// that names it and the fix (errPortTaken), never taken or released. For
+// any other err it returns nil and no error.
 func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding, err error) (*floatingips.FloatingIP, error) {
 	a, ok := openstack.AsAPIError(err)
 	port := ptr.Deref(mg.Spec.ForProvider.PortID, "")
 	if !ok || a.Type != conflictPortTaken || port == "" {
 		return nil, nil
 	}
-	pages, lerr := floatingips.List(e.neutron, floatingips.ListOpts{PortID: port}).AllPages(ctx)
+	p := mg.Spec.ForProvider
+	pages, lerr := floatingips.List(e.neutron, floatingips.ListOpts{PortID: port, FixedIP: string(ptr.Deref(p.FixedIP, "")),
+		FloatingNetworkID: string(ptr.Deref(p.FloatingNetworkID, ""))}).AllPages(ctx)
 	if lerr != nil {
 		return nil, openstack.Wrap(lerr, fmt.Sprintf("%s: cannot look up the floating IP on port %s", a, port))
 	}
@@ -196,10 +201,14 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		// Gone in the meantime: the next reconcile tries again.
 		return nil, cmp.Or(lerr, error(a))
 	}
-	fip := &on[0]
-	if _, marked := openstack.Unmark(mg, fip.Description); marked && !pinned(mg) {
-		return fip, nil
+	if !pinned(mg) {
+		for i := range on {
+			if _, marked := openstack.Unmark(mg, on[i].Description); marked {
+				return &on[i], nil
+			}
+		}
 	}
+	fip := &on[0]
 	want := "allocated floating IP"
 	if pinned(mg) {
 		want = "pinned floating IP " + pinnedAddress(mg)
@@ -212,7 +221,8 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 // gets 412 RevisionNumberConstraintFailed, a retryable error, instead of
 // a stolen floating IP. A pinned floating IP bound to another port is left
 // untouched and the error names that port. An allocated floating IP also
-// gets its description corrected and its UID tag back when missing.
+// gets its description corrected, keeping the binding's marker
+// (openstack.KeepMark).
 func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalUpdate, error) {
 	id := externalID(mg)
 	if id == "" {

@@ -120,6 +120,10 @@ func withExternalName(n string) option {
 	return func(mg *v1alpha1.FloatingIPBinding) { meta.SetExternalName(mg, n) }
 }
 
+func withFixedIP(ip string) option {
+	return func(mg *v1alpha1.FloatingIPBinding) { mg.Spec.ForProvider.FixedIP = ptr.To(v1alpha1.IPAddress(ip)) }
+}
+
 func withPinned(mg *v1alpha1.FloatingIPBinding) {
 	mg.Spec.ForProvider.FloatingIPAddress = ptr.To(v1alpha1.IPAddress(address))
 	mg.Spec.ForProvider.FloatingNetworkID = nil
@@ -172,8 +176,10 @@ const (
 	getFIP    = "GET /v2.0/floatingips/" + fipID
 	putFIP    = "PUT /v2.0/floatingips/" + fipID
 	byAddr    = "GET /v2.0/floatingips?floating_ip_address=" + address
-	onOurPort = "GET /v2.0/floatingips?port_id=" + ourPort
-	post      = "POST /v2.0/floatingips"
+	onOurPort = "GET /v2.0/floatingips?floating_network_id=" + extNet + "&port_id=" + ourPort
+	// onAnyNetwork is a pinned binding's look-up: it names no network.
+	onAnyNetwork = "GET /v2.0/floatingips?port_id=" + ourPort
+	post         = "POST /v2.0/floatingips"
 )
 
 // byMarker is the look-up of the floating IP an allocated binding with
@@ -358,6 +364,7 @@ func requests(n *neutron) []string {
 
 func TestCreate(t *testing.T) {
 	allocated := `{"floatingip":{"description":"` + marker + `","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`
+	allocatedFixed := `{"floatingip":{"description":"` + marker + `","fixed_ip_address":"10.20.0.10","floating_network_id":"` + extNet + `","port_id":"` + ourPort + `"}}`
 	type want struct {
 		err          string
 		externalName string
@@ -397,6 +404,25 @@ func TestCreate(t *testing.T) {
 			},
 			mg:   binding(),
 			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
+		},
+		"OwnOnPortAmongOthers": {
+			reason: "A port with two fixed IPs may hold another floating IP besides the binding's: the one carrying the marker is adopted wherever it is in the list.",
+			replies: map[string]reply{
+				post:      {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
+				onOurPort: {200, list(other(ourPort), fip(ourPort, 2, "old text "+marker))},
+			},
+			mg:   binding(),
+			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
+		},
+		"OwnOnFixedIPAdopted": {
+			reason: "A binding naming a fixed IP looks only at the floating IPs on that fixed IP of the port.",
+			replies: map[string]reply{
+				post: {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
+				"GET /v2.0/floatingips?fixed_ip_address=10.20.0.10&floating_network_id=" + extNet + "&port_id=" + ourPort: {200, list(fip(ourPort, 2, marker))},
+			},
+			mg: binding(withFixedIP("10.20.0.10")),
+			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocatedFixed},
+				{Request: "GET /v2.0/floatingips?fixed_ip_address=10.20.0.10&floating_network_id=" + extNet + "&port_id=" + ourPort}}},
 		},
 		"ForeignOnPortRefused": {
 			reason: "A port that already has a floating IP that is not the binding's gets 409; it is neither adopted nor released, and the error names it and the fix.",
@@ -443,9 +469,9 @@ func TestCreate(t *testing.T) {
 		"PinnedPortHasAnother": {
 			reason: "A pinned floating IP whose port already has another floating IP gets 409 from Neutron; the other one is not the customer's pinned address, is not touched, and the error names it.",
 			replies: map[string]reply{
-				byAddr:    {200, list(fip("", 5))},
-				putFIP:    {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
-				onOurPort: {200, list(other(ourPort))},
+				byAddr:       {200, list(fip("", 5))},
+				putFIP:       {409, neutronError("FloatingIPPortAlreadyAssociated", "that fixed IP already has a floating IP")},
+				onAnyNetwork: {200, list(other(ourPort))},
 			},
 			mg: binding(withPinned),
 			want: want{
@@ -455,7 +481,7 @@ func TestCreate(t *testing.T) {
 				calls: []call{
 					{Request: byAddr},
 					{Request: putFIP, IfMatch: "revision_number=5", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`},
-					{Request: onOurPort},
+					{Request: onAnyNetwork},
 				},
 			},
 		},

@@ -111,7 +111,7 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 	}
 	var recovery *openstack.CreateRecovery
 	if find != nil {
-		recovery = &openstack.CreateRecovery{Kube: mgr.GetClient(), Network: c.Network, Find: find}
+		recovery = &openstack.CreateRecovery{Kube: mgr.GetClient(), Network: c.Network, Find: find, Settling: clients.Settling(nil)}
 	}
 	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
 		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(connect(c)),

@@ -29,6 +29,8 @@ const (
 // external manages one Network's Neutron network.
 type external struct {
 	network *gophercloud.ServiceClient
+	// settle says when an interrupted create has surely made nothing.
+	settle openstack.Settling
 	// observed is the network as Observe read it, for Update in the same
 	// reconcile (the reconciler connects anew for every reconcile).
 	observed *neutronNetwork
@@ -40,15 +42,15 @@ type external struct {
 // compares the spec with the network (see changes); with management
 // policy Observe alone the reconciler changes nothing, which is how an
 // existing network is imported. While the external name is empty it first
-// looks up the network whose description is the one Create gives it, the
-// user's followed by the MR's marker (openstack.FindCreated), and adopts
-// it: a create whose answer was lost. A network that is gone (404) does
+// looks up the network whose description carries the MR's marker
+// (openstack.LookupCreated), and adopts it: a create whose answer was
+// lost. A network that is gone (404) does
 // not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalObservation, error) {
 	id := meta.GetExternalName(mg)
 	adopted := false
 	if id == "" {
-		found, err := openstack.FindCreated(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""))
+		found, err := openstack.LookupCreated(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
 		if err != nil {
 			return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err)
 		}

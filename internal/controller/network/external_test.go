@@ -187,7 +187,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Network tenant-net: 2 Neutron networks carry " + marker + " (" + netID + ", other): delete all but one by hand"),
+				err:      errors.New("Network tenant-net: cannot tell which of 2 Neutron networks carrying " + marker + " (" + netID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{byMarker},
 			},
 		},
@@ -421,7 +421,7 @@ func TestDelete(t *testing.T) {
 // with one network for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
 	find := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /networks?fields=id&fields=description"
+	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	get := "GET /networks/" + netID
 	post := "POST /networks"
 	posted := post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`
@@ -454,8 +454,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: `{"networks": []}`}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}

@@ -27,7 +27,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.Network) (managed.
 	if err != nil {
 		return nil, err
 	}
-	return NewExternal(sc), nil
+	return &external{network: sc, settle: c.Clients.Settling(nil)}, nil
 }
 
 // NewExternal returns the external client that manages a Network's

@@ -24,7 +24,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.Port) (managed.Typ
 	if err != nil {
 		return nil, err
 	}
-	return &external{network: sc}, nil
+	return &external{network: sc, settle: c.openstack.Clients.Settling(nil)}, nil
 }
 
 // NewExternal returns the external client that manages a Port's port

@@ -32,6 +32,8 @@ const (
 // external manages one Port's Neutron port.
 type external struct {
 	network *gophercloud.ServiceClient
+	// settle says when an interrupted create has surely made nothing.
+	settle openstack.Settling
 	// observed is the port as Observe read it, for Update in the same
 	// reconcile (the reconciler connects anew for every reconcile).
 	observed *neutronPort
@@ -41,16 +43,15 @@ type external struct {
 // status.atProvider (each fixed IP with its subnet's CIDR and gateway, see
 // subnetDetails), late-initializes portSecurityEnabled and compares the
 // spec with the port (see changes). While the external name is empty it
-// first looks up the port whose description is the one Create gives it,
-// the user's followed by the MR's marker (openstack.FindCreated): a port
-// found there was created by a Create whose answer was lost, and is
+// first looks up the port whose description carries the MR's marker
+// (openstack.LookupCreated): a port found there was created by a Create whose answer was lost, and is
 // adopted (its ID becomes the external name). More than one such port is
 // an error naming them all. A port that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
 	id := meta.GetExternalName(mg)
 	adopted := false
 	if id == "" {
-		found, err := openstack.FindCreated(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description))
+		found, err := openstack.LookupCreated(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description), e.settle)
 		if err != nil || found == "" {
 			return managed.ExternalObservation{ResourceExists: false}, wrapName(mg, err)
 		}

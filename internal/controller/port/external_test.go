@@ -238,7 +238,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Port vip: 2 Neutron ports carry " + marker + " (" + portID + ", other): delete all but one by hand"),
+				err:      errors.New("Port vip: cannot tell which of 2 Neutron ports carrying " + marker + " (" + portID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{list},
 			},
 		},
@@ -530,7 +530,7 @@ func TestDelete(t *testing.T) {
 // with one port for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
 	find := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan := "GET /ports?fields=id&fields=description"
+	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	get := "GET /ports/" + portID
 	post := "POST /ports"
 	posted := post + ` {"port":{"allowed_address_pairs":[{"ip_address":"192.168.10.0/24"}],"description":"` + marked + `",` +
@@ -561,8 +561,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, post: {Cut: true}},
 				Requests: []string{find, posted},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}

@@ -15,25 +15,34 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
+// errLookup prefixes the error of the lookup of an unrecorded create with
+// the SecurityGroup's name, as the Port's and Network's do.
+const errLookup = "SecurityGroup %s: %w"
+
 // external manages one security group in Neutron.
 type external struct {
 	neutron *gophercloud.ServiceClient
+	// settle says when an interrupted create has surely made nothing.
+	settle openstack.Settling
 	// observed is the group Observe read, for Update.
 	observed *groups.SecGroup
 }
 
 // Observe reads the group with its rules in one GET. A group without an
-// external name is looked up by the description Create gives it, the
-// user's followed by the MR's marker (openstack.FindCreated), so that a
-// group whose create answer was lost is adopted, not created twice. The
+// external name is looked up by the MR's marker in its description
+// (openstack.LookupCreated), so that a group whose create answer was lost
+// is adopted, not created twice. The
 // marker is no drift: the description compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
 	id := meta.GetExternalName(sg)
 	adopted := false
 	if id == "" {
-		found, err := openstack.FindCreated(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description))
-		if err != nil || found == "" {
-			return managed.ExternalObservation{}, err
+		found, err := openstack.LookupCreated(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description), e.settle)
+		if err != nil {
+			return managed.ExternalObservation{}, fmt.Errorf(errLookup, sg.GetName(), err)
+		}
+		if found == "" {
+			return managed.ExternalObservation{}, nil
 		}
 		id, adopted = found, true
 		meta.SetExternalName(sg, id)

@@ -42,7 +42,7 @@ const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "d
 // Requests the tests expect.
 var (
 	find   = "GET /security-groups?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
-	scan   = "GET /security-groups?fields=id&fields=description"
+	scan   = "GET /security-groups?fields=id&fields=description&fields=tags"
 	get    = "GET /security-groups/" + groupID
 	create = "POST /security-groups"
 	// created is the POST as Neutron receives it.
@@ -131,6 +131,13 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				requests: []string{find, get}, extName: groupID,
 				ready: corev1.ConditionTrue},
+		},
+		"LookupFails": {
+			reason:  "A failed lookup of an unrecorded create names the SecurityGroup, as the Port's and Network's do.",
+			mg:      sg(""),
+			replies: map[string]reply{find: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")}},
+			want: want{err: "SecurityGroup gw: cannot look up the security group with description \"" + marked + "\": Neutron 503 ServiceUnavailable: busy",
+				requests: []string{find}},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
@@ -290,8 +297,8 @@ func TestCrashSafeCreate(t *testing.T) {
 				Replies:  map[string]reply{find: {Code: 200, Body: none}, create: {Cut: true}},
 				Requests: []string{find, created},
 			}, {
-				Replies:  map[string]reply{find: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
-				Requests: []string{find, get},
+				Replies:  map[string]reply{scan: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
+				Requests: []string{scan, get},
 			}},
 		},
 	}

@@ -23,7 +23,7 @@ func (c *connector) Connect(ctx context.Context, sg *v1alpha1.SecurityGroup) (ma
 	if err != nil {
 		return nil, err
 	}
-	return &external{neutron: n}, nil
+	return &external{neutron: n, settle: c.Clients.Settling(nil)}, nil
 }
 
 // Setup adds the SecurityGroup controller to mgr, authenticating through
