@@ -80,11 +80,11 @@ reviewable: generate ## Generate, format, vet and unit-test: leaves `git status`
 	$(MAKE) vet
 	$(GO) test ./...
 
-# The test packages build only with their tag (integration: test/integration,
-# configuration, packages, images; e2e: test/e2e), and each wrapper module
-# under hack/tools/ is a module of its own: a plain `go vet <dir>` reports
-# "build constraints exclude all Go files" or "main module does not contain
-# package" for them.
+# The test packages' tests build only with their tag (integration:
+# test/integration, configuration, packages, images; e2e: test/e2e; a plain
+# `go vet` sees only their untagged doc.go), and each wrapper module under
+# hack/tools/ is a module of its own ("main module does not contain
+# package" for a plain `go vet <dir>`).
 .PHONY: vet
 vet: ## go vet every package with the tag it builds with, and the wrapper modules' own code.
 	$(GO) vet -tags integration ./...

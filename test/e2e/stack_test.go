@@ -1,9 +1,5 @@
 //go:build e2e
 
-// Package e2e runs the migration runbook end to end at the control-plane
-// level: the `make dev` job (cluster/local/dev.sh) on a state directory and
-// ports of its own, then cutover, rollback, deletion, an allocated floating
-// IP and bad claims, asserted in Kubernetes and in the real Neutron.
 package e2e
 
 import (

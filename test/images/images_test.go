@@ -1,9 +1,5 @@
 //go:build integration
 
-// Package images tests the images `make images` builds (hack/images.sh):
-// two builds give the same digests, a third is served from the cache, every
-// layer is normalised, and the gateway image holds what the gateway pod's
-// Deployment (internal/workload) runs.
 package images
 
 import (

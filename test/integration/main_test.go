@@ -1,9 +1,5 @@
 //go:build integration
 
-// Package integration holds tests that run against a real kube-apiserver and
-// etcd started by envtest from KUBEBUILDER_ASSETS (make test-integration
-// points it at the offline toolchain). Every CRD in package/crds is
-// installed before the tests run.
 package integration
 
 import (

@@ -1,8 +1,5 @@
 //go:build integration
 
-// Package packages tests the packages `make xpkg` builds (hack/xpkg.sh):
-// two builds give the same digests, and each package's metadata and
-// contents are what Crossplane's package manager needs.
 package packages
 
 import (
