@@ -302,6 +302,22 @@ func (s Settling) Check(mg resource.Object) error {
 // errUnknown is LookupCreated's error when Neutron hides descriptions.
 const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"
 
+// ObservedID returns mg's external name, or, while it is empty, the ID of
+// the object of c that a create for mg made (LookupCreated), recorded as
+// mg's external name; adopted says it was looked up, for the reconciler to
+// write it back like a late-initialised field. An empty ID with a nil
+// error means there is no such object yet.
+func ObservedID(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (id string, adopted bool, err error) {
+	if id := meta.GetExternalName(mg); id != "" {
+		return id, false, nil
+	}
+	if id, err = LookupCreated(ctx, sc, c, mg, desc, s); err != nil || id == "" {
+		return "", false, err
+	}
+	meta.SetExternalName(mg, id)
+	return id, true, nil
+}
+
 // LookupCreated returns the ID of the object of c that a create for mg
 // made, "" when there is none: how Observe, while mg's external name is
 // empty, adopts an object whose POST answer was lost. Before any create

@@ -47,18 +47,12 @@ type external struct {
 // lost. A network that is gone (404) does
 // not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalObservation, error) {
-	id := meta.GetExternalName(mg)
-	adopted := false
+	id, adopted, err := openstack.ObservedID(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
+	if err != nil {
+		return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err)
+	}
 	if id == "" {
-		found, err := openstack.LookupCreated(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
-		if err != nil {
-			return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err)
-		}
-		if found == "" {
-			return managed.ExternalObservation{ResourceExists: false}, nil
-		}
-		id, adopted = found, true
-		meta.SetExternalName(mg, id)
+		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	n := &neutronNetwork{}
 	if err := networks.Get(ctx, e.network, id).ExtractInto(n); err != nil {

@@ -48,15 +48,9 @@ type external struct {
 // adopted (its ID becomes the external name). More than one such port is
 // an error naming them all. A port that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
-	id := meta.GetExternalName(mg)
-	adopted := false
-	if id == "" {
-		found, err := openstack.LookupCreated(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description), e.settle)
-		if err != nil || found == "" {
-			return managed.ExternalObservation{ResourceExists: false}, wrapName(mg, err)
-		}
-		id, adopted = found, true
-		meta.SetExternalName(mg, id)
+	id, adopted, err := openstack.ObservedID(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description), e.settle)
+	if err != nil || id == "" {
+		return managed.ExternalObservation{ResourceExists: false}, wrapName(mg, err)
 	}
 	p := &neutronPort{}
 	if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {

@@ -34,18 +34,12 @@ type external struct {
 // is adopted, not created twice. The
 // marker is no drift: the description compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
-	id := meta.GetExternalName(sg)
-	adopted := false
+	id, adopted, err := openstack.ObservedID(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description), e.settle)
+	if err != nil {
+		return managed.ExternalObservation{}, fmt.Errorf(errLookup, sg.GetName(), err)
+	}
 	if id == "" {
-		found, err := openstack.LookupCreated(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description), e.settle)
-		if err != nil {
-			return managed.ExternalObservation{}, fmt.Errorf(errLookup, sg.GetName(), err)
-		}
-		if found == "" {
-			return managed.ExternalObservation{}, nil
-		}
-		id, adopted = found, true
-		meta.SetExternalName(sg, id)
+		return managed.ExternalObservation{}, nil
 	}
 	g, err := groups.Get(ctx, e.neutron, id).Extract()
 	if openstack.IsNotFound(err) {
