@@ -355,3 +355,64 @@ func TestPortExample(t *testing.T) {
 		t.Errorf("no network: %v, want refused", err)
 	}
 }
+
+// TestPortRefusedCreateRetried proves that a create Neutron refused (409
+// IpAddressAlreadyAllocated: the fixed IP is another port's) is retried as
+// soon as the cause is gone, not after the 90 s that an interrupted create
+// waits before it is concluded to have made nothing: a refused request
+// made nothing (openstack.RecordRefusal), and the retry makes exactly one
+// port.
+func TestPortRefusedCreateRetried(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	sub := e.Fixtures.TenantSub.ID
+	blocker, err := ports.Create(ctx, sc, ports.CreateOpts{NetworkID: e.Fixtures.TenantNet.ID, Name: "itest-port-blocker",
+		FixedIPs: []ports.IP{{SubnetID: sub, IPAddress: "10.20.0.52"}}}).Extract()
+	if err != nil {
+		t.Fatalf("create the port holding 10.20.0.52: %v", err)
+	}
+	ip := netv1alpha1.IPAddress("10.20.0.52")
+	subID := netv1alpha1.UUID(sub)
+	mr := portMR("itest-port-refused", netv1alpha1.PortParameters{
+		NetworkID: ptr.To(e.Fixtures.TenantNet.ID),
+		Name:      ptr.To("itest-port-refused"),
+		FixedIPs:  []netv1alpha1.FixedIP{{SubnetID: &subID, IPAddress: &ip}},
+	})
+	blocked := true
+	t.Cleanup(func() {
+		if blocked {
+			deletePorts(t, sc, nil, blocker.ID)
+		}
+		deletePorts(t, sc, []client.Object{mr})
+		forgetMRs(mr)
+	})
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error { return port.Setup(mgr, o, e.Clients) })
+	create(t, mr)
+
+	eventually(t, 30*time.Second, "the create is refused with IpAddressAlreadyAllocated and the refusal recorded", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
+			return err
+		}
+		if s := mr.GetCondition(xpv2.TypeSynced); !strings.Contains(s.Message, "IpAddressAlreadyAllocated") {
+			return fmt.Errorf("Synced=%s: %q, want the 409", s.Status, s.Message)
+		}
+		if _, ok := mr.GetAnnotations()[openstack.AnnotationCreateRefused]; !ok {
+			return fmt.Errorf("annotations %v, want %s", mr.GetAnnotations(), openstack.AnnotationCreateRefused)
+		}
+		return nil
+	})
+	deletePorts(t, sc, nil, blocker.ID)
+	blocked = false
+	freed := time.Now()
+	eventually(t, 45*time.Second, "the Port is Ready once 10.20.0.52 is free", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
+			return err
+		}
+		return ready(mr)
+	})
+	t.Logf("address freed to Port Ready: %s (an interrupted create would wait 90 s)", time.Since(freed).Round(10*time.Millisecond))
+	if made := createdFor(t, sc, openstack.Ports, mr); len(made) != 1 {
+		t.Errorf("Neutron ports carrying the MR's marker: %v, want exactly one", made)
+	}
+}

@@ -281,11 +281,34 @@ type Settling struct {
 // the settling time and when to look again.
 const errUnsettled = "cannot conclude yet that the create attempted at %s made no Neutron object: Neutron may complete a create request up to %s after it was sent; looking again at %s"
 
+// AnnotationCreateRefused records, as an RFC 3339 time (whole seconds, as
+// crossplane-runtime's external-create annotations), when Neutron answered
+// the MR's create request with a 4xx status (RecordRefusal). A request
+// Neutron refused made nothing, so Settling.Check need not wait for it.
+const AnnotationCreateRefused = "openstack.ipsecgw.io/create-refused"
+
+// RecordRefusal records on mg (AnnotationCreateRefused, now) that err is
+// Neutron's 4xx answer to mg's create request, and returns err unchanged:
+// the reconciler saves the annotation with its external-create-failed one.
+// Any other error, a 5xx answer or one that never arrived, proves nothing
+// (Neutron may have committed the object before it failed) and records
+// nothing.
+func RecordRefusal(mg resource.Object, err error) error {
+	if a, ok := AsAPIError(err); ok && a.Code >= 400 && a.Code < 500 {
+		meta.AddAnnotations(mg, map[string]string{AnnotationCreateRefused: time.Now().UTC().Format(time.RFC3339)})
+	}
+	return err
+}
+
 // Check returns nil when mg's newest create attempt is older than Within,
-// else an error saying why the lookup must be repeated and when; the
-// reconciler requeues on it.
+// or when Neutron refused it (RecordRefusal; from the second after the
+// refusal on, so that the next attempt's pending time is always later than
+// the refusal and a refusal never vouches for a later attempt); else an
+// error saying why the lookup must be repeated and when. The reconciler
+// requeues on it.
 func (s Settling) Check(mg resource.Object) error {
-	at := latest(meta.GetExternalCreatePending(mg), meta.GetExternalCreateFailed(mg))
+	pending := meta.GetExternalCreatePending(mg)
+	at := latest(pending, meta.GetExternalCreateFailed(mg))
 	if at.IsZero() {
 		return nil
 	}
@@ -293,7 +316,11 @@ func (s Settling) Check(mg resource.Object) error {
 	if s.Now != nil {
 		now = s.Now
 	}
-	if until := at.Add(s.Within); now().Before(until) {
+	until := at.Add(s.Within)
+	if refused, err := time.Parse(time.RFC3339, mg.GetAnnotations()[AnnotationCreateRefused]); err == nil && !refused.Before(pending) {
+		until = refused.Add(time.Second)
+	}
+	if now().Before(until) {
 		return fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
 	}
 	return nil

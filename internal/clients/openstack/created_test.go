@@ -2,12 +2,15 @@ package openstack
 
 import (
 	"context"
+	"io"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
+	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,6 +239,10 @@ func TestLookupCreated(t *testing.T) {
 	settle := func(after time.Duration) Settling {
 		return Settling{Within: 90 * time.Second, Now: func() time.Time { return failed.Add(after) }}
 	}
+	refused := func(o *v1alpha1.ProviderConfig, at time.Time) *v1alpha1.ProviderConfig {
+		meta.AddAnnotations(o, map[string]string{AnnotationCreateRefused: at.Format(time.RFC3339)})
+		return o
+	}
 	cases := map[string]struct {
 		reason string
 		mg     *v1alpha1.ProviderConfig
@@ -271,6 +278,28 @@ func TestLookupCreated(t *testing.T) {
 			settle: settle(91 * time.Second),
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
 		},
+		"RefusedSettlesAtOnce": {
+			reason: "Nothing found a second after Neutron refused the newest create (4xx) proves there is none: a refused request made nothing.",
+			mg:     refused(mg(true), failed),
+			settle: settle(time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+		},
+		"RefusedThisSecond": {
+			reason: "Within the second of the refusal the lookup waits, so that the next attempt's pending time is later than the refusal.",
+			mg:     refused(mg(true), failed),
+			settle: settle(500 * time.Millisecond),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
+				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:00:01Z",
+		},
+		"RefusalOfAnEarlierAttempt": {
+			reason: "A refusal older than the newest attempt says nothing about that attempt: the lookup waits for it to settle.",
+			mg:     refused(mg(true), failed.Add(-time.Minute)),
+			settle: settle(10 * time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
+				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:01:30Z",
+		},
 		"NoDescriptions": {
 			reason: "After an attempt, a Neutron that hides descriptions cannot prove absence: an error, never a second create.",
 			mg:     mg(true),
@@ -288,6 +317,45 @@ func TestLookupCreated(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.id, id); diff != "" {
 				t.Errorf("%s\nLookupCreated(...): -want ID, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRecordRefusal(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		err     error
+		records bool
+	}{
+		"Refused": {
+			reason:  "Neutron's 409 answer to a POST is a refusal: the request made nothing.",
+			err:     gophercloud.ErrUnexpectedResponseCode{Actual: 409, Body: []byte(`{"NeutronError": {"type": "IpAddressAlreadyAllocated", "message": "m"}}`)},
+			records: true,
+		},
+		"RateLimited": {
+			reason:  "A 429 answer is a refusal too.",
+			err:     gophercloud.ErrUnexpectedResponseCode{Actual: 429},
+			records: true,
+		},
+		"ServerError": {
+			reason: "A 500 answer proves nothing: Neutron may have committed the object before it failed.",
+			err:    gophercloud.ErrUnexpectedResponseCode{Actual: 500},
+		},
+		"LostAnswer": {
+			reason: "An answer that never arrived proves nothing.",
+			err:    io.ErrUnexpectedEOF,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := owner()
+			if diff := cmp.Diff(tc.err, RecordRefusal(o, tc.err), test.EquateErrors()); diff != "" {
+				t.Errorf("%s\nRecordRefusal(...): -want the error unchanged, +got:\n%s", tc.reason, diff)
+			}
+			_, got := o.GetAnnotations()[AnnotationCreateRefused]
+			if diff := cmp.Diff(tc.records, got); diff != "" {
+				t.Errorf("%s\nRecordRefusal(...): -want annotation recorded, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -166,7 +166,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 	if err != nil {
 		ours, terr := e.portTaken(ctx, mg, err)
 		if ours == nil {
-			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(err, fmt.Sprintf(errAllocate, network)))
+			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errAllocate, network)))
 		}
 		fip = ours
 	}

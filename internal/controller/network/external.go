@@ -94,7 +94,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Network) (managed.Ex
 	opts := networks.CreateOpts{Name: ptr.Deref(fp.Name, ""), Description: openstack.Mark(mg, ptr.Deref(fp.Description, "")), AdminStateUp: fp.AdminStateUp}
 	n, err := networks.Create(ctx, e.network, opts).Extract()
 	if err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName()))
+		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errCreate, mg.GetName()))
 	}
 	// The reconciler saves the external name even when Create fails from
 	// here on.

@@ -130,7 +130,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	}
 	p := &neutronPort{}
 	if err := ports.Create(ctx, e.network, opts).ExtractInto(p); err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(err, fmt.Sprintf(errCreate, mg.GetName(), deref(fp.NetworkID)))
+		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errCreate, mg.GetName(), deref(fp.NetworkID)))
 	}
 	// The reconciler saves the external name even when Create fails from
 	// here on.

@@ -96,7 +96,7 @@ func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 	p := sg.Spec.ForProvider
 	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, deref(p.Description))}).Extract()
 	if err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(err, "cannot create security group")
+		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(sg, err), "cannot create security group")
 	}
 	meta.SetExternalName(sg, g.ID)
 	return managed.ExternalCreation{}, nil
