@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -91,6 +92,22 @@ func mr(mods ...func(*v1alpha1.Port)) *v1alpha1.Port {
 }
 
 func withoutExternalName(p *v1alpha1.Port) { meta.SetExternalName(p, "") }
+
+// refusalRecorded stands for openstack.RecordRefusal's annotation, whose
+// time is the clock's: recordedRefusal makes an MR's comparable.
+func refusalRecorded(p *v1alpha1.Port) {
+	meta.AddAnnotations(p, map[string]string{openstack.AnnotationCreateRefused: "recorded"})
+}
+
+// recordedRefusal replaces the time of p's refusal annotation by
+// "recorded" when it is a time of the last minute.
+func recordedRefusal(p *v1alpha1.Port) *v1alpha1.Port {
+	at, err := time.Parse(time.RFC3339, p.GetAnnotations()[openstack.AnnotationCreateRefused])
+	if err == nil && time.Since(at) < time.Minute {
+		refusalRecorded(p)
+	}
+	return p
+}
 
 // observed is the status.atProvider of neutronPortJSON().
 var observed = v1alpha1.PortObservation{
@@ -321,11 +338,11 @@ func TestCreate(t *testing.T) {
 			},
 		},
 		"AddressTaken": {
-			reason:  "A create Neutron refuses is an error with Neutron's type and message; no external name is set.",
+			reason:  "A create Neutron refuses is an error with Neutron's type and message; no external name is set, and the refusal is recorded.",
 			replies: map[string]reply{post: {Code: 409, Body: neutrontest.Error("IpAddressAlreadyAllocated", "IP address 10.20.0.10 already allocated in subnet "+subID)}},
 			mr:      mr(withoutExternalName),
 			want: want{
-				mr:       mr(withoutExternalName),
+				mr:       mr(withoutExternalName, refusalRecorded),
 				err:      errors.New("Port vip: cannot create Neutron port on network " + netID + ": Neutron 409 IpAddressAlreadyAllocated: IP address 10.20.0.10 already allocated in subnet " + subID),
 				requests: []string{post + " " + fullBody},
 			},
@@ -352,7 +369,7 @@ func TestCreate(t *testing.T) {
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.want.mr, tc.mr); diff != "" {
+			if diff := cmp.Diff(tc.want.mr, recordedRefusal(tc.mr)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want MR, +got MR:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.requests, *seen); diff != "" {
