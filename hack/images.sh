@@ -136,34 +136,31 @@ rootfs() {
 # gobuild OUT PKG builds a static binary.
 gobuild() { CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$1" "$2"; }
 
-provider() {
-	local work=$PROVIDER_OUT/image
+# static NAME PKG TAG [ARG...] builds the image $PROVIDER_OUT/NAME-image.tar
+# of the static binary of PKG as /usr/local/bin/NAME, its entrypoint, run as
+# the non-root user, with the imagebuild ARGs (more files) beside it.
+static() {
+	local name=$1 pkg=$2 tag=$3 work=$PROVIDER_OUT/image
+	shift 3
 	mkdir -p "$work"
-	gobuild "$work/provider" ./cmd/provider
+	gobuild "$work/$name" "$pkg"
 	gobuild "$work/imagebuild" ./hack/imagebuild
-	image "$work/imagebuild" "$PROVIDER_OUT/provider-image.tar" -tag "$REPO/provider-ipsec:$VERSION" \
-		-entrypoint /usr/local/bin/provider -user 65532:65532 -env PATH=/usr/local/bin:/usr/bin:/bin \
-		-file "$work/provider:/usr/local/bin/provider:0755" \
-		-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644 \
+	image "$work/imagebuild" "$PROVIDER_OUT/$name-image.tar" -tag "$tag" \
+		-entrypoint "/usr/local/bin/$name" -user 65532:65532 -env PATH=/usr/local/bin:/usr/bin:/bin \
+		-file "$work/$name:/usr/local/bin/$name:0755" "$@" \
 		-text "/etc/passwd:0644:nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
 " -text "/etc/group:0644:nonroot:x:65532:
 "
 }
 
-# function: what Crossplane's Function runtime runs, serving on 9443 with
-# the certificates it mounts at TLS_SERVER_CERTS_DIR.
-fn() {
-	local work=$PROVIDER_OUT/image
-	mkdir -p "$work"
-	gobuild "$work/function" ./cmd/function
-	gobuild "$work/imagebuild" ./hack/imagebuild
-	image "$work/imagebuild" "$PROVIDER_OUT/function-image.tar" -tag "$REPO/function-ipsecgw:$VERSION" \
-		-entrypoint /usr/local/bin/function -user 65532:65532 -env PATH=/usr/local/bin:/usr/bin:/bin \
-		-file "$work/function:/usr/local/bin/function:0755" \
-		-text "/etc/passwd:0644:nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
-" -text "/etc/group:0644:nonroot:x:65532:
-"
+provider() {
+	static provider ./cmd/provider "$REPO/provider-ipsec:$VERSION" \
+		-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644
 }
+
+# The composition function: what Crossplane's Function runtime runs,
+# serving on 9443 with the certificates it mounts at TLS_SERVER_CERTS_DIR.
+fn() { static function ./cmd/function "$REPO/function-ipsecgw:$VERSION"; }
 
 gateway() {
 	local work=$GATEWAY_OUT/work base
