@@ -6,6 +6,10 @@
 #             CA certificates and a passwd entry for the non-root user, into
 #             $PROVIDER_OUT/provider-image.tar (default _output/xpkg), the
 #             image hack/xpkg.sh embeds in the provider package;
+#   function  the composition function's runtime image: the static
+#             cmd/function binary and a passwd entry for the non-root user,
+#             into $PROVIDER_OUT/function-image.tar, the image hack/xpkg.sh
+#             embeds in the function package;
 #   gateway   the gateway pod's image, what cluster/images/gateway/Dockerfile
 #             builds: a Debian bookworm root filesystem with the packages
 #             of cluster/images/gateway/packages.txt (debootstrap:
@@ -16,7 +20,7 @@
 #             as the Gateway's default image so that a node that imported it
 #             runs it without a pull.
 #
-#   hack/images.sh [provider|gateway]...   (default: both)
+#   hack/images.sh [provider|function|gateway]...   (default: all three)
 #
 # An image is rebuilt only when its inputs changed (the binaries, files and
 # arguments it is made of, hashed into <image>.key beside it). The root
@@ -132,19 +136,31 @@ rootfs() {
 # gobuild OUT PKG builds a static binary.
 gobuild() { CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$1" "$2"; }
 
-provider() {
-	local work=$PROVIDER_OUT/image
+# static NAME PKG TAG [ARG...] builds the image $PROVIDER_OUT/NAME-image.tar
+# of the static binary of PKG as /usr/local/bin/NAME, its entrypoint, run as
+# the non-root user, with the imagebuild ARGs (more files) beside it.
+static() {
+	local name=$1 pkg=$2 tag=$3 work=$PROVIDER_OUT/image
+	shift 3
 	mkdir -p "$work"
-	gobuild "$work/provider" ./cmd/provider
+	gobuild "$work/$name" "$pkg"
 	gobuild "$work/imagebuild" ./hack/imagebuild
-	image "$work/imagebuild" "$PROVIDER_OUT/provider-image.tar" -tag "$REPO/provider-ipsec:$VERSION" \
-		-entrypoint /usr/local/bin/provider -user 65532:65532 -env PATH=/usr/local/bin:/usr/bin:/bin \
-		-file "$work/provider:/usr/local/bin/provider:0755" \
-		-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644 \
+	image "$work/imagebuild" "$PROVIDER_OUT/$name-image.tar" -tag "$tag" \
+		-entrypoint "/usr/local/bin/$name" -user 65532:65532 -env PATH=/usr/local/bin:/usr/bin:/bin \
+		-file "$work/$name:/usr/local/bin/$name:0755" "$@" \
 		-text "/etc/passwd:0644:nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin
 " -text "/etc/group:0644:nonroot:x:65532:
 "
 }
+
+provider() {
+	static provider ./cmd/provider "$REPO/provider-ipsec:$VERSION" \
+		-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644
+}
+
+# The composition function: what Crossplane's Function runtime runs,
+# serving on 9443 with the certificates it mounts at TLS_SERVER_CERTS_DIR.
+fn() { static function ./cmd/function "$REPO/function-ipsecgw:$VERSION"; }
 
 gateway() {
 	local work=$GATEWAY_OUT/work base
@@ -160,10 +176,11 @@ gateway() {
 		-file cluster/images/gateway/dataplane.conf:/etc/ipsecgw/strongswan.d/dataplane.conf:0644
 }
 
-[ $# -gt 0 ] || set -- provider gateway
+[ $# -gt 0 ] || set -- provider function gateway
 for i in "$@"; do
 	case $i in
 	provider | gateway) "$i" ;;
-	*) echo "usage: $0 [provider|gateway]..." >&2; exit 2 ;;
+	function) fn ;;
+	*) echo "usage: $0 [provider|function|gateway]..." >&2; exit 2 ;;
 	esac
 done

@@ -111,13 +111,6 @@ build_crank() {
 		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CRANK_VERSION"
 }
 
-build_fpt() {
-	gobuild "$1/function-patch-and-transform" github.com/crossplane-contrib/function-patch-and-transform
-	# The function's package metadata and input CRD, to register it offline.
-	cp -r "$(go list -m -f '{{.Dir}}' github.com/crossplane-contrib/function-patch-and-transform)/package" "$1/fpt-package"
-	chmod -R u+w "$1/fpt-package"
-}
-
 build() {
 	local t0 bin
 	t0=$(date +%s)

@@ -8,6 +8,6 @@ source "$(dirname "$0")/lib.sh"
 removable STATE
 "$ROOT/cluster/site/down.sh" >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
-stop provider fpt crossplane kcm apiserver etcd
+stop provider function crossplane kcm apiserver etcd
 rm -rf "$STATE"
 log "local stack down"

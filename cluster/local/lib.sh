@@ -33,10 +33,9 @@ NODE_IP=10.99.0.1
 # port-forward) through the relay's HTTP CONNECT proxy on this socket.
 EGRESS_SOCK=$STATE/apirelay.sock
 
-# The function's package is referenced by digest under a host that is never
-# resolved: with packagePullPolicy Never, Crossplane reads it from its cache.
-FPT_SOURCE=xpkg.ipsecgw.invalid/crossplane-contrib/function-patch-and-transform
-# The repository of this project's packages (make xpkg), likewise.
+# The repository of this project's packages (make xpkg): they are
+# referenced by digest under a host that is never resolved; with
+# packagePullPolicy Never, Crossplane reads them from its cache.
 XPKG_REPO=xpkg.ipsecgw.invalid/ipsecgw
 XPKG_DIR=${XPKG_DIR:-$ROOT/_output/xpkg}
 

@@ -3,10 +3,10 @@
 # client-certificate auth, ServiceAccount tokens), kube-controller-manager
 # (garbage collector and namespace controllers, which Crossplane relies on
 # to delete composed resources, and those a node and its pods need),
-# Crossplane core out of cluster, function-patch-and-transform
-# registered offline by digest, and this project's provider and
-# Configuration packages (make xpkg) installed by Crossplane's package
-# manager from them: the provider's CRDs, the IPsecGateway XRD and
+# Crossplane core out of cluster, and this project's packages (make xpkg)
+# installed by Crossplane's package manager from them: the composition
+# function (its process, the binary the package embeds, runs out of
+# cluster with mTLS), the provider's CRDs, the IPsecGateway XRD and
 # Composition; with NODE=1 (the default as root) then the node
 # (cluster/node/up.sh). Writes $STATE/kubeconfig. A second run while the
 # stack runs says so and changes nothing, but starts the node if it does not
@@ -20,7 +20,8 @@ if running apiserver; then
 	[ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 	exit 0
 fi
-need_tools etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache function-patch-and-transform
+need_tools etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache
+[ -x "$XPKG_DIR/image/function" ] || die "no $XPKG_DIR/image/function: run 'make xpkg'"
 # Leftovers of a stack that died without cluster-down.
 "$ROOT/cluster/local/down.sh" >/dev/null
 choose_ports "$STATE/ports" $((16#$STATE_ID % 100)) 100 10 "${LOCAL_PORTS[@]}"
@@ -106,26 +107,15 @@ start crossplane env POD_NAMESPACE=$XP_NAMESPACE POD_SERVICE_ACCOUNT=crossplane 
 	"$TOOLS_BIN/crossplane" core start --metrics-port "$XP_METRICS_PORT" --health-probe-port "$XP_HEALTH_PORT" --poll-interval 10s \
 	--circuit-breaker-burst 200
 
-log "starting function-patch-and-transform"
+log "starting the composition function and installing its package"
 "$ROOT/cluster/local/function-cert.sh" "$STATE/xp/fn"
-start fpt "$TOOLS_BIN/function-patch-and-transform" --address "127.0.0.1:$FN_PORT" --tls-certs-dir "$STATE/xp/fn"
-ref=$("$TOOLS_BIN/xpkgcache" "$STATE/xp/xpkg-cache" "$FPT_SOURCE" \
-	"$TOOLS_BIN/fpt-package/crossplane.yaml" "$TOOLS_BIN"/fpt-package/input/*.yaml)
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: pkg.crossplane.io/v1
-kind: Function
-metadata:
-  name: function-patch-and-transform
-spec:
-  package: $ref
-  packagePullPolicy: Never
-YAML
-"$ROOT/cluster/local/external-runtime.sh" function function-patch-and-transform "$ref" "$STATE/xp/fn" "dns:///localhost:$FN_PORT"
+# The binary the function package embeds (hack/images.sh function).
+start function "$XPKG_DIR/image/function" --address "127.0.0.1:$FN_PORT" --tls-certs-dir "$STATE/xp/fn"
+"$ROOT/cluster/local/install-package.sh" function function-ipsecgw "$XPKG_DIR/function-ipsecgw.xpkg" >/dev/null
 
 log "installing the NetworkAttachmentDefinition CRD"
 kubectl apply --server-side -f "$ROOT/cluster/crds" >/dev/null
 kubectl wait --for condition=Established --timeout 60s -f "$ROOT/cluster/crds" >/dev/null
-kubectl wait --for condition=Healthy --timeout 60s function/function-patch-and-transform >/dev/null
 
 log "installing the provider and the Configuration packages through Crossplane's package manager"
 "$ROOT/cluster/local/install-package.sh" provider provider-ipsec "$XPKG_DIR/provider-ipsec.xpkg" >/dev/null

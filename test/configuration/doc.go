@@ -1,6 +1,6 @@
 // Package configuration tests the IPsecGateway Configuration package
 // (package/configuration) offline: `crossplane render` of the Composition
-// with the real function-patch-and-transform, compared with golden files,
+// with its composition function (cmd/function), compared with golden files,
 // and `crossplane beta validate` of every rendered resource and every
 // example against the provider's CRDs and the XRD.
 //

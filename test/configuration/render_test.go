@@ -49,11 +49,18 @@ func bin(t *testing.T, name string) string {
 	return p
 }
 
-// startFunction runs function-patch-and-transform without TLS on a free
-// loopback port and writes the functions file `crossplane render` needs to
-// reach it. The function is stopped when the test ends.
+// startFunction builds the Configuration's composition function
+// (cmd/function), runs it without TLS on a free loopback port and writes
+// the functions file `crossplane render` needs to reach it. The function is
+// stopped when the test ends.
 func startFunction(t *testing.T) string {
 	t.Helper()
+	exe := filepath.Join(t.TempDir(), "function")
+	build := exec.Command("go", "build", "-o", exe, "./cmd/function")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/function: %v\n%s", err, out)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +68,7 @@ func startFunction(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	var log bytes.Buffer
-	cmd := exec.Command(bin(t, "function-patch-and-transform"), "--insecure", "--address", addr)
+	cmd := exec.Command(exe, "--insecure", "--address", addr)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -81,7 +88,7 @@ func startFunction(t *testing.T) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("function-patch-and-transform does not listen on %s: %v", addr, err)
+			t.Fatalf("the function does not listen on %s: %v", addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -89,12 +96,12 @@ func startFunction(t *testing.T) string {
 	doc := fmt.Sprintf(`apiVersion: pkg.crossplane.io/v1
 kind: Function
 metadata:
-  name: function-patch-and-transform
+  name: function-ipsecgw
   annotations:
     render.crossplane.io/runtime: Development
     render.crossplane.io/runtime-development-target: %s
 spec:
-  package: xpkg.ipsecgw.invalid/crossplane-contrib/function-patch-and-transform:v0.5.0
+  package: xpkg.ipsecgw.invalid/ipsecgw/function-ipsecgw:v0.1.0
 `, addr)
 	if err := os.WriteFile(fn, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
@@ -144,14 +151,13 @@ func validateCache(t *testing.T) string {
 }
 
 // validate runs `crossplane beta validate` of resources (comma-separated
-// files or directories) against the provider's CRDs, the XRD and the
-// function's input schema, and fails the test on any schema error.
+// files or directories) against the provider's CRDs and the XRD (the
+// function takes no input), and fails the test on any schema error.
 func validate(t *testing.T, cache, resources string) {
 	t.Helper()
 	extensions := strings.Join([]string{
 		filepath.Join(root, "package", "crds"),
 		filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"),
-		filepath.Join(bin(t, "fpt-package"), "input"),
 	}, ",")
 	// It exits non-zero on any schema or CEL error.
 	run(t, "crank", "beta", "validate", extensions, resources, "--cache-dir", cache, "--crossplane-image", crossplaneImage)
@@ -175,7 +181,9 @@ func TestRender(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 				args = append(args, "--observed-resources", filepath.Join(dir, "observed.yaml"))
 			}
+			t0 := time.Now()
 			got := run(t, "crank", args...)
+			t.Logf("crank render: %s", time.Since(t0).Round(time.Millisecond))
 			golden := filepath.Join(dir, "rendered.yaml")
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {

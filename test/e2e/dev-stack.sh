@@ -44,7 +44,7 @@ fail() {
 
 "$ROOT/cluster/local/up.sh"
 "$ROOT/cluster/local/provider.sh" >/dev/null
-for p in etcd apiserver kcm crossplane fpt provider; do pids+=("$(cat "$STATE/$p.pid")"); done
+for p in etcd apiserver kcm crossplane function provider; do pids+=("$(cat "$STATE/$p.pid")"); done
 if [ "$NODE" = 1 ]; then
 	for p in apirelay containerd kubelet kube-proxy scheduler; do pids+=("$(cat "$STATE/$p.pid")"); done
 fi
@@ -63,8 +63,8 @@ for f in "$ROOT"/package/crds/*.yaml; do
 done
 [ "$(kubectl get xrd xipsecgateways.vpn.ipsecgw.io -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ConfigurationRevision ] ||
 	fail "the IPsecGateway XRD was not installed from the Configuration package"
-[ "$(kubectl get function function-patch-and-transform -o 'jsonpath={.status.conditions[?(@.type=="Healthy")].status}')" = True ] ||
-	fail "function-patch-and-transform is not Healthy"
+[ "$(kubectl get function function-ipsecgw -o 'jsonpath={.status.conditions[?(@.type=="Healthy")].status}')" = True ] ||
+	fail "the composition function function-ipsecgw is not Healthy"
 kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/providerconfig does not apply"
 [ "$(kubectl get providerconfig.ipsecgw.io default -o 'jsonpath={.spec.credentials.cloud}')" = local ] ||
 	fail "the example ProviderConfig did not round-trip"

@@ -24,7 +24,7 @@ import (
 var root, _ = filepath.Abs(filepath.Join("..", ".."))
 
 // files are what hack/xpkg.sh writes.
-var files = []string{"provider-image.tar", "provider-ipsec.xpkg", "ipsecgw-configuration.xpkg"}
+var files = []string{"provider-image.tar", "provider-ipsec.xpkg", "function-image.tar", "function-ipsecgw.xpkg", "ipsecgw-configuration.xpkg"}
 
 // build runs hack/xpkg.sh into a directory of its own and returns the
 // digest of each file, by name.
@@ -142,6 +142,16 @@ func TestPackages(t *testing.T) {
 		}
 	})
 
+	t.Run("function", func(t *testing.T) {
+		objs := packageObjects(t, filepath.Join(out, "function-ipsecgw.xpkg"))
+		if diff := cmp.Diff([]string{"Function function-ipsecgw"}, kinds(objs)); diff != "" {
+			t.Errorf("the function package holds -want +got:\n%s", diff)
+		}
+		if v, _, _ := unstructured.NestedString(objs[0].Object, "spec", "crossplane", "version"); v != ">=v2.0.0" {
+			t.Errorf("the function needs Crossplane %q, want >=v2.0.0", v)
+		}
+	})
+
 	t.Run("configuration", func(t *testing.T) {
 		objs := packageObjects(t, filepath.Join(out, "ipsecgw-configuration.xpkg"))
 		want := []string{"CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
@@ -160,7 +170,7 @@ func TestPackages(t *testing.T) {
 			}
 			want := []string{
 				"Provider xpkg.ipsecgw.invalid/ipsecgw/provider-ipsec >=v0.1.0",
-				"Function xpkg.ipsecgw.invalid/crossplane-contrib/function-patch-and-transform >=v0.5.0",
+				"Function xpkg.ipsecgw.invalid/ipsecgw/function-ipsecgw >=v0.1.0",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("the Configuration depends on -want +got:\n%s", diff)

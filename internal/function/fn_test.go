@@ -1,0 +1,438 @@
+package function
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
+)
+
+// obj parses a YAML object.
+func obj(t *testing.T, y string) map[string]any {
+	t.Helper()
+	m := map[string]any{}
+	if err := yaml.Unmarshal([]byte(y), &m); err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	return m
+}
+
+// res is a RunFunction resource from a YAML object.
+func res(t *testing.T, y string) *fnv1.Resource {
+	t.Helper()
+	s, err := structpb.NewStruct(obj(t, y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fnv1.Resource{Resource: s}
+}
+
+// xrNAT is a pinned, mode nat composite of a claim, with a label.
+const xrNAT = `
+apiVersion: vpn.ipsecgw.io/v1alpha1
+kind: XIPsecGateway
+metadata:
+  name: branch-vpn-7xk2p
+  labels: {cutover: "1795990000"}
+spec:
+  claimRef: {apiVersion: vpn.ipsecgw.io/v1alpha1, kind: IPsecGateway, namespace: tenant-a, name: branch-vpn}
+  providerConfigName: default
+  endpoint: {floatingIP: 203.0.113.10, ikeSourcePrefix: 0.0.0.0/0}
+  network: {networkId: n-1, subnetId: s-1, fixedIP: 10.20.0.10}
+  mode: nat
+  tenantSubnets: [10.20.0.0/24, 10.96.0.0/12]
+  tunnels:
+  - name: branch-a
+    peer: {address: 198.51.100.7}
+    ikeVersion: 2
+    ikeProposals: [aes256-sha256-modp2048]
+    espProposals: [aes256gcm16]
+    preSharedKeySecretRef: {name: branch-a-psk, key: psk}
+    trafficSelectors: [{local: 100.64.0.0/24, remote: 192.168.10.0/24}]
+  exposures: []
+  reverseExposures: []
+`
+
+const wantSG = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: SecurityGroup
+metadata:
+  labels: {cutover: "1795990000"}
+spec:
+  providerConfigRef: {name: default}
+  forProvider:
+    name: ipsecgw-tenant-a-branch-vpn
+    description: IPsec gateway (provider-ipsec)
+    rules:
+    - {direction: ingress, protocol: udp, portRangeMin: 500, portRangeMax: 500, remoteIpPrefix: 0.0.0.0/0, description: IKE}
+    - {direction: ingress, protocol: udp, portRangeMin: 4500, portRangeMax: 4500, remoteIpPrefix: 0.0.0.0/0, description: IKE and ESP in UDP (NAT-T)}
+    - {direction: ingress, remoteIpPrefix: 10.20.0.0/24}
+    - {direction: ingress, remoteIpPrefix: 10.96.0.0/12}
+`
+
+const wantPort = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: Port
+metadata:
+  labels: {cutover: "1795990000"}
+spec:
+  providerConfigRef: {name: default}
+  forProvider:
+    name: ipsecgw-tenant-a-branch-vpn
+    description: IPsec gateway (provider-ipsec)
+    networkId: n-1
+    portSecurityEnabled: true
+    fixedIps: [{subnetId: s-1, ipAddress: 10.20.0.10}]
+    securityGroupIdSelector: {matchControllerRef: true}
+`
+
+const wantPinnedFIP = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: FloatingIPBinding
+metadata:
+  labels: {cutover: "1795990000"}
+spec:
+  providerConfigRef: {name: default}
+  deletionPolicy: Orphan
+  forProvider:
+    description: IPsec gateway (provider-ipsec)
+    floatingIpAddress: 203.0.113.10
+    portIdSelector: {matchControllerRef: true}
+`
+
+// observedPort is the port of xrNAT once Neutron made it.
+const observedPort = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: Port
+metadata: {name: branch-vpn-7xk2p-p9d2x}
+status:
+  atProvider:
+    id: p-1
+    macAddress: fa:16:3e:12:34:56
+    fixedIps: [{subnetId: s-1, ipAddress: 10.20.0.10, subnetCidr: 10.20.0.0/24, gatewayIp: 10.20.0.1}]
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
+`
+
+// observedBinding is xrNAT's binding, attached or not.
+func observedBinding(attached bool) string {
+	return fmt.Sprintf(`
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: FloatingIPBinding
+metadata: {name: branch-vpn-7xk2p-f8s1q}
+spec: {forProvider: {floatingIpAddress: 203.0.113.10}}
+status:
+  atProvider: {attached: %t}
+  conditions: [{type: Ready, status: %q, reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
+`, attached, map[bool]string{true: "True", false: "False"}[attached])
+}
+
+// wantGateway is xrNAT's Gateway with the endpoint of observedPort.
+func wantGateway(active bool) string {
+	return fmt.Sprintf(`
+apiVersion: gateway.ipsecgw.io/v1alpha1
+kind: Gateway
+metadata:
+  labels: {cutover: "1795990000"}
+spec:
+  providerConfigRef: {name: default}
+  forProvider:
+    namespace: tenant-a
+    active: %t
+    mode: nat
+    endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: "fa:16:3e:12:34:56", localId: 203.0.113.10}
+    tenantSubnets: [10.20.0.0/24, 10.96.0.0/12]
+    tunnels:
+    - name: branch-a
+      peer: {address: 198.51.100.7}
+      ikeVersion: 2
+      ikeProposals: [aes256-sha256-modp2048]
+      espProposals: [aes256gcm16]
+      preSharedKeySecretRef: {name: branch-a-psk, key: psk}
+      trafficSelectors: [{local: 100.64.0.0/24, remote: 192.168.10.0/24}]
+    exposures: []
+    reverseExposures: []
+`, active)
+}
+
+// manySubnets is a routed, allocated composite with n tenant and n client
+// subnets, and what it composes beside the Port and the Gateway.
+func manySubnets(n int) (xr, sg, routes string) {
+	var ts, cs, rules, rs []string
+	for i := range n {
+		ts = append(ts, fmt.Sprintf("10.40.%d.0/24", i))
+		cs = append(cs, fmt.Sprintf("192.168.%d.0/24", 100+i))
+		rules = append(rules, fmt.Sprintf("    - {direction: ingress, remoteIpPrefix: 10.40.%d.0/24}", i))
+		rs = append(rs, fmt.Sprintf("    - {destination: 192.168.%d.0/24}", 100+i))
+	}
+	xr = fmt.Sprintf(`
+apiVersion: vpn.ipsecgw.io/v1alpha1
+kind: XIPsecGateway
+metadata: {name: campus-vpn-h7q2w}
+spec:
+  claimRef: {namespace: tenant-c, name: campus-vpn}
+  endpoint: {floatingNetworkId: ext-1}
+  network: {networkId: n-2, subnetId: s-2}
+  mode: routed
+  routed: {routerId: r-1, clientSubnets: [%s]}
+  tenantSubnets: [%s]
+  tunnels: [{name: campus, peer: {address: 198.51.100.40}, trafficSelectors: [{local: 10.40.0.0/16, remote: 192.168.100.0/24}]}]
+`, strings.Join(cs, ", "), strings.Join(ts, ", "))
+	sg = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: SecurityGroup
+spec:
+  forProvider:
+    name: ipsecgw-tenant-c-campus-vpn
+    description: IPsec gateway (provider-ipsec)
+    rules:
+    - {direction: ingress, protocol: udp, portRangeMin: 500, portRangeMax: 500, description: IKE}
+    - {direction: ingress, protocol: udp, portRangeMin: 4500, portRangeMax: 4500, description: IKE and ESP in UDP (NAT-T)}
+` + strings.Join(rules, "\n")
+	routes = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: RouterRoutes
+spec:
+  forProvider:
+    routerId: r-1
+    nexthopPortSelector: {matchControllerRef: true}
+    routes:
+` + strings.Join(rs, "\n")
+	return xr, sg, routes
+}
+
+// got is what a response says of each desired composed resource.
+type got struct {
+	Object map[string]any
+	Ready  fnv1.Ready
+}
+
+func TestRunFunction(t *testing.T) {
+	xr20, sg20, routes20 := manySubnets(20)
+	type want struct {
+		// resources by name; nil: not checked.
+		resources map[string]got
+		// only these resource names, in any order.
+		names []string
+		// status of the desired composite.
+		status map[string]any
+		// results' severities and messages.
+		results []string
+	}
+	cases := map[string]struct {
+		reason   string
+		xr       string
+		observed map[string]string
+		want     want
+	}{
+		"PinnedNATFirstRun": {
+			reason: "A new nat composite gets its security group (a rule per tenant subnet), port and pinned binding (deletionPolicy Orphan), with its labels; no RouterRoutes, no Gateway before the port has an address, and no result at all (no warning).",
+			xr:     xrNAT,
+			want: want{
+				names: []string{"floating-ip", "port", "security-group"},
+				resources: map[string]got{
+					"security-group": {Object: obj(t, wantSG), Ready: fnv1.Ready_READY_FALSE},
+					"port":           {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_FALSE},
+					"floating-ip":    {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_FALSE},
+				},
+				status: map[string]any{},
+			},
+		},
+		"PreStage": {
+			reason: "With the port made and the pinned floating IP still held elsewhere, the Gateway renders ahead of the attach (its local identity is the pinned address) with active false, and the port's facts reach the composite's status.",
+			xr:     xrNAT,
+			observed: map[string]string{
+				"port":        observedPort,
+				"floating-ip": observedBinding(false),
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				resources: map[string]got{
+					"port":    {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
+					"gateway": {Object: obj(t, wantGateway(false)), Ready: fnv1.Ready_READY_FALSE},
+				},
+				status: obj(t, `
+floatingIP:
+  address: 203.0.113.10
+  attached: false
+  conditions: [{type: Ready, status: "False", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
+port:
+  id: p-1
+  privateIP: 10.20.0.10
+  subnetCIDR: 10.20.0.0/24
+  gatewayIP: 10.20.0.1
+  macAddress: fa:16:3e:12:34:56
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
+`),
+			},
+		},
+		"Cutover": {
+			reason: "In the run that observes the binding attached, the Gateway is active: it does not wait for the composite's status.",
+			xr:     xrNAT,
+			observed: map[string]string{
+				"port":        observedPort,
+				"floating-ip": observedBinding(true),
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				resources: map[string]got{
+					"gateway":     {Object: obj(t, wantGateway(true)), Ready: fnv1.Ready_READY_FALSE},
+					"floating-ip": {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_TRUE},
+				},
+			},
+		},
+		"GatewayKeptWhilePortSilent": {
+			reason: "A Gateway composed before stays composed, with its endpoint, when the port reports no address in a run: dropped, Crossplane would delete it.",
+			xr:     xrNAT,
+			observed: map[string]string{
+				"port":        "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: Port, metadata: {name: p}}",
+				"floating-ip": observedBinding(true),
+				"gateway":     "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, spec: {forProvider: {endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: 'fa:16:3e:12:34:56', localId: 203.0.113.10}}}}",
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				resources: map[string]got{
+					"gateway": {Object: obj(t, wantGateway(true)), Ready: fnv1.Ready_READY_FALSE},
+				},
+				status: obj(t, `
+floatingIP:
+  address: 203.0.113.10
+  attached: true
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
+gateway: {name: branch-vpn-7xk2p-g1}
+`),
+			},
+		},
+		"TwentySubnetsRouted": {
+			reason: "Mode routed with 20 tenant and 20 client subnets: 22 security group rules, 20 allowed address pairs, 20 extra routes, and the allocated binding is released with the composite (deletionPolicy Delete).",
+			xr:     xr20,
+			want: want{
+				names: []string{"floating-ip", "port", "routes", "security-group"},
+				resources: map[string]got{
+					"security-group": {Object: obj(t, sg20), Ready: fnv1.Ready_READY_FALSE},
+					"routes":         {Object: obj(t, routes20), Ready: fnv1.Ready_READY_FALSE},
+					"floating-ip": {Object: obj(t, `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: FloatingIPBinding
+spec:
+  deletionPolicy: Delete
+  forProvider: {description: IPsec gateway (provider-ipsec), floatingNetworkId: ext-1, portIdSelector: {matchControllerRef: true}}
+`), Ready: fnv1.Ready_READY_FALSE},
+				},
+			},
+		},
+		"NotAComposite": {
+			reason: "A composite whose spec does not decode is a fatal result naming the step.",
+			xr:     "{apiVersion: vpn.ipsecgw.io/v1alpha1, kind: XIPsecGateway, metadata: {name: x}, spec: {tenantSubnets: 7}}",
+			want: want{
+				names:   []string{},
+				results: []string{"SEVERITY_FATAL: " + errDecodeXR},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, tc.xr), Resources: map[string]*fnv1.Resource{}}}
+			for n, y := range tc.observed {
+				req.Observed.Resources[n] = res(t, y)
+			}
+			rsp, err := New(logging.NewNopLogger()).RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var results []string
+			for _, r := range rsp.GetResults() {
+				msg, _, _ := strings.Cut(r.GetMessage(), ":")
+				results = append(results, r.GetSeverity().String()+": "+msg)
+			}
+			if diff := cmp.Diff(tc.want.results, results); diff != "" {
+				t.Errorf("%s\nresults: -want +got:\n%s", tc.reason, diff)
+			}
+			names := []string{}
+			for n := range rsp.GetDesired().GetResources() {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			if diff := cmp.Diff(tc.want.names, names); diff != "" {
+				t.Errorf("%s\ndesired resources: -want +got:\n%s", tc.reason, diff)
+			}
+			for n, w := range tc.want.resources {
+				r := rsp.GetDesired().GetResources()[n]
+				g := got{Object: r.GetResource().AsMap(), Ready: r.GetReady()}
+				if diff := cmp.Diff(w, g); diff != "" {
+					t.Errorf("%s\ndesired %s: -want +got:\n%s", tc.reason, n, diff)
+				}
+			}
+			if tc.want.status != nil {
+				st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(map[string]any)
+				if st == nil {
+					st = map[string]any{}
+				}
+				if diff := cmp.Diff(tc.want.status, st); diff != "" {
+					t.Errorf("%s\ndesired composite status: -want +got:\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestSpecMatchesXRD proves the Go types name exactly the fields of the
+// generated XRD's spec (and of its endpoint, network and routed), so that
+// the function never silently ignores a field the XRD admits, nor reads
+// one it does not.
+func TestSpecMatchesXRD(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "package", "configuration", "zz_generated_definition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xrd := map[string]any{}
+	if err := yaml.Unmarshal(b, &xrd); err != nil {
+		t.Fatal(err)
+	}
+	spec := dig(xrd, "spec", "versions").([]any)[0]
+	spec = dig(spec.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec")
+	cases := map[string]struct {
+		schema map[string]any
+		typ    reflect.Type
+		extra  []string
+	}{
+		"spec":     {spec.(map[string]any), reflect.TypeFor[XIPsecGatewaySpec](), []string{"claimRef"}},
+		"endpoint": {dig(spec.(map[string]any), "properties", "endpoint").(map[string]any), reflect.TypeFor[Endpoint](), nil},
+		"network":  {dig(spec.(map[string]any), "properties", "network").(map[string]any), reflect.TypeFor[Network](), nil},
+		"routed":   {dig(spec.(map[string]any), "properties", "routed").(map[string]any), reflect.TypeFor[Routed](), nil},
+	}
+	for name, tc := range cases {
+		want := tc.extra
+		for k := range tc.schema["properties"].(map[string]any) {
+			want = append(want, k)
+		}
+		slices.Sort(want)
+		var got []string
+		for f := range tc.typ.Fields() {
+			n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			got = append(got, n)
+		}
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the XRD's fields (and Crossplane's claimRef) -want, the Go type's +got:\n%s", name, diff)
+		}
+	}
+}
+
+// dig walks m by keys.
+func dig(m map[string]any, keys ...string) any {
+	var v any = m
+	for _, k := range keys {
+		v = v.(map[string]any)[k]
+	}
+	return v
+}
