@@ -96,7 +96,7 @@ func newScanner() *scanner {
 // command under them is no Debian package's.
 var builtHere = map[string]bool{
 	"ROOT": true, "OS_DIR": true, "TOOLS_BIN": true, "SITE_DIR": true,
-	"NODE_DIR": true, "OUT": true, "work": true, "ib": true, "MODS": true,
+	"NODE_DIR": true, "OUT": true, "work": true, "ib": true, "MODS": true, "lint": true,
 }
 
 // wrappers are this repository's shell functions that run a command given
