@@ -26,7 +26,7 @@ dev-down: ## Stop everything `make dev` started.
 	cluster/openstack/down.sh
 
 .PHONY: test
-test: packages tools check-generate lint test-unit test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
+test: packages check-packages tools check-generate lint test-unit test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
 
 ##@ Development
 
@@ -41,6 +41,10 @@ tools: ## Build the offline toolchain into the cache (about 18 min cold, seconds
 .PHONY: generate
 generate: ## Regenerate deep copies, Crossplane methods and CRDs.
 	$(GO) generate -tags generate ./apis/...
+
+.PHONY: check-packages
+check-packages: ## Fail if a program or file the scripts, the Makefile or the tests need comes from a package hack/packages/host.txt does not cover.
+	hack/packages/check.sh
 
 .PHONY: check-generate
 check-generate: ## Fail if `make generate` changes the tree.
