@@ -37,8 +37,10 @@ key() {
 	} | sha256sum | cut -c1-16
 }
 
-# modules prints the names of the wrapper modules.
-modules() { for d in "$MODS"/*/; do basename "$d"; done; }
+# modules prints the wrapper modules that build builds and bindir links: all
+# but golangci, which only make lint needs (through dir), so that make dev
+# does not build it.
+modules() { for d in "$MODS"/*/; do d=$(basename "$d"); [ "$d" = golangci ] || echo "$d"; done; }
 
 # moddir MODULE prints where that module's binaries are cached.
 moddir() { echo "$CACHE/$1-$(key "$1")"; }
@@ -149,7 +151,7 @@ build() {
 case "${1:-build}" in
 build) build ;;
 bindir) bindir ;;
-dir) [ -d "$MODS/${2:-}" ] || { echo "usage: $0 dir MODULE (one of: $(modules))" >&2; exit 2; }
+dir) [ -d "$MODS/${2:-}" ] || { echo "usage: $0 dir MODULE (one of: $(cd "$MODS" && echo */))" >&2; exit 2; }
 	module "$2" >&2
 	moddir "$2" ;;
 *) echo "usage: $0 build|bindir|dir MODULE" >&2; exit 2 ;;
