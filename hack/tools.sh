@@ -8,6 +8,8 @@
 #
 #   hack/tools.sh build    build what is missing, printing progress per tool
 #   hack/tools.sh bindir   print the directory that holds every tool (symlinks)
+#   hack/tools.sh dir M    build wrapper module M if missing (progress on
+#                          stderr) and print the directory of its binaries
 #
 # TOOLS_CACHE overrides the cache root (default: $XDG_CACHE_HOME or
 # ~/.cache, then provider-ipsec/tools).
@@ -20,6 +22,7 @@ K8S_VERSION=v1.35.4
 XP_VERSION=v2.4.0
 CRANK_VERSION=v2.2.1
 CONTAINERD_VERSION=v2.1.5
+GOLANGCI_VERSION=v2.15.0
 
 # key MODULE prints the cache key of one wrapper module: its files, the Go
 # version, and the text of build_MODULE and gobuild (bash's canonical form)
@@ -28,11 +31,16 @@ key() {
 	local how v
 	how=$(declare -f gobuild "build_$1")
 	{
-		(cd "$MODS/$1" && cat go.mod go.sum $(find . -name '*.go' | sort) && go env GOVERSION)
+		(cd "$MODS/$1" && cat go.mod go.sum && find . -name '*.go' | sort | xargs -r cat && go env GOVERSION)
 		echo "$how"
 		for v in $(grep -o '\$[A-Z0-9_]*_VERSION' <<<"$how" | sort -u | tr -d '$'); do echo "$v=${!v}"; done
 	} | sha256sum | cut -c1-16
 }
+
+# modules prints the wrapper modules that build builds and bindir links: all
+# but golangci, which only make lint needs (through dir), so that make dev
+# does not build it.
+modules() { for d in "$MODS"/*/; do d=$(basename "$d"); [ "$d" = golangci ] || echo "$d"; done; }
 
 # moddir MODULE prints where that module's binaries are cached.
 moddir() { echo "$CACHE/$1-$(key "$1")"; }
@@ -40,7 +48,7 @@ moddir() { echo "$CACHE/$1-$(key "$1")"; }
 # bindir prints the directory of symlinks to every tool of this checkout.
 bindir() {
 	local all=""
-	for m in $(ls "$MODS"); do all+=$(key "$m"); done
+	for m in $(modules); do all+=$(key "$m"); done
 	echo "$CACHE/bin-$(echo "$all" | sha256sum | cut -c1-16)"
 }
 
@@ -111,14 +119,21 @@ build_crank() {
 		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CRANK_VERSION"
 }
 
+# golangci-lint stamped with its version (its main reads it; without it,
+# `version` shows the wrapper module's).
+build_golangci() {
+	gobuild "$1/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
+		"-X main.version=${GOLANGCI_VERSION#v} -X main.date=module"
+}
+
 build() {
 	local t0 bin
 	t0=$(date +%s)
-	for m in $(ls "$MODS"); do module "$m"; done
+	for m in $(modules); do module "$m"; done
 	bin=$(bindir)
 	rm -rf "$bin.tmp"
 	mkdir -p "$bin.tmp"
-	for m in $(ls "$MODS"); do
+	for m in $(modules); do
 		for f in "$(moddir "$m")"/*; do ln -s "$f" "$bin.tmp/$(basename "$f")"; done
 	done
 	rm -rf "$bin"
@@ -129,5 +144,8 @@ build() {
 case "${1:-build}" in
 build) build ;;
 bindir) bindir ;;
-*) echo "usage: $0 build|bindir" >&2; exit 2 ;;
+dir) [ -d "$MODS/${2:-}" ] || { echo "usage: $0 dir MODULE (one of: $(cd "$MODS" && echo */))" >&2; exit 2; }
+	module "$2" >&2
+	moddir "$2" ;;
+*) echo "usage: $0 build|bindir|dir MODULE" >&2; exit 2 ;;
 esac

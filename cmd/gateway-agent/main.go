@@ -81,8 +81,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := runAgent(ctx, o); err != nil {
+	err = runAgent(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gateway-agent:", err)
 		os.Exit(1)
 	}
@@ -126,7 +127,7 @@ func runAgent(ctx context.Context, o options) error {
 	}
 	log.Info("Starting", "config", o.configDir, "vici", o.viciSocket, "status", o.statusConfigMap)
 	err := agent.Run(ctx)
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, s := range servers {
 		_ = s.Shutdown(shutdown)

@@ -85,7 +85,7 @@ func envOr(key, def string) string {
 func main() {
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, err)

@@ -26,7 +26,7 @@ func SecretKey(ctx context.Context, c client.Reader, sel xpv2.SecretKeySelector,
 	nn := types.NamespacedName{Namespace: sel.Namespace, Name: sel.Name}
 	if err := c.Get(ctx, nn, s); err != nil {
 		if kerrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Secret %s with the %s does not exist: create it or fix the secretRef", nn, what)
+			return nil, fmt.Errorf("Secret %s with the %s does not exist: create it or fix the secretRef", nn, what) //nolint:staticcheck // ST1005: it starts with the kind's name
 		}
 		return nil, fmt.Errorf("cannot get Secret %s with the %s: %w", nn, what, err)
 	}
@@ -37,7 +37,7 @@ func SecretKey(ctx context.Context, c client.Reader, sel xpv2.SecretKeySelector,
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		return nil, fmt.Errorf("Secret %s has no key %q holding the %s (keys present: %s): add the key or fix secretRef.key",
+		return nil, fmt.Errorf("Secret %s has no key %q holding the %s (keys present: %s): add the key or fix secretRef.key", //nolint:staticcheck // ST1005: it starts with the kind's name
 			nn, sel.Key, what, orNone(strings.Join(keys, ", ")))
 	}
 	return v, nil

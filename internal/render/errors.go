@@ -16,7 +16,7 @@ type FieldError struct {
 func (e FieldError) Error() string { return e.Path + ": " + e.Message }
 
 // Errors are all the problems found in a spec, in the order of the spec.
-type Errors []FieldError
+type Errors []FieldError //nolint:recvcheck // add appends to the list; the others only read it
 
 func (e Errors) Error() string {
 	msgs := make([]string, len(e))

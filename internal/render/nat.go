@@ -35,8 +35,9 @@ func natRules(in Input, c *checked) []byte {
 		if e.Target.Address != nil {
 			target = string(*e.Target.Address)
 		}
-		remotes := make([]string, 0)
-		for _, r := range remotesFor(c.pairs, inside) {
+		rs := remotesFor(c.pairs, inside)
+		remotes := make([]string, 0, len(rs))
+		for _, r := range rs {
 			remotes = append(remotes, r.String())
 		}
 		fmt.Fprintf(&pre, "\t\t# exposure %s\n", e.Name)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -115,7 +116,7 @@ func TestRenderDeterministic(t *testing.T) {
 	if c.Hash != a.Hash {
 		t.Errorf("a PSK change changed the hash: the hash must not depend on secrets")
 	}
-	if string(c.Secrets) == string(a.Secrets) {
+	if bytes.Equal(c.Secrets, a.Secrets) {
 		t.Errorf("a PSK change did not change the secrets file")
 	}
 	in.Spec.Tunnels[0].DPD.Action = "clear"

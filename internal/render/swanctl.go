@@ -14,8 +14,15 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
 
+// The API's start actions (a tunnel's startAction).
+const (
+	actionStart   = "start"
+	actionTrap    = "trap"
+	actionRespond = "respond"
+)
+
 // startActions maps the API's start actions to swanctl's start_action.
-var startActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
+var startActions = map[string]string{actionStart: "start", actionTrap: "trap", actionRespond: "none"}
 
 // closeActions maps the API's start actions to swanctl's close_action, what
 // charon does when the peer deletes a CHILD_SA or (strongSwan 5.9: each
@@ -23,7 +30,7 @@ var startActions = map[string]string{"start": "start", "trap": "trap", "respond"
 // always-on tunnel initiates again at once, a trap tunnel arms its trap
 // policy again, and a responder-only tunnel leaves it to the peer, which
 // closed it and is the one to initiate.
-var closeActions = map[string]string{"start": "start", "trap": "trap", "respond": "none"}
+var closeActions = map[string]string{actionStart: "start", actionTrap: "trap", actionRespond: "none"}
 
 // alwaysOn are the start actions whose tunnels charon must keep
 // initiating: keyingtries 0 retries for ever (strongSwan's default, 1,
@@ -33,7 +40,7 @@ var closeActions = map[string]string{"start": "start", "trap": "trap", "respond"
 // keep one stray packet's initiation retrying for ever after the traffic
 // stopped (towards a peer that may be gone for good); a respond tunnel
 // initiates only for a DPD restart. Both keep strongSwan's default.
-var alwaysOn = map[string]bool{"start": true}
+var alwaysOn = map[string]bool{actionStart: true}
 
 // swanctlConf builds the connections document and the secrets document.
 // Settings the spec leaves unset are left out, so strongSwan's defaults

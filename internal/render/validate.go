@@ -39,7 +39,7 @@ type checked struct {
 // validate checks in against everything strongSwan, nftables and the
 // semantics of a site-to-site gateway require, and returns every problem
 // found as Errors.
-func validate(in Input) (*checked, error) {
+func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per part of the spec, in its order
 	var errs Errors
 	c := &checked{}
 	s := in.Spec
@@ -115,7 +115,7 @@ func validate(in Input) (*checked, error) {
 }
 
 // checkTunnel checks one tunnel's own fields and returns its parsed pairs.
-func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair {
+func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair { //nolint:gocyclo // one check per field of a tunnel, in the spec's order
 	if net, err := netip.ParseAddr(t.Peer.Address); err == nil {
 		if !net.Is4() {
 			errs.add(path+".peer.address", "%s is not an IPv4 address", t.Peer.Address)
@@ -187,7 +187,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && childRekeySeconds(lt) < 10 {
 		errs.add(path+".childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
 	}
-	if t.StartAction == "trap" && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
+	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
 		errs.add(path+".startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
 	}
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {

@@ -48,7 +48,7 @@ const (
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
 	ConfigDir  = "/etc/ipsecgw/config"
-	SecretsDir = "/etc/ipsecgw/secrets"
+	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
 	RunDir     = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
 	// fragment, as dataplane.conf, in place of the gateway image's own
@@ -200,7 +200,7 @@ func networkHash(nad *unstructured.Unstructured) string {
 // agent talks to the API server and exposures reach tenant endpoints whose
 // addresses may change.
 func networkPolicy(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
-	var ports []networkingv1.NetworkPolicyPort
+	ports := make([]networkingv1.NetworkPolicyPort, 0, len(gw.Spec.ForProvider.ReverseExposures))
 	for _, r := range gw.Spec.ForProvider.ReverseExposures {
 		proto := corev1.ProtocolTCP
 		if r.Protocol == "udp" {

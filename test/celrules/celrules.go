@@ -115,7 +115,7 @@ type walker struct {
 
 // walk visits e, in which the identifiers of env stand for schema nodes,
 // and returns the schema node e is, if it is one.
-func (w *walker) walk(e ast.Expr, env map[string]*extv1.JSONSchemaProps) *extv1.JSONSchemaProps {
+func (w *walker) walk(e ast.Expr, env map[string]*extv1.JSONSchemaProps) *extv1.JSONSchemaProps { //nolint:gocyclo // one case per CEL expression kind
 	switch e.Kind() {
 	case ast.IdentKind:
 		return env[e.AsIdent()]
@@ -175,8 +175,9 @@ func (w *walker) walk(e ast.Expr, env map[string]*extv1.JSONSchemaProps) *extv1.
 			w.walk(m.Value(), env)
 		}
 		return nil
+	default: // literals and structs hold no schema node
+		return nil
 	}
-	return nil
 }
 
 // path is the dotted path of an identifier or a chain of selects on one,
@@ -189,6 +190,7 @@ func path(e ast.Expr) string {
 		if p := path(e.AsSelect().Operand()); p != "" {
 			return p + "." + e.AsSelect().FieldName()
 		}
+	default: // a call, a literal, ...: no path
 	}
 	return ""
 }

@@ -90,7 +90,7 @@ func StartWith(t testing.TB, conf func(dir, socket string) string) *Charon {
 	c := &Charon{Dir: dir}
 	t.Cleanup(func() {
 		if c.Session != nil {
-			_ = c.Session.Close()
+			_ = c.Session.Close() //nolint:staticcheck // QF1008: the session, not the charon, is closed
 		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		done := make(chan struct{})

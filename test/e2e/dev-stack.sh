@@ -68,13 +68,16 @@ done
 kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/providerconfig does not apply"
 [ "$(kubectl get providerconfig.ipsecgw.io default -o 'jsonpath={.spec.credentials.cloud}')" = local ] ||
 	fail "the example ProviderConfig did not round-trip"
-# The provider's ProviderConfig controller adds its in-use finalizer.
+# The provider's ProviderConfig controller adds its in-use finalizer. (In
+# the single quotes of bash -c, $0 is the kubectl after them.)
+# shellcheck disable=SC2016
 wait_for "the provider's ProviderConfig controller" 30 \
 	bash -c '[[ $("$0" get providerconfig.ipsecgw.io default -o jsonpath={.metadata.finalizers}) == *in-use.crossplane.io* ]]' "$TOOLS_BIN/kubectl"
 # The Gateway example renders and its objects appear.
-kubectl apply -f "$ROOT/examples/gateway/psk.yaml" >/dev/null && kubectl apply -f "$ROOT/examples/gateway/gateway.yaml" >/dev/null ||
+kubectl apply -f "$ROOT/examples/gateway/psk.yaml" -f "$ROOT/examples/gateway/gateway.yaml" >/dev/null ||
 	fail "examples/gateway does not apply"
 wait_for "the example Gateway's ConfigMap" 60 kubectl -n tenant-a get configmap tenant-a-vpn-config
+# shellcheck disable=SC2016
 wait_for "the example Gateway to be ConfigRendered" 60 \
 	bash -c '[ "$("$0" get gateway tenant-a-vpn -o "jsonpath={.status.conditions[?(@.type==\"ConfigRendered\")].status}")" = True ]' "$TOOLS_BIN/kubectl"
 kubectl get gateway tenant-a-vpn | grep -q 203.0.113.10 || fail "kubectl get gateway does not show the local identity"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,7 +221,7 @@ func podStart(pod corev1.Pod) time.Duration {
 func (s *stack) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...)
-	cmd.Env = append(s.env, "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"))
+	cmd.Env = append(slices.Clone(s.env), "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)

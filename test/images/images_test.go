@@ -124,7 +124,7 @@ func normalised(t *testing.T, img v1.Image) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cf.Created.Time.Equal(time.Unix(0, 0)) {
+	if !cf.Created.Equal(time.Unix(0, 0)) {
 		t.Errorf("config created %v, want the epoch", cf.Created.Time)
 	}
 	layers, err := img.Layers()

@@ -135,7 +135,7 @@ func (g *agentGateway) publish(spec v1alpha1.GatewayParameters, edit func([]byte
 	}
 	conf := f.SwanctlConf
 	if edit != nil {
-		if conf = edit(conf); string(conf) == string(f.SwanctlConf) {
+		if conf = edit(conf); bytes.Equal(conf, f.SwanctlConf) {
 			g.t.Fatalf("the edit changed nothing in:\n%s", f.SwanctlConf)
 		}
 	}

@@ -297,7 +297,7 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	if _, err := control.Call(ctx, "terminate", term); err != nil {
 		t.Fatalf("terminate: %v", err)
 	}
-	_, took = waitStatus("DOWN after terminate", func(s v1alpha1.TunnelStatus) bool { return s.IKEState == status.StateDown && len(s.ChildSAs) == 0 })
+	waitStatus("DOWN after terminate", func(s v1alpha1.TunnelStatus) bool { return s.IKEState == status.StateDown && len(s.ChildSAs) == 0 })
 	took = time.Since(start)
 	t.Logf("status ConfigMap shows DOWN %v after terminate was called", took.Round(time.Millisecond))
 	if took > 5*time.Second {

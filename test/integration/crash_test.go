@@ -354,7 +354,7 @@ func (c *crashRig) round(t *testing.T, sc *gophercloud.ServiceClient, r int) cra
 		c.stop()
 		for _, i := range []int{2, 1, 0, 3} {
 			for _, id := range createdFor(t, sc, mrs[i].c, mrs[i].mg) {
-				_, _ = sc.Delete(context.Background(), sc.ServiceURL(mrs[i].c.Path, id), nil)
+				_, _ = sc.Delete(context.Background(), sc.ServiceURL(mrs[i].c.Path, id), nil) //nolint:bodyclose // gophercloud reads and closes the body
 			}
 		}
 	})
@@ -476,7 +476,7 @@ func neutronName(mg client.Object) string {
 func namedIn(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, name string) []string {
 	t.Helper()
 	var body map[string][]struct{ ID string }
-	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?"+url.Values{"name": {name}, "fields": {"id"}}.Encode(), &body, nil); err != nil {
+	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?"+url.Values{"name": {name}, "fields": {"id"}}.Encode(), &body, nil); err != nil { //nolint:bodyclose // gophercloud reads and closes the body
 		t.Errorf("list %s named %s: %v", c.Path, name, err)
 		return nil
 	}

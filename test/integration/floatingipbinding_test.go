@@ -144,7 +144,7 @@ func fipDeleteAndWait(t *testing.T, mg client.Object) {
 		if kerrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 }
 

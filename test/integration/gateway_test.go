@@ -385,12 +385,12 @@ func TestGatewayLifecycle(t *testing.T) {
 				name = names.Secrets
 			}
 			if err := kube.Get(ctx, key(name), o); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s still exists (err %v)", o, name, err)
+				return fmt.Errorf("%T %s still exists (err %w)", o, name, err)
 			}
 		}
 		left := &gwv1alpha1.Gateway{}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), left); !kerrors.IsNotFound(err) {
-			return fmt.Errorf("the Gateway still exists (err %v, finalizers %v, conditions %+v)", err, left.Finalizers, left.Status.Conditions)
+			return fmt.Errorf("the Gateway still exists (err %w, finalizers %v, conditions %+v)", err, left.Finalizers, left.Status.Conditions)
 		}
 		return nil
 	})

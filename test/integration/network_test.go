@@ -151,10 +151,10 @@ func TestNetwork(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the Port MR and its Neutron port are gone", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(p), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%v)", err)
+				return fmt.Errorf("MR still there (%w)", err)
 			}
 			if _, err := ports.Get(ctx, sc, np.ID).Extract(); !openstack.IsNotFound(err) {
-				return fmt.Errorf("GET port %s: %v, want 404", np.ID, err)
+				return fmt.Errorf("GET port %s: %w, want 404", np.ID, err)
 			}
 			return nil
 		})
@@ -169,7 +169,7 @@ func TestNetwork(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the imported Network MR is gone", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), &netv1alpha1.Network{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%v)", err)
+				return fmt.Errorf("MR still there (%w)", err)
 			}
 			return nil
 		})
@@ -223,10 +223,10 @@ func TestNetwork(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the Network MR and its Neutron network are gone", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(n), &netv1alpha1.Network{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%v)", err)
+				return fmt.Errorf("MR still there (%w)", err)
 			}
 			if _, err := networks.Get(ctx, sc, id).Extract(); !openstack.IsNotFound(err) {
-				return fmt.Errorf("GET network %s: %v, want 404", id, err)
+				return fmt.Errorf("GET network %s: %w, want 404", id, err)
 			}
 			return nil
 		})

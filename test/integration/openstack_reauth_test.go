@@ -61,9 +61,9 @@ func TestOpenStackReauth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revoked := sc.ProviderClient.Token()
+	revoked := sc.Token()
 	loginsBefore, unauthorizedBefore := logins.Load(), unauthorized.Load()
-	if code := tokenRequest(t, http.MethodDelete, sc.ProviderClient.IdentityEndpoint+"auth/tokens", revoked, revoked); code != http.StatusNoContent {
+	if code := tokenRequest(t, http.MethodDelete, sc.IdentityEndpoint+"auth/tokens", revoked, revoked); code != http.StatusNoContent {
 		t.Fatalf("revoking the provider's token: Keystone answered %d, want 204", code)
 	}
 	start := time.Now()
@@ -77,7 +77,7 @@ func TestOpenStackReauth(t *testing.T) {
 			notSynced++
 			t.Logf("Synced=%s: %s", s.Status, s.Message)
 		}
-		if sc.ProviderClient.Token() == revoked {
+		if sc.Token() == revoked {
 			return errors.New("still the revoked token")
 		}
 		return nil

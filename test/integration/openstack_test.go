@@ -32,13 +32,13 @@ type openStackEnv struct {
 	// State is the scripts' OS_STATE; down.sh removes it.
 	State    string
 	Fixtures struct {
-		NeutronURL string                    `json:"neutron_url"`
-		Project    struct{ ID string }       `json:"project"`
-		ExtNet     struct{ ID string }       `json:"ext_net"`
-		ExtSubnet  struct{ ID, CIDR string } `json:"ext_subnet"`
-		TenantNet  struct{ ID string }       `json:"tenant_net"`
-		TenantSub  struct{ ID, CIDR string } `json:"tenant_subnet"`
-		Router     struct{ ID string }       `json:"router"`
+		NeutronURL string  `json:"neutron_url"`
+		Project    fixture `json:"project"`
+		ExtNet     fixture `json:"ext_net"`
+		ExtSubnet  fixture `json:"ext_subnet"`
+		TenantNet  fixture `json:"tenant_net"`
+		TenantSub  fixture `json:"tenant_subnet"`
+		Router     fixture `json:"router"`
 	}
 	// CloudsYAML is the clouds.yaml document with clouds tenant-a
 	// (password), tenant-a-appcred and admin.
@@ -47,6 +47,12 @@ type openStackEnv struct {
 	// request it sends in Requests.
 	Clients  *openstack.Clients
 	Requests atomic.Int64
+}
+
+// fixture is one object of fixtures.json: its ID and, for a subnet, CIDR.
+type fixture struct {
+	ID   string `json:"id"`
+	CIDR string `json:"cidr"`
 }
 
 var (
@@ -210,7 +216,7 @@ func ownNetwork(t *testing.T) (*gophercloud.ServiceClient, *atomic.Int64) {
 func createdFor(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, mg client.Object) []string {
 	t.Helper()
 	var body map[string][]struct{ ID, Description string }
-	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?fields=id&fields=description", &body, nil); err != nil {
+	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?fields=id&fields=description", &body, nil); err != nil { //nolint:bodyclose // gophercloud reads and closes the body
 		t.Errorf("list %s: %v", c.Path, err)
 		return nil
 	}

@@ -300,7 +300,7 @@ func TestPort(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the imported Port MR is gone", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%v)", err)
+				return fmt.Errorf("MR still there (%w)", err)
 			}
 			return nil
 		})
@@ -325,10 +325,10 @@ func TestPort(t *testing.T) {
 			}
 			eventually(t, 30*time.Second, "the Port MR and its Neutron port are gone", func() error {
 				if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-					return fmt.Errorf("MR still there (%v)", err)
+					return fmt.Errorf("MR still there (%w)", err)
 				}
 				if _, err := ports.Get(ctx, sc, id).Extract(); !openstack.IsNotFound(err) {
-					return fmt.Errorf("GET port %s: %v, want 404", id, err)
+					return fmt.Errorf("GET port %s: %w, want 404", id, err)
 				}
 				return nil
 			})

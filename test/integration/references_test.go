@@ -109,7 +109,7 @@ func TestReferencesFollowRecomposedPort(t *testing.T) {
 	eventually(t, 60*time.Second, "the Ports and their Neutron ports are gone", func() error {
 		for _, id := range []string{*oldA, *oldB} {
 			if _, err := ports.Get(ctx, sc, id).Extract(); !openstack.IsNotFound(err) {
-				return fmt.Errorf("port %s: %v, want 404", id, err)
+				return fmt.Errorf("port %s: %w, want 404", id, err)
 			}
 		}
 		for _, p := range []*netv1alpha1.Port{portA, portB} {

@@ -279,7 +279,7 @@ func TestRouterRoutes(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the Port's route goes with its RouterRoutes, the other RouterRoutes' stay", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(byPort), byPort); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("RouterRoutes still there: %v", err)
+				return fmt.Errorf("RouterRoutes still there: %w", err)
 			}
 			return rrWantRoutes(ctx, sc, router, s(foreign[0]), s(foreign[1]), s(a), s(c))
 		})
@@ -288,7 +288,7 @@ func TestRouterRoutes(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the Port MR is deleted", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(gwPort), gwPort); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("Port still there: %v", err)
+				return fmt.Errorf("Port still there: %w", err)
 			}
 			return nil
 		})
@@ -333,7 +333,7 @@ func TestRouterRoutes(t *testing.T) {
 		}
 		eventually(t, 30*time.Second, "the Observe-only resource is deleted and the routes stay", func() error {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), imported); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("RouterRoutes still there: %v", err)
+				return fmt.Errorf("RouterRoutes still there: %w", err)
 			}
 			return rrWantRoutes(ctx, sc, router, s(foreign[0]), s(foreign[1]), s(a), s(c))
 		})
@@ -344,7 +344,7 @@ func TestRouterRoutes(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "deleting the RouterRoutes removes exactly its routes", func() error {
 		if err := kube.Get(ctx, key, mg); !kerrors.IsNotFound(err) {
-			return fmt.Errorf("RouterRoutes still there: %v", err)
+			return fmt.Errorf("RouterRoutes still there: %w", err)
 		}
 		return rrWantRoutes(ctx, sc, router, s(foreign[0]), s(foreign[1]))
 	})

@@ -167,7 +167,7 @@ func TestSecurityGroup(t *testing.T) {
 			return fmt.Errorf("group %s still exists", id)
 		}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); !kerrors.IsNotFound(err) {
-			return fmt.Errorf("MR still exists (%v)", err)
+			return fmt.Errorf("MR still exists (%w)", err)
 		}
 		return nil
 	})
@@ -276,7 +276,7 @@ func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
 		_ = kube.Delete(context.Background(), sg)
 		eventually(t, 30*time.Second, "the SecurityGroup is deleted", func() error {
 			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(sg), &v1alpha1.SecurityGroup{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+				return fmt.Errorf("still there (%w)", err)
 			}
 			return nil
 		})

@@ -92,8 +92,8 @@ type minimal struct {
 	optional map[string]string
 }
 
-// minimals returns the minimal object of every kind of the provider.
-func minimals(fx *fixtures) []minimal {
+// minimalObjects returns the minimal object of every kind of the provider.
+func minimalObjects(fx *fixtures) []minimal {
 	pcRef := map[string]string{"providerConfigRef": "the test's own ProviderConfig: the default one belongs to other tests"}
 	with := func(m map[string]string, kv ...string) map[string]string {
 		out := map[string]string{}
@@ -207,7 +207,7 @@ func variantsOf(t *testing.T, prefix string, fx *fixtures, kinds func(schema.Gro
 	schemas := crdSchemas(t)
 	var out []underTest
 	covered := map[schema.GroupKind]bool{}
-	for _, m := range minimals(fx) {
+	for _, m := range minimalObjects(fx) {
 		covered[m.gk] = true
 		if !kinds(m.gk) {
 			continue
@@ -248,7 +248,7 @@ func variantsOf(t *testing.T, prefix string, fx *fixtures, kinds func(schema.Gro
 	}
 	for gk := range schemas {
 		if !covered[gk] && gk.Kind != "ProviderConfigUsage" {
-			t.Errorf("kind %s has no minimal object: add one to minimals", gk)
+			t.Errorf("kind %s has no minimal object: add one to minimalObjects", gk)
 		}
 	}
 	return out

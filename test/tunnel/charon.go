@@ -157,7 +157,7 @@ swanctl {
 // namespaces.
 func (c *Charon) stop() {
 	if c.Session != nil {
-		_ = c.Session.Close()
+		_ = c.Session.Close() //nolint:staticcheck // QF1008: the session, not the charon, is closed
 		c.Session = nil
 	}
 	if c.cmd == nil {

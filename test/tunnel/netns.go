@@ -29,14 +29,14 @@ func (tp *Topology) Do(ns string, f func() error) error {
 			errc <- err
 			return
 		}
-		defer orig.Close()
+		defer orig.Close() //nolint:errcheck // only read: closing loses nothing
 		target, err := os.Open(nsPath(ns))
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
-		defer target.Close()
+		defer target.Close() //nolint:errcheck // only read: closing loses nothing
 		if err := setns(target); err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("cannot enter namespace %s: %w", ns, err)
@@ -86,8 +86,8 @@ func (tp *Topology) Ping(ns string, dst netip.Addr, count int, timeout time.Dura
 	if err != nil {
 		return res, fmt.Errorf("cannot open an ICMP socket in %s: %w", ns, err)
 	}
-	defer conn.Close()
-	id := uint16(os.Getpid()) ^ uint16(pingSeq.Add(1))
+	defer conn.Close()                                 //nolint:errcheck // the exchange is over: nothing to report
+	id := uint16(os.Getpid()) ^ uint16(pingSeq.Add(1)) //nolint:gosec // G115: the ICMP identifier is the pid's low 16 bits
 	to := &net.IPAddr{IP: dst.AsSlice()}
 	buf := make([]byte, 1500)
 	for seq := range count {

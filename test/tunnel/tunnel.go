@@ -201,13 +201,14 @@ func Start(t testing.TB, o Options) *Topology {
 // build creates the namespaces, links, addresses, routes and NAT rules.
 func (tp *Topology) build() error {
 	gw, svc := tp.Gateway.NS, tp.Gateway.ServiceNS
-	all := []string{gw, svc, tp.FIP}
+	all := make([]string, 0, 3+2*len(tp.Peers))
+	all = append(all, gw, svc, tp.FIP)
 	for _, p := range tp.Peers {
 		all = append(all, p.NS, p.HostNS)
 	}
 	for _, ns := range all {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip netns add %s: %v: %s", ns, err, out)
+			return fmt.Errorf("ip netns add %s: %w: %s", ns, err, out)
 		}
 		tp.namespaces = append(tp.namespaces, ns)
 	}
@@ -254,7 +255,7 @@ func (tp *Topology) build() error {
 	}
 	for _, s := range steps {
 		if out, err := tp.Exec(s[0], s[1:]...); err != nil {
-			return fmt.Errorf("%s in %s: %v: %s", strings.Join(s[1:], " "), s[0], err, out)
+			return fmt.Errorf("%s in %s: %w: %s", strings.Join(s[1:], " "), s[0], err, out)
 		}
 	}
 	// The floating IP: 1:1 DNAT to the private address, SNAT back, as
@@ -273,7 +274,7 @@ func (tp *Topology) build() error {
 	cmd := tp.Command(context.Background(), tp.FIP, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(nat)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("nft in %s: %v: %s", tp.FIP, err, out)
+		return fmt.Errorf("nft in %s: %w: %s", tp.FIP, err, out)
 	}
 	return nil
 }

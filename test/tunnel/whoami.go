@@ -80,7 +80,7 @@ func (tp *Topology) AskWhoAmI(ns, network, addr string, timeout time.Duration) (
 	if err != nil {
 		return "", fmt.Errorf("cannot connect from %s to %s %s: %w", ns, network, addr, err)
 	}
-	defer c.Close()
+	defer c.Close() //nolint:errcheck // the exchange is over: nothing to report
 	tries := 1
 	if network == "udp" {
 		tries = 3

@@ -48,7 +48,7 @@ func Of(root *extv1.JSONSchemaProps, minimal map[string]any, under string) (vs [
 		return nil, nil, fmt.Errorf("the minimal object has no %q", under)
 	}
 	bases := []Variant{{Name: "minimal", Object: runtime.DeepCopyJSON(minimal)}}
-	for _, e := range enums(&s, top, under) {
+	for _, e := range enums(&s, top) {
 		for _, v := range e.values {
 			if equalJSON(v, e.current) {
 				continue
@@ -164,7 +164,7 @@ type enumField struct {
 // enums returns each field that v, an object of schema s, sets and whose
 // schema lists enum values; a field inside a list stands for every element
 // (path "*").
-func enums(s *extv1.JSONSchemaProps, v any, at string) []enumField {
+func enums(s *extv1.JSONSchemaProps, v any) []enumField {
 	var out []enumField
 	seen := map[string]bool{}
 	var walk func(s *extv1.JSONSchemaProps, v any, path []string)
@@ -253,6 +253,6 @@ func asList(v any) []any {
 func equalJSON(a, b any) bool { return jsonString(a) == jsonString(b) }
 
 func jsonString(v any) string {
-	b, _ := json.Marshal(v)
+	b, _ := json.Marshal(v) //nolint:errchkjson // v is decoded JSON, which encodes again
 	return string(b)
 }

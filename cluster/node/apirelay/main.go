@@ -143,8 +143,8 @@ func (b *buffered) CloseWrite() error {
 
 // pipe copies between a and b until both directions end, then closes both.
 func pipe(a, b net.Conn) {
-	defer a.Close()
-	defer b.Close()
+	defer a.Close() //nolint:errcheck // the exchange is over: nothing to report
+	defer b.Close() //nolint:errcheck // the exchange is over: nothing to report
 	var wg sync.WaitGroup
 	wg.Add(2)
 	half := func(dst, src net.Conn) {

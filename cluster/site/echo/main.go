@@ -54,7 +54,7 @@ func serveTCP(ln net.Listener) {
 			continue
 		}
 		go func() {
-			defer c.Close()
+			defer c.Close() //nolint:errcheck // the exchange is over: nothing to report
 			_ = c.SetDeadline(time.Now().Add(answerTimeout))
 			_, _ = fmt.Fprintln(c, c.RemoteAddr())
 		}()

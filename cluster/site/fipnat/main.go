@@ -49,7 +49,7 @@ func main() {
 	fips, err := newNeutron(ctx, *clouds, *cloud)
 	if err != nil {
 		log.Error("cannot connect to Neutron", "error", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // exitAfterDefer: stop only releases the signal handler
 	}
 	r := &router{netns: *netns, tenant: *tenant, external: *external, log: log}
 	if err := r.loop(ctx, fips, *interval); err != nil {

@@ -32,7 +32,7 @@ func (r *router) loop(ctx context.Context, list func(context.Context) (map[strin
 		m, err := list(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return nil //nolint:nilerr // ctx ended: the loop is done, not failed
 		case err != nil && !failing:
 			r.log.Warn("cannot read the floating IPs; keeping the rules", "error", err)
 			failing = true

@@ -28,7 +28,7 @@ type mapping struct {
 // would answer). One `nft -f` runs it as one transaction.
 func ruleset(m map[string]mapping, tenant, external string) string {
 	fips := slices.Sorted(maps.Keys(m))
-	var dnat, snat, fixed []string
+	dnat, snat, fixed := make([]string, 0, len(fips)), make([]string, 0, len(fips)), make([]string, 0, len(fips))
 	for _, fip := range fips {
 		dnat = append(dnat, fmt.Sprintf("\t\tip daddr %s dnat to %s\n", fip, m[fip].FixedIP))
 		snat = append(snat, fmt.Sprintf("\t\toifname %q ip saddr %s snat to %s\n", external, m[fip].FixedIP, fip))

@@ -75,7 +75,7 @@ func main() {
 			switch {
 			case e == nil:
 			case *asJSON:
-				_ = out.Encode(e)
+				_ = out.Encode(e) //nolint:errchkjson // to stdout, like the Println beside it: no one to report a failed write to
 			default:
 				fmt.Println(e)
 			}
@@ -98,7 +98,7 @@ func echo(target string, deadline time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
+	defer c.Close() //nolint:errcheck // the exchange is over: nothing to report
 	_ = c.SetDeadline(deadline)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {

@@ -197,7 +197,7 @@ func duplicates(s *Set) error {
 	return nil
 }
 
-func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) {
+func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) { //nolint:gocyclo // the apply steps in order (validate, load, unload, initiate), each with its error
 	var res Result
 	var errs []error
 

@@ -24,6 +24,9 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
+// labelTunnel is the label that names the tunnel, on every tunnel metric.
+const labelTunnel = "tunnel"
+
 // Values of the result label of ipsec_config_reloads_total.
 const (
 	ResultSuccess = "success"
@@ -32,15 +35,15 @@ const (
 
 var (
 	descUp = prometheus.NewDesc("ipsec_tunnel_up",
-		"Whether the tunnel is up (1: IKE SA established, every CHILD_SA installed) or not (0).", []string{"tunnel"}, nil)
+		"Whether the tunnel is up (1: IKE SA established, every CHILD_SA installed) or not (0).", []string{labelTunnel}, nil)
 	descEstablished = prometheus.NewDesc("ipsec_ike_sa_established_seconds",
-		"Seconds since the tunnel's IKE SA was established.", []string{"tunnel"}, nil)
+		"Seconds since the tunnel's IKE SA was established.", []string{labelTunnel}, nil)
 	descBytes = prometheus.NewDesc("ipsec_child_sa_bytes_total",
-		"ESP payload bytes of the CHILD_SA since it was installed.", []string{"tunnel", "child", "direction"}, nil)
+		"ESP payload bytes of the CHILD_SA since it was installed.", []string{labelTunnel, "child", "direction"}, nil)
 	descPackets = prometheus.NewDesc("ipsec_child_sa_packets_total",
-		"ESP packets of the CHILD_SA since it was installed.", []string{"tunnel", "child", "direction"}, nil)
+		"ESP packets of the CHILD_SA since it was installed.", []string{labelTunnel, "child", "direction"}, nil)
 	descReinitiations = prometheus.NewDesc("ipsec_tunnel_reinitiations_total",
-		"Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.", []string{"tunnel"}, nil)
+		"Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.", []string{labelTunnel}, nil)
 )
 
 // A Collector is a prometheus.Collector of the last tunnel status it was

@@ -31,7 +31,7 @@ type Runner func(ctx context.Context, stdin []byte, name string, args ...string)
 
 // Exec is the Runner that starts the command with os/exec.
 func Exec(ctx context.Context, stdin []byte, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, name, args...) //nolint:gosec // G204: the Runner runs the commands of this package (nft)
 	cmd.Stdin = bytes.NewReader(stdin)
 	return cmd.CombinedOutput()
 }
@@ -112,7 +112,7 @@ func (a *Applier) Forget() {
 // "table ip ipsecgw {", "delete table ip ipsecgw" and closing braces:
 // no other table, no flush ruleset, no include. Comments and blank lines
 // are allowed anywhere.
-func Check(script []byte) error {
+func Check(script []byte) error { //nolint:gocyclo // one case per kind of line the script may hold
 	depth := 0
 	for n, line := range strings.Split(string(script), "\n") {
 		code, err := swanctl.StripComment(line)

@@ -107,7 +107,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		err := a.session(ctx)
 		a.ready.Store(false)
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // ctx ended: the session's error is the way it ended
 		}
 		a.o.Log.Info("Lost charon; connecting again", "error", err)
 		select {

@@ -54,7 +54,7 @@ type Publisher struct {
 // is not written by itself: offer the then current status again).
 // Unchanged content costs no API call once the Publisher knows what the
 // ConfigMap holds.
-func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus) (time.Duration, error) {
+func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus) (time.Duration, error) { //nolint:gocyclo // read, compare, write with its conflict retries, in one place
 	if tunnels == nil {
 		tunnels = []v1alpha1.TunnelStatus{}
 	}

@@ -134,7 +134,7 @@ func (w *Watcher) Subscribe() error {
 // status current until ctx ends (it then returns ctx.Err()) or the event
 // stream closes (ErrEventsClosed). It reads and sinks the status once at
 // the start.
-func (w *Watcher) Run(ctx context.Context) error {
+func (w *Watcher) Run(ctx context.Context) error { //nolint:gocyclo // the event loop: one case per source
 	poll, settle := w.Poll, w.Settle
 	if poll <= 0 {
 		poll = DefaultPoll
@@ -235,7 +235,7 @@ func (w *Watcher) Update(ctx context.Context) time.Duration {
 
 // handle records what e says and reports whether the status should be read
 // again.
-func (w *Watcher) handle(ctx context.Context, e vici.Event) bool {
+func (w *Watcher) handle(ctx context.Context, e vici.Event) bool { //nolint:gocyclo // one case per VICI event
 	switch e.Name {
 	case "ike-updown", "child-updown":
 		if e.Name == "child-updown" && e.Message.Get("up") == "yes" {

@@ -216,7 +216,7 @@ func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
 }
 
 // observe updates t from ts and queues a job when one is due. w.mu is held.
-func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []string, now time.Time, after time.Duration) {
+func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []string, now time.Time, after time.Duration) { //nolint:gocyclo // one rule per tunnel state, in the order charon goes through them
 	present := map[string]bool{}
 	for _, c := range ts.ChildSAs {
 		present[c.Name] = true

@@ -27,7 +27,7 @@ type Connector struct {
 
 // Network tracks mg's use of its ProviderConfig and returns a Neutron
 // client for it. Errors name the ProviderConfig and what failed.
-func (c *Connector) Network(ctx context.Context, mg resource.LegacyManaged) (*gophercloud.ServiceClient, error) {
+func (c *Connector) Network(ctx context.Context, mg resource.LegacyManaged) (*gophercloud.ServiceClient, error) { //nolint:staticcheck // SA1019: the provider's kinds are cluster-scoped (legacy) managed resources
 	if err := c.Usage.Track(ctx, mg); err != nil {
 		return nil, fmt.Errorf("cannot track ProviderConfig usage: %w", err)
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -176,7 +177,7 @@ func differs(want, got client.Object) string {
 			return "the CNI config differs from the rendered one"
 		}
 	case *corev1.Secret:
-		if !maps.EqualFunc(w.Data, got.(*corev1.Secret).Data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		if !maps.EqualFunc(w.Data, got.(*corev1.Secret).Data, bytes.Equal) {
 			return "data differs from the rendered secrets"
 		}
 	case *appsv1.Deployment:

@@ -45,7 +45,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			ownConfig: mgr.GetConfig(),
 			usage:     mrsetup.UsageTracker(mgr),
 			newClient: newClient,
-			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)),
+			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 		}),
 		// Reads go to the API server uncached, so a created object is seen
 		// at once: no grace period before believing it is gone.

@@ -104,7 +104,7 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 	for _, t := range now {
 		prev, seen := before[t.Name]
 		if r := t.LastReinitiate; r != nil && (prev.LastReinitiate == nil || r.After(prev.LastReinitiate.Time)) {
-			out = append(out, event.Warning(reasonTunnelReinitiated, fmt.Errorf(
+			out = append(out, event.Warning(reasonTunnelReinitiated, fmt.Errorf( //nolint:staticcheck // ST1005: it starts with the kind's name
 				"Tunnel %s stayed down with charon not retrying: the gateway agent initiated it again at %s (%d time(s) since the agent started)",
 				t.Name, r.UTC().Format(time.RFC3339), t.Reinitiations)))
 		}

@@ -51,7 +51,7 @@ func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 	all := append([]managed.ReconcilerOption{
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithPollInterval(poll),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	}, opts...)
 	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
 		all = append(all, managed.WithManagementPolicies())

@@ -49,7 +49,7 @@ type external struct {
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalObservation, error) {
 	id, adopted, err := openstack.ObservedID(ctx, e.network, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
 	if err != nil {
-		return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err)
+		return managed.ExternalObservation{}, fmt.Errorf("Network %s: %w", mg.GetName(), err) //nolint:staticcheck // ST1005: it starts with the kind's name
 	}
 	if id == "" {
 		return managed.ExternalObservation{ResourceExists: false}, nil

@@ -462,9 +462,7 @@ func TestCrashSafeCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mrsetuptest.Run(t, v1alpha1.NetworkGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Networks),
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
-					return NewExternal(sc)
-				}, tc, netID)
+				NewExternal, tc, netID)
 		})
 	}
 }

@@ -141,7 +141,7 @@ func TestReconcileNeutronRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nReconcile(...): %v", tc.reason, err)
 			}
-			if !res.Requeue || res.RequeueAfter != 0 {
+			if !res.Requeue || res.RequeueAfter != 0 { //nolint:staticcheck // SA1019: crossplane-runtime's reconciler still sets Requeue
 				t.Errorf("%s\nReconcile(...) = %+v, want a requeue through the rate limiter (backoff)", tc.reason, res)
 			}
 			got := &v1alpha1.Network{}

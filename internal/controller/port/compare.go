@@ -54,7 +54,7 @@ func (c *changes) portChanged() bool {
 
 // compare returns what differs between spec, the spec of mg, and the
 // Neutron port p.
-func compare(mg resource.Object, spec *v1alpha1.PortParameters, p *neutronPort) *changes {
+func compare(mg resource.Object, spec *v1alpha1.PortParameters, p *neutronPort) *changes { //nolint:gocyclo // one comparison per updatable field
 	c := &changes{}
 	if spec.Name != nil && c.Differs("name", *spec.Name, p.Name) {
 		c.update.Name = spec.Name

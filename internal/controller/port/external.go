@@ -90,7 +90,7 @@ func wrapName(mg *v1alpha1.Port, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("Port %s: %w", mg.GetName(), err)
+	return fmt.Errorf("Port %s: %w", mg.GetName(), err) //nolint:staticcheck // ST1005: it starts with the kind's name
 }
 
 // Create creates the port with the spec's attributes, its description

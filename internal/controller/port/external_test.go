@@ -59,7 +59,9 @@ func neutronPortJSON(mods ...func(map[string]any)) string {
 func listJSON(ports ...string) string {
 	items := make([]json.RawMessage, 0, len(ports))
 	for _, p := range ports {
-		var v struct{ Port json.RawMessage }
+		var v struct {
+			Port json.RawMessage `json:"port"`
+		}
 		_ = json.Unmarshal([]byte(p), &v)
 		items = append(items, v.Port)
 	}

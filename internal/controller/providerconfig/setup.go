@@ -24,7 +24,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind,
 	},
 		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))),
+		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).

@@ -77,7 +77,7 @@ func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
 		or := v1alpha1.ObservedRule{ID: r.ID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
 			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID}
 		if r.PortRangeMin != 0 || r.PortRangeMax != 0 {
-			lo, hi := int32(r.PortRangeMin), int32(r.PortRangeMax)
+			lo, hi := int32(r.PortRangeMin), int32(r.PortRangeMax) //nolint:gosec // G115: Neutron's port ranges are within 0-65535
 			or.PortRangeMin, or.PortRangeMax = &lo, &hi
 		}
 		if r.Description != "" {

@@ -79,7 +79,7 @@ func Serve(t *testing.T, replies map[string]Reply) (*gophercloud.ServiceClient, 
 // (https://docs.openstack.org/api-ref/network/v2/#faults) with type typ
 // and message msg.
 func Error(typ, msg string) string {
-	b, _ := json.Marshal(map[string]any{"NeutronError": map[string]string{"type": typ, "message": msg, "detail": ""}})
+	b, _ := json.Marshal(map[string]map[string]string{"NeutronError": {"type": typ, "message": msg, "detail": ""}})
 	return string(b)
 }
 
