@@ -193,10 +193,11 @@ func securityGroup(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alp
 	if s.Endpoint.IKESourcePrefix != "" {
 		ike = ptr.To(nv1alpha1.CIDR(s.Endpoint.IKESourcePrefix))
 	}
-	rules := []nv1alpha1.SecurityGroupRule{
-		{Direction: "ingress", Protocol: ptr.To("udp"), PortRangeMin: ptr.To[int32](500), PortRangeMax: ptr.To[int32](500), RemoteIPPrefix: ike, Description: ptr.To("IKE")},
-		{Direction: "ingress", Protocol: ptr.To("udp"), PortRangeMin: ptr.To[int32](4500), PortRangeMax: ptr.To[int32](4500), RemoteIPPrefix: ike, Description: ptr.To("IKE and ESP in UDP (NAT-T)")},
-	}
+	rules := make([]nv1alpha1.SecurityGroupRule, 0, 2+len(s.TenantSubnets))
+	rules = append(rules,
+		nv1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("udp"), PortRangeMin: ptr.To[int32](500), PortRangeMax: ptr.To[int32](500), RemoteIPPrefix: ike, Description: ptr.To("IKE")},
+		nv1alpha1.SecurityGroupRule{Direction: "ingress", Protocol: ptr.To("udp"), PortRangeMin: ptr.To[int32](4500), PortRangeMax: ptr.To[int32](4500), RemoteIPPrefix: ike, Description: ptr.To("IKE and ESP in UDP (NAT-T)")},
+	)
 	for _, t := range s.TenantSubnets {
 		rules = append(rules, nv1alpha1.SecurityGroupRule{Direction: "ingress", RemoteIPPrefix: ptr.To(nv1alpha1.CIDR(t))})
 	}
@@ -367,12 +368,15 @@ func floatingAddress(b *fieldpath.Paved) string {
 // composite's status at To, when the resource has one.
 type rollUp struct{ From, To string }
 
+// conditions is where a resource's conditions are.
+const conditions = "status.conditions"
+
 // rollUps are the runbook's steps on the composite's (and so the claim's)
 // status, by composed resource.
 var rollUps = map[string][]rollUp{
 	SecurityGroupName: {
 		{"status.atProvider.id", "status.securityGroup.id"},
-		{"status.conditions", "status.securityGroup.conditions"},
+		{conditions, "status.securityGroup.conditions"},
 	},
 	PortName: {
 		{"status.atProvider.id", "status.port.id"},
@@ -380,17 +384,17 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.fixedIps[0].subnetCidr", "status.port.subnetCIDR"},
 		{"status.atProvider.fixedIps[0].gatewayIp", "status.port.gatewayIP"},
 		{"status.atProvider.macAddress", "status.port.macAddress"},
-		{"status.conditions", "status.port.conditions"},
+		{conditions, "status.port.conditions"},
 	},
 	FloatingIPName: {
 		{"spec.forProvider.floatingIpAddress", "status.floatingIP.address"},
 		// Neutron's word over the spec's, for an allocated one the only.
 		{"status.atProvider.floatingIpAddress", "status.floatingIP.address"},
 		{"status.atProvider.attached", "status.floatingIP.attached"},
-		{"status.conditions", "status.floatingIP.conditions"},
+		{conditions, "status.floatingIP.conditions"},
 	},
 	RoutesName: {
-		{"status.conditions", "status.routing.conditions"},
+		{conditions, "status.routing.conditions"},
 	},
 	GatewayName: {
 		{"metadata.name", "status.gateway.name"},
@@ -400,7 +404,7 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
 		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
 		{"status.atProvider.tunnels", "status.tunnels"},
-		{"status.conditions", "status.gateway.conditions"},
+		{conditions, "status.gateway.conditions"},
 	},
 }
 
@@ -434,7 +438,7 @@ func ready(o *fieldpath.Paved) fnv1.Ready {
 		return fnv1.Ready_READY_FALSE
 	}
 	cs := []xpv2.Condition{}
-	if err := o.GetValueInto("status.conditions", &cs); err != nil {
+	if err := o.GetValueInto(conditions, &cs); err != nil {
 		return fnv1.Ready_READY_FALSE
 	}
 	for _, c := range cs {
