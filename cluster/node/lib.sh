@@ -50,21 +50,13 @@ CNI_PLUGINS=/usr/lib/cni
 # The gateway pods' image (hack/images.sh), tagged as the Gateway's default.
 GATEWAY_IMAGE=${GATEWAY_IMAGE:-$ROOT/_output/images/gateway-image.tar}
 
-# select_node N sets the variables of node N:
-#   NODE_NAME  its Node's name, node-N
-#   NODE_ID    what names its things outside $STATE (network namespace,
-#              cgroups, CNI networks)
-#   NETNS      its network namespace; IN_NODE: "${IN_NODE[@]}" CMD... runs
-#              CMD there (nsenter, not ip netns exec, which remounts /sys
-#              and hides the cgroup hierarchy; an array, not a function, so
-#              that a started process's pid is its own)
-#   NODE_SV    the prefix of its processes' names (start, running, stop)
-#   NODE_IP    its address, on node0; HUB_LINK: node0's peer in the hub
-#   POD_CIDR   its pods' addresses
-#   TENANT_LINK  the peer of its $MACVLAN_PARENT (see above)
-#   CGROUP_ROOT  its kubelet's cgroups (cgroupfs driver, cgroup v1) in every
-#              controller, not the host-wide /kubepods
-#   SOCK       its containerd's socket
+# select_node N sets the variables of node N (node-N): NODE_ID names its
+# things outside $STATE (network namespace NETNS, cgroups CGROUP_ROOT under
+# every cgroup v1 controller, CNI networks); "${IN_NODE[@]}" CMD... runs CMD
+# in NETNS (nsenter, not ip netns exec, which remounts /sys and hides the
+# cgroups; an array, so that a started process's pid is its own); NODE_SV
+# prefixes its processes' names; NODE_IP is on its node0, whose peer in the
+# hub is HUB_LINK; TENANT_LINK is the peer of its $MACVLAN_PARENT.
 select_node() {
 	NODE_NAME=node-$1
 	NODE_ID=node$1-$STATE_ID

@@ -1,19 +1,13 @@
 #!/usr/bin/env bash
-# Loses a node of the local stack as a VM that dies would be lost, and
-# brings it back:
+# Loses a node of the local stack as a VM that dies is lost, and brings it
+# back. No drain, nothing is told: the API sees its heartbeats stop.
 #
-#   cluster/node/node.sh lose N     cuts node N's links (node0's peer in the
-#                                   hub, its macvlan parent eth1, wherever
-#                                   eth1's peer is) and freezes all of it:
-#                                   kubelet, containerd, kube-proxy and the
-#                                   shims by SIGSTOP, its pods by the cgroup
-#                                   freezer. No drain, nothing is told: the
-#                                   API sees the node's heartbeats stop.
-#   cluster/node/node.sh return N   thaws it and restores its links: the
-#                                   kubelet resumes where it stopped.
-#
-# The node's pods neither answer nor change while it is lost. Safe to run
-# twice; down.sh returns a lost node before it stops it.
+#   cluster/node/node.sh lose N     node N's links go down (node0's peer in
+#                                   the hub, eth1) and all of it freezes:
+#                                   its processes by SIGSTOP, its pods by
+#                                   the cgroup freezer
+#   cluster/node/node.sh return N   thaws it and brings its links back up:
+#                                   the kubelet resumes where it stopped
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/lib.sh"

@@ -25,13 +25,7 @@ set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-all_running() {
-	local i
-	for ((i = 1; i <= NODES; i++)); do
-		select_node "$i"
-		running "${NODE_SV}kubelet" || return 1
-	done
-}
+all_running() { for ((i = 1; i <= NODES; i++)); do running "node$i-kubelet" || return 1; done; }
 if all_running; then
 	log "nodes already running: $NODES (kubelet logs $STATE/node*-kubelet.log)"
 	exit 0
