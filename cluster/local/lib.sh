@@ -22,13 +22,13 @@ LOCAL_PORTS=("APISERVER_PORT=$PORT_BASE" "ETCD_PORT=$((PORT_BASE + 1))" "ETCD_PE
 if from_env ETCD_PORT && ! from_env ETCD_PEER_PORT; then export ETCD_PEER_PORT=$((ETCD_PORT + 1)); fi
 read_ports "$STATE/ports" "${LOCAL_PORTS[@]}"
 XP_NAMESPACE=crossplane-system
-# NODE=1 (the default as root) brings up the node too (cluster/node/up.sh),
-# so that pods run; NODE=0 leaves it out.
+# NODE=1 (the default as root) brings up the nodes too (cluster/node/up.sh,
+# NODES of them, default 1), so that pods run; NODE=0 leaves them out.
 NODE=${NODE:-$([ "$(id -u)" = 0 ] && echo 1 || echo 0)}
-# The node's address, inside the node's network namespace: the
-# kube-apiserver advertises it, so the `kubernetes` Service leads pods to
-# the API (through cluster/node/apirelay).
-NODE_IP=10.99.0.1
+# The API's address for the nodes and their pods, inside the nodes' hub
+# namespace (cluster/node/lib.sh): the kube-apiserver advertises it, so the
+# `kubernetes` Service leads pods to the API (through cluster/node/apirelay).
+API_IP=10.99.0.1
 # With the node, the kube-apiserver reaches the kubelet (logs, exec,
 # port-forward) through the relay's HTTP CONNECT proxy on this socket.
 EGRESS_SOCK=$STATE/apirelay.sock

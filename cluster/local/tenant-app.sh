@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A tenant's application in the local cluster, for the claim's exposure of
 # a Service (`target.serviceName`): cluster/site/echo packed as an image
-# (hack/imagebuild), imported into the node's containerd, run by the
+# (hack/imagebuild), imported into every node's containerd, run by the
 # Deployment tenant-a/tenant-app (non-root, port 8443) behind the ClusterIP
 # Service tenant-app (port 443). It answers each connection with the
 # address it came from: through the gateway, the gateway pod's own
@@ -12,14 +12,14 @@ set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/../node/lib.sh"
 
-running kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
+running node1-kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
 echo=$STATE/site/bin/echo
 [ -x "$echo" ] || die "no $echo: bring the site up first (cluster/site/up.sh)"
 IMAGE=registry.local/tenant-app:dev
 mkdir -p "$STATE/tenant-app"
-"$NODE_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
+"$NODES_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
 	-file "$echo:/echo:0755" >/dev/null
-ctr images import "$STATE/tenant-app/image.tar" >/dev/null
+import_image "$STATE/tenant-app/image.tar"
 
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1

@@ -7,8 +7,8 @@
 # installed by Crossplane's package manager from them: the composition
 # function (its process, the binary the package embeds, runs out of
 # cluster with mTLS), the provider's CRDs, the IPsecGateway XRD and
-# Composition; with NODE=1 (the default as root) then the node
-# (cluster/node/up.sh). Writes $STATE/kubeconfig. A second run while the
+# Composition; with NODE=1 (the default as root) then the nodes
+# (cluster/node/up.sh, NODES of them). Writes $STATE/kubeconfig. A second run while the
 # stack runs says so and changes nothing, but starts the node if it does not
 # run.
 set -euo pipefail
@@ -50,7 +50,7 @@ start etcd "$TOOLS_BIN/etcd" --data-dir "$STATE/etcd" --unsafe-no-fsync \
 	--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
 	--initial-cluster "default=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls ""
 start apiserver "$TOOLS_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-	--bind-address 127.0.0.1 --advertise-address "$NODE_IP" --secure-port "$APISERVER_PORT" \
+	--bind-address 127.0.0.1 --advertise-address "$API_IP" --secure-port "$APISERVER_PORT" \
 	--tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key" \
 	--client-ca-file "$STATE/pki/ca.crt" --authorization-mode RBAC --allow-privileged \
 	--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$STATE/pki/sa.pub" \

@@ -22,8 +22,7 @@
 # one 1:1 to its fixed IP, as Neutron's L3 agent would. Files live in
 # $SITE_DIR, pid and log files beside the stack's in $STATE (site-*.pid,
 # site-*.log).
-# The node's settings (its namespace $NETNS and macvlan parent), on top of
-# the local stack's.
+# The nodes' settings, on top of the local stack's.
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../node/lib.sh"
 
@@ -70,10 +69,6 @@ PSK_SOURCE=$ROOT/examples/claim/psk.yaml
 
 CHARON=/usr/lib/ipsec/charon
 SWANCTL=/usr/sbin/swanctl
-
-# The node's macvlan parent's peer (cluster/node/lib.sh), which joins the
-# tenant bridge when the node runs.
-NODE_PARENT_PEER=${MACVLAN_PARENT}p
 
 # nspath ROLE is the path of the role's namespace.
 nspath() { echo "/run/netns/$NS_PREFIX$1"; }

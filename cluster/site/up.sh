@@ -8,9 +8,9 @@
 # and a client host 192.168.10.5 behind it; the runbook's VM gateway at
 # 10.20.0.5 (a charon configured by hand as the VM was, publishing the
 # tenant service 10.20.0.50:443 as 100.64.0.10:443 to the client); the
-# tenant service (cluster/site/echo) at 10.20.0.50. When the node runs
-# (cluster/node/up.sh), its macvlan parent's peer joins the tenant bridge,
-# so the gateway pod's net1 is on the tenant network.
+# tenant service (cluster/site/echo) at 10.20.0.50. When nodes run
+# (cluster/node/up.sh), their macvlan parents' peers join the tenant bridge,
+# so the gateway pods' net1 is on the tenant network.
 #
 # Every charon uses kernel-libipsec (ESP in UDP over /dev/net/tun): this
 # kernel has no ESP. Ends when the client's tunnel is ESTABLISHED with
@@ -26,14 +26,19 @@ set -euo pipefail
 # shellcheck source=cluster/site/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-# attach_node moves the node's macvlan parent's peer into R, onto the
-# tenant bridge, when the node runs and it is not there yet.
+# attach_node moves each running node's tenant link (cluster/node/lib.sh:
+# "NETNS LINK" in $STATE/node/N/tenant-link) into R, onto the tenant
+# bridge, when it is not there yet.
 attach_node() {
-	[ -e "/run/netns/$NETNS" ] || return 0
-	ip -n "$NETNS" link show "$NODE_PARENT_PEER" >/dev/null 2>&1 || return 0
-	ip -n "$NETNS" link set "$NODE_PARENT_PEER" netns "$(ns router)"
-	ip -n "$(ns router)" link set "$NODE_PARENT_PEER" master "$TENANT_BRIDGE" up
-	log "site: the node's $NODE_PARENT_PEER is on the tenant network (the gateway pod's net1)"
+	local netns link
+	for f in "$STATE"/node/*/tenant-link; do
+		[ -f "$f" ] || continue
+		read -r netns link <"$f"
+		ip -n "$netns" link show "$link" >/dev/null 2>&1 || continue
+		ip -n "$netns" link set "$link" netns "$(ns router)"
+		ip -n "$(ns router)" link set "$link" master "$TENANT_BRIDGE" up
+		log "site: $netns's $link is on the tenant network (its gateway pods' net1)"
+	done
 }
 
 if running site-fipnat; then

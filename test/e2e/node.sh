@@ -8,7 +8,8 @@
 # ClusterIP Service from the node, and has a macvlan net1 from a
 # NetworkAttachmentDefinition with static IPAM; `kubectl logs` and `exec`
 # reach it (the API server through the relay to the kubelet). Prints the
-# pod's start time.
+# pod's start time. With two nodes or more (NODES=2), then checks node-2's
+# loss and return (cluster/node/node.sh) and prints how long each took.
 # Deletes its namespace at the end, also on failure.
 #
 #   test/e2e/node.sh check   the pod check, on a running node
@@ -27,8 +28,8 @@ if [ "${1:-}" = host ]; then
 		for k in $KUBELET_SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done
 		for p in $HOST_PATHS "$HOST_RECORD"; do [ -e "$p" ] && echo "exists $p"; done
 	fi
-	[ -e "/run/netns/$NETNS" ] && echo "netns $NETNS"
-	ls -d /sys/fs/cgroup/*/"$CGROUP_ROOT" 2>/dev/null || true
+	for n in /run/netns/*-"$STATE_ID"; do [ ! -e "$n" ] || echo "netns ${n#/run/netns/}"; done
+	ls -d /sys/fs/cgroup/*/provider-ipsec-*"$STATE_ID" 2>/dev/null || true
 	awk -v s="$STATE" 'index($2, s) == 1 {print "mount " $2}' /proc/self/mounts
 	exit 0
 fi
@@ -44,13 +45,13 @@ fail() {
 	exit 1
 }
 trap 'kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true' EXIT
-running kubelet || fail "the node does not run"
+running node1-kubelet || fail "the node does not run"
 
-mkdir -p "$NODE_DIR/nodeprobe"
-(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODE_DIR/nodeprobe/nodeprobe" ./test/nodeprobe)
-"$NODE_DIR/bin/imagebuild" -o "$NODE_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
-	-user 65532:65532 -file "$NODE_DIR/nodeprobe/nodeprobe:/nodeprobe:0755" >/dev/null
-ctr images import "$NODE_DIR/nodeprobe/image.tar" >/dev/null
+mkdir -p "$NODES_DIR/nodeprobe"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODES_DIR/nodeprobe/nodeprobe" ./test/nodeprobe)
+"$NODES_DIR/bin/imagebuild" -o "$NODES_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
+	-user 65532:65532 -file "$NODES_DIR/nodeprobe/nodeprobe:/nodeprobe:0755" >/dev/null
+import_image "$NODES_DIR/nodeprobe/image.tar"
 
 t0=$(date +%s%N)
 kubectl apply -f - >/dev/null <<YAML
@@ -132,3 +133,44 @@ kubectl -n "$NS" logs deployment/probe | grep -q 'serving on :8080' || fail "kub
 report=$(kubectl -n "$NS" exec deployment/probe -- /nodeprobe report) || fail "kubectl exec into the probe failed"
 check '"'"$NET1"'" in r["interfaces"].get("net1", [])' || fail "kubectl exec did not run in the probe's pod: $report"
 echo "PASS: node: a locally built pod runs, reads its ConfigMap with its own token, answers on ClusterIP $ip, has net1 $NET1, logs and exec work (apply to Ready $((ms / 1000)).$((ms % 1000 / 100))s)"
+[ -d "$NODES_DIR/2" ] || exit 0
+
+# Two nodes: a pod pinned to each reads its ConfigMap and is reached from
+# the other node; node-2 lost (cluster/node/node.sh) goes NotReady and its
+# pod unreachable, node-1's pod still answers; returned, node-2 is Ready and
+# the same pod answers again.
+for i in 1 2; do
+	kubectl -n "$NS" run "probe-$i" --image "$IMAGE" --image-pull-policy Never --env CONFIGMAP=probe --overrides \
+		'{"spec": {"nodeName": "node-'"$i"'", "serviceAccountName": "probe", "terminationGracePeriodSeconds": 1}}' >/dev/null
+done
+kubectl -n "$NS" wait --for condition=Ready --timeout 120s pod/probe-1 pod/probe-2 >/dev/null || fail "the pinned probes did not become ready"
+pod_ip() { kubectl -n "$NS" get pod "$1" -o 'jsonpath={.status.podIP}'; }
+ip1=$(pod_ip probe-1) ip2=$(pod_ip probe-2)
+# reach N IP prints the report of the probe at IP, asked from node N.
+reach() { (select_node "$1" && "${IN_NODE[@]}" curl -fsS --max-time 2 "http://$2:8080/"); }
+wait_for "node-2's pod $ip2 from node-1" 30 reach 1 "$ip2"
+report=$(reach 1 "$ip2")
+check 'r.get("configMap", {}).get("greeting") == "hello from the API"' ||
+	fail "node-2's pod did not read its ConfigMap: $report"
+reach 2 "$ip1" >/dev/null || fail "node-1's pod $ip1 is not reachable from node-2"
+uid=$(kubectl -n "$NS" get pod probe-2 -o 'jsonpath={.metadata.uid}')
+ready_is() { [ "$(kubectl get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = "$2" ]; }
+not_ready() { ! ready_is "$1" True; }
+
+t0=$(date +%s%N)
+"$ROOT/cluster/node/node.sh" lose 2 >/dev/null
+! reach 1 "$ip2" >/dev/null 2>&1 || fail "node-2's pod $ip2 still answers with node-2 lost"
+wait_for "node-2 NotReady after its loss" 180 not_ready node-2
+lost=$(elapsed "$t0")
+! reach 1 "$ip2" >/dev/null 2>&1 || fail "node-2's pod $ip2 answers while node-2 is NotReady"
+reach 2 "$ip1" >/dev/null 2>&1 && fail "node-1's pod was reached from node-2 while lost"
+reach 1 "$ip1" >/dev/null || fail "node-1's pod $ip1 stopped answering when node-2 was lost"
+ready_is node-1 True || fail "node-1 is not Ready while node-2 is lost"
+
+t0=$(date +%s%N)
+"$ROOT/cluster/node/node.sh" return 2 >/dev/null
+wait_for "node-2 Ready after its return" 120 ready_is node-2 True
+back=$(elapsed "$t0")
+wait_for "node-2's pod $ip2 after its return" 30 reach 1 "$ip2"
+[ "$(kubectl -n "$NS" get pod probe-2 -o 'jsonpath={.metadata.uid}')" = "$uid" ] || fail "node-2's pod was replaced"
+echo "PASS: nodes: a pod on each of node-1 and node-2 reach each other; node-2 lost: NotReady after ${lost}s, its pod unreachable, node-1's answers; returned: Ready after ${back}s, the same pod answers"
