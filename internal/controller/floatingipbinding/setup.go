@@ -30,9 +30,11 @@ import (
 // shows within fast on the binding, and so on the claim and in whether the
 // gateway runs, at one Neutron GET per fast. Otherwise, attached and
 // stable or allocated from a pool, a binding polls at the provider's
-// --poll like every kind, one GET per poll.
+// --poll like every kind, one GET per poll. fast is 6 s, not 10 s, so that
+// the cutover shows within 10 s also when the reconcile's GET and PUT take
+// a second or more on a loaded Neutron (9.3 s was measured with 8 s).
 const (
-	fast   = 8 * time.Second
+	fast   = 6 * time.Second
 	settle = 2 * time.Minute
 )
 
