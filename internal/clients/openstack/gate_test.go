@@ -232,4 +232,13 @@ func TestGateHoldMetric(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("provider_ipsec_openstack_retry_after_seconds{service=Neutron} at 0, 10 and 30 s: -want, +got:\n%s", diff)
 	}
+	// The provider registers the collector with controller-runtime's
+	// registry: what it collects must match what it describes.
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Errorf("a pedantic registry refuses the metrics: %v", err)
+	}
 }
