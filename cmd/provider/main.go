@@ -46,6 +46,7 @@ type options struct {
 	pollStateMetrics   time.Duration
 	managementPolicies bool
 	requestTimeout     time.Duration
+	requestRate        float64
 }
 
 func parseFlags(args []string) (options, error) {
@@ -63,11 +64,15 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.pollStateMetrics, "poll-state-metric", 5*time.Second, "How often managed resource state metrics are recorded.")
 	fs.BoolVar(&o.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
 	fs.DurationVar(&o.requestTimeout, "openstack-request-timeout", openstack.DefaultRequestTimeout, "Longest wait for one OpenStack API request; an interrupted create is concluded to have made nothing only 1.5 times this after it was sent.")
+	fs.Float64Var(&o.requestRate, "openstack-request-rate", openstack.DefaultRequestRate, "Most OpenStack API requests a second for each ProviderConfig (a token bucket, bursts of twice that); a request that would wait more than 5 s for its slot is not sent and its resource retries later.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.requestTimeout <= 0 {
 		return o, fmt.Errorf("--openstack-request-timeout must be positive, not %s", o.requestTimeout)
+	}
+	if o.requestRate <= 0 {
+		return o, fmt.Errorf("--openstack-request-rate must be positive, not %g", o.requestRate)
 	}
 	if o.maxReconcileRate < 1 {
 		return o, fmt.Errorf("--max-reconcile-rate must be at least 1, not %d", o.maxReconcileRate)
@@ -143,7 +148,8 @@ func run(o options) error {
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+	openstackMetrics := openstack.NewMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, openstackMetrics)
 
 	co := controller.Options{
 		Logger:                  log,
@@ -163,6 +169,8 @@ func run(o options) error {
 	}
 	clients := openstack.NewClients()
 	clients.RequestTimeout = o.requestTimeout
+	clients.RequestRate = o.requestRate
+	clients.Metrics = openstackMetrics
 	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: clients}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}

@@ -11,7 +11,7 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		poll: time.Minute, sync: time.Hour, maxReconcileRate: 10, leaderElectionNS: "crossplane-system",
 		metricsAddr: ":8080", healthAddr: ":8081", pollStateMetrics: 5 * time.Second, managementPolicies: true,
-		requestTimeout: time.Minute,
+		requestTimeout: time.Minute, requestRate: 20,
 	}
 	cases := map[string]struct {
 		reason  string
@@ -31,6 +31,20 @@ func TestParseFlags(t *testing.T) {
 				o.poll, o.sync, o.maxReconcileRate, o.leaderElection, o.debug = 30*time.Second, 10*time.Minute, 3, true, true
 				return o
 			}(),
+		},
+		"RequestRate": {
+			reason: "The cap of each ProviderConfig's OpenStack requests is a flag.",
+			args:   []string{"--openstack-request-rate=2.5"},
+			want: func() options {
+				o := defaults
+				o.requestRate = 2.5
+				return o
+			}(),
+		},
+		"ZeroRequestRate": {
+			reason:  "A request rate of zero would send nothing and is refused.",
+			args:    []string{"--openstack-request-rate=0"},
+			wantErr: "--openstack-request-rate must be positive, not 0",
 		},
 		"ZeroRate": {
 			reason:  "A reconcile rate below one would stall every controller and is refused.",

@@ -71,6 +71,13 @@ func allControllers(d ipsecctrl.Dependencies) func(ctrl.Manager, controller.Opti
 // buffer.
 func startProvider(t *testing.T, setup func(ctrl.Manager, controller.Options) error) *syncBuffer {
 	t.Helper()
+	return startProviderPolling(t, setup, time.Second)
+}
+
+// startProviderPolling is startProvider with the poll interval poll (the
+// provider's --poll).
+func startProviderPolling(t *testing.T, setup func(ctrl.Manager, controller.Options) error, poll time.Duration) *syncBuffer {
+	t.Helper()
 	logs := &syncBuffer{}
 	zl := zap.New(zap.UseDevMode(true), zap.WriteTo(logs))
 	ctrl.SetLogger(zl)
@@ -87,7 +94,7 @@ func startProvider(t *testing.T, setup func(ctrl.Manager, controller.Options) er
 	}
 	o := controller.Options{
 		Logger:                  logging.NewLogrLogger(zl),
-		PollInterval:            time.Second,
+		PollInterval:            poll,
 		MaxConcurrentReconciles: 2,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
 		Features:                &feature.Flags{},

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -24,7 +25,10 @@ const DefaultRequestTimeout = 60 * time.Second
 // credentials, so that reconciles of the same ProviderConfig reuse its
 // Keystone token; gophercloud re-authenticates once when Neutron answers
 // 401. A change of the credentials (the Secret's clouds.yaml, the cloud,
-// region or CA bundle) makes a new client. Safe for concurrent use.
+// region or CA bundle) makes a new client. Every request of a
+// ProviderConfig, to Keystone and Neutron, passes its Gate, which lives as
+// long as Clients whatever the credentials: a token bucket caps their rate
+// and a Retry-After answer holds them. Safe for concurrent use.
 type Clients struct {
 	// Transport wraps the HTTP transport of new clients when set, for
 	// tests that count or inspect requests.
@@ -32,9 +36,16 @@ type Clients struct {
 	// RequestTimeout bounds one OpenStack API request;
 	// DefaultRequestTimeout when zero.
 	RequestTimeout time.Duration
+	// RequestRate caps the OpenStack requests of each ProviderConfig, in
+	// requests a second (bursts of twice that); DefaultRequestRate when
+	// zero.
+	RequestRate float64
+	// Metrics counts the requests of every ProviderConfig when set.
+	Metrics *Metrics
 
 	mu      sync.Mutex
 	clients map[string]cached
+	gates   map[string]*Gate
 	// authenticate makes an authenticated ProviderClient; tests replace it.
 	authenticate func(ctx context.Context, c *Credentials, rt http.RoundTripper, timeout time.Duration) (*gophercloud.ProviderClient, error)
 }
@@ -46,7 +57,7 @@ type cached struct {
 
 // NewClients returns an empty client cache.
 func NewClients() *Clients {
-	return &Clients{clients: map[string]cached{}, authenticate: authenticate}
+	return &Clients{clients: map[string]cached{}, gates: map[string]*Gate{}, authenticate: authenticate}
 }
 
 // Network returns a Neutron (network v2) client for pc, reading its
@@ -69,6 +80,7 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	if c.Transport != nil {
 		rt = c.Transport(rt)
 	}
+	rt = c.gate(pc.Name).Transport(rt, creds.Auth.IdentityEndpoint)
 	p, err := c.authenticate(ctx, creds, rt, c.timeout())
 	if err != nil {
 		return nil, Wrap(err, fmt.Sprintf("ProviderConfig %s: cannot authenticate to Keystone at %s", pc.Name, creds.Auth.IdentityEndpoint))
@@ -79,6 +91,17 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	}
 	c.clients[pc.Name] = cached{key: creds.fingerprint, network: sc}
 	return sc, nil
+}
+
+// gate returns the Gate of ProviderConfig pc, made at its first use; c.mu
+// is held.
+func (c *Clients) gate(pc string) *Gate {
+	g, ok := c.gates[pc]
+	if !ok {
+		g = NewGate(pc, cmp.Or(c.RequestRate, DefaultRequestRate), c.Metrics)
+		c.gates[pc] = g
+	}
+	return g
 }
 
 func (c *Clients) timeout() time.Duration {

@@ -288,13 +288,15 @@ const errUnsettled = "cannot conclude yet that the create attempted at %s made n
 const AnnotationCreateRefused = "openstack.ipsecgw.io/create-refused"
 
 // RecordRefusal records on mg (AnnotationCreateRefused, now) that err is
-// Neutron's 4xx answer to mg's create request, and returns err unchanged:
-// the reconciler saves the annotation with its external-create-failed one.
+// Neutron's 4xx answer to mg's create request, or that the request was
+// not sent (NotSent: held by a Retry-After or by the token bucket), and
+// returns err unchanged: the reconciler saves the annotation with its
+// external-create-failed one.
 // Any other error, a 5xx answer or one that never arrived, proves nothing
 // (Neutron may have committed the object before it failed) and records
 // nothing.
 func RecordRefusal(mg resource.Object, err error) error {
-	if a, ok := AsAPIError(err); ok && a.Code >= 400 && a.Code < 500 {
+	if a, ok := AsAPIError(err); NotSent(err) || ok && a.Code >= 400 && a.Code < 500 {
 		meta.AddAnnotations(mg, map[string]string{AnnotationCreateRefused: time.Now().UTC().Format(time.RFC3339)})
 	}
 	return err

@@ -346,6 +346,20 @@ func TestRecordRefusal(t *testing.T) {
 			reason: "An answer that never arrived proves nothing.",
 			err:    io.ErrUnexpectedEOF,
 		},
+		"Held": {
+			reason:  "A request held by a Retry-After was never sent: it made nothing.",
+			err:     &url.Error{Op: "Post", URL: "http://n/v2.0/ports", Err: &HeldError{ProviderConfig: "pc", Hold: Hold{Service: ServiceNeutron, Answer: &APIError{Code: 503}}}},
+			records: true,
+		},
+		"HeldServerError": {
+			reason: "The 503 answer that asked to wait proves nothing, as any 5xx.",
+			err:    &HeldError{ProviderConfig: "pc", Hold: Hold{Service: ServiceNeutron, Answer: &APIError{Code: 503}}, Answered: true},
+		},
+		"Throttled": {
+			reason:  "A request the token bucket refused was never sent.",
+			err:     &ThrottledError{ProviderConfig: "pc", Rate: 1},
+			records: true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

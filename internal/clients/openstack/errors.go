@@ -55,7 +55,12 @@ func AsAPIError(err error) (*APIError, bool) {
 	if !errors.As(err, &u) {
 		return nil, false
 	}
-	a = &APIError{Code: u.Actual, Message: http.StatusText(u.Actual)}
+	return parseAnswer(u.Actual, u.Body), true
+}
+
+// parseAnswer is the APIError of an answer with status code and body.
+func parseAnswer(code int, b []byte) *APIError {
+	a := &APIError{Code: code, Message: http.StatusText(code)}
 	var body struct {
 		NeutronError *struct {
 			Type    string `json:"type"`
@@ -66,7 +71,7 @@ func AsAPIError(err error) (*APIError, bool) {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(u.Body, &body) == nil {
+	if json.Unmarshal(b, &body) == nil {
 		switch {
 		case body.NeutronError != nil:
 			a.Type, a.Message = body.NeutronError.Type, body.NeutronError.Message
@@ -74,16 +79,26 @@ func AsAPIError(err error) (*APIError, bool) {
 			a.Type, a.Message, a.keystone = body.Error.Title, body.Error.Message, true
 		}
 	}
-	return a, true
+	return a
 }
 
 // Wrap returns err with Neutron's own type and message in place of
 // gophercloud's generic text, prefixed by what failed, such as
-// "cannot create port". Errors that are no API response are wrapped as
-// they are.
+// "cannot create port". A request held or throttled by the
+// ProviderConfig's Gate is wrapped as its HeldError or ThrottledError,
+// without the URL. Errors that are no API response are wrapped as they
+// are.
 func Wrap(err error, what string) error {
 	if err == nil {
 		return nil
+	}
+	var h *HeldError
+	if errors.As(err, &h) {
+		return fmt.Errorf("%s: %w", what, h)
+	}
+	var th *ThrottledError
+	if errors.As(err, &th) {
+		return fmt.Errorf("%s: %w", what, th)
 	}
 	if a, ok := AsAPIError(err); ok {
 		return fmt.Errorf("%s: %w", what, a)

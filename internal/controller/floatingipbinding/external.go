@@ -13,6 +13,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
 const (
@@ -46,6 +47,10 @@ type external struct {
 	neutron *gophercloud.ServiceClient
 	// settle says when an interrupted create has surely made nothing.
 	settle openstack.Settling
+	// observed is the floating IP as Observe read it, for Update and
+	// Delete in the same reconcile (the reconciler connects anew for every
+	// reconcile): one GET per reconcile.
+	observed *floatingips.FloatingIP
 }
 
 // Observe reads the binding's floating IP with one GET: by its ID (the
@@ -66,6 +71,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	e.observed = fip
 	if fip == nil {
 		mg.Status.AtProvider = v1alpha1.FloatingIPBindingObservation{Pinned: pinned(mg)}
 		return managed.ExternalObservation{ResourceExists: false}, nil
@@ -216,8 +222,9 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	return nil, fmt.Errorf(errPortTaken, port, fip.FloatingIP, fip.ID, want, port)
 }
 
-// Update reads the floating IP and associates it with the wanted port (and
-// fixed IP) with If-Match: revision_number, so that a concurrent change
+// Update associates the floating IP as Observe read it (read again only
+// when Update runs without Observe) with the wanted port (and fixed IP)
+// with If-Match: revision_number, so that a concurrent change
 // gets 412 RevisionNumberConstraintFailed, a retryable error, instead of
 // a stolen floating IP. A pinned floating IP bound to another port is left
 // untouched and the error names that port. An allocated floating IP also
@@ -228,9 +235,9 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 	if id == "" {
 		return managed.ExternalUpdate{}, fmt.Errorf("%s", errNoExternal)
 	}
-	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	fip, err := e.read(ctx, id)
 	if err != nil {
-		return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+		return managed.ExternalUpdate{}, err
 	}
 	if fip, err = e.associate(ctx, mg, fip); err != nil {
 		return managed.ExternalUpdate{}, err
@@ -256,7 +263,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	what := fmt.Sprintf(errUpdate, fip.FloatingIP)
 	if wanted != "" && !attached(mg, fip) {
 		if pinned(mg) && fip.PortID != "" && fip.PortID != wanted {
-			return nil, fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted)
+			// The runbook's pre-stage: the cutover frees it.
+			return nil, mrsetup.RetryWithin(fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted), fast)
 		}
 		opts.PortID = &wanted
 		opts.FixedIP = string(ptr.Deref(p.FixedIP, ""))
@@ -298,18 +306,31 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		}
 		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errRelease, id))
 	}
-	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	fip, err := e.read(ctx, id)
 	switch {
 	case openstack.IsNotFound(err):
 		return managed.ExternalDelete{}, nil
 	case err != nil:
-		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+		return managed.ExternalDelete{}, err
 	case !boundToUs(mg, fip):
 		return managed.ExternalDelete{}, nil
 	}
 	none, rev := "", fip.RevisionNumber
 	_, err = floatingips.Update(ctx, e.neutron, fip.ID, floatingips.UpdateOpts{PortID: &none, RevisionNumber: &rev}).Extract()
 	return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errDisassociate, fip.FloatingIP, fip.PortID))
+}
+
+// read returns floating IP id as Observe read it, or with one GET when
+// Observe did not read it in this reconcile.
+func (e *external) read(ctx context.Context, id string) (*floatingips.FloatingIP, error) {
+	if e.observed != nil && e.observed.ID == id {
+		return e.observed, nil
+	}
+	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+	if err != nil {
+		return nil, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	}
+	return fip, nil
 }
 
 // Disconnect does nothing: the Neutron client is cached per ProviderConfig.

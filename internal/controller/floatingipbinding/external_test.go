@@ -2,6 +2,7 @@ package floatingipbinding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -637,6 +639,73 @@ func TestDelete(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.calls, n.calls); diff != "" {
 				t.Errorf("%s\nDelete(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestReconcileReadsOnce: in one reconcile, Update and Delete use the
+// floating IP as Observe read it: one GET, then at most the one PUT. The
+// pre-stage's refusal is retried within fast, whatever the backoff.
+func TestReconcileReadsOnce(t *testing.T) {
+	type want struct {
+		err   string
+		calls []call
+		// within is the retry bound the error carries (0: none).
+		within time.Duration
+	}
+	cases := map[string]struct {
+		reason  string
+		replies map[string]reply
+		mg      *v1alpha1.FloatingIPBinding
+		delete  bool
+		want    want
+	}{
+		"PreStage": {
+			reason:  "A pinned floating IP still on the VM's port is read once and refused without a second read; the refusal is retried within fast (the runbook's pre-stage).",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			want: want{
+				err:    "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				calls:  []call{{Request: getFIP}},
+				within: fast,
+			},
+		},
+		"Cutover": {
+			reason:  "A pinned floating IP the VM let go of is associated with the revision Observe read: one GET, one PUT.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
+			mg:      binding(withPinned, withExternalName(fipID)),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
+		},
+		"DeletePinned": {
+			reason:  "Deleting a pinned binding disassociates the floating IP as Observe read it: one GET, one PUT.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9))}, putFIP: {200, one(fip("", 10))}},
+			mg:      binding(withPinned, withExternalName(fipID), withDeleting),
+			delete:  true,
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":null}}`}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e, n := serve(t, tc.replies)
+			o, err := e.Observe(context.Background(), tc.mg)
+			if err != nil || !o.ResourceExists {
+				t.Fatalf("%s\nObserve() = %+v, %v; want an existing floating IP", tc.reason, o, err)
+			}
+			if tc.delete {
+				_, err = e.Delete(context.Background(), tc.mg)
+			} else {
+				_, err = e.Update(context.Background(), tc.mg)
+			}
+			var within time.Duration
+			var w interface{ RetryWithin() time.Duration }
+			if errors.As(err, &w) {
+				within = w.RetryWithin()
+			}
+			if diff := cmp.Diff(tc.want, want{err: errText(err), calls: n.calls, within: within}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

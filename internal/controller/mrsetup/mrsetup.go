@@ -14,10 +14,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -30,20 +28,26 @@ type Tuning struct {
 	// observed again (drift detection); never longer than the provider's
 	// --poll.
 	PollInterval time.Duration
-	// MaxRetryBackoff caps the wait before a failing reconcile of one
-	// object is retried: 1 s, doubling per failure, up to this; 60 s
-	// (crossplane-runtime's ratelimiter.NewController) when zero.
-	MaxRetryBackoff time.Duration
+	// Poll, when set, is the poll interval of a resource after a
+	// successful reconcile, given the controller's (PollInterval or
+	// --poll): a kind that polls faster only in some states.
+	Poll managed.PollIntervalHook
 }
 
 // Register adds a controller named name that reconciles the managed
 // resources of kind gvk (whose Go type obj is) with a managed.Reconciler
 // built from opts and the options every controller shares: logger, poll
-// interval and retry backoff (o, adjusted by t), events, management
-// policies when enabled, and MR metrics when configured. It returns an
-// error when the controller cannot be built.
+// interval (o, adjusted by t), retry backoff (1 s doubling to 1 min),
+// events, management policies when enabled, and MR metrics when
+// configured. It returns an error when the controller cannot be built.
 func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object,
 	t Tuning, opts ...managed.ReconcilerOption) error {
+	return register(mgr, o, name, gvk, obj, t, newBackoff(), opts...)
+}
+
+// register is Register with the backoff b of the controller's work queue.
+func register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object,
+	t Tuning, b *backoff, opts ...managed.ReconcilerOption) error {
 	poll := o.PollInterval
 	if t.PollInterval > 0 && t.PollInterval < poll {
 		poll = t.PollInterval
@@ -53,6 +57,9 @@ func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 		managed.WithPollInterval(poll),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	}, opts...)
+	if t.Poll != nil {
+		all = append(all, managed.WithPollIntervalHook(t.Poll))
+	}
 	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
 		all = append(all, managed.WithManagementPolicies())
 	}
@@ -61,9 +68,7 @@ func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 	}
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
 	co := o.ForControllerRuntime()
-	if t.MaxRetryBackoff > 0 {
-		co.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, t.MaxRetryBackoff)
-	}
+	co.RateLimiter = b
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(co).
@@ -101,8 +106,11 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 // provider did not live to record (see openstack.CreateRecovery); nil for
 // a kind whose Create makes no Neutron object. The reconciler takes
 // OpenStackOptions and resolves references at every reconcile
-// (FollowingResolver). It returns an error when a client or the controller
-// cannot be built.
+// (FollowingResolver). The errors of the kind's external clients steer
+// its retries: a Retry-After hold or the token bucket of the
+// ProviderConfig (openstack.Gate) retries not before the request may be
+// sent, RetryWithin within its bound (see backoff). It returns an error
+// when a client or the controller cannot be built.
 func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
 	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, find openstack.Finder, connect func(openstack.Connector) managed.TypedExternalConnector[T]) error {
 	c, err := OpenStackConnector(mgr, clients)
@@ -113,8 +121,9 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 	if find != nil {
 		recovery = &openstack.CreateRecovery{Kube: mgr.GetClient(), Network: c.Network, Find: find, Settling: clients.Settling(nil)}
 	}
-	return Register(mgr, o, managed.ControllerName(gk), gvk, obj, t,
-		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(connect(c)),
+	b := newBackoff()
+	return register(mgr, o, managed.ControllerName(gk), gvk, obj, t, b,
+		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(noteErrors(connect(c), b)),
 			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
 }
 

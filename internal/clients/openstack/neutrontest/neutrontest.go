@@ -17,6 +17,8 @@ import (
 type Reply struct {
 	Code int
 	Body string
+	// Header holds extra answer headers, such as Retry-After.
+	Header map[string]string
 	// Cut closes the connection instead of answering: a Neutron that
 	// completed the request but whose answer was lost (the client reads
 	// EOF).
@@ -69,6 +71,9 @@ func Serve(t *testing.T, replies map[string]Reply) (*gophercloud.ServiceClient, 
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		for k, v := range rp.Header {
+			w.Header().Set(k, v)
+		}
 		w.WriteHeader(rp.Code)
 		_, _ = w.Write([]byte(rp.Body))
 	})

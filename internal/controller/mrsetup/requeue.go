@@ -1,0 +1,181 @@
+package mrsetup
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Exponential backoff of a failing reconcile: 1 s, doubling per failure, up
+// to the ceiling of crossplane-runtime's ratelimiter.NewController.
+const (
+	backoffBase    = time.Second
+	backoffCeiling = time.Minute
+	// maxSpread bounds the random delay added after the end of a hold, so
+	// that the resources held do not all retry at the same instant.
+	maxSpread = 5 * time.Second
+)
+
+// RetryWithin marks err as the state of a resource that waits for a
+// person (the runbook's pre-stage: a pinned floating IP still on the
+// VM's port): the failing reconcile is retried within d however often it
+// failed, rather than backing off to the ceiling, so that the person's
+// step shows within d. The error reads as err.
+func RetryWithin(err error, d time.Duration) error {
+	return &waiting{error: err, within: d}
+}
+
+type waiting struct {
+	error
+	within time.Duration
+}
+
+func (w *waiting) Unwrap() error { return w.error }
+
+// RetryWithin is the bound of the wait before the retry.
+func (w *waiting) RetryWithin() time.Duration { return w.within }
+
+// A retryWithin is an error of RetryWithin.
+type retryWithin interface {
+	RetryWithin() time.Duration
+}
+
+// A retryAt is an error that says when the request may be sent again: the
+// OpenStack Gate's HeldError and ThrottledError.
+type retryAt interface {
+	RetryAt() time.Time
+}
+
+// A backoff is the rate limiter of a controller's work queue: failures
+// back off exponentially (1 s doubling to 1 min), except that a failure
+// with an error of RetryWithin is retried within its bound, and one whose
+// error says when to retry (a Retry-After hold or the token bucket of the
+// ProviderConfig) is retried not before then. The managed reconciler
+// returns no error for a failed reconcile, so the external clients'
+// errors reach it through note (noteErrors). Safe for concurrent use.
+type backoff struct {
+	failures workqueue.TypedRateLimiter[reconcile.Request]
+	now      func() time.Time
+
+	mu    sync.Mutex
+	hints map[reconcile.Request]hint
+}
+
+// A hint is what the last error of a reconcile said of its retry.
+type hint struct {
+	// within bounds the wait (RetryWithin); zero: no bound.
+	within time.Duration
+	// notBefore is the earliest retry (retryAt); zero: none.
+	notBefore time.Time
+}
+
+func newBackoff() *backoff {
+	return &backoff{
+		failures: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](backoffBase, backoffCeiling),
+		now:      time.Now, hints: map[reconcile.Request]hint{},
+	}
+}
+
+// When returns how long to wait before retrying r.
+func (b *backoff) When(r reconcile.Request) time.Duration {
+	d := b.failures.When(r)
+	b.mu.Lock()
+	h, ok := b.hints[r]
+	delete(b.hints, r)
+	b.mu.Unlock()
+	if !ok {
+		return d
+	}
+	if h.within > 0 && d > h.within {
+		d = h.within
+	}
+	if wait := h.notBefore.Sub(b.now()); wait > 0 && wait >= d {
+		d = wait + rand.N(min(wait/10+time.Second, maxSpread)) //nolint:gosec // Spreading retries needs no secure randomness.
+	}
+	return d
+}
+
+// Forget resets r's failures: its reconcile succeeded.
+func (b *backoff) Forget(r reconcile.Request) {
+	b.failures.Forget(r)
+	b.mu.Lock()
+	delete(b.hints, r)
+	b.mu.Unlock()
+}
+
+// NumRequeues is how often r failed in a row.
+func (b *backoff) NumRequeues(r reconcile.Request) int { return b.failures.NumRequeues(r) }
+
+// note records what err says of the retry of mg's reconcile; nil and
+// errors that say nothing are ignored.
+func (b *backoff) note(mg resource.Managed, err error) {
+	var h hint
+	var w retryWithin
+	if errors.As(err, &w) {
+		h.within = w.RetryWithin()
+	}
+	var ra retryAt
+	if errors.As(err, &ra) {
+		h.notBefore = ra.RetryAt()
+	}
+	if h == (hint{}) {
+		return
+	}
+	r := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+	b.mu.Lock()
+	b.hints[r] = h
+	b.mu.Unlock()
+}
+
+// noteErrors wraps c so that the errors of Connect and of its external
+// clients reach b.
+func noteErrors[T resource.Managed](c managed.TypedExternalConnector[T], b *backoff) managed.TypedExternalConnector[T] {
+	return managed.TypedExternalConnectorFn[T](func(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+		ec, err := c.Connect(ctx, mg)
+		if err != nil {
+			b.note(mg, err)
+			return nil, err
+		}
+		return &noting[T]{inner: ec, b: b}, nil
+	})
+}
+
+// noting is an external client whose errors reach a backoff.
+type noting[T resource.Managed] struct {
+	inner managed.TypedExternalClient[T]
+	b     *backoff
+}
+
+func (n *noting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
+	o, err := n.inner.Observe(ctx, mg)
+	n.b.note(mg, err)
+	return o, err
+}
+
+func (n *noting[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
+	c, err := n.inner.Create(ctx, mg)
+	n.b.note(mg, err)
+	return c, err
+}
+
+func (n *noting[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, error) {
+	u, err := n.inner.Update(ctx, mg)
+	n.b.note(mg, err)
+	return u, err
+}
+
+func (n *noting[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
+	d, err := n.inner.Delete(ctx, mg)
+	n.b.note(mg, err)
+	return d, err
+}
+
+func (n *noting[T]) Disconnect(ctx context.Context) error { return n.inner.Disconnect(ctx) }

@@ -1,0 +1,123 @@
+package mrsetup
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+func TestBackoff(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	held := func(d time.Duration) error {
+		return fmt.Errorf("cannot get port p: %w", &openstack.HeldError{ProviderConfig: "pc", Hold: openstack.Hold{
+			Service: openstack.ServiceNeutron, Answer: &openstack.APIError{Code: 429}, RetryAfter: "x", At: now, Until: now.Add(d)}})
+	}
+	// A failure is one reconcile's error (nil: none that says anything),
+	// and the wait it gets: at least Min, at most Max.
+	type failure struct {
+		Err      error
+		Min, Max time.Duration
+	}
+	cases := map[string]struct {
+		reason   string
+		failures []failure
+		forget   int // index of the failure after which the item is forgotten; -1 never
+	}{
+		"Exponential": {
+			reason: "Sustained errors back off from 1 s, doubling, to the ceiling of 1 min.",
+			failures: []failure{
+				{Err: errors.New("boom"), Min: time.Second, Max: time.Second},
+				{Err: errors.New("boom"), Min: 2 * time.Second, Max: 2 * time.Second},
+				{Min: 4 * time.Second, Max: 4 * time.Second},
+				{Min: 8 * time.Second, Max: 8 * time.Second},
+				{Min: 16 * time.Second, Max: 16 * time.Second},
+				{Min: 32 * time.Second, Max: 32 * time.Second},
+				{Min: time.Minute, Max: time.Minute},
+				{Min: time.Minute, Max: time.Minute},
+			},
+			forget: -1,
+		},
+		"Waiting": {
+			reason: "A state that waits for a person is retried within its bound however often it failed, while the backoff below the bound still grows.",
+			failures: []failure{
+				{Err: RetryWithin(errors.New("pre-stage"), 8*time.Second), Min: time.Second, Max: time.Second},
+				{Min: 2 * time.Second, Max: 2 * time.Second},
+				{Min: 4 * time.Second, Max: 4 * time.Second},
+				{Min: 8 * time.Second, Max: 8 * time.Second},
+				{Err: RetryWithin(errors.New("pre-stage"), 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
+				{Err: RetryWithin(errors.New("pre-stage"), 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
+				{Min: time.Minute, Max: time.Minute},
+			},
+			forget: -1,
+		},
+		"Held": {
+			reason: "An error of a Retry-After hold is retried not before the hold ends, spread by at most a tenth of it plus 1 s.",
+			failures: []failure{
+				{Err: held(30 * time.Second), Min: 30 * time.Second, Max: 34 * time.Second},
+				{Err: held(2 * time.Minute), Min: 2 * time.Minute, Max: 2*time.Minute + 5*time.Second},
+			},
+			forget: -1,
+		},
+		"HeldShorterThanBackoff": {
+			reason: "A hold shorter than the backoff keeps the backoff.",
+			failures: []failure{
+				{Min: time.Second, Max: time.Second}, {Min: 2 * time.Second, Max: 2 * time.Second},
+				{Min: 4 * time.Second, Max: 4 * time.Second}, {Min: 8 * time.Second, Max: 8 * time.Second},
+				{Err: held(3 * time.Second), Min: 16 * time.Second, Max: 16 * time.Second},
+			},
+			forget: -1,
+		},
+		"HeldWhileWaiting": {
+			reason: "A hold outlasts the bound of a waiting state: nothing is sent before Neutron's time.",
+			failures: []failure{
+				{Err: RetryWithin(held(time.Minute), 8*time.Second), Min: time.Minute, Max: time.Minute + 5*time.Second},
+			},
+			forget: -1,
+		},
+		"Forget": {
+			reason: "A success resets the backoff and drops the hint of the last error.",
+			failures: []failure{
+				{Err: errors.New("boom"), Min: time.Second, Max: time.Second},
+				{Min: time.Second, Max: time.Second},
+			},
+			forget: 0,
+		},
+	}
+	mg := &v1alpha1.Port{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	r := reconcile.Request{NamespacedName: types.NamespacedName{Name: "p"}}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBackoff()
+			b.now = func() time.Time { return now }
+			var got, want []string
+			for i, f := range tc.failures {
+				if tc.forget >= 0 && i == tc.forget+1 {
+					// A hold noted by a reconcile that then succeeded
+					// (a retried request) is dropped with the failures.
+					b.note(mg, held(time.Minute))
+					b.Forget(r)
+				}
+				b.note(mg, f.Err)
+				d := b.When(r)
+				want = append(want, fmt.Sprintf("failure %d: within [%s, %s]", i+1, f.Min, f.Max))
+				if d >= f.Min && d <= f.Max {
+					got = append(got, want[i])
+				} else {
+					got = append(got, fmt.Sprintf("failure %d: %s", i+1, d))
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

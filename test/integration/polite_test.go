@@ -1,0 +1,376 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
+)
+
+// A neutronTap stands between the provider's Gate and the real Neutron:
+// it records when each request reached it and of which kind, and during a
+// storm answers every Neutron request itself with 429 Too Many Requests
+// and Retry-After, as a rate-limiting proxy in front of Neutron would.
+type neutronTap struct {
+	mu       sync.Mutex
+	requests []tapped
+	// storm is the Retry-After of the storm's answers, in seconds; 0: no
+	// storm.
+	storm int
+}
+
+// A tapped request: when it reached Neutron (or the storm), its kind and
+// whether the storm answered it.
+type tapped struct {
+	at       time.Time
+	kind     string
+	answered bool
+}
+
+func (n *neutronTap) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if !strings.HasPrefix(r.URL.Path, "/v2.0/") {
+			return rt.RoundTrip(r) // Keystone's
+		}
+		n.mu.Lock()
+		storm := n.storm
+		n.requests = append(n.requests, tapped{at: time.Now(), kind: kindOf(r.URL.Path, r.URL.RawQuery), answered: storm > 0})
+		n.mu.Unlock()
+		if storm == 0 {
+			return rt.RoundTrip(r)
+		}
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:  http.Header{"Retry-After": {fmt.Sprint(storm)}, "Content-Type": {"text/plain"}},
+			Body:    io.NopCloser(strings.NewReader("Too Many Requests")),
+			Request: r}, nil
+	})
+}
+
+// kindOf is the managed resource kind whose Observe sends a request to
+// path?query: the Port reads its subnets by ID, the Network lists its own.
+func kindOf(path, query string) string {
+	switch {
+	case strings.Contains(path, "/security-group"):
+		return "SecurityGroup"
+	case strings.Contains(path, "/floatingips"):
+		return "FloatingIPBinding"
+	case strings.Contains(path, "/routers"):
+		return "RouterRoutes"
+	case strings.Contains(path, "/ports"), strings.Contains(path, "/subnets/"):
+		return "Port"
+	case strings.Contains(path, "/networks"), strings.Contains(path, "/subnets"):
+		return "Network"
+	}
+	return path + "?" + query
+}
+
+// since returns the requests that reached the tap from t on.
+func (n *neutronTap) since(t time.Time) []tapped {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(n.requests, t, func(r tapped, t time.Time) int { return r.at.Compare(t) })
+	return slices.Clone(n.requests[i:])
+}
+
+func (n *neutronTap) setStorm(retryAfter int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.storm = retryAfter
+}
+
+// politeClients returns an OpenStack client cache whose Neutron requests
+// pass tap after the Gate (the Gate sees what tap answers).
+func politeClients() (*openstack.Clients, *neutronTap) {
+	tap := &neutronTap{}
+	c := openstack.NewClients()
+	c.Transport = tap.wrap
+	return c, tap
+}
+
+// TestOpenStackPolite: with a few managed resources of every OpenStack
+// kind at rest under a 10 s poll, each sends at most one Neutron request
+// per poll interval; while Neutron answers 429 with Retry-After the
+// provider sends fewer requests than at rest and none before the time
+// Neutron named, each MR saying until when; afterwards everything is Ready
+// again.
+func TestOpenStackPolite(t *testing.T) {
+	const poll = 10 * time.Second
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	clients, tap := politeClients()
+	f := &fipTest{e: e, sc: sc}
+	router, cidr := e.Fixtures.Router.ID, e.Fixtures.TenantSub.CIDR
+	nexthop := rrHostIn(t, cidr, 70)
+	var mrs []client.Object
+	t.Cleanup(func() {
+		forgetMRs(mrs...)
+		deletePorts(t, sc, mrs)
+		deleteNetworks(t, sc, mrs)
+		routes := []routers.Route{{DestinationCIDR: "10.50.0.0/24", NextHop: nexthop}}
+		if _, err := extraroutes.Remove(context.Background(), sc, router, extraroutes.Opts{Routes: &routes}).Extract(); err != nil {
+			t.Errorf("cleanup: remove_extraroutes: %v", err)
+		}
+	})
+	logs := startProviderPolling(t, func(mgr ctrl.Manager, o controller.Options) error {
+		for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
+			securitygroup.Setup, network.Setup, port.Setup, floatingipbinding.Setup, routerroutes.Setup,
+		} {
+			if err := setup(mgr, o, clients); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, poll)
+
+	perKind := map[string]int{}
+	add := func(kind string, mg client.Object) {
+		mrs = append(mrs, mg)
+		perKind[kind]++
+	}
+	for i := range 2 {
+		add("SecurityGroup", gatewaySecurityGroup(fmt.Sprintf("polite-sg-%d", i), "openstack"))
+		n := &netv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("polite-net-%d", i)}}
+		n.Spec.ForProvider = netv1alpha1.NetworkParameters{Name: ptr.To(n.Name)}
+		n.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
+		add("Network", n)
+		add("Port", portMR(fmt.Sprintf("polite-port-%d", i), netv1alpha1.PortParameters{NetworkID: ptr.To(e.Fixtures.TenantNet.ID)}))
+		b := fipBinding(fmt.Sprintf("polite-fip-%d", i), f.port(t, fmt.Sprintf("polite-fip-port-%d", i)).ID,
+			netv1alpha1.FloatingIPBindingParameters{FloatingNetworkID: ptr.To(netv1alpha1.UUID(e.Fixtures.ExtNet.ID))})
+		add("FloatingIPBinding", b)
+		f.releaseAfter(t, b, "")
+	}
+	rr := &netv1alpha1.RouterRoutes{ObjectMeta: metav1.ObjectMeta{Name: "polite-routes"}}
+	rr.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
+	rr.Spec.ForProvider = netv1alpha1.RouterRoutesParameters{RouterID: netv1alpha1.UUID(router),
+		Routes: []netv1alpha1.Route{{Destination: "10.50.0.0/24"}}, Nexthop: ptr.To(nexthop)}
+	add("RouterRoutes", rr)
+	create(t, mrs...)
+	t.Cleanup(func() {
+		for _, mg := range mrs {
+			_ = kube.Delete(context.Background(), mg)
+		}
+		for _, mg := range mrs {
+			eventually(t, 60*time.Second, mg.GetName()+" is deleted", func() error {
+				if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err == nil {
+					return fmt.Errorf("still there")
+				}
+				return nil
+			})
+		}
+	})
+	allReady := func(what string, timeout time.Duration) {
+		t.Helper()
+		eventually(t, timeout, what, func() error {
+			for _, mg := range mrs {
+				if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+					return err
+				}
+				c := mg.(resource.Conditioned)
+				r, s := c.GetCondition(xpv2.TypeReady), c.GetCondition(xpv2.TypeSynced)
+				if r.Status != corev1.ConditionTrue || s.Status != corev1.ConditionTrue {
+					return fmt.Errorf("%s: Ready %s, Synced %s %q", mg.GetName(), r.Status, s.Status, s.Message)
+				}
+			}
+			return nil
+		})
+	}
+	allReady("every managed resource is Ready", 120*time.Second)
+
+	// (a) At rest: after a poll interval for the creation's reconciles to
+	// settle, count over 6 intervals.
+	time.Sleep(poll + 2*time.Second)
+	const intervals = 6
+	start := time.Now()
+	time.Sleep(intervals * poll)
+	rest := tap.since(start)
+	restRate := float64(len(rest)) / (intervals * poll).Minutes()
+	got := map[string]int{}
+	for _, r := range rest {
+		got[r.kind]++
+	}
+	var figures []string
+	for kind, n := range perKind {
+		perPoll := float64(got[kind]) / float64(n*intervals)
+		figures = append(figures, fmt.Sprintf("%s %.2f (%d requests, %d MRs)", kind, perPoll, got[kind], n))
+		if perPoll > 1.0 {
+			t.Errorf("at rest %d %s MRs sent %d Neutron requests in %d poll intervals: %.2f per MR per poll, want at most 1.0", n, kind, got[kind], intervals, perPoll)
+		}
+		delete(got, kind)
+	}
+	if len(got) > 0 {
+		t.Errorf("requests of no kind at rest: %v", got)
+	}
+	slices.Sort(figures)
+	t.Logf("at rest, --poll %s, over %d intervals: requests per MR per poll: %s; %.1f requests/min in all", poll, intervals, strings.Join(figures, ", "), restRate)
+
+	// (b) A storm: every Neutron request is answered 429 with Retry-After:
+	// 20 for 60 s.
+	const retryAfter = 20
+	tap.setStorm(retryAfter)
+	stormStart := time.Now()
+	time.Sleep(60 * time.Second)
+	tap.setStorm(0)
+	stormEnd := time.Now()
+	storm := slices.DeleteFunc(tap.since(stormStart), func(r tapped) bool { return !r.at.Before(stormEnd) })
+	stormRate := float64(len(storm)) / stormEnd.Sub(stormStart).Minutes()
+	t.Logf("429 storm with Retry-After: %d for %s: %d requests reached Neutron, %.1f/min (at rest %.1f/min)",
+		retryAfter, stormEnd.Sub(stormStart).Round(time.Second), len(storm), stormRate, restRate)
+	if stormRate >= restRate {
+		t.Errorf("under the 429 storm the provider sent %.1f requests/min, at rest %.1f: want fewer", stormRate, restRate)
+	}
+	// Nothing reaches Neutron between the first answer of a hold and the
+	// time it named, but the requests already past the Gate when the
+	// answer came (200 ms).
+	holdEnd := time.Time{}
+	var early []string
+	for _, r := range storm {
+		switch {
+		case !r.answered:
+		case r.at.Before(holdEnd) && r.at.After(holdEnd.Add(-retryAfter*time.Second+200*time.Millisecond)):
+			early = append(early, fmt.Sprintf("%s at +%s", r.kind, r.at.Sub(holdEnd.Add(-retryAfter*time.Second)).Round(time.Millisecond)))
+		case !r.at.Before(holdEnd):
+			holdEnd = r.at.Add(retryAfter * time.Second)
+		}
+	}
+	if len(early) > 0 {
+		t.Errorf("requests reached Neutron before its Retry-After had passed: %v", early)
+	}
+	// During the storm the MRs say why and until when.
+	var msg string
+	for _, mg := range mrs {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+			t.Fatal(err)
+		}
+		if s := mg.(resource.Conditioned).GetCondition(xpv2.TypeSynced); s.Status == corev1.ConditionFalse {
+			msg = s.Message
+			break
+		}
+	}
+	if !strings.Contains(msg, "Neutron answered 429 Too Many Requests with Retry-After: 20") || !strings.Contains(msg, "wait until") {
+		t.Errorf("no MR says that Neutron asked to wait and until when; one says %q", msg)
+	} else {
+		t.Logf("during the storm: %s", msg)
+	}
+	allReady("every managed resource is Ready again after the storm", 120*time.Second)
+	t.Logf("after the storm every MR was Ready and Synced again in %s", time.Since(stormEnd).Round(time.Second))
+	if t.Failed() {
+		t.Logf("provider log (last 8 KiB):\n%s", logs.String()[max(0, len(logs.String())-8192):])
+	}
+}
+
+// TestFloatingIPBindingCutoverUnnudged: with the production --poll of
+// 1 min, a pre-staged pinned binding notices the cutover by itself within
+// 10 s, and the rollback (the floating IP moved back to the VM's port)
+// within 10 s too while the binding's change is recent; in the pre-stage
+// it reads its floating IP once per retry.
+func TestFloatingIPBindingCutoverUnnudged(t *testing.T) {
+	f := newFIPTest(t)
+	ctx := context.Background()
+	clients, tap := politeClients()
+	startProviderPolling(t, func(mgr ctrl.Manager, o controller.Options) error {
+		return floatingipbinding.Setup(mgr, o, clients)
+	}, time.Minute)
+	vm := f.port(t, "polite-vm-port")
+	gw := f.port(t, "polite-gateway-port")
+	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: vm.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.releaseAfter(t, nil, fip.ID)
+	mg := fipBinding("polite-pinned", gw.ID, netv1alpha1.FloatingIPBindingParameters{FloatingIPAddress: ptr.To(netv1alpha1.IPAddress(fip.FloatingIP))})
+	create(t, mg)
+	t.Cleanup(func() { fipDeleteAndWait(t, mg) })
+	// preStaged waits until the binding is pre-staged and returns how long
+	// after from it showed.
+	preStaged := func(what string, from time.Time) time.Duration {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() error {
+			c, err := fipCond(t, mg, xpv2.TypeSynced)
+			if err != nil {
+				return err
+			}
+			if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, vm.ID) {
+				return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
+			}
+			return nil
+		})
+		return time.Since(from)
+	}
+	preStaged("the pinned binding is pre-staged", time.Now())
+	// The backoff reaches its bound after 1+2+4 s; then one GET per
+	// retry.
+	time.Sleep(12 * time.Second)
+	from := time.Now()
+	time.Sleep(30 * time.Second)
+	n := len(tap.since(from))
+	t.Logf("pre-stage: %d Neutron requests in 30 s (one per %.1f s)", n, 30/float64(max(n, 1)))
+	if n > 6 {
+		t.Errorf("pre-stage: %d Neutron requests in 30 s, want at most 6 (one GET per 6 s retry)", n)
+	}
+	// Each time is counted from the start of the PUT that moves the
+	// floating IP: Neutron commits the move before it answers, and the
+	// binding may see it before the answer came.
+	var cutovers, rollbacks, puts []string
+	for round := range 3 {
+		// A random phase of the retry.
+		time.Sleep(time.Duration(rand.Int64N(int64(6 * time.Second))))
+		unset := time.Now()
+		f.setPort(t, fip.ID, "")
+		puts = append(puts, time.Since(unset).Round(10*time.Millisecond).String())
+		eventually(t, 30*time.Second, "the binding attaches after the cutover", func() error {
+			c, err := fipCond(t, mg, xpv2.TypeReady)
+			if err != nil {
+				return err
+			}
+			if c.Status != corev1.ConditionTrue || !mg.Status.AtProvider.Attached {
+				return fmt.Errorf("Ready=%s attached=%v", c.Status, mg.Status.AtProvider.Attached)
+			}
+			return nil
+		})
+		took := time.Since(unset)
+		cutovers = append(cutovers, took.Round(100*time.Millisecond).String())
+		if took > 10*time.Second {
+			t.Errorf("round %d: the cutover showed on the binding %s after the unset, want within 10 s", round+1, took)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(6 * time.Second))))
+		moved := time.Now()
+		f.setPort(t, fip.ID, vm.ID)
+		puts = append(puts, time.Since(moved).Round(10*time.Millisecond).String())
+		took = preStaged("the rollback shows on the binding", moved)
+		rollbacks = append(rollbacks, took.Round(100*time.Millisecond).String())
+		if took > 10*time.Second {
+			t.Errorf("round %d: the rollback showed on the binding %s after the move, want within 10 s", round+1, took)
+		}
+	}
+	t.Logf("cutover without a nudge, --poll 1m: attached %s after the unset; rollback seen %s after the move (the PUTs took %s)",
+		strings.Join(cutovers, ", "), strings.Join(rollbacks, ", "), strings.Join(puts, ", "))
+}
