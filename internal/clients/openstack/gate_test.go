@@ -41,13 +41,16 @@ func gateRun(t *testing.T, g *Gate, now *time.Time, keystone bool, steps []gateS
 	if keystone {
 		identity = sc.Endpoint
 	}
-	sc.ProviderClient.HTTPClient = http.Client{Transport: g.Transport(http.DefaultTransport, identity)}
+	sc.HTTPClient = http.Client{Transport: g.Transport(http.DefaultTransport, identity)}
 	var got []gateStep
 	for _, s := range steps {
 		*now = now.Add(s.After)
 		replies["GET /ports"] = s.Reply
 		before := len(*seen)
-		_, err := sc.Get(context.Background(), sc.ServiceURL("ports"), nil, nil)
+		resp, err := sc.Get(context.Background(), sc.ServiceURL("ports"), nil, nil)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
 		got = append(got, gateStep{After: s.After, Reply: s.Reply, Sent: len(*seen) > before, Err: neutrontest.Message(Wrap(err, "cannot list ports"))})
 	}
 	return got

@@ -45,7 +45,7 @@ func NewMetrics() *Metrics {
 			Help: "OpenStack API requests sent, by ProviderConfig and service."}, labels),
 		heldVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "provider_ipsec_openstack_requests_held_total",
 			Help: "OpenStack API requests not sent: reason retry-after (the service asked to wait) or rate-limit (the ProviderConfig's token bucket had no slot soon enough)."},
-			append(labels, "reason")),
+			[]string{"providerconfig", "service", "reason"}),
 		throttledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "provider_ipsec_openstack_requests_throttled_total",
 			Help: "OpenStack API requests sent after waiting for a slot of the ProviderConfig's token bucket."}, labels),
 	}
