@@ -318,15 +318,21 @@ func (s Settling) Check(mg resource.Object) error {
 	if s.Now != nil {
 		now = s.Now
 	}
-	until := at.Add(s.Within)
 	if refused, err := time.Parse(time.RFC3339, mg.GetAnnotations()[AnnotationCreateRefused]); err == nil && !refused.Before(pending) {
-		until = refused.Add(time.Second)
+		if until := refused.Add(time.Second); now().Before(until) {
+			return fmt.Errorf(errRefusedNow, refused.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+		}
+		return nil
 	}
-	if now().Before(until) {
+	if until := at.Add(s.Within); now().Before(until) {
 		return fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
+
+// errRefusedNow is Settling.Check's error in the second of a refusal; the
+// %s are the refusal's time and when to look again.
+const errRefusedNow = "Neutron refused the create at %s: creating again from %s on"
 
 // errUnknown is LookupCreated's error when Neutron hides descriptions.
 const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"
@@ -370,5 +376,12 @@ func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collect
 	case !known:
 		return "", fmt.Errorf(errUnknown, c.Kind, c.Kind)
 	}
-	return "", s.Check(mg)
+	if err := s.Check(mg); err != nil {
+		return "", err
+	}
+	// A create follows, and the reconciler saves mg with its pending
+	// time before it: a refusal still on mg then always answers the
+	// newest attempt, whatever the clock did since.
+	meta.RemoveAnnotations(mg, AnnotationCreateRefused)
+	return "", nil
 }

@@ -250,6 +250,9 @@ func TestLookupCreated(t *testing.T) {
 		reply  map[string]neutrontest.Reply
 		id     string
 		err    string
+		// kept: the refusal annotation is still on mg after the lookup
+		// (it is removed once the lookup concludes "none").
+		kept bool
 	}{
 		"BeforeAnyCreate": {
 			reason: "Before any create attempt the lookup is the one exact GET by the marked description.",
@@ -289,8 +292,14 @@ func TestLookupCreated(t *testing.T) {
 			mg:     refused(mg(true), failed),
 			settle: settle(500 * time.Millisecond),
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
-			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
-				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:00:01Z",
+			err:    "Neutron refused the create at 2026-12-01T12:00:00Z: creating again from 2026-12-01T12:00:01Z on",
+			kept:   true,
+		},
+		"RefusedInTheAttemptsSecond": {
+			reason: "A refusal in the same second as the attempt's pending time (both whole seconds) answers that attempt.",
+			mg:     refused(mg(true), failed.Add(-time.Second)),
+			settle: settle(time.Second),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
 		},
 		"RefusalOfAnEarlierAttempt": {
 			reason: "A refusal older than the newest attempt says nothing about that attempt: the lookup waits for it to settle.",
@@ -299,6 +308,7 @@ func TestLookupCreated(t *testing.T) {
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
 			err: "cannot conclude yet that the create attempted at 2026-12-01T12:00:00Z made no Neutron object: " +
 				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:01:30Z",
+			kept: true,
 		},
 		"NoDescriptions": {
 			reason: "After an attempt, a Neutron that hides descriptions cannot prove absence: an error, never a second create.",
@@ -317,6 +327,10 @@ func TestLookupCreated(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.id, id); diff != "" {
 				t.Errorf("%s\nLookupCreated(...): -want ID, +got:\n%s", tc.reason, diff)
+			}
+			_, kept := tc.mg.GetAnnotations()[AnnotationCreateRefused]
+			if diff := cmp.Diff(tc.kept, kept); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want refusal annotation kept, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

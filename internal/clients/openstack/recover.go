@@ -84,7 +84,7 @@ func (r *CreateRecovery) Initialize(ctx context.Context, mg resource.Managed) er
 		if err := r.Settling.Check(mg); err != nil {
 			return fmt.Errorf("%s: %w", mg.GetName(), err)
 		}
-		meta.RemoveAnnotations(mg, meta.AnnotationKeyExternalCreatePending)
+		meta.RemoveAnnotations(mg, meta.AnnotationKeyExternalCreatePending, AnnotationCreateRefused)
 	}
 	if err := r.Kube.Update(ctx, mg); err != nil {
 		return fmt.Errorf("%s: cannot save the outcome of its interrupted create: %w", mg.GetName(), err)

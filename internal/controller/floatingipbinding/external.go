@@ -170,9 +170,10 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		Description:       openstack.Mark(mg, ptr.Deref(p.Description, "")),
 	}).Extract()
 	if err != nil {
+		openstack.RecordRefusal(mg, err) //nolint:errcheck // returns err, handled below
 		ours, terr := e.portTaken(ctx, mg, err)
 		if ours == nil {
-			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errAllocate, network)))
+			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(err, fmt.Sprintf(errAllocate, network)))
 		}
 		fip = ours
 	}

@@ -371,6 +371,9 @@ func TestCreate(t *testing.T) {
 		err          string
 		externalName string
 		calls        []call
+		// refused: the create's refusal is recorded
+		// (openstack.AnnotationCreateRefused).
+		refused bool
 	}
 	cases := map[string]struct {
 		reason  string
@@ -392,7 +395,7 @@ func TestCreate(t *testing.T) {
 			reason:  "A refused allocation is an error with Neutron's type and message; nothing is recorded.",
 			replies: map[string]reply{post: {409, neutronError("OverQuota", "Quota exceeded for resources: ['floatingip'].")}},
 			mg:      binding(),
-			want: want{
+			want: want{refused: true,
 				err:          "cannot allocate a floating IP from network " + extNet + ": Neutron 409 OverQuota: Quota exceeded for resources: ['floatingip'].",
 				externalName: "fip",
 				calls:        []call{{Request: post, Body: allocated}},
@@ -405,7 +408,7 @@ func TestCreate(t *testing.T) {
 				onOurPort: {200, list(fip(ourPort, 2, "old text "+marker))},
 			},
 			mg:   binding(),
-			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
+			want: want{refused: true, externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
 		},
 		"OwnOnPortAmongOthers": {
 			reason: "A port with two fixed IPs may hold another floating IP besides the binding's: the one carrying the marker is adopted wherever it is in the list.",
@@ -414,7 +417,7 @@ func TestCreate(t *testing.T) {
 				onOurPort: {200, list(other(ourPort), fip(ourPort, 2, "old text "+marker))},
 			},
 			mg:   binding(),
-			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
+			want: want{refused: true, externalName: fipID, calls: []call{{Request: post, Body: allocated}, {Request: onOurPort}}},
 		},
 		"OwnOnFixedIPAdopted": {
 			reason: "A binding naming a fixed IP looks only at the floating IPs on that fixed IP of the port.",
@@ -423,7 +426,7 @@ func TestCreate(t *testing.T) {
 				"GET /v2.0/floatingips?fixed_ip_address=10.20.0.10&floating_network_id=" + extNet + "&port_id=" + ourPort: {200, list(fip(ourPort, 2, marker))},
 			},
 			mg: binding(withFixedIP("10.20.0.10")),
-			want: want{externalName: fipID, calls: []call{{Request: post, Body: allocatedFixed},
+			want: want{refused: true, externalName: fipID, calls: []call{{Request: post, Body: allocatedFixed},
 				{Request: "GET /v2.0/floatingips?fixed_ip_address=10.20.0.10&floating_network_id=" + extNet + "&port_id=" + ourPort}}},
 		},
 		"ForeignOnPortRefused": {
@@ -433,7 +436,7 @@ func TestCreate(t *testing.T) {
 				onOurPort: {200, list(other(ourPort))},
 			},
 			mg: binding(),
-			want: want{
+			want: want{refused: true,
 				err: "port " + ourPort + " already has floating IP 203.0.113.77 (" + otherFIP + "), which is not this binding's allocated floating IP: " +
 					"disassociate it from the port (openstack floating ip unset --port " + ourPort + "), or pin it with spec.forProvider.floatingIpAddress",
 				externalName: "fip",
@@ -500,6 +503,10 @@ func TestCreate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.calls, n.calls); diff != "" {
 				t.Errorf("%s\nCreate(): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+			_, refused := tc.mg.GetAnnotations()[openstack.AnnotationCreateRefused]
+			if diff := cmp.Diff(tc.want.refused, refused); diff != "" {
+				t.Errorf("%s\nCreate(): -want refusal recorded, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

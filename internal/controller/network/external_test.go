@@ -232,6 +232,7 @@ func TestCreate(t *testing.T) {
 		err      error
 		name     string
 		requests []string
+		refused  bool
 	}{
 		"CreatedAndTagged": {
 			reason: "The network is created with the spec's attributes and the description carrying the MR's marker, named by its ID, then tagged with spec.tags.",
@@ -250,6 +251,7 @@ func TestCreate(t *testing.T) {
 			reason:   "A refused create is an error with Neutron's type and message; there is no external name.",
 			replies:  map[string]reply{post: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['network'].")}},
 			mr:       mr(withoutExternalName),
+			refused:  true,
 			err:      errors.New("Network tenant-net: cannot create Neutron network: Neutron 409 OverQuota: Quota exceeded for resources: ['network']."),
 			requests: []string{post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`},
 		},
@@ -280,6 +282,10 @@ func TestCreate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nCreate(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+			_, refused := tc.mr.GetAnnotations()[openstack.AnnotationCreateRefused]
+			if diff := cmp.Diff(tc.refused, refused); diff != "" {
+				t.Errorf("%s\nCreate(...): -want refusal recorded, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -170,6 +170,7 @@ func TestCreate(t *testing.T) {
 		err      string
 		extName  string
 		requests []string
+		refused  bool
 	}{
 		"Created": {
 			reason:   "Create makes the group with one POST whose description carries the MR's marker, and records its ID.",
@@ -180,6 +181,7 @@ func TestCreate(t *testing.T) {
 		"Refused": {
 			reason:   "A refused create is an error with Neutron's type and message, and records nothing.",
 			replies:  map[string]reply{create: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['security_group'].")}},
+			refused:  true,
 			err:      "cannot create security group: Neutron 409 OverQuota: Quota exceeded for resources: ['security_group'].",
 			requests: []string{created},
 		},
@@ -197,6 +199,10 @@ func TestCreate(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nNeutron requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			_, refused := mg.GetAnnotations()[openstack.AnnotationCreateRefused]
+			if diff := cmp.Diff(tc.refused, refused); diff != "" {
+				t.Errorf("%s\nCreate(): -want refusal recorded, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
