@@ -332,7 +332,7 @@ func (s Settling) Check(mg resource.Object) error {
 
 // errRefusedNow is Settling.Check's error in the second of a refusal; the
 // %s are the refusal's time and when to look again.
-const errRefusedNow = "Neutron refused the create at %s: creating again from %s on"
+const errRefusedNow = "cannot create again before %[2]s: Neutron refused the create at %[1]s"
 
 // errUnknown is LookupCreated's error when Neutron hides descriptions.
 const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"

@@ -292,7 +292,7 @@ func TestLookupCreated(t *testing.T) {
 			mg:     refused(mg(true), failed),
 			settle: settle(500 * time.Millisecond),
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
-			err:    "Neutron refused the create at 2026-12-01T12:00:00Z: creating again from 2026-12-01T12:00:01Z on",
+			err:    "cannot create again before 2026-12-01T12:00:01Z: Neutron refused the create at 2026-12-01T12:00:00Z",
 			kept:   true,
 		},
 		"RefusedInTheAttemptsSecond": {

@@ -170,7 +170,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		Description:       openstack.Mark(mg, ptr.Deref(p.Description, "")),
 	}).Extract()
 	if err != nil {
-		openstack.RecordRefusal(mg, err) //nolint:errcheck // returns err, handled below
+		err = openstack.RecordRefusal(mg, err)
 		ours, terr := e.portTaken(ctx, mg, err)
 		if ours == nil {
 			return managed.ExternalCreation{}, cmp.Or(terr, openstack.Wrap(err, fmt.Sprintf(errAllocate, network)))
