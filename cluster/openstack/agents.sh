@@ -19,11 +19,11 @@
 # neutron-server stays on the host's loopback and reaches RabbitMQ through
 # two socat processes joined by the unix socket $OS_STATE/amqp.sock: one
 # listens on 127.0.0.1:$OS_AMQP_PORT on the host, one connects to the
-# broker inside the namespace. The L3 agent gets a tmpfs of its own on
-# /run/netns (its mount namespace is the one `ip netns exec` made for it):
-# its qrouter namespaces are reached with
-# `nsenter -t $(cat $OS_STATE/l3-agent.pid) -m ip netns exec qrouter-ID ...`
-# and leave nothing on the host when it exits.
+# broker inside the namespace. The L3 agent's qrouter namespaces are
+# mounted in its mount namespace (the one `ip netns exec` made for it), so
+# the host sees only empty files /run/netns/qrouter-ID (down.sh removes
+# them); they are reached with
+# `nsenter -t $(cat $OS_STATE/l3-agent.pid) -m ip netns exec qrouter-ID ...`.
 
 # agents_running succeeds while the broker, both socats and both agents run.
 agents_running() {
@@ -125,9 +125,7 @@ agent_start() {
 			--config-file "$OS_STATE/etc/linuxbridge_agent.ini"
 		;;
 	l3-agent)
-		# shellcheck disable=SC2016 # expanded by that shell
-		start "$1" ip netns exec "$AGENTS_NS" sh -c 'mount -t tmpfs l3-netns /run/netns && exec "$@"' l3 \
-			neutron-l3-agent "${conf[@]}" --config-file "$OS_STATE/etc/l3_agent.ini"
+		start "$1" ip netns exec "$AGENTS_NS" neutron-l3-agent "${conf[@]}" --config-file "$OS_STATE/etc/l3_agent.ini"
 		;;
 	esac
 }
@@ -177,8 +175,17 @@ ns_busy() { [ -n "$(ip netns pids "$1" 2>/dev/null)" ]; }
 # agents_stop stops the agents, the relays and the broker, then whatever
 # is left in the namespaces (epmd, which daemonizes), and deletes them.
 agents_stop() {
-	local ns p
+	local ns p q routers=''
+	# The L3 agent's routers: those mounted in its mount namespace while it
+	# runs, and those its log names (if it died).
+	if running l3-agent; then
+		routers=$(nsenter -t "$(cat "$OS_STATE/l3-agent.pid")" -m -- findmnt -rn -o TARGET | grep '^/run/netns/qrouter-' || true)
+	fi
+	routers+=" $(grep -o 'router update for [0-9a-f-]*' "$OS_STATE/log/l3-agent.log" 2>/dev/null | sed 's|.* |/run/netns/qrouter-|' | sort -u)"
 	stop l3-agent linuxbridge-agent
+	for q in $routers; do
+		if [ -f "$q" ] && [ ! -s "$q" ] && ! mountpoint -q "$q"; then rm -f "$q"; fi
+	done
 	stop amqp-host amqp-ns rabbitmq
 	for ns in "$AGENTS_NS" "$AGENTS_EXT_NS"; do
 		[ -e "/run/netns/$ns" ] || continue

@@ -18,6 +18,7 @@ var provides = map[string]string{
 	"bash": "bash", "sh": "dash", "diff": "diffutils", "find": "findutils", "xargs": "findutils",
 	"grep": "grep", "sed": "sed", "tar": "tar", "dpkg-query": "dpkg",
 	"flock": "util-linux", "nsenter": "util-linux", "setsid": "util-linux", "unshare": "util-linux",
+	"setpriv": "util-linux", "findmnt": "util-linux", "mountpoint": "util-linux", "chown": "coreutils",
 
 	// Listed in hack/packages/host.txt.
 	"apt-get": "apt", "apt-cache": "apt",
@@ -53,6 +54,10 @@ var provides = map[string]string{
 	"neutron-db-manage":     "neutron-common",
 	"keystone-manage":       "python3-keystone", "/usr/bin/keystone-wsgi-public": "python3-keystone",
 	"uwsgi": "uwsgi-core", "/usr/lib/uwsgi/plugins/python3_plugin.so": "uwsgi-plugin-python3",
+	"neutron-linuxbridge-agent": "neutron-common", "neutron-l3-agent": "neutron-common",
+	"/usr/lib/rabbitmq/bin/rabbitmq-server": "rabbitmq-server",
+	"socat": "socat", "ping": "iputils-ping",
+	"iptables-save": "iptables", "ip6tables-save": "iptables", "ebtables-save": "iptables",
 }
 
 // madeBy maps the files that a package's maintainer scripts make, so that
@@ -102,4 +107,14 @@ var extraNeeds = []extraNeed{
 	{"/etc/ssl/certs/ca-certificates.crt", "hack/images.sh", "/etc/ssl/certs/ca-certificates.crt"},
 	{"/etc/neutron/api-paste.ini", "cluster/openstack/up.sh", "/etc/neutron/api-paste.ini"},
 	{"conntrack", "cluster/site/fipnat/router.go", `r.command("conntrack"`},
+	// The agents' programs are in neutron-common; their packages bring
+	// what they run (ebtables, iptables, keepalived, bridge tools, ...).
+	{"package:neutron-linuxbridge-agent", "cluster/openstack/agents.sh", "neutron-linuxbridge-agent"},
+	{"package:neutron-l3-agent", "cluster/openstack/agents.sh", "neutron-l3-agent"},
+	{"/usr/lib/rabbitmq/bin/rabbitmq-server", "cluster/openstack/agents.sh", "-- /usr/lib/rabbitmq/bin/rabbitmq-server"},
+	{"ping", "test/integration/neutron_agents_test.go", `"ping", "-n"`},
+	{"iptables-save", "test/integration/neutron_agents_test.go", `{"iptables-save"}`},
+	{"ip6tables-save", "test/integration/neutron_agents_test.go", `{"ip6tables-save"}`},
+	{"ebtables-save", "test/integration/neutron_agents_test.go", `{"ebtables-save"}`},
+	{"nft", "test/integration/neutron_agents_test.go", `{"nft", "list", "ruleset"}`},
 }
