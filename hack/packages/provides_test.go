@@ -56,7 +56,7 @@ var provides = map[string]string{
 	"uwsgi": "uwsgi-core", "/usr/lib/uwsgi/plugins/python3_plugin.so": "uwsgi-plugin-python3",
 	"neutron-linuxbridge-agent": "neutron-common", "neutron-l3-agent": "neutron-common",
 	"/usr/lib/rabbitmq/bin/rabbitmq-server": "rabbitmq-server",
-	"socat": "socat", "ping": "iputils-ping",
+	"socat":                                 "socat", "ping": "iputils-ping",
 	"iptables-save": "iptables", "ip6tables-save": "iptables", "ebtables-save": "iptables",
 }
 
