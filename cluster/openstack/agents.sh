@@ -121,7 +121,13 @@ agent_start() {
 	mkdir -p "$OS_STATE/agents"
 	case $1 in
 	linuxbridge-agent)
-		start "$1" ip netns exec "$AGENTS_NS" neutron-linuxbridge-agent "${conf[@]}" \
+		# Its ebtables is ours (see cluster/openstack/ebtables): a copy of
+		# /etc/alternatives, bound over it in the agent's mount namespace.
+		cp -a /etc/alternatives "$OS_STATE/agents/alternatives"
+		ln -sfn "$OS_DIR/ebtables" "$OS_STATE/agents/alternatives/ebtables"
+		# shellcheck disable=SC2016 # expanded by that shell
+		start "$1" ip netns exec "$AGENTS_NS" sh -c 'mount --bind "$0" /etc/alternatives && exec "$@"' \
+			"$OS_STATE/agents/alternatives" neutron-linuxbridge-agent "${conf[@]}" \
 			--config-file "$OS_STATE/etc/linuxbridge_agent.ini"
 		;;
 	l3-agent)

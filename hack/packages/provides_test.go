@@ -58,6 +58,7 @@ var provides = map[string]string{
 	"/usr/lib/rabbitmq/bin/rabbitmq-server": "rabbitmq-server",
 	"socat":                                 "socat", "ping": "iputils-ping",
 	"iptables-save": "iptables", "ip6tables-save": "iptables", "ebtables-save": "iptables",
+	"/usr/sbin/ebtables-nft": "iptables",
 }
 
 // madeBy maps the files that a package's maintainer scripts make, so that
@@ -111,6 +112,7 @@ var extraNeeds = []extraNeed{
 	// what they run (ebtables, iptables, keepalived, bridge tools, ...).
 	{"package:neutron-linuxbridge-agent", "cluster/openstack/agents.sh", "neutron-linuxbridge-agent"},
 	{"package:neutron-l3-agent", "cluster/openstack/agents.sh", "neutron-l3-agent"},
+	{"neutron-linuxbridge-agent", "cluster/openstack/agents.sh", `"$OS_STATE/agents/alternatives" neutron-linuxbridge-agent`},
 	{"/usr/lib/rabbitmq/bin/rabbitmq-server", "cluster/openstack/agents.sh", "-- /usr/lib/rabbitmq/bin/rabbitmq-server"},
 	{"ping", "test/integration/neutron_agents_test.go", `"ping", "-n"`},
 	{"iptables-save", "test/integration/neutron_agents_test.go", `{"iptables-save"}`},

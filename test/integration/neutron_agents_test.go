@@ -293,7 +293,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 				got[name] = settles(tc.want[name], func() bool { return pings(s.ns, s.ip) })
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nanswered pings to the router (-want +got):\n%s", tc.reason, diff)
+				t.Errorf("%s\nanswered pings to the router (-want +got):\n%s\nthe agent's rules for %s:\n%s", tc.reason, diff, v.Tap, portRules(h, v.Tap))
 			}
 		})
 	}
@@ -363,6 +363,21 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	if diff := cmp.Diff(hostBeforeNets, during); diff != "" {
 		t.Errorf("the agents changed the host's network (-before +with agents):\n%s", diff)
 	}
+}
+
+// portRules prints the linuxbridge agent's ebtables and iptables rules
+// that mention the tap (truncated to its first 11 characters in chain names).
+func portRules(h vif.Host, tap string) string {
+	var b strings.Builder
+	for _, c := range [][]string{{"ebtables-save"}, {"iptables-save"}} {
+		out, _ := exec.Command("ip", append([]string{"netns", "exec", h.Namespace}, c...)...).CombinedOutput()
+		for l := range strings.Lines(string(out)) {
+			if strings.Contains(l, tap[3:]) {
+				b.WriteString(l)
+			}
+		}
+	}
+	return b.String()
 }
 
 // retryLocked runs write up to five times while it fails with a 500: the
