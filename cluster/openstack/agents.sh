@@ -165,9 +165,12 @@ agent_wait() {
 	done
 }
 
-# agents_ready waits until the L2 agent (agent_start linuxbridge-agent)
-# is alive, then starts the L3 agent and waits until it is alive too.
+# agents_ready starts the L2 agent and waits until it is alive, then does
+# the same for the L3 agent. (Started while Neutron takes other writes,
+# such as the fixtures', an agent's registration makes those fail with
+# SQLite's "database is locked".)
 agents_ready() {
+	agent_start linuxbridge-agent
 	agent_wait linuxbridge-agent "Linux bridge agent"
 	agent_start l3-agent
 	agent_wait l3-agent "L3 agent"
@@ -187,7 +190,7 @@ agents_stop() {
 	if running l3-agent; then
 		routers=$(nsenter -t "$(cat "$OS_STATE/l3-agent.pid")" -m -- findmnt -rn -o TARGET | grep '^/run/netns/qrouter-' || true)
 	fi
-	routers+=" $(grep -o 'router update for [0-9a-f-]*' "$OS_STATE/log/l3-agent.log" 2>/dev/null | sed 's|.* |/run/netns/qrouter-|' | sort -u)"
+	routers+=" $({ grep -o 'router update for [0-9a-f-]*' "$OS_STATE/log/l3-agent.log" 2>/dev/null || true; } | sed 's|.* |/run/netns/qrouter-|' | sort -u)"
 	stop l3-agent linuxbridge-agent
 	for q in $routers; do
 		if [ -f "$q" ] && [ ! -s "$q" ] && ! mountpoint -q "$q"; then rm -f "$q"; fi

@@ -165,9 +165,10 @@ if running keystone && running neutron && urls && answers "$KS_URL/v3" && answer
 	amqp_port
 	agents_up
 	start_neutron
-	agent_start linuxbridge-agent
 	wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
+	say "Neutron answers on $NEUTRON_URL"
 	agents_ready
+	say "agents alive: linuxbridge and L3 on host $AGENTS_HOST"
 	succeeded
 	summary
 	exit 0
@@ -312,9 +313,6 @@ if with_agents; then
 	agents_up
 fi
 start_neutron
-if with_agents; then
-	agent_start linuxbridge-agent
-fi
 wait_ready keystone Keystone 120 answers "$KS_URL/v3"
 say "Keystone answers on $KS_URL/v3"
 wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
