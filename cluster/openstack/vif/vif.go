@@ -26,7 +26,9 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/mtu"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/pkg/errors"
@@ -36,6 +38,7 @@ const (
 	errReadHost = "cannot read the agents' host from agents.json (is the OpenStack up with AGENTS=1?)"
 	errBind     = "cannot bind the port to the agents' host"
 	errSubnet   = "cannot get the subnet of the port's fixed IP"
+	errNetwork  = "cannot get the port's network (for its MTU)"
 	errWire     = "cannot wire the port's tap"
 	errBridge   = "the agent made no bridge for the port's network"
 	errUnbind   = "cannot unbind the port"
@@ -126,13 +129,20 @@ func bindOpts(host, owner, device string) portsbinding.UpdateOptsExt {
 // BridgeName(network), once the agent has made it (within timeout), and
 // whose end ifname in inst.Namespace carries the port's MAC, its fixed IPs
 // with their subnets' prefix lengths, and a default route via the first
-// fixed IP's subnet gateway. The port's status is left to WaitActive.
+// fixed IP's subnet gateway. Both ends get the network's MTU (1450 on a
+// vxlan network), as os-vif sets it. The port's status is left to
+// WaitActive.
 func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Instance, portID, ifname string, timeout time.Duration) (*VIF, error) {
 	p, err := ports.Update(ctx, sc, portID, bindOpts(h.Name, DeviceOwner, inst.ID)).Extract()
 	if err != nil {
 		return nil, errors.Wrap(err, errBind)
 	}
 	v := &VIF{Port: *p, Tap: TapName(p.ID), Bridge: BridgeName(p.NetworkID), Instance: inst, Interface: ifname}
+	var network mtu.NetworkMTUExt
+	if err := networks.Get(ctx, sc, p.NetworkID).ExtractInto(&network); err != nil {
+		return nil, errors.Wrap(err, errNetwork)
+	}
+	mtu := fmt.Sprint(network.MTU)
 	var addrs []string
 	gateway := ""
 	for i, ip := range p.FixedIPs {
@@ -151,9 +161,9 @@ func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Insta
 	}
 	steps := [][]string{
 		{"-n", h.Namespace, "link", "add", v.Tap, "type", "veth", "peer", "name", ifname, "netns", inst.Namespace},
-		{"-n", inst.Namespace, "link", "set", ifname, "address", p.MACAddress},
+		{"-n", inst.Namespace, "link", "set", ifname, "address", p.MACAddress, "mtu", mtu},
 		{"-n", inst.Namespace, "link", "set", ifname, "up"},
-		{"-n", h.Namespace, "link", "set", v.Tap, "up"},
+		{"-n", h.Namespace, "link", "set", v.Tap, "mtu", mtu, "up"},
 	}
 	for _, a := range addrs {
 		steps = append(steps, []string{"-n", inst.Namespace, "addr", "add", a, "dev", ifname})
