@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Stops the Keystone and Neutron started by up.sh, by their recorded pids
 # (SIGTERM, then SIGKILL after 20 s), together with the other processes of
-# their sessions (the uwsgi worker), and removes $OS_STATE. The golden
+# their sessions (the uwsgi worker), and the agents, their broker and relay
+# if they run (agents.sh), deletes the agents' namespaces (with them every
+# bridge, tap and rule the agents made), and removes $OS_STATE. The golden
 # database cache is kept. Does nothing harmful when nothing runs.
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=cluster/openstack/agents.sh
+source "$OS_DIR/agents.sh"
 removable OS_STATE
 
 # halt NAME: stops the server NAME, and says so.
@@ -15,9 +19,10 @@ halt() {
 	stop "$1"
 	say "stopped $1 (pid $pid)"
 }
-# Both take a few seconds to exit: stop them side by side.
+# Each takes a few seconds to exit: stop them side by side.
 halt neutron &
 halt keystone &
+agents_stop &
 wait
 rm -rf "$OS_STATE"
 say "OpenStack down; golden cache kept in $OS_GOLDEN_ROOT"

@@ -17,6 +17,18 @@ SV_LOGS=$OS_STATE/log
 # up.sh and recorded in $OS_STATE/ports.
 OS_PORTS=(OS_KEYSTONE_PORT=5000 OS_NEUTRON_PORT=9696)
 read_ports "$OS_STATE/ports" "${OS_PORTS[@]}"
+# The agents' (AGENTS=1, agents.sh): names made from $OS_STATE, so that two
+# instances never share a namespace; the host the agents report (a port
+# bound there, binding:host_id, is wired by them); the host side of the
+# AMQP relay, chosen by the up.sh that starts the agents and recorded apart
+# (the servers' ports are taken by then).
+OS_ID=$(printf '%s' "$OS_STATE" | sha256sum | cut -c1-8)
+AGENTS_NS=osagents-$OS_ID
+AGENTS_EXT_NS=osext-$OS_ID
+AGENTS_HOST=lab-compute
+AGENTS_VTEP_IP=192.168.77.1
+AGENTS_PROCS=(rabbitmq amqp-ns amqp-host linuxbridge-agent l3-agent)
+read_ports "$OS_STATE/amqp.port" OS_AMQP_PORT=5672
 OS_GOLDEN_ROOT=${OS_GOLDEN_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec}
 
 # Fixed test credentials (the admin password is baked into the golden
@@ -31,6 +43,7 @@ PY=/usr/bin/python3
 # The servers' packages (install.sh prints their versions), and those whose
 # versions define what an initialised database looks like.
 OS_PACKAGES=(neutron-server keystone)
+AGENTS_PACKAGES=(neutron-linuxbridge-agent neutron-l3-agent rabbitmq-server)
 OS_VERSIONED_PACKAGES=(neutron-server python3-neutron keystone python3-keystone python3-oslo.db python3-sqlalchemy python3-alembic)
 # Bump when the way the golden databases are made changes.
 OS_GOLDEN_FORMAT=1

@@ -5,6 +5,13 @@
 #   Keystone  http://127.0.0.1:$OS_KEYSTONE_PORT/v3  (uwsgi, one process, fernet tokens)
 #   Neutron   http://127.0.0.1:$OS_NEUTRON_PORT      (ML2 + router plugin, no agents, no RPC bus)
 #
+# With AGENTS=1, Neutron gets its real linuxbridge (L2) and L3 agents with
+# RabbitMQ, in a network namespace of their own (agents.sh): ports bound to
+# the agents' host are wired with iptables/ebtables anti-spoofing, routers
+# and floating IPs get real qrouter namespaces. AGENTS=1 on a running
+# instance without them adds them (Neutron restarts). Off by default: the
+# integration tests' API alone needs none of it, and they cost ~0.8 GiB.
+#
 # Both keep their data in SQLite files under $OS_STATE. The first start on a
 # given set of package versions builds the databases and saves them in the
 # golden cache (see lib.sh); later starts copy them from there. Every start
@@ -15,6 +22,11 @@
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=cluster/openstack/agents.sh
+source "$OS_DIR/agents.sh"
+AGENTS=${AGENTS:-0}
+[[ $AGENTS == [01] ]] || die "AGENTS=$AGENTS: want 0 or 1"
+export AGENTS
 
 # One bring-up at a time per state directory: a second concurrent run (for
 # example from test packages run in parallel) waits, then finds it running.
@@ -27,8 +39,138 @@ fi
 
 # urls sets the servers' URLs from their ports.
 urls() { KS_URL=http://127.0.0.1:$OS_KEYSTONE_PORT NEUTRON_URL=http://127.0.0.1:$OS_NEUTRON_PORT; }
+# with_agents succeeds when this run starts the agents.
+with_agents() { [ "$AGENTS" = 1 ]; }
+# neutron_conf writes Neutron's configuration: without the agents no
+# message bus and no mechanism driver, with them RabbitMQ (through the
+# relay), ML2 linuxbridge and the iptables firewall.
+neutron_conf() {
+	local transport=fake:// mech='' firewall=noop
+	if with_agents; then
+		transport=rabbit://guest:guest@127.0.0.1:$OS_AMQP_PORT/ mech=linuxbridge firewall=iptables
+	fi
+	cat >"$OS_STATE/etc/neutron.conf" <<EOF
+[DEFAULT]
+bind_host = 127.0.0.1
+bind_port = $OS_NEUTRON_PORT
+auth_strategy = keystone
+core_plugin = ml2
+service_plugins = router
+api_paste_config = /etc/neutron/api-paste.ini
+state_path = $OS_STATE/neutron
+# Without agents: no message bus, RPC goes nowhere, ports stay unbound (DOWN).
+transport_url = $transport
+api_workers = 0
+rpc_workers = 0
+rpc_state_report_workers = 0
+notify_nova_on_port_status_changes = false
+notify_nova_on_port_data_changes = false
+dhcp_agent_notification = false
+# A test server: on SIGTERM, give the RPC consumers 5 s, not 60.
+graceful_shutdown_timeout = 5
+[database]
+connection = sqlite:///$OS_STATE/db/neutron.sqlite
+[oslo_concurrency]
+lock_path = $OS_STATE/lock
+[oslo_messaging_notifications]
+driver = noop
+[keystone_authtoken]
+www_authenticate_uri = $KS_URL
+auth_url = $KS_URL
+auth_type = password
+user_domain_name = Default
+project_domain_name = Default
+project_name = service
+username = $OS_NEUTRON_SERVICE_USER
+password = $OS_NEUTRON_SERVICE_PASSWORD
+service_token_roles_required = true
+# Neutron caches a validated token in process for this many seconds (300 by
+# default): a revoked token keeps working until then. Short, so that the
+# re-authentication test sees a revocation take effect within seconds.
+token_cache_time = 10
+[experimental]
+# Neutron Zed calls the linuxbridge mechanism driver experimental.
+linuxbridge = true
+EOF
+
+	cat >"$OS_STATE/etc/ml2_conf.ini" <<EOF
+[ml2]
+type_drivers = flat,vxlan
+tenant_network_types = vxlan
+# Without agents no mechanism driver: nothing binds ports, nothing is wired.
+mechanism_drivers = $mech
+extension_drivers = port_security
+[ml2_type_flat]
+flat_networks = *
+[ml2_type_vxlan]
+vni_ranges = 1000:1999
+[securitygroup]
+enable_security_group = true
+firewall_driver = $firewall
+EOF
+}
+neutron_confs=(--config-file "$OS_STATE/etc/neutron.conf" --config-file "$OS_STATE/etc/ml2_conf.ini")
+# start_neutron starts neutron-server with the configuration for the agents
+# or without them.
+start_neutron() {
+	neutron_conf
+	start neutron neutron-server "${neutron_confs[@]}"
+}
+# amqp_port chooses the relay's host port.
+amqp_port() { choose_ports "$OS_STATE/amqp.port" 0 100 1 OS_AMQP_PORT=5672; }
+# agents_up starts the agents' network, broker and relay.
+agents_up() {
+	agents_network
+	agents_conf
+	agents_broker
+	agents_relay
+}
+# summary says what runs and how to use it.
+summary() {
+	local agents=''
+	! with_agents || agents=", L2 $(pss linuxbridge-agent), L3 $(pss l3-agent), RabbitMQ $(pss rabbitmq)"
+	say "up in $(elapsed "$OS_T0") s; PSS Keystone $(pss keystone), Neutron $(pss neutron)$agents"
+	cat <<EOF
+  Keystone: $KS_URL/v3   Neutron: $NEUTRON_URL   region RegionOne
+  export OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml   # clouds: tenant-a, tenant-a-appcred, admin
+  fixture ids: $OS_STATE/fixtures.json
+  stop: cluster/openstack/down.sh
+EOF
+	! with_agents || cat <<EOF
+  agents: host $AGENTS_HOST in namespace $AGENTS_NS; the external network: bridge "ext" in namespace $AGENTS_EXT_NS
+EOF
+}
+# pss NAME: proportional memory of the processes of NAME's session (for
+# RabbitMQ: of its namespace, where epmd runs in a session of its own).
+pss() {
+	local pids
+	if [ "$1" = rabbitmq ]; then
+		pids=$(ip netns pids "$AGENTS_NS" | while read -r p; do [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/linuxbridge-agent.pid")" ] && [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/l3-agent.pid")" ] && echo "$p"; done)
+	else
+		pids=$(ps -o pid= --sid "$(cat "$OS_STATE/$1.pid")")
+	fi
+	for p in $pids; do awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null; done |
+		awk '{s += $1} END {printf "%d MiB", s / 1024}'
+}
+
 if running keystone && running neutron && urls && answers "$KS_URL/v3" && answers "$NEUTRON_URL/"; then
-	say "already running: Keystone $KS_URL/v3, Neutron $NEUTRON_URL; OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml ('cluster/openstack/down.sh' stops it)"
+	if ! with_agents || agents_running; then
+		say "already running: Keystone $KS_URL/v3, Neutron $NEUTRON_URL; OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml ('cluster/openstack/down.sh' stops it)"
+		exit 0
+	fi
+	say "adding the agents: Neutron restarts"
+	on_failure "$OS_DIR/down.sh" "adding the agents" "$OS_STATE.failed" 'log/*' etc
+	"$OS_DIR/install.sh"
+	stop neutron
+	amqp_port
+	agents_up
+	start_neutron
+	wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
+	say "Neutron answers on $NEUTRON_URL"
+	agents_ready
+	say "agents alive: linuxbridge and L3 on host $AGENTS_HOST"
+	succeeded
+	summary
 	exit 0
 fi
 
@@ -42,6 +184,9 @@ fi
 # go to either.
 choose_ports "$OS_STATE/ports" 0 100 1 "${OS_PORTS[@]}"
 urls
+if with_agents; then
+	amqp_port
+fi
 on_failure "$OS_DIR/down.sh" "OpenStack bring-up" "$OS_STATE.failed" 'log/*' etc
 mkdir -p "$OS_STATE"/{etc,db,log,lock,neutron,keys/fernet,keys/credential}
 
@@ -71,64 +216,10 @@ driver = sql
 enabled = true
 backend = dogpile.cache.memory
 EOF
+neutron_conf
 
-cat >"$OS_STATE/etc/neutron.conf" <<EOF
-[DEFAULT]
-bind_host = 127.0.0.1
-bind_port = $OS_NEUTRON_PORT
-auth_strategy = keystone
-core_plugin = ml2
-service_plugins = router
-api_paste_config = /etc/neutron/api-paste.ini
-state_path = $OS_STATE/neutron
-# No message bus and no agents: RPC goes nowhere, ports stay unbound (DOWN).
-transport_url = fake://
-api_workers = 0
-rpc_workers = 0
-rpc_state_report_workers = 0
-notify_nova_on_port_status_changes = false
-notify_nova_on_port_data_changes = false
-dhcp_agent_notification = false
-[database]
-connection = sqlite:///$OS_STATE/db/neutron.sqlite
-[oslo_concurrency]
-lock_path = $OS_STATE/lock
-[oslo_messaging_notifications]
-driver = noop
-[keystone_authtoken]
-www_authenticate_uri = $KS_URL
-auth_url = $KS_URL
-auth_type = password
-user_domain_name = Default
-project_domain_name = Default
-project_name = service
-username = $OS_NEUTRON_SERVICE_USER
-password = $OS_NEUTRON_SERVICE_PASSWORD
-service_token_roles_required = true
-# Neutron caches a validated token in process for this many seconds (300 by
-# default): a revoked token keeps working until then. Short, so that the
-# re-authentication test sees a revocation take effect within seconds.
-token_cache_time = 10
-EOF
-
-cat >"$OS_STATE/etc/ml2_conf.ini" <<'EOF'
-[ml2]
-type_drivers = flat,vxlan
-tenant_network_types = vxlan
-# No mechanism driver: nothing binds ports, nothing is wired on the host.
-mechanism_drivers =
-extension_drivers = port_security
-[ml2_type_flat]
-flat_networks = *
-[ml2_type_vxlan]
-vni_ranges = 1000:1999
-[securitygroup]
-enable_security_group = true
-firewall_driver = noop
-EOF
 
 keystone_manage() { keystone-manage --config-file "$OS_STATE/etc/keystone.conf" "$@"; }
-neutron_confs=(--config-file "$OS_STATE/etc/neutron.conf" --config-file "$OS_STATE/etc/ml2_conf.ini")
 
 # ---------------------------------------------------------------- databases
 # Creates the Keystone database and keys in $OS_STATE, with the admin user,
@@ -218,7 +309,10 @@ start keystone env "OS_KEYSTONE_CONFIG_FILES=$OS_STATE/etc/keystone.conf" uwsgi 
 	--http-socket "127.0.0.1:$OS_KEYSTONE_PORT" --wsgi-file /usr/bin/keystone-wsgi-public \
 	--master --processes 1 --threads 1 --die-on-term --no-orphans --need-app --buffer-size 65535 \
 	--add-header 'Connection: close'
-start neutron neutron-server "${neutron_confs[@]}"
+if with_agents; then
+	agents_up
+fi
+start_neutron
 wait_ready keystone Keystone 120 answers "$KS_URL/v3"
 say "Keystone answers on $KS_URL/v3"
 wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
@@ -228,14 +322,10 @@ say "Neutron answers on $NEUTRON_URL"
 "$PY" "$OS_DIR/fixtures.py" >"$OS_STATE/log/fixtures.log" 2>&1 ||
 	die "creating the fixtures failed: see $OS_STATE/log/fixtures.log"
 say "fixtures created: $OS_STATE/fixtures.json"
+if with_agents; then
+	agents_ready
+	say "agents alive: linuxbridge and L3 on host $AGENTS_HOST"
+fi
 
 succeeded
-# rss NAME: resident memory of the server's whole session.
-rss() { ps -o rss= --sid "$(cat "$OS_STATE/$1.pid")" | awk '{s += $1} END {printf "%d MiB", s / 1024}'; }
-say "up in $(elapsed "$OS_T0") s; RSS Keystone $(rss keystone), Neutron $(rss neutron)"
-cat <<EOF
-  Keystone: $KS_URL/v3   Neutron: $NEUTRON_URL   region RegionOne
-  export OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml   # clouds: tenant-a, tenant-a-appcred, admin
-  fixture ids: $OS_STATE/fixtures.json
-  stop: cluster/openstack/down.sh
-EOF
+summary

@@ -208,20 +208,26 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 	return c
 }
 
+// adminProvider is an authenticated client of the cloud "admin".
+func adminProvider(t *testing.T, e *openStackEnv) *gophercloud.ProviderClient {
+	t.Helper()
+	creds, err := openstack.ParseCloudsYAML(e.CloudsYAML, openstack.CloudOptions{Cloud: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := gopenstack.AuthenticatedClient(context.Background(), creds.Auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // registerEndpoint adds region to Keystone with a network endpoint at u,
 // as the admin, and removes both when t ends.
 func registerEndpoint(t *testing.T, e *openStackEnv, region, u string) {
 	t.Helper()
 	ctx := context.Background()
-	creds, err := openstack.ParseCloudsYAML(e.CloudsYAML, openstack.CloudOptions{Cloud: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := gopenstack.AuthenticatedClient(ctx, creds.Auth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := gopenstack.NewIdentityV3(p, gophercloud.EndpointOpts{})
+	id, err := gopenstack.NewIdentityV3(adminProvider(t, e), gophercloud.EndpointOpts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // run starts env, runs the tests and always stops env, so that no
 // kube-apiserver or etcd outlives a failed test.
-func run(m *testing.M, env *envtest.Environment) int {
+func run(m *testing.M, env *envtest.Environment) (code int) {
 	var err error
 	if cfg, err = env.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "cannot start envtest:", err)
@@ -54,7 +54,13 @@ func run(m *testing.M, env *envtest.Environment) int {
 			fmt.Fprintln(os.Stderr, "cannot stop envtest:", err)
 		}
 	}()
-	defer stopOpenStack()
+	defer func() {
+		stopOpenStack()
+		if err := checkHostAfter(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,7 +19,10 @@ import (
 // ns; they stay there when f returns and may be used from any goroutine.
 // f must open its sockets itself, not in goroutines it starts. The thread
 // is switched back afterwards; if that fails, the thread is discarded.
-func (tp *Topology) Do(ns string, f func() error) error {
+func (tp *Topology) Do(ns string, f func() error) error { return Do(ns, f) }
+
+// Do is Topology.Do for any named network namespace ns (/run/netns/ns).
+func Do(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
