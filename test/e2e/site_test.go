@@ -24,7 +24,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/strongswan/govici/vici"
 
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // Addresses of the site (cluster/site/lib.sh).
@@ -64,7 +64,7 @@ func TestSiteCutover(t *testing.T) {
 
 	// Before: the client's tunnel is up with the VM, which carries the
 	// client host's connections to the tenant service.
-	sa := client.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
+	sa := client.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
 	p := startProbe(t, s.env)
 	p.wait(t, siteVM, 20*time.Second)
@@ -153,7 +153,7 @@ func startSite(t *testing.T) *site {
 
 // siteCharon returns the charon of role (client, vm or gw) of the site on
 // state directory state, with a VICI session to it closed when t ends.
-func siteCharon(t *testing.T, state, role string) *tunnel.Charon {
+func siteCharon(t *testing.T, state, role string) *topology.Charon {
 	t.Helper()
 	sock := filepath.Join(state, "site", role, "charon.vici")
 	sess, err := vici.NewSession(vici.WithSocketPath(sock))
@@ -161,18 +161,18 @@ func siteCharon(t *testing.T, state, role string) *tunnel.Charon {
 		t.Fatalf("cannot connect to the charon of %s: %v", role, err)
 	}
 	t.Cleanup(func() { _ = sess.Close() })
-	return &tunnel.Charon{Session: sess, NS: role, Dir: filepath.Dir(sock)}
+	return &topology.Charon{Session: sess, NS: role, Dir: filepath.Dir(sock)}
 }
 
 // remote says whether an IKE SA is ESTABLISHED with a peer of address a.
-func remote(a string) func(tunnel.IKESA) bool {
-	return func(sa tunnel.IKESA) bool { return sa.State == "ESTABLISHED" && sa.RemoteHost == a }
+func remote(a string) func(topology.IKESA) bool {
+	return func(sa topology.IKESA) bool { return sa.State == "ESTABLISHED" && sa.RemoteHost == a }
 }
 
 // newer says whether an IKE SA is another one than old, up with its
 // CHILD_SA.
-func newer(old tunnel.IKESA) func(tunnel.IKESA) bool {
-	return func(sa tunnel.IKESA) bool { return sa.UniqueID != old.UniqueID && tunnel.Up(siteConn)(sa) }
+func newer(old topology.IKESA) func(topology.IKESA) bool {
+	return func(sa topology.IKESA) bool { return sa.UniqueID != old.UniqueID && topology.Up(siteConn)(sa) }
 }
 
 // A clientSite is what the client site of a site is made of: its charon's

@@ -19,7 +19,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 func main() {
@@ -38,13 +38,13 @@ func main() {
 	keyingTries := flag.String("keyingtries", "0", "how often to try the IKE SA before giving up, 0 for ever")
 	closeAction := flag.String("close-action", "start", "what the peer closing the CHILD_SA leads to: none, trap or start")
 	flag.Parse()
-	if err := write(*out, *pskFile, tunnel.ClientSheet{
+	if err := write(*out, *pskFile, topology.ClientSheet{
 		Name:          *name,
 		LocalAddress:  *local,
 		RemoteAddress: *remote,
 		IKEProposals:  strings.Split(*ike, ","),
 		ESPProposals:  strings.Split(*esp, ","),
-		Children:      []tunnel.ClientChild{{Name: *name, LocalTS: strings.Split(*localTS, ","), RemoteTS: strings.Split(*remoteTS, ",")}},
+		Children:      []topology.ClientChild{{Name: *name, LocalTS: strings.Split(*localTS, ","), RemoteTS: strings.Split(*remoteTS, ",")}},
 		StartAction:   *startAction,
 		DPDDelay:      *dpdDelay,
 		DPDAction:     *dpdAction,
@@ -58,7 +58,7 @@ func main() {
 
 // write reads the PSK into s and writes s's swanctl.conf to out, readable
 // by its owner only.
-func write(out, pskFile string, s tunnel.ClientSheet) error {
+func write(out, pskFile string, s topology.ClientSheet) error {
 	if out == "" || pskFile == "" || s.LocalAddress == "" || s.RemoteAddress == "" {
 		return errors.New("-o, -psk-file, -local and -remote are required")
 	}
