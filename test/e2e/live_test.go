@@ -57,7 +57,7 @@ func TestLiveRunbook(t *testing.T) {
 		}
 	})
 	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
-		t.Fatalf("the stack has no site (cluster/site/up.sh, run by dev.sh with the node): %v", err)
+		t.Fatalf("the stack has no site (cluster/site/site.sh up, run by dev.sh with the node): %v", err)
 	}
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")

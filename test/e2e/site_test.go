@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -27,7 +28,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
-// Addresses of the site (cluster/site/lib.sh).
+// Addresses of the site (test/topology, cluster/site).
 const (
 	siteVM = "10.20.0.5"
 	// siteGateway is the gateway's fixed IP: the gateway pod's net1, or
@@ -123,7 +124,7 @@ func startSite(t *testing.T) *site {
 		if t.Failed() {
 			siteLogTails(t, s.state)
 		}
-		tryScript(t, s.env, "cluster/site/down.sh")
+		tryScript(t, s.env, "cluster/site/site.sh", "down")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
 		_ = os.RemoveAll(s.state)
 		// cluster/openstack/up.sh's lock beside its state.
@@ -135,7 +136,7 @@ func startSite(t *testing.T) *site {
 	if err := json.Unmarshal([]byte(out), &s.runbook); err != nil {
 		t.Fatalf("runbook.py vm-up printed %q: %v", out, err)
 	}
-	mustRun(t, s.env, "cluster/site/up.sh")
+	mustRun(t, s.env, "cluster/site/site.sh", "up")
 	t.Logf("Keystone, Neutron and the site up in %s", time.Since(start).Round(100*time.Millisecond))
 	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(filepath.Join(s.osState, "clouds.yaml")), clouds.WithCloudName("tenant-a"))
 	if err != nil {
@@ -175,21 +176,26 @@ func newer(old topology.IKESA) func(topology.IKESA) bool {
 	return func(sa topology.IKESA) bool { return sa.UniqueID != old.UniqueID && topology.Up(siteConn)(sa) }
 }
 
-// A clientSite is what the client site of a site is made of: its charon's
-// pid and every file of its configuration directory, by path below it.
+// A clientSite is what the client site of a site is made of: when its
+// charon started (VICI stats) and every file of its configuration, by
+// path below its directory.
 type clientSite struct {
-	pid   string
+	since string
 	files map[string]string
 }
 
 // clientOf reads the client site of the site on state directory state.
 func clientOf(t *testing.T, state string) clientSite {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(state, "site-client.pid"))
+	m, err := siteCharon(t, state, "client").Call(context.Background(), "stats", nil)
 	if err != nil {
 		t.Fatalf("the client's charon: %v", err)
 	}
-	return clientSite{pid: strings.TrimSpace(string(pid)), files: clientConf(t, state)}
+	up, _ := m.Get("uptime").(*vici.Message)
+	if up == nil || up.Get("since") == nil {
+		t.Fatalf("the client's charon's stats have no uptime.since: %v", m)
+	}
+	return clientSite{since: fmt.Sprint(up.Get("since")), files: clientConf(t, state)}
 }
 
 // untouched fails t when the client site of the site on state directory
@@ -202,14 +208,15 @@ func (c clientSite) untouched(t *testing.T, state, when string) {
 	}
 }
 
-// clientConf returns every file of the client site's configuration
-// directory, by path below it, of the site on state directory state.
+// clientConf returns every file of the client site's configuration (its
+// charon's directory but for the log, output and socket), by path below
+// it, of the site on state directory state.
 func clientConf(t *testing.T, state string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(state, "site", "client", "etc")
+	dir := filepath.Join(state, "site", "client")
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), "charon.") {
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -241,7 +248,7 @@ func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) ti
 	t.Helper()
 	var at time.Time
 	eventually(t, "the floating-IP NAT maps "+fip+" to "+fixed, timeout, func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(state, "site-fipnat.log"))
+		b, err := os.ReadFile(filepath.Join(state, "site.log"))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -267,9 +274,8 @@ func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) ti
 // siteLogTails logs the end of each log of the site on state directory
 // state.
 func siteLogTails(t *testing.T, state string) {
-	logs, _ := filepath.Glob(filepath.Join(state, "site-*.log"))
-	failed, _ := filepath.Glob(filepath.Join(state, "site.failed", "*.log"))
-	for _, f := range append(logs, failed...) {
+	logs, _ := filepath.Glob(filepath.Join(state, "site", "*", "charon.log"))
+	for _, f := range append(logs, filepath.Join(state, "site.log")) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -279,7 +285,7 @@ func siteLogTails(t *testing.T, state string) {
 	}
 }
 
-// A probeEvent is one line of cluster/site/probe -json.
+// A probeEvent is one line of site.sh probe -json.
 type probeEvent struct {
 	Time     time.Time `json:"time"`
 	Via      string    `json:"via"`
@@ -323,7 +329,7 @@ func startProbe(t *testing.T, env []string) *probe {
 		}
 	}()
 	t.Cleanup(func() {
-		// site.sh execs the probe: the process is the probe's.
+		// site.sh execs the site's probe: the process is the probe's.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-done
 		_ = cmd.Wait()

@@ -169,9 +169,9 @@ func mustRun(t *testing.T, env []string, script string, args ...string) string {
 
 // tryScript runs a repository script with environment env and reports its
 // failure without stopping the test (for cleanups).
-func tryScript(t *testing.T, env []string, script string) {
-	if out, err := runScript(env, script); err != nil {
-		t.Errorf("%s: %v\n%s", script, err, out)
+func tryScript(t *testing.T, env []string, script string, args ...string) {
+	if out, err := runScript(env, script, args...); err != nil {
+		t.Errorf("%s %s: %v\n%s", script, strings.Join(args, " "), err, out)
 	}
 }
 

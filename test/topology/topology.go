@@ -175,8 +175,7 @@ func Build(o Options) (*Topology, error) {
 	if o.Peers > 8 {
 		return nil, fmt.Errorf("at most 8 client sites, not %d", o.Peers)
 	}
-	tp := &Topology{Dir: o.Dir, Prefix: o.Prefix, Router: o.Prefix + "router"}
-	tp.NAT = &NAT{NS: tp.Router, Tenant: TenantBridge, External: ExternalBridge}
+	tp := Open(o.Prefix, o.Dir)
 	for i := range o.Peers {
 		site, host := PeerRoles(i)
 		tp.Peers = append(tp.Peers, &Peer{
@@ -192,6 +191,15 @@ func Build(o Options) (*Topology, error) {
 		return nil, errors.Join(err, tp.Close())
 	}
 	return tp, nil
+}
+
+// Open returns a handle on the topology with namespace prefix prefix and
+// directory dir that another process built and runs, for what acts on its
+// namespaces (NS, Exec, Do, AskWhoAmI, NAT.Table).
+func Open(prefix, dir string) *Topology {
+	tp := &Topology{Dir: dir, Prefix: prefix, Router: prefix + "router"}
+	tp.NAT = &NAT{NS: tp.Router, Tenant: TenantBridge, External: ExternalBridge}
+	return tp
 }
 
 func (tp *Topology) build() error {
