@@ -1,23 +1,11 @@
 // Command site builds and works the local stack's site, the world the
 // migration runbook happens in (test/topology, as the integration tests
-// build it): the router with the floating-IP NAT kept from the local
-// Neutron's floating IPs, the client site (a charon configured from its
-// parameter sheet, initiating to 203.0.113.10 with DPD restart) and its
-// client host, the runbook's VM gateway (a charon configured by hand as
-// the VM was, publishing the tenant service as 100.64.0.10:443) and the
-// tenant service (10.20.0.50:443). cluster/site/site.sh runs it with the
-// stack's settings; see there, and docs/site.md, for the verbs.
-//
-// `site up` is the one long-running process of the site: it owns the
-// namespaces (named PREFIX + role), the charons, the NAT loop and the
-// echo service, serves the verbs that change them on a unix socket in
-// STATE/site, and removes everything when it ends (SIGTERM, or a failed
-// bring-up). Every other verb talks to it or reads the site directly.
-//
-// Usage:
-//
-//	site -state STATE -prefix PREFIX up -clouds clouds.yaml -psk psk.yaml
-//	site -state STATE -prefix PREFIX VERB [ARGS]
+// build it; docs/site.md): `site up` is its one long-running process, which
+// owns the namespaces (PREFIX + role), the charons, the floating-IP NAT
+// kept from the local Neutron and the tenant service, serves the verbs
+// that change them on a unix socket in STATE/site and removes everything
+// when it ends (SIGTERM, or a failed bring-up). Every other verb talks to
+// it or reads the site directly. cluster/site/site.sh runs it.
 package main
 
 import (

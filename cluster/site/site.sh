@@ -1,21 +1,11 @@
 #!/usr/bin/env bash
-# The local stack's site (docs/site.md): the world the migration runbook
-# happens in, built by cluster/site (Go, over test/topology) in network
-# namespaces ipsec-site-<STATE_ID>-<role>, run as one process ("site",
-# pid and log in $STATE like every part of the stack) that owns them and
-# removes them when it stops. Same STATE and OS_STATE as the stack.
+# The local stack's site (docs/site.md), built by the `site` command
+# (cluster/site, over test/topology) as one process, "site", under the
+# stack's supervisor. Same STATE and OS_STATE as the stack.
 #
-#   site.sh up                needs root, the local Keystone + Neutron
-#                             (cluster/openstack/up.sh) and the VM's port
-#                             holding the floating IP (runbook.py vm-up);
-#                             ends when the client's tunnel is ESTABLISHED
-#                             with the VM; then, and on a second run, the
-#                             node's macvlan parent joins the tenant network
-#   site.sh down              stops it, removes what it made
-#   site.sh VERB [ARGS]       status, vm-stop, vm-start, client-sas,
-#                             sas ROLE, probe [FLAGS], mappings,
-#                             exec ROLE CMD..., standin-up, standin-down,
-#                             attach NETNS LINK (docs/site.md)
+#   site.sh up | down | VERB [ARGS]   (VERB: status, vm-stop, vm-start,
+#   client-sas, sas ROLE, probe, mappings, exec ROLE CMD..., standin-up,
+#   standin-down, attach NETNS LINK; `site.sh help` lists them)
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/../node/lib.sh"

@@ -112,10 +112,8 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 	if err := s.startClient(ctx); err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	if err := established(rctx, s.client); err != nil {
-		return fmt.Errorf("the client's tunnel: %w", err)
+	if _, err := s.client.AwaitSA(conn, readyTimeout, topology.Up()); err != nil {
+		return err
 	}
 
 	_ = os.Remove(p.socket())
@@ -200,23 +198,6 @@ func exposure(addr netip.Addr) string {
 	}
 }
 `, insideService, servicePort, serviceAddress, addr)
-}
-
-// established waits until c has an ESTABLISHED IKE SA of conn.
-func established(ctx context.Context, c *topology.Charon) error {
-	for {
-		sas, err := c.ListSAs(ctx)
-		for _, sa := range sas {
-			if sa.Name == conn && sa.State == "ESTABLISHED" {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ESTABLISHED within %v (last error: %v)", readyTimeout, err)
-		case <-time.After(topology.PollInterval):
-		}
-	}
 }
 
 // handler serves the verbs that change the site, one at a time.

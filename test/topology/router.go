@@ -37,7 +37,7 @@ type NAT struct {
 	// Tenant and External are the router's interfaces on the tenant and
 	// the external network.
 	Tenant, External string
-	// Log gets one line per mapping change; none when nil.
+	// Log gets one line per mapping change.
 	Log *slog.Logger
 
 	// applied is the mapping in place, keyed by floating IP; nil before
@@ -57,11 +57,11 @@ func (n *NAT) Loop(ctx context.Context, list func(context.Context) (map[string]M
 		case ctx.Err() != nil:
 			return nil
 		case err != nil && !failing:
-			n.log().Warn("cannot read the floating IPs; keeping the rules", "error", err)
+			n.Log.Warn("cannot read the floating IPs; keeping the rules", "error", err)
 			failing = true
 		case err == nil:
 			if failing {
-				n.log().Info("reading the floating IPs again")
+				n.Log.Info("reading the floating IPs again")
 				failing = false
 			}
 			if err := n.Apply(m); err != nil {
@@ -91,7 +91,7 @@ func (n *NAT) Apply(m map[string]Mapping) error {
 		return fmt.Errorf("nft -f in %s: %w: %s", n.NS, err, out)
 	}
 	if n.applied == nil {
-		n.log().Info("rules in place", "mappings", len(m))
+		n.Log.Info("rules in place", "mappings", len(m))
 	}
 	n.applied = m
 	for _, c := range changes {
@@ -101,10 +101,10 @@ func (n *NAT) Apply(m map[string]Mapping) error {
 			}
 		}
 		if c.New.FixedIP == "" {
-			n.log().Info("unmapped", "floating_ip", c.FloatingIP, "previous", c.Old.FixedIP)
+			n.Log.Info("unmapped", "floating_ip", c.FloatingIP, "previous", c.Old.FixedIP)
 			continue
 		}
-		n.log().Info("mapped", "floating_ip", c.FloatingIP, "fixed_ip", c.New.FixedIP, "port_id", c.New.PortID, "previous", c.Old.FixedIP)
+		n.Log.Info("mapped", "floating_ip", c.FloatingIP, "fixed_ip", c.New.FixedIP, "port_id", c.New.PortID, "previous", c.Old.FixedIP)
 	}
 	return nil
 }
@@ -113,13 +113,6 @@ func (n *NAT) Apply(m map[string]Mapping) error {
 func (n *NAT) Table() (string, error) {
 	out, err := n.command("nft", "list", "table", "ip", natTable).CombinedOutput()
 	return string(out), err
-}
-
-func (n *NAT) log() *slog.Logger {
-	if n.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return n.Log
 }
 
 // forget deletes the conntrack entries with address a as original source

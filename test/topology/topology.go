@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -198,7 +199,7 @@ func Build(o Options) (*Topology, error) {
 // namespaces (NS, Exec, Do, AskWhoAmI, NAT.Table).
 func Open(prefix, dir string) *Topology {
 	tp := &Topology{Dir: dir, Prefix: prefix, Router: prefix + "router"}
-	tp.NAT = &NAT{NS: tp.Router, Tenant: TenantBridge, External: ExternalBridge}
+	tp.NAT = &NAT{NS: tp.Router, Tenant: TenantBridge, External: ExternalBridge, Log: slog.New(slog.DiscardHandler)}
 	return tp
 }
 
