@@ -87,7 +87,7 @@ func startStack(t *testing.T) *stack {
 		tryScript(t, s.env, "cluster/local/down.sh")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
 		// The node's and the site's network namespaces are named after the
-		// state directory (cluster/node/lib.sh, cluster/site/lib.sh).
+		// state directory (cluster/node/lib.sh, cluster/site/site.sh).
 		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
 		left, _ := os.ReadDir("/run/netns")
 		for _, e := range left {
