@@ -15,9 +15,9 @@ BIN=$SITE_DIR/bin/site
 SITE=("$BIN" -state "$STATE" -prefix "ipsec-site-$STATE_ID-")
 
 # attach_node NETNS LINK moves the node's LINK (its macvlan parent's peer)
-# onto the tenant network, when the node runs.
+# onto the tenant network, when the node runs and LINK is not there yet.
 attach_node() {
-	[ -e "/run/netns/$1" ] || return 0
+	ip -n "$1" link show "$2" >/dev/null 2>&1 || return 0
 	"${SITE[@]}" attach "$1" "$2"
 }
 
