@@ -232,7 +232,7 @@ func (tp *Topology) build() error {
 		s.ip(p.HostNS, "route", "add", "default", "via", p.SubnetAddress.String())
 		s.sysctl(p.NS)
 	}
-	return tp.run(s)
+	return s.run()
 }
 
 // AddHost adds a namespace of role on the tenant network, its interface
@@ -248,7 +248,7 @@ func (tp *Topology) AddHost(role string, addr netip.Addr, link, mac string) (str
 	s.ip(ns, "addr", "add", prefix(addr, PrivatePrefixLength), "dev", link)
 	s.ip(ns, "route", "add", "default", "via", Router.String())
 	s.sysctl(ns)
-	return ns, tp.run(s)
+	return ns, s.run()
 }
 
 // RemoveHost kills what runs in the namespace of role and deletes it (its
@@ -270,7 +270,7 @@ func (tp *Topology) Attach(netns, link string) error {
 	var s steps
 	s.ip(netns, "link", "set", link, "netns", tp.Router)
 	s.ip(tp.Router, "link", "set", link, "master", TenantBridge, "up")
-	if err := tp.run(s); err != nil {
+	if err := s.run(); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(tp.Dir, attachedFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -302,7 +302,7 @@ func detach(dir, router string) error {
 		s.ip(router, "link", "set", f[1], "nomaster")
 		s.ip(router, "link", "set", f[1], "netns", f[0])
 		s.ip(f[0], "link", "set", f[1], "up")
-		errs = append(errs, (&Topology{}).run(s))
+		errs = append(errs, s.run())
 	}
 	return errors.Join(append(errs, os.Remove(filepath.Join(dir, attachedFile)))...)
 }
@@ -353,7 +353,7 @@ func (tp *Topology) addNamespace(ns string) error {
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 		return fmt.Errorf("ip netns add %s: %v: %s", ns, err, out)
 	}
-	return tp.run(steps{{ns, "ip", "link", "set", "lo", "up"}})
+	return steps{{ns, "ip", "link", "set", "lo", "up"}}.run()
 }
 
 // steps are commands, each run in the namespace of its first element.
@@ -381,9 +381,10 @@ func (s *steps) link(a, aIf, br, b, bIf, mac string) {
 	s.ip(b, "link", "set", bIf, "up")
 }
 
-func (tp *Topology) run(s steps) error {
+// run runs the steps in order and stops at the first failure.
+func (s steps) run() error {
 	for _, c := range s {
-		if out, err := tp.Exec(c[0], c[1:]...); err != nil {
+		if out, err := execIn(c[0], c[1:]...); err != nil {
 			return fmt.Errorf("%s in %s: %v: %s", strings.Join(c[1:], " "), c[0], err, out)
 		}
 	}
@@ -442,7 +443,7 @@ func Start(t testing.TB, o Options) *Topology {
 	s.ip(gw, "addr", "add", prefix(TenantAddress, TenantSubnet.Bits()), "dev", TenantInterface)
 	s.ip(svc, "addr", "add", prefix(Service, TenantSubnet.Bits()), "dev", "eth0")
 	s.ip(svc, "route", "add", "default", "via", TenantAddress.String())
-	if err := tp.run(s); err != nil {
+	if err := s.run(); err != nil {
 		t.Fatalf("cannot add the tenant service: %v", err)
 	}
 	if err := tp.NAT.Apply(map[string]Mapping{FloatingIP.String(): {FixedIP: PrivateAddress.String()}}); err != nil {
@@ -508,10 +509,12 @@ const ExecTimeout = 30 * time.Second
 
 // Exec runs args in the network namespace ns and returns its combined
 // output. It is killed after ExecTimeout.
-func (tp *Topology) Exec(ns string, args ...string) (string, error) {
+func (tp *Topology) Exec(ns string, args ...string) (string, error) { return execIn(ns, args...) }
+
+func execIn(ns string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ExecTimeout)
 	defer cancel()
-	out, err := tp.Command(ctx, ns, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + nsPath(ns), "--"}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
