@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,7 +58,7 @@ type Charon struct {
 	// its own with only loopback (a validation charon).
 	NS string
 	// Dir holds its strongswan.conf, VICI socket (charon.vici), log
-	// (charon.log) and standard output (charon.out).
+	// (charon.log), standard output (charon.out) and pid (charon.pid).
 	Dir string
 	// Conf returns the strongswan.conf for the charon's directory and VICI
 	// socket; NetworkConf when nil.
@@ -164,6 +165,9 @@ func (c *Charon) Start() error {
 		return fmt.Errorf("cannot start charon in %s: %w", c.where(), err)
 	}
 	c.cmd, c.out = cmd, out
+	if err := os.WriteFile(filepath.Join(c.Dir, "charon.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
 	exited := make(chan struct{})
 	c.waited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
