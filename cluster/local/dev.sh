@@ -4,7 +4,7 @@
 # (up.sh), the real Keystone + Neutron (cluster/openstack/up.sh), the
 # provider (provider.sh); then the migration runbook's starting point — a
 # "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
-# (as root), the site around it (cluster/site/up.sh): the VM gateway's
+# (as root), the site around it (cluster/site/site.sh up): the VM gateway's
 # charon, the client site whose tunnel is up with it, the floating-IP NAT.
 # Then the pinned-FIP example claim, applied with the local Neutron's IDs:
 # the runbook's pre-stage.
@@ -45,7 +45,7 @@ log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$STATE/runbook.json" "$1"; }
 vm_port=$(field vm_port_id)
 if [ "$NODE" = 1 ]; then
-	"$ROOT/cluster/site/up.sh"
+	"$SITE" up
 	# A run after a cutover starts the runbook over: vm-up put the
 	# floating IP back on the VM's port, its charon answers again.
 	"$SITE" vm-start >/dev/null

@@ -6,7 +6,7 @@ set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
 removable STATE
-"$ROOT/cluster/site/down.sh" >/dev/null
+"$ROOT/cluster/site/site.sh" down >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
 stop provider function crossplane kcm apiserver etcd
 rm -rf "$STATE"

@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # A tenant's application in the local cluster, for the claim's exposure of
-# a Service (`target.serviceName`): cluster/site/echo packed as an image
-# (hack/imagebuild), imported into every node's containerd, run by the
+# a Service (`target.serviceName`): the site's echo (cluster/site) packed as
+# an image (hack/imagebuild), imported into every node's containerd, run by the
 # Deployment tenant-a/tenant-app (non-root, port 8443) behind the ClusterIP
 # Service tenant-app (port 443). It answers each connection with the
 # address it came from: through the gateway, the gateway pod's own
-# (masquerade). Needs the node (cluster/node/up.sh) and the site's echo
-# binary (cluster/site/up.sh); cluster/local/dev.sh runs it after both.
+# (masquerade). Needs the node (cluster/node/up.sh) and the site's
+# binary (cluster/site/site.sh up); cluster/local/dev.sh runs it after both.
 # Applying again changes nothing that runs.
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/../node/lib.sh"
 
 running node1-kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
-echo=$STATE/site/bin/echo
-[ -x "$echo" ] || die "no $echo: bring the site up first (cluster/site/up.sh)"
+site=$STATE/site/bin/site
+[ -x "$site" ] || die "no $site: bring the site up first (cluster/site/site.sh up)"
 IMAGE=registry.local/tenant-app:dev
 mkdir -p "$STATE/tenant-app"
-"$NODES_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /echo -user 65532:65532 \
-	-file "$echo:/echo:0755" >/dev/null
+"$NODES_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /site -user 65532:65532 \
+	-file "$site:/site:0755" >/dev/null
 import_image "$STATE/tenant-app/image.tar"
 
 kubectl apply -f - >/dev/null <<YAML
@@ -39,7 +39,7 @@ spec:
       - name: echo
         image: $IMAGE
         imagePullPolicy: Never
-        args: [-listen, ":8443"]
+        args: [echo, -listen, ":8443"]
         ports: [{containerPort: 8443}]
         readinessProbe: {tcpSocket: {port: 8443}, periodSeconds: 1}
 ---

@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // TestLiveRunbook follows the migration runbook with a live tunnel: the
@@ -58,7 +58,7 @@ func TestLiveRunbook(t *testing.T) {
 		}
 	})
 	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
-		t.Fatalf("the stack has no site (cluster/site/up.sh, run by dev.sh with the node): %v", err)
+		t.Fatalf("the stack has no site (cluster/site/site.sh up, run by dev.sh with the node): %v", err)
 	}
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")
@@ -66,7 +66,7 @@ func TestLiveRunbook(t *testing.T) {
 	fip := s.runbook.FloatingIP
 
 	// 1. Before.
-	sa := peer.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
+	sa := peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	saRead := time.Now()
 	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
 	p := startProbe(t, s.env)

@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -313,11 +314,16 @@ func setFIPPort(t *testing.T, network *gophercloud.ServiceClient, id, port strin
 	t.Fatalf("set the floating IP's port to %q: %v", port, err)
 }
 
-// replicas returns the gateway Deployment's spec.replicas.
+// replicas returns the gateway Deployment's spec.replicas, -1 while there is
+// none (the claim names its gateway before the Gateway has made it).
 func (s *stack) replicas(t *testing.T, name string) int32 {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: name}, d); err != nil {
+	err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: name}, d)
+	if apierrors.IsNotFound(err) {
+		return -1
+	}
+	if err != nil {
 		t.Fatalf("the gateway's Deployment %s/%s: %v", tenant, name, err)
 	}
 	if d.Spec.Replicas == nil {

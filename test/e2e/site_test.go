@@ -24,10 +24,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/strongswan/govici/vici"
 
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
-// Addresses of the site (cluster/site/lib.sh).
+// Addresses of the site (test/topology, cluster/site).
 const (
 	siteVM = "10.20.0.5"
 	// siteGateway is the gateway's fixed IP: the gateway pod's net1, or
@@ -64,7 +64,7 @@ func TestSiteCutover(t *testing.T) {
 
 	// Before: the client's tunnel is up with the VM, which carries the
 	// client host's connections to the tenant service.
-	sa := client.WaitSA(t, siteConn, 30*time.Second, tunnel.Up(siteConn))
+	sa := client.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 10*time.Second, remote(siteClient))
 	p := startProbe(t, s.env)
 	p.wait(t, siteVM, 20*time.Second)
@@ -123,7 +123,7 @@ func startSite(t *testing.T) *site {
 		if t.Failed() {
 			siteLogTails(t, s.state)
 		}
-		tryScript(t, s.env, "cluster/site/down.sh")
+		tryScript(t, s.env, "cluster/site/site.sh", "down")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
 		_ = os.RemoveAll(s.state)
 		// cluster/openstack/up.sh's lock beside its state.
@@ -135,7 +135,7 @@ func startSite(t *testing.T) *site {
 	if err := json.Unmarshal([]byte(out), &s.runbook); err != nil {
 		t.Fatalf("runbook.py vm-up printed %q: %v", out, err)
 	}
-	mustRun(t, s.env, "cluster/site/up.sh")
+	mustRun(t, s.env, "cluster/site/site.sh", "up")
 	t.Logf("Keystone, Neutron and the site up in %s", time.Since(start).Round(100*time.Millisecond))
 	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(filepath.Join(s.osState, "clouds.yaml")), clouds.WithCloudName("tenant-a"))
 	if err != nil {
@@ -153,7 +153,7 @@ func startSite(t *testing.T) *site {
 
 // siteCharon returns the charon of role (client, vm or gw) of the site on
 // state directory state, with a VICI session to it closed when t ends.
-func siteCharon(t *testing.T, state, role string) *tunnel.Charon {
+func siteCharon(t *testing.T, state, role string) *topology.Charon {
 	t.Helper()
 	sock := filepath.Join(state, "site", role, "charon.vici")
 	sess, err := vici.NewSession(vici.WithSocketPath(sock))
@@ -161,22 +161,22 @@ func siteCharon(t *testing.T, state, role string) *tunnel.Charon {
 		t.Fatalf("cannot connect to the charon of %s: %v", role, err)
 	}
 	t.Cleanup(func() { _ = sess.Close() })
-	return &tunnel.Charon{Session: sess, NS: role, Dir: filepath.Dir(sock)}
+	return &topology.Charon{Session: sess, NS: role, Dir: filepath.Dir(sock)}
 }
 
 // remote says whether an IKE SA is ESTABLISHED with a peer of address a.
-func remote(a string) func(tunnel.IKESA) bool {
-	return func(sa tunnel.IKESA) bool { return sa.State == "ESTABLISHED" && sa.RemoteHost == a }
+func remote(a string) func(topology.IKESA) bool {
+	return func(sa topology.IKESA) bool { return sa.State == "ESTABLISHED" && sa.RemoteHost == a }
 }
 
 // newer says whether an IKE SA is another one than old, up with its
 // CHILD_SA.
-func newer(old tunnel.IKESA) func(tunnel.IKESA) bool {
-	return func(sa tunnel.IKESA) bool { return sa.UniqueID != old.UniqueID && tunnel.Up(siteConn)(sa) }
+func newer(old topology.IKESA) func(topology.IKESA) bool {
+	return func(sa topology.IKESA) bool { return sa.UniqueID != old.UniqueID && topology.Up(siteConn)(sa) }
 }
 
 // A clientSite is what the client site of a site is made of: its charon's
-// pid and every file of its configuration directory, by path below it.
+// pid and every file of its configuration, by path below its directory.
 type clientSite struct {
 	pid   string
 	files map[string]string
@@ -185,11 +185,11 @@ type clientSite struct {
 // clientOf reads the client site of the site on state directory state.
 func clientOf(t *testing.T, state string) clientSite {
 	t.Helper()
-	pid, err := os.ReadFile(filepath.Join(state, "site-client.pid"))
+	pid, err := os.ReadFile(filepath.Join(state, "site", "client", "charon.pid"))
 	if err != nil {
 		t.Fatalf("the client's charon: %v", err)
 	}
-	return clientSite{pid: strings.TrimSpace(string(pid)), files: clientConf(t, state)}
+	return clientSite{pid: string(pid), files: clientConf(t, state)}
 }
 
 // untouched fails t when the client site of the site on state directory
@@ -202,14 +202,15 @@ func (c clientSite) untouched(t *testing.T, state, when string) {
 	}
 }
 
-// clientConf returns every file of the client site's configuration
-// directory, by path below it, of the site on state directory state.
+// clientConf returns every file of the client site's configuration (its
+// charon's directory but for the log, output and socket), by path below
+// it, of the site on state directory state.
 func clientConf(t *testing.T, state string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(state, "site", "client", "etc")
+	dir := filepath.Join(state, "site", "client")
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || !d.Type().IsRegular() || strings.HasPrefix(d.Name(), "charon.") {
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -241,7 +242,7 @@ func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) ti
 	t.Helper()
 	var at time.Time
 	eventually(t, "the floating-IP NAT maps "+fip+" to "+fixed, timeout, func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(state, "site-fipnat.log"))
+		b, err := os.ReadFile(filepath.Join(state, "site.log"))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -267,9 +268,8 @@ func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) ti
 // siteLogTails logs the end of each log of the site on state directory
 // state.
 func siteLogTails(t *testing.T, state string) {
-	logs, _ := filepath.Glob(filepath.Join(state, "site-*.log"))
-	failed, _ := filepath.Glob(filepath.Join(state, "site.failed", "*.log"))
-	for _, f := range append(logs, failed...) {
+	logs, _ := filepath.Glob(filepath.Join(state, "site", "*", "charon.log"))
+	for _, f := range append(logs, filepath.Join(state, "site.log")) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -279,7 +279,7 @@ func siteLogTails(t *testing.T, state string) {
 	}
 }
 
-// A probeEvent is one line of cluster/site/probe -json.
+// A probeEvent is one line of site.sh probe -json.
 type probeEvent struct {
 	Time     time.Time `json:"time"`
 	Via      string    `json:"via"`
@@ -323,7 +323,7 @@ func startProbe(t *testing.T, env []string) *probe {
 		}
 	}()
 	t.Cleanup(func() {
-		// site.sh execs the probe: the process is the probe's.
+		// site.sh execs the site's probe: the process is the probe's.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-done
 		_ = cmd.Wait()

@@ -87,7 +87,7 @@ func startStack(t *testing.T) *stack {
 		tryScript(t, s.env, "cluster/local/down.sh")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
 		// The node's and the site's network namespaces are named after the
-		// state directory (cluster/node/lib.sh, cluster/site/lib.sh).
+		// state directory (cluster/node/lib.sh, cluster/site/site.sh).
 		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
 		left, _ := os.ReadDir("/run/netns")
 		for _, e := range left {
@@ -169,9 +169,9 @@ func mustRun(t *testing.T, env []string, script string, args ...string) string {
 
 // tryScript runs a repository script with environment env and reports its
 // failure without stopping the test (for cleanups).
-func tryScript(t *testing.T, env []string, script string) {
-	if out, err := runScript(env, script); err != nil {
-		t.Errorf("%s: %v\n%s", script, err, out)
+func tryScript(t *testing.T, env []string, script string, args ...string) {
+	if out, err := runScript(env, script, args...); err != nil {
+		t.Errorf("%s %s: %v\n%s", script, strings.Join(args, " "), err, out)
 	}
 }
 

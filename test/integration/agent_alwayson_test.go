@@ -17,11 +17,11 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // Bounds of the always-on tests. The topology's charons give an unanswered
-// IKE request up after about 3 s (tunnel.RetransmitTimeout and friends), so
+// IKE request up after about 3 s (topology.RetransmitTimeout and friends), so
 // a gateway retrying for ever sends an IKE_SA_INIT at least every second
 // or so; recovery after the peer returns is asserted within recoveryBound,
 // a generous margin over that and over a few rounds of the watchdog's
@@ -38,19 +38,19 @@ const (
 // alwaysOn is the gateway side of the always-on tests: one tunnel "site"
 // to peer, initiated by the gateway (startAction start, the default), with
 // DPD every 2 s so that a dead peer is found within seconds.
-func alwaysOn(t *testing.T, tp *tunnel.Topology, name string) (v1alpha1.GatewayParameters, string) {
+func alwaysOn(t *testing.T, tp *topology.Topology, name string) (v1alpha1.GatewayParameters, string) {
 	t.Helper()
 	p := tp.Peers[0]
-	tn := siteTunnel("site", p, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p.Subnet})
+	tn := siteTunnel("site", p, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p.Subnet})
 	tn.DPD = v1alpha1.DPD{Delay: ptr.To[v1alpha1.Duration]("2s"), Action: "restart"}
-	return tunnelGateway(name, v1alpha1.ModeRouted, tn), render.ChildName("site", tunnel.TenantSubnet, p.Subnet)
+	return tunnelGateway(name, v1alpha1.ModeRouted, tn), render.ChildName("site", topology.TenantSubnet, p.Subnet)
 }
 
 // responderSheet is a customer's peer that only answers: it never
 // initiates, not at load, not when the gateway closes the tunnel, not after
 // DPD (no DPD of its own). Whatever comes back is the gateway's doing.
-func responderSheet(p *tunnel.Peer, psk string) tunnel.ClientSheet {
-	return clientSheet(p, psk, tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}})
+func responderSheet(p *topology.Peer, psk string) topology.ClientSheet {
+	return clientSheet(p, psk, topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}})
 }
 
 // reinitiateAfter sets the agent's re-initiation bound.
@@ -61,7 +61,7 @@ func reinitiateAfter(d time.Duration) func(*agentrun.Options) {
 // peerBack restarts the peer's charon (it was killed) and loads its sheet,
 // as a customer's gateway that comes back from a reboot; it returns when
 // the sheet is loaded.
-func peerBack(t *testing.T, p *tunnel.Peer, sheet tunnel.ClientSheet) time.Time {
+func peerBack(t *testing.T, p *topology.Peer, sheet topology.ClientSheet) time.Time {
 	t.Helper()
 	p.Restart(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -76,14 +76,14 @@ func peerBack(t *testing.T, p *tunnel.Peer, sheet tunnel.ClientSheet) time.Time 
 // with child, then until a ping from the client host reaches the tenant
 // service through it, and logs how long after since each came. It fails t
 // after recoveryBound.
-func recovered(t *testing.T, g *agentGateway, tp *tunnel.Topology, child string, since time.Time, what string) v1alpha1.TunnelStatus {
+func recovered(t *testing.T, g *agentGateway, tp *topology.Topology, child string, since time.Time, what string) v1alpha1.TunnelStatus {
 	t.Helper()
 	st := g.waitTunnels(recoveryBound, what, up(map[string][]string{"site": {child}}))["site"]
 	statusUp := time.Since(since)
-	var r tunnel.PingResult
+	var r topology.PingResult
 	eventually(t, recoveryBound-statusUp, what+": a ping through the tunnel", func() error {
 		var err error
-		if r, err = tp.Ping(tp.Peers[0].HostNS, tunnel.Service, 1, time.Second); err != nil {
+		if r, err = tp.Ping(tp.Peers[0].HostNS, topology.Service, 1, time.Second); err != nil {
 			return err
 		}
 		if r.Received != 1 {
@@ -99,20 +99,20 @@ func recovered(t *testing.T, g *agentGateway, tp *tunnel.Topology, child string,
 // agent running alwaysOn (its swanctl.conf passed through edit when not
 // nil) with opts, waits until the tunnel is up, and returns the tunnel's
 // child and IKE SA in the gateway's charon.
-func establishedSite(t *testing.T, name string, edit func([]byte) []byte, opts ...func(*agentrun.Options)) (*tunnel.Topology, *agentGateway, string, tunnel.IKESA) {
+func establishedSite(t *testing.T, name string, edit func([]byte) []byte, opts ...func(*agentrun.Options)) (*topology.Topology, *agentGateway, string, topology.IKESA) {
 	t.Helper()
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	psk := name + "-psk-0123456789"
 	loadSheets(t, tp, responderSheet(tp.Peers[0], psk))
 	spec, child := alwaysOn(t, tp, name)
 	g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, edit, opts...)
 	recovered(t, g, tp, child, time.Now(), "first establishment")
-	return tp, g, child, tp.Gateway.WaitSA(t, "site", 5*time.Second, tunnel.Up(child))
+	return tp, g, child, tp.Gateway.WaitSA(t, "site", 5*time.Second, topology.Up(child))
 }
 
 // peerTerminates has the peer's administrator close SAs of its connection
 // (swanctl --terminate with args) and returns when that was done.
-func peerTerminates(t *testing.T, p *tunnel.Peer, args ...string) time.Time {
+func peerTerminates(t *testing.T, p *topology.Peer, args ...string) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -148,7 +148,7 @@ func noReinitiation(t *testing.T, g *agentGateway, st v1alpha1.TunnelStatus, whe
 // peerReturns checks that the agent left tunnel site to charon while the
 // peer was down, brings the peer back (peerBack) and returns when its
 // sheet was loaded.
-func peerReturns(t *testing.T, g *agentGateway, p *tunnel.Peer, sheet tunnel.ClientSheet) time.Time {
+func peerReturns(t *testing.T, g *agentGateway, p *topology.Peer, sheet topology.ClientSheet) time.Time {
 	t.Helper()
 	noReinitiation(t, g, siteStatus(t, g), "just before the peer returned")
 	return peerBack(t, p, sheet)
@@ -164,7 +164,7 @@ const refusedLog = "notify error"
 // restarted peer answers NO_PROPOSAL_CHOSEN until its configuration is
 // loaded, which charon does not retry, and the agent may step in then,
 // never otherwise.
-func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *tunnel.Topology, st v1alpha1.TunnelStatus) {
+func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *topology.Topology, st v1alpha1.TunnelStatus) {
 	t.Helper()
 	if strings.Contains(tp.Gateway.Log(), refusedLog) {
 		t.Logf("the peer refused an initiation after its restart; the agent re-initiated %d time(s) since", st.Reinitiations)
@@ -180,7 +180,7 @@ func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *tunnel.Topology, st v1a
 // default of one keying try it gave up after its retransmissions and never
 // came back.
 func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	p := tp.Peers[0]
 	const psk = "always-on-down-at-load-0123"
 	sheet := responderSheet(p, psk)
@@ -202,7 +202,7 @@ func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
 // restart keeps trying until the peer is back. With one keying try the
 // restart failed once and nothing more happened.
 func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	p := tp.Peers[0]
 	const psk = "always-on-dpd-0123456789"
 	sheet := responderSheet(p, psk)
@@ -240,7 +240,7 @@ func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
 func TestAlwaysOnPeerDeletesIKESA(t *testing.T) {
 	tp, g, child, before := establishedSite(t, "always-on-ike", nil, reinitiateAfter(shortBound))
 	deleted := peerTerminates(t, tp.Peers[0], "--ike", "to-provider")
-	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa tunnel.IKESA) bool { return sa.UniqueID != before.UniqueID && tunnel.Up(child)(sa) })
+	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool { return sa.UniqueID != before.UniqueID && topology.Up(child)(sa) })
 	t.Logf("peer deleted the IKE SA: a new IKE SA #%s (was #%s) up in the gateway's charon %v later", again.UniqueID, before.UniqueID, time.Since(deleted).Round(time.Millisecond))
 	st := recovered(t, g, tp, child, deleted, "peer deleted the IKE SA")
 	noReinitiation(t, g, st, "after the new IKE SA came up")
@@ -255,7 +255,7 @@ func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
 	tp, g, child, before := establishedSite(t, "always-on-child", nil, reinitiateAfter(shortBound))
 	old, _ := before.Installed(child)
 	deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
-	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa tunnel.IKESA) bool {
+	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool {
 		c, ok := sa.Installed(child)
 		return ok && c.SPIIn != old.SPIIn
 	})
@@ -277,7 +277,7 @@ func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
 func TestAgentWatchdog(t *testing.T) {
 	const bound = 4 * time.Second
 	t.Run("RetriesExhausted", func(t *testing.T) {
-		tp := tunnel.Start(t, tunnel.Options{})
+		tp := topology.Start(t, topology.Options{})
 		p := tp.Peers[0]
 		const psk = "watchdog-exhausted-0123456"
 		sheet := responderSheet(p, psk)
@@ -317,7 +317,7 @@ func TestAgentWatchdog(t *testing.T) {
 		if st.Reinitiations != 1 || st.LastReinitiate == nil {
 			t.Errorf("the status shows %d re-initiations (last %v), want 1", st.Reinitiations, st.LastReinitiate)
 		}
-		if again := tp.Gateway.WaitSA(t, "site", 5*time.Second, tunnel.Up(child)); again.UniqueID != before.UniqueID {
+		if again := tp.Gateway.WaitSA(t, "site", 5*time.Second, topology.Up(child)); again.UniqueID != before.UniqueID {
 			t.Errorf("the agent made IKE SA #%s instead of using #%s", again.UniqueID, before.UniqueID)
 		}
 		if sas, err := tp.Gateway.ListSAs(context.Background()); err != nil || len(sas) != 1 {
@@ -343,18 +343,18 @@ func TestAgentWatchdog(t *testing.T) {
 func TestAlwaysOnSimultaneous(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		sheet  func(tunnel.ClientSheet) tunnel.ClientSheet
+		sheet  func(topology.ClientSheet) topology.ClientSheet
 		// converges: one IKE SA is left; otherwise at most two, stable.
 		converges bool
 	}{
 		"OnDemandPeer": {
 			reason:    "A peer with swanctl's defaults (one keying try, no close_action) keeps the IKE SA it initiated once the gateway closes its own.",
-			sheet:     func(s tunnel.ClientSheet) tunnel.ClientSheet { return s },
+			sheet:     func(s topology.ClientSheet) topology.ClientSheet { return s },
 			converges: true,
 		},
 		"DedupingPeer": {
 			reason: "A peer deleting duplicates itself (unique replace, ipsec.conf's default uniqueids=yes) 10 s later finds none: the agent closed the gateway's first, and charon's close_action has nothing to answer.",
-			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+			sheet: func(s topology.ClientSheet) topology.ClientSheet {
 				s.Unique, s.KeyingTries = "replace", "3"
 				return s
 			},
@@ -362,7 +362,7 @@ func TestAlwaysOnSimultaneous(t *testing.T) {
 		},
 		"AlwaysOnPeer": {
 			reason: "A peer that re-creates every IKE SA it is told to delete (close_action start) answers the closing of the gateway's duplicate with one of its own: two are left, and no more come.",
-			sheet: func(s tunnel.ClientSheet) tunnel.ClientSheet {
+			sheet: func(s topology.ClientSheet) topology.ClientSheet {
 				s.KeyingTries, s.CloseAction = "0", "start"
 				return s
 			},
@@ -402,22 +402,22 @@ const (
 // (reason, sheet and converges as in its table). It skips t when no
 // duplicate IKE SA arose, and sets *crossed when one did, before it
 // asserts anything of it.
-func simultaneous(t *testing.T, name, reason string, edit func(tunnel.ClientSheet) tunnel.ClientSheet, converges bool, crossed *bool) {
-	tp := tunnel.Start(t, tunnel.Options{})
+func simultaneous(t *testing.T, name, reason string, edit func(topology.ClientSheet) topology.ClientSheet, converges bool, crossed *bool) {
+	tp := topology.Start(t, topology.Options{})
 	p := tp.Peers[0]
 	psk := "simultaneous-" + strings.ToLower(name) + "-0123"
 	sheet := edit(responderSheet(p, psk))
 	sheet.DPDDelay, sheet.DPDAction = "2s", "restart"
 	loadSheets(t, tp, sheet)
-	// Both sides retransmit every second (tunnel.RetransmitTimeout);
+	// Both sides retransmit every second (topology.RetransmitTimeout);
 	// while blocked, every IKE message between them is dropped.
-	tp.MustExec(tp.FIP, "nft", "add table inet block { chain forward { type filter hook forward priority 0; udp dport { 500, 4500 } drop; }; }")
+	tp.MustExec(tp.Router, "nft", "add table inet block { chain forward { type filter hook forward priority 0; udp dport { 500, 4500 } drop; }; }")
 	logs := tp.Gateway.Events(t, "log")
 	spec, child := alwaysOn(t, tp, "simultaneous")
 	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)})
 	inStep(t, logs, p)
 	time.Sleep(500 * time.Millisecond)
-	tp.MustExec(tp.FIP, "nft", "delete table inet block")
+	tp.MustExec(tp.Router, "nft", "delete table inet block")
 	opened := time.Now()
 	recovered(t, g, tp, child, opened, name+": simultaneous initiation")
 
@@ -425,7 +425,7 @@ func simultaneous(t *testing.T, name, reason string, edit func(tunnel.ClientShee
 	// how many were made. The gateway's first is the one it initiated
 	// while the link was blocked; a second is the peer's, crossed.
 	made, counts := 0, map[int]int{}
-	var last []tunnel.IKESA
+	var last []topology.IKESA
 	sample := func() {
 		sas, err := tp.Gateway.ListSAs(context.Background())
 		if err != nil {
@@ -486,7 +486,7 @@ func simultaneous(t *testing.T, name, reason string, edit func(tunnel.ClientShee
 // inStep waits for the gateway's charon to retransmit its first
 // IKE_SA_INIT (a log event) and at once has peer p initiate too, so that
 // both retransmit in step; it fails t after 10 s.
-func inStep(t *testing.T, logs <-chan vici.Event, p *tunnel.Peer) {
+func inStep(t *testing.T, logs <-chan vici.Event, p *topology.Peer) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {

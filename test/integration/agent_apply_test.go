@@ -29,8 +29,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
-	"github.com/ipsecgw/provider-ipsec/test/charon"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // needRoot skips t unless it runs as root with charon installed.
@@ -164,7 +163,7 @@ func isolatedValidator(t *testing.T) apply.CharonValidator {
 // gatewayValidator returns the real validator with its charon in the
 // topology's gateway namespace, beside the live charon, as the agent runs
 // it in the gateway pod.
-func gatewayValidator(t *testing.T, tp *tunnel.Topology) apply.CharonValidator {
+func gatewayValidator(t *testing.T, tp *topology.Topology) apply.CharonValidator {
 	return apply.CharonValidator{TempDir: t.TempDir(), Command: []string{"nsenter", "--net=/run/netns/" + tp.Gateway.NS, "--", apply.CharonBinary}}
 }
 
@@ -224,7 +223,7 @@ func TestAgentApplyValidatorGolden(t *testing.T) {
 func TestAgentApplyLive(t *testing.T) {
 	needRoot(t)
 	ctx := context.Background()
-	live := charon.Start(t)
+	live := topology.StartValidator(t)
 	sock := filepath.Join(live.Dir, "charon.vici")
 	caller := &switchable{c: live.Session}
 	a := apply.New(caller, apply.WithValidator(isolatedValidator(t)))
@@ -309,7 +308,7 @@ func TestAgentApplyLive(t *testing.T) {
 	}
 
 	// charon "restarts": a fresh one gets the last good set.
-	fresh := charon.Start(t)
+	fresh := topology.StartValidator(t)
 	caller.set(fresh.Session)
 	res, err = a.Reapply(ctx)
 	if err != nil {
@@ -446,15 +445,15 @@ tunnels:
 // names a child after its pair) and so their SPIs. Removing the tunnel
 // closes its IKE SA.
 func TestAgentApplyAddsPairLive(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	ctx := context.Background()
 	peer := tp.Peers[0]
 	// More tenant subnets behind the gateway, for the new pairs: libipsec
 	// needs a local address inside each CHILD_SA's local selector.
 	second, third := netip.MustParsePrefix("10.30.1.0/24"), netip.MustParsePrefix("10.30.2.0/24")
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", tunnel.TenantInterface)
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.2.1/24", "dev", tunnel.TenantInterface)
-	pairA, pairB, pairC := [2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet}, [2]netip.Prefix{third, peer.Subnet}
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", topology.TenantInterface)
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.2.1/24", "dev", topology.TenantInterface)
+	pairA, pairB, pairC := [2]netip.Prefix{topology.TenantSubnet, peer.Subnet}, [2]netip.Prefix{second, peer.Subnet}, [2]netip.Prefix{third, peer.Subnet}
 	name := func(p [2]netip.Prefix) string { return render.ChildName("site", p[0], p[1]) }
 	childA, childB, childC := name(pairA), name(pairB), name(pairC)
 
@@ -464,8 +463,8 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 		for _, p := range pairs {
 			fmt.Fprintf(&ts, "      - {local: %s, remote: %s}\n", p[0], p[1])
 		}
-		spec := fmt.Sprintf(liveGateway, tunnel.PrivateAddress, tunnel.PrivatePrefixLength, tunnel.Router,
-			tunnel.MACAddress, tunnel.FloatingIP, peer.Address, ts.String())
+		spec := fmt.Sprintf(liveGateway, topology.PrivateAddress, topology.PrivatePrefixLength, topology.Router,
+			topology.MACAddress, topology.FloatingIP, peer.Address, ts.String())
 		in := render.Input{PSKs: map[string][]byte{"site": []byte("ipa-live-psk")}}
 		if err := yaml.UnmarshalStrict([]byte(spec), &in.Spec); err != nil {
 			t.Fatal(err)
@@ -476,11 +475,11 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 		}
 		return files.SwanctlConf, files.Secrets
 	}
-	sheet := tunnel.ClientSheet{
-		Name: "gw", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(),
+	sheet := topology.ClientSheet{
+		Name: "gw", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(),
 		PSK: "ipa-live-psk", IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256-sha256"},
 		StartAction: "start",
-		Children:    []tunnel.ClientChild{{Name: "gw-1", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
+		Children:    []topology.ClientChild{{Name: "gw-1", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}},
 	}
 
 	// The Applier gets a session of its own (a session per call site).
@@ -493,9 +492,9 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}
-	before := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up(childA))
+	before := tp.Gateway.WaitSA(t, "site", 20*time.Second, topology.Up(childA))
 	t.Logf("tunnel up in %s", time.Since(start).Round(time.Millisecond))
-	spis := func(sa tunnel.IKESA, child string) string {
+	spis := func(sa topology.IKESA, child string) string {
 		c, _ := sa.Child(child)
 		return c.UniqueID + "/" + c.SPIIn + "/" + c.SPIOut
 	}
@@ -511,13 +510,13 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 		t.Errorf("Apply(three pairs) loaded: -want, +got:\n%s", diff)
 	}
 	sheet.Children = append(sheet.Children,
-		tunnel.ClientChild{Name: "gw-2", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{second.String()}},
-		tunnel.ClientChild{Name: "gw-3", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{third.String()}})
+		topology.ClientChild{Name: "gw-2", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{second.String()}},
+		topology.ClientChild{Name: "gw-3", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{third.String()}})
 	start = time.Now()
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}
-	after := tp.Gateway.WaitSA(t, "site", 20*time.Second, tunnel.Up(childA, childB, childC))
+	after := tp.Gateway.WaitSA(t, "site", 20*time.Second, topology.Up(childA, childB, childC))
 	t.Logf("new CHILD_SAs up %s after the peer's reload", time.Since(start).Round(time.Millisecond))
 	if after.UniqueID != before.UniqueID {
 		t.Errorf("the IKE SA was replaced: uniqueid %s, was %s", after.UniqueID, before.UniqueID)
@@ -541,7 +540,7 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 	if diff := cmp.Diff([]string{"site/" + childB}, res.Terminated); diff != "" {
 		t.Errorf("Apply(first and last pairs) terminated: -want, +got:\n%s", diff)
 	}
-	left := tp.Gateway.WaitSA(t, "site", 10*time.Second, func(sa tunnel.IKESA) bool {
+	left := tp.Gateway.WaitSA(t, "site", 10*time.Second, func(sa topology.IKESA) bool {
 		_, hasB := sa.Child(childB)
 		return !hasB
 	})
@@ -549,7 +548,7 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 		t.Errorf("removing a pair replaced the IKE SA: uniqueid %s, was %s", left.UniqueID, before.UniqueID)
 	}
 	for child, was := range map[string]string{childA: wasA, childC: wasC} {
-		if got := spis(left, child); got != was || !tunnel.Up(child)(left) {
+		if got := spis(left, child); got != was || !topology.Up(child)(left) {
 			t.Errorf("the remaining CHILD_SA %s changed when the middle pair was removed: uniqueid/spi-in/spi-out %s, were %s (IKE SA %+v)", child, got, was, left)
 		}
 	}
@@ -589,14 +588,14 @@ func TestAgentApplyAddsPairLive(t *testing.T) {
 // rules, table 220 routes and XFRM state are as before; no validation
 // charon is left running.
 func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	peer := tp.Peers[0]
 	ctx := context.Background()
 	const psk = "validator-beside-psk-0123"
 	loadSheets(t, tp, clientSheet(peer, psk,
-		tunnel.ClientChild{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}))
+		topology.ClientChild{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}))
 	spec := tunnelGateway("validator-beside", v1alpha1.ModeRouted,
-		siteTunnel("site", peer, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, peer.Subnet}))
+		siteTunnel("site", peer, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, peer.Subnet}))
 	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"site": []byte(psk)}})
 	if err != nil {
 		t.Fatal(err)
@@ -604,8 +603,8 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 	if err := tp.Gateway.LoadConfig(ctx, files.SwanctlConf, files.Secrets); err != nil {
 		t.Fatal(err)
 	}
-	child := render.ChildName("site", tunnel.TenantSubnet, peer.Subnet)
-	before := tp.Gateway.WaitSA(t, "site", tunnelTimeout, tunnel.Up(child))
+	child := render.ChildName("site", topology.TenantSubnet, peer.Subnet)
+	before := tp.Gateway.WaitSA(t, "site", tunnelTimeout, topology.Up(child))
 	wasChild, _ := before.Installed(child)
 	state := func() map[string]string {
 		t.Helper()
@@ -680,11 +679,11 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 	if diff := cmp.Diff(wasPeer, peerSAs()); diff != "" {
 		t.Errorf("the peer's IKE SAs changed: -before, +after:\n%s", diff)
 	}
-	after := tp.Gateway.WaitSA(t, "site", tunnelTimeout, tunnel.Up(child))
+	after := tp.Gateway.WaitSA(t, "site", tunnelTimeout, topology.Up(child))
 	if now, _ := after.Installed(child); after.UniqueID != before.UniqueID || now.SPIIn != wasChild.SPIIn {
 		t.Errorf("the live tunnel changed: IKE SA %s, CHILD_SA spi-in %s; were %s, %s", after.UniqueID, now.SPIIn, before.UniqueID, wasChild.SPIIn)
 	}
-	ping(t, tp, "client host → tenant service after the validations", peer.HostNS, tunnel.Service)
+	ping(t, tp, "client host → tenant service after the validations", peer.HostNS, topology.Service)
 	if left, _ := os.ReadDir(v.TempDir); len(left) != 0 {
 		t.Errorf("the validator left %d entries in its temporary directory", len(left))
 	}

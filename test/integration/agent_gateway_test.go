@@ -31,7 +31,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // statusName is the name of the status ConfigMap the test agents publish.
@@ -48,8 +48,8 @@ func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1
 	return v1alpha1.GatewayParameters{
 		Namespace: fmt.Sprintf("%s-%d", ns, nsSeq.Add(1)),
 		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(tunnel.PrivateAddress.String()), PrefixLength: int32(tunnel.PrivatePrefixLength),
-			Gateway: v1alpha1.IPv4(tunnel.Router.String()), MACAddress: tunnel.MACAddress, LocalID: v1alpha1.IPv4(tunnel.FloatingIP.String()),
+			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
+			Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
 		},
 		Mode:    mode,
 		Tunnels: tunnels,
@@ -79,7 +79,7 @@ type agentGateway struct {
 // with psks (raw PSK by tunnel name) and runs the agent until t ends, with
 // the agent's defaults (re-initiating after watchdog.DefaultAfter) unless
 // opts change its options.
-func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, opts ...func(*agentrun.Options)) *agentGateway {
+func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, opts ...func(*agentrun.Options)) *agentGateway {
 	t.Helper()
 	return startAgentEdited(t, tp, spec, psks, nil, opts...)
 }
@@ -87,7 +87,7 @@ func startAgent(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParamete
 // startAgentEdited is startAgent with the first swanctl.conf mounted passed
 // through edit (when not nil), for configurations the renderer would not
 // write.
-func startAgentEdited(t *testing.T, tp *tunnel.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, edit func([]byte) []byte, opts ...func(*agentrun.Options)) *agentGateway {
+func startAgentEdited(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, edit func([]byte) []byte, opts ...func(*agentrun.Options)) *agentGateway {
 	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}})
 	g := &agentGateway{t: t, ns: spec.Namespace, psks: psks, metrics: metrics.New(),
@@ -235,7 +235,7 @@ func (g *agentGateway) logged() string {
 
 // ping sends three echo requests from namespace ns to dst through the
 // topology and fails t unless every reply comes back.
-func ping(t *testing.T, tp *tunnel.Topology, what, ns string, dst netip.Addr) {
+func ping(t *testing.T, tp *topology.Topology, what, ns string, dst netip.Addr) {
 	t.Helper()
 	r, err := tp.Ping(ns, dst, 3, 2*time.Second)
 	if err != nil {

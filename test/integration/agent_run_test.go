@@ -16,7 +16,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // mount writes files into dir the way the kubelet updates a ConfigMap or
@@ -82,16 +82,16 @@ func reloads(t *testing.T, m *metrics.Collector, result string) float64 {
 // charon crashes connects again, re-applies everything and the tunnel
 // comes back.
 func TestAgentRun(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	peer := tp.Peers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const psk = "agent-run-psk-0123456789abcdef"
 
-	sheet := tunnel.ClientSheet{
-		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(), PSK: psk,
+	sheet := topology.ClientSheet{
+		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(), PSK: psk,
 		IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
-		Children: []tunnel.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
+		Children: []topology.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}},
 	}
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
@@ -100,11 +100,11 @@ func TestAgentRun(t *testing.T) {
 		Name: "branch-a", Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
 		IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
 		StartAction:      "start",
-		TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(tunnel.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
+		TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(topology.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
 	})
 	start := time.Now()
 	g := startAgent(t, tp, spec, map[string][]byte{"branch-a": []byte(psk)})
-	child := render.ChildName("branch-a", tunnel.TenantSubnet, peer.Subnet)
+	child := render.ChildName("branch-a", topology.TenantSubnet, peer.Subnet)
 	established := func(what string) v1alpha1.TunnelStatus {
 		t.Helper()
 		return g.waitTunnels(30*time.Second, what, up(map[string][]string{"branch-a": {child}}))["branch-a"]
@@ -117,7 +117,7 @@ func TestAgentRun(t *testing.T) {
 	if out, err := tp.Exec(tp.Gateway.NS, "nft", "list", "table", "ip", render.NATTable); err != nil {
 		t.Errorf("the agent did not load its NAT table into the gateway's namespace: %v\n%s", err, out)
 	}
-	ping(t, tp, "client host → tenant service through the tunnel", peer.HostNS, tunnel.Service)
+	ping(t, tp, "client host → tenant service through the tunnel", peer.HostNS, topology.Service)
 
 	// A changed configuration (DPD action) is applied live: the IKE SA stays.
 	changed := spec
@@ -154,7 +154,7 @@ func TestAgentRun(t *testing.T) {
 	// re-applied the configuration.
 	tp.Gateway.Restart(t)
 	start = time.Now()
-	tp.Gateway.WaitSA(t, "branch-a", 30*time.Second, tunnel.Up())
+	tp.Gateway.WaitSA(t, "branch-a", 30*time.Second, topology.Up())
 	t.Logf("agent: charon restart to ESTABLISHED again in %v", time.Since(start).Round(time.Millisecond))
 	established("the status shows the tunnel up after charon restarted")
 	if !g.agent.Ready() {

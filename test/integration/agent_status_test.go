@@ -22,8 +22,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/test/charon"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // TestAgentStatusPublisher checks the agent's status ConfigMap against a
@@ -158,14 +157,14 @@ func TestAgentStatusPublisher(t *testing.T) {
 }
 
 // TestAgentStatusRealTunnel runs the agent's status Watcher and Publisher
-// against a real gateway charon and a real client site (test/tunnel) and
+// against a real gateway charon and a real client site (test/topology) and
 // reads the status ConfigMap from the API server as the provider does: the
 // tunnel shows ESTABLISHED with growing byte counters, DOWN within seconds
 // of being terminated, and the failure when the client site's PSK or IKE
 // proposal does not match (AUTHENTICATION_FAILED with the gateway
 // initiating, NO_PROPOSAL_CHOSEN with the client initiating).
 func TestAgentStatusRealTunnel(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	peer := tp.Peers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -176,10 +175,10 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 		_ = kube.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 
-	sheet := tunnel.ClientSheet{
-		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(), PSK: psk,
+	sheet := topology.ClientSheet{
+		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(), PSK: psk,
 		IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
-		Children: []tunnel.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}},
+		Children: []topology.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}},
 	}
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
@@ -242,16 +241,16 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	spec := v1alpha1.GatewayParameters{
 		Namespace: "tenant-a",
 		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(tunnel.PrivateAddress.String()), PrefixLength: int32(tunnel.PrivatePrefixLength),
-			Gateway: v1alpha1.IPv4(tunnel.Router.String()), MACAddress: tunnel.MACAddress, LocalID: v1alpha1.IPv4(tunnel.FloatingIP.String()),
+			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
+			Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
 		},
 		Mode:          v1alpha1.ModeRouted,
-		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(tunnel.TenantSubnet.String())},
+		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
 		Tunnels: []v1alpha1.Tunnel{{
 			Name: "branch-a", Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
 			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
 			StartAction:      "start",
-			TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(tunnel.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
+			TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(topology.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
 		}},
 	}
 	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
@@ -266,14 +265,14 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 	if up.EstablishedAt == nil || time.Since(up.EstablishedAt.Time) > time.Minute || up.LastError != "" {
 		t.Errorf("established tunnel: establishedAt %v, lastError %q", up.EstablishedAt, up.LastError)
 	}
-	if diff := cmp.Diff([2][]string{{tunnel.TenantSubnet.String()}, {peer.Subnet.String()}}, [2][]string{up.ChildSAs[0].LocalTS, up.ChildSAs[0].RemoteTS}); diff != "" {
+	if diff := cmp.Diff([2][]string{{topology.TenantSubnet.String()}, {peer.Subnet.String()}}, [2][]string{up.ChildSAs[0].LocalTS, up.ChildSAs[0].RemoteTS}); diff != "" {
 		t.Errorf("CHILD_SA traffic selectors [local, remote]: -want, +got:\n%s", diff)
 	}
 
 	// Traffic through the tunnel makes the counters grow, twice.
 	prev := up.ChildSAs[0]
 	for round := 1; round <= 2; round++ {
-		if r, err := tp.Ping(peer.HostNS, tunnel.Service, 3, 2*time.Second); err != nil || r.Received == 0 {
+		if r, err := tp.Ping(peer.HostNS, topology.Service, 3, 2*time.Second); err != nil || r.Received == 0 {
 			t.Fatalf("ping %d through the tunnel: %+v %v", round, r, err)
 		}
 		s, took := waitStatus("counters grown", func(s v1alpha1.TunnelStatus) bool {
@@ -364,7 +363,7 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 // session, which govici v0.8.0's Session.CallStreaming does not (see
 // status.Streamer); the count of calls it got wrong is logged.
 func TestAgentStatusStreamer(t *testing.T) {
-	c := charon.Start(t)
+	c := topology.StartValidator(t)
 	ctx := context.Background()
 	const conns, calls = 5, 300
 	for i := range conns {

@@ -15,7 +15,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // Proposals of the real-tunnel agent tests: the gateway's and the client
@@ -27,7 +27,7 @@ var (
 
 // siteTunnel returns a tunnel of the gateway to peer that the gateway
 // initiates, carrying pairs (local, remote).
-func siteTunnel(name string, peer *tunnel.Peer, layout v1alpha1.ChildSALayout, pairs ...[2]netip.Prefix) v1alpha1.Tunnel {
+func siteTunnel(name string, peer *topology.Peer, layout v1alpha1.ChildSALayout, pairs ...[2]netip.Prefix) v1alpha1.Tunnel {
 	tn := v1alpha1.Tunnel{
 		Name: name, Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
 		IKEProposals: ikeProposals, ESPProposals: espProposals, StartAction: "start", ChildSALayout: layout,
@@ -40,15 +40,15 @@ func siteTunnel(name string, peer *tunnel.Peer, layout v1alpha1.ChildSALayout, p
 
 // clientSheet returns peer's parameter sheet for a tunnel to the gateway,
 // answering only (the gateway initiates), with children.
-func clientSheet(peer *tunnel.Peer, psk string, children ...tunnel.ClientChild) tunnel.ClientSheet {
-	return tunnel.ClientSheet{
-		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: tunnel.FloatingIP.String(), PSK: psk,
+func clientSheet(peer *topology.Peer, psk string, children ...topology.ClientChild) topology.ClientSheet {
+	return topology.ClientSheet{
+		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(), PSK: psk,
 		IKEProposals: ikeProposals, ESPProposals: espProposals, Children: children,
 	}
 }
 
 // loadSheets configures each peer from its sheet.
-func loadSheets(t *testing.T, tp *tunnel.Topology, sheets ...tunnel.ClientSheet) {
+func loadSheets(t *testing.T, tp *topology.Topology, sheets ...topology.ClientSheet) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -69,8 +69,8 @@ var (
 // addSecondTenant gives the gateway (libipsec routes a CHILD_SA only when
 // charon has an address in its local selector) and the tenant service an
 // address in secondTenant.
-func addSecondTenant(tp *tunnel.Topology) {
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", tunnel.TenantInterface)
+func addSecondTenant(tp *topology.Topology) {
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "10.30.1.1/24", "dev", topology.TenantInterface)
 	tp.MustExec(tp.Gateway.ServiceNS, "ip", "addr", "add", serviceB.String()+"/24", "dev", "eth0")
 }
 
@@ -80,31 +80,31 @@ func addSecondTenant(tp *tunnel.Topology) {
 // subnets. Both come up, the status shows every CHILD_SA, and a ping from
 // each client host reaches both tenant subnets through its tunnel.
 func TestAgentTwoPeers(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	tp := topology.Start(t, topology.Options{Peers: 2})
 	addSecondTenant(tp)
 	p0, p1 := tp.Peers[0], tp.Peers[1]
 	psks := map[string][]byte{"per-pair": []byte("two-peers-psk-per-pair-0123"), "single": []byte("two-peers-psk-single-4567")}
-	tenant := []string{tunnel.TenantSubnet.String(), secondTenant.String()}
+	tenant := []string{topology.TenantSubnet.String(), secondTenant.String()}
 	loadSheets(t, tp,
 		clientSheet(p0, string(psks["per-pair"]),
-			tunnel.ClientChild{Name: "a", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[:1]},
-			tunnel.ClientChild{Name: "b", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[1:]}),
+			topology.ClientChild{Name: "a", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[:1]},
+			topology.ClientChild{Name: "b", LocalTS: []string{p0.Subnet.String()}, RemoteTS: tenant[1:]}),
 		clientSheet(p1, string(psks["single"]),
-			tunnel.ClientChild{Name: "all", LocalTS: []string{p1.Subnet.String()}, RemoteTS: tenant}))
+			topology.ClientChild{Name: "all", LocalTS: []string{p1.Subnet.String()}, RemoteTS: tenant}))
 
 	spec := tunnelGateway("agent-two-peers", v1alpha1.ModeRouted,
-		siteTunnel("per-pair", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet}, [2]netip.Prefix{secondTenant, p0.Subnet}),
-		siteTunnel("single", p1, v1alpha1.ChildSASingle, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet}, [2]netip.Prefix{secondTenant, p1.Subnet}))
+		siteTunnel("per-pair", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p0.Subnet}, [2]netip.Prefix{secondTenant, p0.Subnet}),
+		siteTunnel("single", p1, v1alpha1.ChildSASingle, [2]netip.Prefix{topology.TenantSubnet, p1.Subnet}, [2]netip.Prefix{secondTenant, p1.Subnet}))
 	start := time.Now()
 	g := startAgent(t, tp, spec, psks)
 	g.waitTunnels(20*time.Second, "both tunnels ESTABLISHED with every CHILD_SA INSTALLED", up(map[string][]string{
-		"per-pair": {render.ChildName("per-pair", tunnel.TenantSubnet, p0.Subnet), render.ChildName("per-pair", secondTenant, p0.Subnet)},
+		"per-pair": {render.ChildName("per-pair", topology.TenantSubnet, p0.Subnet), render.ChildName("per-pair", secondTenant, p0.Subnet)},
 		"single":   {"single"},
 	}))
 	t.Logf("agent: mounted configuration to both tunnels ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
 
 	for i, p := range tp.Peers {
-		for _, dst := range []netip.Addr{tunnel.Service, serviceB} {
+		for _, dst := range []netip.Addr{topology.Service, serviceB} {
 			ping(t, tp, fmt.Sprintf("client host %d → tenant service", i), p.HostNS, dst)
 		}
 	}
@@ -116,22 +116,22 @@ func TestAgentTwoPeers(t *testing.T) {
 // is up, and no PSK appears in the status, the agent's log, its metrics or
 // the gateway charon's log.
 func TestAgentWrongPSK(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	tp := topology.Start(t, topology.Options{Peers: 2})
 	p0, p1 := tp.Peers[0], tp.Peers[1]
 	psks := map[string][]byte{"good": []byte("wrong-psk-test-good-0123"), "bad": []byte("wrong-psk-test-gateway-4567")}
-	child := func(p *tunnel.Peer) tunnel.ClientChild {
-		return tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}
+	child := func(p *topology.Peer) topology.ClientChild {
+		return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
 	}
 	const peersPSK = "wrong-psk-test-peer-89ab"
 	loadSheets(t, tp, clientSheet(p0, string(psks["good"]), child(p0)), clientSheet(p1, peersPSK, child(p1)))
 
 	spec := tunnelGateway("agent-wrong-psk", v1alpha1.ModeRouted,
-		siteTunnel("good", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet}),
-		siteTunnel("bad", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet}))
+		siteTunnel("good", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p0.Subnet}),
+		siteTunnel("bad", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p1.Subnet}))
 	start := time.Now()
 	g := startAgent(t, tp, spec, psks)
 	got := g.waitTunnels(20*time.Second, "the tunnel with the wrong PSK reported down with an authentication error, the other up", func(got map[string]v1alpha1.TunnelStatus) error {
-		if err := up(map[string][]string{"good": {render.ChildName("good", tunnel.TenantSubnet, p0.Subnet)}})(got); err != nil {
+		if err := up(map[string][]string{"good": {render.ChildName("good", topology.TenantSubnet, p0.Subnet)}})(got); err != nil {
 			return err
 		}
 		if bad := got["bad"]; bad.LastError != status.ErrAuthenticationFailed {
@@ -147,7 +147,7 @@ func TestAgentWrongPSK(t *testing.T) {
 	if good := got["good"]; good.LastError != "" {
 		t.Errorf("tunnel good has last error %q", good.LastError)
 	}
-	ping(t, tp, "client host 0 → tenant service", p0.HostNS, tunnel.Service)
+	ping(t, tp, "client host 0 → tenant service", p0.HostNS, topology.Service)
 
 	data, err := g.statusData()
 	if err != nil {
@@ -171,13 +171,13 @@ func TestAgentWrongPSK(t *testing.T) {
 // the CHILD_SA expires the tunnel has none left while the status keeps the
 // error.
 func TestAgentRekeyPFS(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	tp := topology.Start(t, topology.Options{Peers: 2})
 	p0, p1 := tp.Peers[0], tp.Peers[1]
 	psks := map[string][]byte{"pfs": []byte("rekey-test-psk-pfs-0123"), "mismatch": []byte("rekey-test-psk-mismatch-4567")}
-	child := func(p *tunnel.Peer) tunnel.ClientChild {
-		return tunnel.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{tunnel.TenantSubnet.String()}}
+	child := func(p *topology.Peer) topology.ClientChild {
+		return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
 	}
-	sheets := []tunnel.ClientSheet{clientSheet(p0, string(psks["pfs"]), child(p0)), clientSheet(p1, string(psks["mismatch"]), child(p1))}
+	sheets := []topology.ClientSheet{clientSheet(p0, string(psks["pfs"]), child(p0)), clientSheet(p1, string(psks["mismatch"]), child(p1))}
 	for i := range sheets {
 		sheets[i].ESPProposals = []string{"aes256gcm16-ecp256"}
 	}
@@ -188,16 +188,16 @@ func TestAgentRekeyPFS(t *testing.T) {
 	// would equal it, and the CHILD_SA would expire and be created anew
 	// instead of being rekeyed.
 	lifetime := v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("3s"), LifeTime: ptr.To[v1alpha1.Duration]("5s")}
-	pfs := siteTunnel("pfs", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p0.Subnet})
-	mismatch := siteTunnel("mismatch", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{tunnel.TenantSubnet, p1.Subnet})
+	pfs := siteTunnel("pfs", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p0.Subnet})
+	mismatch := siteTunnel("mismatch", p1, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p1.Subnet})
 	pfs.ESPProposals, mismatch.ESPProposals = []string{"aes256gcm16-ecp256"}, []string{"aes256gcm16-modp2048"}
 	pfs.ChildLifetime, mismatch.ChildLifetime = lifetime, lifetime
 	rekeys := tp.Gateway.Events(t, "child-rekey")
 	start := time.Now()
 	g := startAgent(t, tp, tunnelGateway("agent-rekey", v1alpha1.ModeRouted, pfs, mismatch), psks)
-	pfsChild, mismatchChild := render.ChildName("pfs", tunnel.TenantSubnet, p0.Subnet), render.ChildName("mismatch", tunnel.TenantSubnet, p1.Subnet)
+	pfsChild, mismatchChild := render.ChildName("pfs", topology.TenantSubnet, p0.Subnet), render.ChildName("mismatch", topology.TenantSubnet, p1.Subnet)
 	g.waitTunnels(20*time.Second, "both tunnels up", up(map[string][]string{"pfs": {pfsChild}, "mismatch": {mismatchChild}}))
-	first := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, tunnel.Up(pfsChild))
+	first := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, topology.Up(pfsChild))
 	was, _ := first.Installed(pfsChild)
 	t.Logf("agent: mounted configuration to both tunnels ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
 
@@ -212,14 +212,14 @@ func TestAgentRekeyPFS(t *testing.T) {
 	}
 	// An INSTALLED CHILD_SA with new SPIs from a new ECP_256 key exchange
 	// (charon keeps rekeying it every 1 to 3 s).
-	rekeyed := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, tunnel.Up(pfsChild))
+	rekeyed := tp.Gateway.WaitSA(t, "pfs", 5*time.Second, topology.Up(pfsChild))
 	if now, _ := rekeyed.Installed(pfsChild); now.SPIIn == was.SPIIn || now.SPIOut == was.SPIOut || now.DHGroup != "ECP_256" {
 		t.Errorf("the rekeyed CHILD_SA has spi-in %s spi-out %s dh-group %q; was %s %s, want new SPIs and ECP_256", now.SPIIn, now.SPIOut, now.DHGroup, was.SPIIn, was.SPIOut)
 	}
 	if rekeyed.UniqueID != first.UniqueID {
 		t.Errorf("the IKE SA was replaced by the CHILD_SA rekey: uniqueid %s, was %s", rekeyed.UniqueID, first.UniqueID)
 	}
-	ping(t, tp, "client host 0 → tenant service after the rekey", p0.HostNS, tunnel.Service)
+	ping(t, tp, "client host 0 → tenant service after the rekey", p0.HostNS, topology.Service)
 
 	// charon's only word on the mismatch is the initiator's "received
 	// NO_PROPOSAL_CHOSEN notify, no CHILD_SA built" when the rekey fails;
@@ -261,32 +261,32 @@ func TestAgentRekeyPFS(t *testing.T) {
 // host sees the connections come from the reverse exposure's sourceAddress,
 // an inside address the tunnel carries (internal/render/nat.go).
 func TestAgentNATExposures(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	p0 := tp.Peers[0]
 	inside := netip.MustParsePrefix("100.64.0.0/24")
 	// libipsec routes a CHILD_SA only when charon has an address in its
 	// local selector; a /32 claims no route for the inside subnet.
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "100.64.0.1/32", "dev", tunnel.TenantInterface)
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "100.64.0.1/32", "dev", topology.TenantInterface)
 	psks := map[string][]byte{"site": []byte("nat-test-psk-0123456789")}
 	loadSheets(t, tp, clientSheet(p0, string(psks["site"]),
-		tunnel.ClientChild{Name: "inside", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{inside.String()}}))
+		topology.ClientChild{Name: "inside", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{inside.String()}}))
 
 	const (
 		exposed, exposedPort = "100.64.0.10", 8080
 		source               = "100.64.0.9"
 		listenPort           = 2222
 	)
-	service := v1alpha1.IPv4(tunnel.Service.String())
+	service := v1alpha1.IPv4(topology.Service.String())
 	spec := tunnelGateway("agent-nat", v1alpha1.ModeNAT, siteTunnel("site", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{inside, p0.Subnet}))
-	spec.TenantSubnets = []v1alpha1.CIDR{v1alpha1.CIDR(tunnel.TenantSubnet.String())}
+	spec.TenantSubnets = []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())}
 	spec.Exposures = []v1alpha1.Exposure{
 		{Name: "web", Protocol: "tcp", InsideAddress: exposed, Port: exposedPort, Target: v1alpha1.ExposureTarget{Address: &service, Port: 80}},
 		{Name: "dns", Protocol: "udp", InsideAddress: exposed, Port: 5353, Target: v1alpha1.ExposureTarget{Address: &service, Port: 53}},
 	}
 	spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "ssh", Protocol: "tcp", ListenPort: listenPort,
 		ClientAddress: v1alpha1.IPv4(p0.Host.String()), ClientPort: 22, SourceAddress: source}}
-	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "tcp", tunnel.Service.String()+":80")
-	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "udp", tunnel.Service.String()+":53")
+	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "tcp", topology.Service.String()+":80")
+	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "udp", topology.Service.String()+":53")
 	tp.ServeWhoAmI(t, p0.HostNS, "tcp", p0.Host.String()+":22")
 
 	start := time.Now()
@@ -298,9 +298,9 @@ func TestAgentNATExposures(t *testing.T) {
 		what, ns, network, addr string
 		wantFrom                netip.Addr
 	}{
-		{"exposure web: client host → inside address (tcp)", p0.HostNS, "tcp", fmt.Sprintf("%s:%d", exposed, exposedPort), tunnel.TenantAddress},
-		{"exposure dns: client host → inside address (udp)", p0.HostNS, "udp", exposed + ":5353", tunnel.TenantAddress},
-		{"reverse exposure ssh: tenant service → gateway (tcp)", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", tunnel.TenantAddress, listenPort), netip.MustParseAddr(source)},
+		{"exposure web: client host → inside address (tcp)", p0.HostNS, "tcp", fmt.Sprintf("%s:%d", exposed, exposedPort), topology.TenantAddress},
+		{"exposure dns: client host → inside address (udp)", p0.HostNS, "udp", exposed + ":5353", topology.TenantAddress},
+		{"reverse exposure ssh: tenant service → gateway (tcp)", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", topology.TenantAddress, listenPort), netip.MustParseAddr(source)},
 	} {
 		began := time.Now()
 		from, err := tp.AskWhoAmI(c.ns, c.network, c.addr, 3*time.Second)

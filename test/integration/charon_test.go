@@ -14,7 +14,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
-	"github.com/ipsecgw/provider-ipsec/test/charon"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // goldenDir holds the renderer's golden gateways.
@@ -22,7 +22,7 @@ var goldenDir = filepath.Join("..", "..", "internal", "render", "testdata")
 
 // loadAll loads every connection and secret of the rendered documents into
 // c, failing t on the first error charon reports.
-func loadAll(t *testing.T, c *charon.Charon, conf, secrets []byte) {
+func loadAll(t *testing.T, c *topology.Charon, conf, secrets []byte) {
 	t.Helper()
 	ctx := context.Background()
 	doc, err := swanctl.Parse(conf)
@@ -63,7 +63,7 @@ func TestCharonLoadsGoldenConfigs(t *testing.T) {
 	}
 	for _, d := range dirs {
 		t.Run(d.Name(), func(t *testing.T) {
-			c := charon.Start(t)
+			c := topology.StartValidator(t)
 			dir := filepath.Join(goldenDir, d.Name())
 			conf, err := os.ReadFile(filepath.Join(dir, "swanctl.conf"))
 			if err != nil {
@@ -118,7 +118,7 @@ func proposalFor(keyword, kind string) (p string, ike bool) {
 // TestCharonKnowsEveryKeyword confirms the renderer's proposal keyword set
 // against a real charon: a connection using each keyword must load.
 func TestCharonKnowsEveryKeyword(t *testing.T) {
-	c := charon.Start(t)
+	c := topology.StartValidator(t)
 	for kw, kind := range render.Keywords() {
 		p, ike := proposalFor(kw, kind)
 		key, ikeP, espP := "esp_proposals", "aes128-sha256-modp2048", p
@@ -169,7 +169,7 @@ func TestCharonAgreesWithValidator(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := charon.Start(t)
+			c := topology.StartValidator(t)
 			in := render.Input{PSKs: map[string][]byte{"branch-a": []byte("k")}}
 			if err := yaml.Unmarshal(base, &in.Spec); err != nil {
 				t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
-	"github.com/ipsecgw/provider-ipsec/test/charon"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // TestDataPlaneCharon starts a real charon, in namespaces of its own, with
@@ -53,7 +53,7 @@ func TestDataPlaneCharon(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := charon.StartWith(t, func(dir, socket string) string {
+			c := topology.StartCharon(t, func(dir, socket string) string {
 				// The Deployment's paths, moved into the charon's directory.
 				include := filepath.Join(dir, "strongswan.d")
 				if err := os.Mkdir(include, 0o700); err != nil {

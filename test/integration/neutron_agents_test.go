@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/ipsecgw/provider-ipsec/cluster/openstack/vif"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 var (
@@ -421,7 +421,7 @@ func settles(want bool, probe func() bool) bool {
 func serveWhoAmI(t *testing.T, ns, addr string) {
 	t.Helper()
 	var l net.Listener
-	if err := tunnel.Do(ns, func() (err error) { l, err = net.Listen("tcp4", addr); return err }); err != nil {
+	if err := topology.Do(ns, func() (err error) { l, err = net.Listen("tcp4", addr); return err }); err != nil {
 		t.Fatalf("cannot listen on %s in %s: %v", addr, ns, err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
@@ -443,7 +443,7 @@ func serveWhoAmI(t *testing.T, ns, addr string) {
 // answers, or "no connection".
 func askWhoAmI(ns, addr string) string {
 	var c net.Conn
-	if err := tunnel.Do(ns, func() (err error) { c, err = net.DialTimeout("tcp4", addr, 2*time.Second); return err }); err != nil {
+	if err := topology.Do(ns, func() (err error) { c, err = net.DialTimeout("tcp4", addr, 2*time.Second); return err }); err != nil {
 		return "no connection"
 	}
 	defer c.Close()

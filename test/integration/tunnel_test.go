@@ -13,7 +13,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/test/tunnel"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // tunnelTimeout bounds every wait for a tunnel: with the harness'
@@ -27,7 +27,7 @@ const tunnelTimeout = 15 * time.Second
 // IKE runs over NAT-T. A ping from the client host must reach the tenant
 // service and come back through the tunnel.
 func TestTunnelThroughFloatingIPNAT(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{})
+	tp := topology.Start(t, topology.Options{})
 	peer := tp.Peers[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -35,17 +35,17 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 
 	// The client site, as its administrator configures it from the sheet
 	// the provider sent: it answers and waits for the gateway to initiate.
-	sheet := tunnel.ClientSheet{
+	sheet := topology.ClientSheet{
 		Name:          "to-provider",
 		LocalAddress:  peer.Address.String(),
-		RemoteAddress: tunnel.FloatingIP.String(),
+		RemoteAddress: topology.FloatingIP.String(),
 		PSK:           psk,
 		IKEProposals:  []string{"aes256-sha256-modp2048"},
 		ESPProposals:  []string{"aes256gcm16-modp2048"},
-		Children: []tunnel.ClientChild{{
+		Children: []topology.ClientChild{{
 			Name:     "tenant",
 			LocalTS:  []string{peer.Subnet.String()},
-			RemoteTS: []string{tunnel.TenantSubnet.String()},
+			RemoteTS: []string{topology.TenantSubnet.String()},
 		}},
 	}
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
@@ -55,14 +55,14 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	spec := v1alpha1.GatewayParameters{
 		Namespace: "tenant-a",
 		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(tunnel.PrivateAddress.String()),
-			PrefixLength:   int32(tunnel.PrivatePrefixLength),
-			Gateway:        v1alpha1.IPv4(tunnel.Router.String()),
-			MACAddress:     tunnel.MACAddress,
-			LocalID:        v1alpha1.IPv4(tunnel.FloatingIP.String()),
+			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()),
+			PrefixLength:   int32(topology.PrivatePrefixLength),
+			Gateway:        v1alpha1.IPv4(topology.Router.String()),
+			MACAddress:     topology.MACAddress,
+			LocalID:        v1alpha1.IPv4(topology.FloatingIP.String()),
 		},
 		Mode:          v1alpha1.ModeRouted,
-		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(tunnel.TenantSubnet.String())},
+		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
 		Tunnels: []v1alpha1.Tunnel{{
 			Name:         "branch-a",
 			Peer:         v1alpha1.Peer{Address: peer.Address.String()},
@@ -71,7 +71,7 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 			ESPProposals: []string{"aes256gcm16-modp2048"},
 			StartAction:  "start",
 			TrafficSelectors: []v1alpha1.TrafficSelector{{
-				Local:  v1alpha1.CIDR(tunnel.TenantSubnet.String()),
+				Local:  v1alpha1.CIDR(topology.TenantSubnet.String()),
 				Remote: v1alpha1.CIDR(peer.Subnet.String()),
 			}},
 		}},
@@ -91,15 +91,15 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	t.Logf("config loaded over VICI in %v; IKE SA ESTABLISHED %v and CHILD_SA INSTALLED %v after the load started",
 		loaded.Round(time.Millisecond), ikeUp.Round(time.Millisecond), childUp.Round(time.Millisecond))
 
-	childName := render.ChildName("branch-a", tunnel.TenantSubnet, peer.Subnet)
-	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up(childName))
+	childName := render.ChildName("branch-a", topology.TenantSubnet, peer.Subnet)
+	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
 	// charon also reports nat-remote=yes here, although only the gateway
 	// is behind the NAT: not asserted.
 	type ends struct {
 		LocalHost, LocalID, RemoteHost, RemoteID, NATLocal string
 	}
 	want := ends{
-		LocalHost: tunnel.PrivateAddress.String(), LocalID: tunnel.FloatingIP.String(),
+		LocalHost: topology.PrivateAddress.String(), LocalID: topology.FloatingIP.String(),
 		RemoteHost: peer.Address.String(), RemoteID: peer.Address.String(),
 		NATLocal: "yes",
 	}
@@ -111,26 +111,26 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	if child.Encap != "yes" {
 		t.Errorf("gateway's CHILD_SA is not UDP-encapsulated (encap=%q): NAT-T was not used", child.Encap)
 	}
-	wantTS := [2][]string{{tunnel.TenantSubnet.String()}, {peer.Subnet.String()}}
+	wantTS := [2][]string{{topology.TenantSubnet.String()}, {peer.Subnet.String()}}
 	if diff := cmp.Diff(wantTS, [2][]string{child.LocalTS, child.RemoteTS}); diff != "" {
 		t.Errorf("gateway's CHILD_SA traffic selectors [local, remote]: -want, +got:\n%s", diff)
 	}
 	// The client sees the floating IP, behind a NAT on the other side.
-	ps := peer.WaitSA(t, "to-provider", tunnelTimeout, tunnel.Up("tenant"))
+	ps := peer.WaitSA(t, "to-provider", tunnelTimeout, topology.Up("tenant"))
 	t.Logf("gateway: nat-local=%q nat-remote=%q; peer: nat-local=%q nat-remote=%q", gw.NATLocal, gw.NATRemote, ps.NATLocal, ps.NATRemote)
-	if ps.RemoteHost != tunnel.FloatingIP.String() || ps.NATRemote != "yes" {
-		t.Errorf("peer's IKE SA: remote-host %s nat-remote %q, want %s and yes", ps.RemoteHost, ps.NATRemote, tunnel.FloatingIP)
+	if ps.RemoteHost != topology.FloatingIP.String() || ps.NATRemote != "yes" {
+		t.Errorf("peer's IKE SA: remote-host %s nat-remote %q, want %s and yes", ps.RemoteHost, ps.NATRemote, topology.FloatingIP)
 	}
 
 	// Client host → tenant service and back, then the other way round.
 	for _, p := range []struct {
 		from, to string
-		res      func() (tunnel.PingResult, error)
+		res      func() (topology.PingResult, error)
 	}{
-		{from: "client host", to: "tenant service", res: func() (tunnel.PingResult, error) {
-			return tp.Ping(peer.HostNS, tunnel.Service, 3, 2*time.Second)
+		{from: "client host", to: "tenant service", res: func() (topology.PingResult, error) {
+			return tp.Ping(peer.HostNS, topology.Service, 3, 2*time.Second)
 		}},
-		{from: "tenant service", to: "client host", res: func() (tunnel.PingResult, error) {
+		{from: "tenant service", to: "client host", res: func() (topology.PingResult, error) {
 			return tp.Ping(tp.Gateway.ServiceNS, peer.Host, 3, 2*time.Second)
 		}},
 	} {
@@ -146,7 +146,7 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	}
 
 	// The pings went through the gateway's CHILD_SA: its counters show them.
-	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, tunnel.Up(childName))
+	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
 	child, _ = gw.Child(childName)
 	in, _ := strconv.Atoi(child.PacketsIn)
 	out, _ := strconv.Atoi(child.PacketsOut)
@@ -186,7 +186,7 @@ func waitUp(t *testing.T, events <-chan vici.Event, conn string, start time.Time
 // harness: several client sites each reachable from the gateway through the
 // floating-IP NAT, and a charon that can be killed and restarted.
 func TestTunnelHarness(t *testing.T) {
-	tp := tunnel.Start(t, tunnel.Options{Peers: 2})
+	tp := topology.Start(t, topology.Options{Peers: 2})
 	for i, p := range tp.Peers {
 		r, err := tp.Ping(tp.Gateway.NS, p.Address, 2, 2*time.Second)
 		if err != nil {
@@ -199,8 +199,8 @@ func TestTunnelHarness(t *testing.T) {
 			t.Errorf("peer %d does not reach its client host %s", i, p.Host)
 		}
 	}
-	if r, _ := tp.Ping(tp.Gateway.NS, tunnel.Service, 1, 2*time.Second); r.Received == 0 {
-		t.Errorf("the gateway does not reach the tenant service %s", tunnel.Service)
+	if r, _ := tp.Ping(tp.Gateway.NS, topology.Service, 1, 2*time.Second); r.Received == 0 {
+		t.Errorf("the gateway does not reach the tenant service %s", topology.Service)
 	}
 
 	events := tp.Gateway.Events(t, "ike-updown")

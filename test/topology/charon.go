@@ -1,12 +1,14 @@
-package tunnel
+package topology
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,16 +19,22 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
 
-// Plugins every charon of the topology loads, in this order:
-// kernel-libipsec must register its IPsec backend before kernel-netlink, or
-// CHILD_SAs fail with "Function not implemented" on a kernel without ESP.
-// openssl provides the Diffie-Hellman groups, curve25519 included.
+// Plugins every networked charon loads, in this order: kernel-libipsec
+// must register its IPsec backend before kernel-netlink, or CHILD_SAs fail
+// with "Function not implemented" on a kernel without ESP. openssl
+// provides the Diffie-Hellman groups, curve25519 included.
 const Plugins = "random nonce openssl pem pkcs1 x509 pubkey revocation constraints kdf hmac " +
 	"sha1 sha2 md5 aes gcm gmp xcbc kernel-libipsec kernel-netlink socket-default vici"
 
-// Retransmission settings of every charon: an unanswered IKE request is
-// given up after about 3 s instead of strongSwan's default 165 s, so dead
-// peers and failed exchanges show within seconds
+// validationPlugins load no IPsec backend of their own (kernel-netlink in
+// a namespace with only loopback): such a charon parses and loads
+// configurations exactly as a real one but never installs an SA.
+const validationPlugins = "random nonce openssl pem pkcs1 x509 pubkey revocation constraints kdf hmac " +
+	"sha1 sha2 md5 aes gcm gmp xcbc kernel-netlink socket-default vici"
+
+// Retransmission settings of every networked charon: an unanswered IKE
+// request is given up after about 3 s instead of strongSwan's default
+// 165 s, so dead peers and failed exchanges show within seconds
 // (https://docs.strongswan.org/docs/5.9/config/retransmission.html).
 const (
 	RetransmitTimeout = "1.0"
@@ -34,48 +42,50 @@ const (
 	RetransmitTries   = "2"
 )
 
-// startTimeout bounds how long a starting charon may take to answer on VICI.
-const startTimeout = 10 * time.Second
+// Timeouts of a charon's start (until it answers on VICI) and of its stop
+// (until it has exited after the signal, then SIGKILL).
+const (
+	startTimeout = 10 * time.Second
+	stopTimeout  = 10 * time.Second
+)
 
-// A Charon is one running charon in a network namespace of the topology,
-// and a VICI session to it.
+// A Charon is one charon, run by Start in a network namespace, and a VICI
+// session to it.
 type Charon struct {
-	// Session is a VICI session to the charon, replaced by Restart.
+	// Session is a VICI session to the running charon, replaced by Start.
 	*vici.Session
-	// NS is the network namespace the charon runs in.
+	// NS is the network namespace the charon runs in; empty for one of
+	// its own with only loopback (a validation charon).
 	NS string
 	// Dir holds its strongswan.conf, VICI socket (charon.vici), log
-	// (charon.log) and standard output (charon.out).
+	// (charon.log), standard output (charon.out) and pid (charon.pid).
 	Dir string
+	// Conf returns the strongswan.conf for the charon's directory and VICI
+	// socket; NetworkConf when nil.
+	Conf func(dir, socket string) string
 
 	cmd    *exec.Cmd
 	out    *os.File
 	waited chan struct{} // closed when cmd has exited
 }
 
-// Socket is the path of the charon's VICI socket.
-func (c *Charon) Socket() string { return filepath.Join(c.Dir, "charon.vici") }
-
-// Pid is the charon's process id, 0 when stopped.
-func (c *Charon) Pid() int {
-	if c.cmd == nil {
-		return 0
-	}
-	return c.cmd.Process.Pid
+// NetworkConf is the strongswan.conf of a networked charon: Plugins, the
+// retransmission settings, the VICI socket and the log in dir.
+func NetworkConf(dir, socket string) string {
+	return strongswanConf(Plugins, fmt.Sprintf("retransmit_timeout = %s\n  retransmit_base = %s\n  retransmit_tries = %s",
+		RetransmitTimeout, RetransmitBase, RetransmitTries), dir, socket)
 }
 
-// start writes the charon's strongswan.conf, runs it and waits until it
-// answers on VICI.
-func (c *Charon) start() error {
-	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
-		return err
-	}
-	conf := fmt.Sprintf(`charon {
+// ValidationConf is the strongswan.conf of a validation charon.
+func ValidationConf(dir, socket string) string {
+	return strongswanConf(validationPlugins, "install_routes = no", dir, socket)
+}
+
+func strongswanConf(plugins, settings, dir, socket string) string {
+	return fmt.Sprintf(`charon {
   load_modular = no
   load = %s
-  retransmit_timeout = %s
-  retransmit_base = %s
-  retransmit_tries = %s
+  %s
   plugins {
     vici {
       socket = unix://%s
@@ -84,7 +94,7 @@ func (c *Charon) start() error {
   filelog {
     log {
       path = %s
-      time_format = %%T
+      time_format = %%F %%T
       time_add_ms = yes
       ike_name = yes
       flush_line = yes
@@ -100,10 +110,33 @@ func (c *Charon) start() error {
 }
 swanctl {
   load = random pem pkcs1 x509 pubkey openssl
-  socket = unix://%[5]s
+  socket = unix://%[3]s
 }
-`, Plugins, RetransmitTimeout, RetransmitBase, RetransmitTries, c.Socket(), filepath.Join(c.Dir, "charon.log"))
-	if err := os.WriteFile(filepath.Join(c.Dir, "strongswan.conf"), []byte(conf), 0o600); err != nil {
+`, plugins, settings, socket, filepath.Join(dir, "charon.log"))
+}
+
+// Socket is the path of the charon's VICI socket.
+func (c *Charon) Socket() string { return filepath.Join(c.Dir, "charon.vici") }
+
+// Pid is the charon's process id, 0 when stopped.
+func (c *Charon) Pid() int {
+	if c.cmd == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// Start writes the charon's strongswan.conf, runs it and waits until it
+// answers on VICI. Charons are the only thing that starts charon here.
+func (c *Charon) Start() error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	conf := c.Conf
+	if conf == nil {
+		conf = NetworkConf
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "strongswan.conf"), []byte(conf(c.Dir, c.Socket())), 0o600); err != nil {
 		return err
 	}
 	_ = os.Remove(c.Socket())
@@ -116,25 +149,33 @@ swanctl {
 	// sh each exec the next, so the process started is charon itself. No
 	// parent-death signal: Go delivers it when the forking OS thread ends,
 	// not the process; Start reaps charons of killed test binaries instead.
-	cmd := exec.Command("nsenter", "--net="+nsPath(c.NS), "--",
-		"unshare", "--mount", "--propagation", "private", "--",
-		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"`, CharonBinary)
+	args := []string{"unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"`, CharonBinary}
+	if c.NS == "" {
+		args = append([]string{"unshare", "--net", "--"}, args...)
+	} else {
+		args = append([]string{"nsenter", "--net=" + nsPath(c.NS), "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "STRONGSWAN_CONF="+filepath.Join(c.Dir, "strongswan.conf"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
-		return fmt.Errorf("cannot start charon in %s: %w", c.NS, err)
+		return fmt.Errorf("cannot start charon in %s: %w", c.where(), err)
 	}
 	c.cmd, c.out = cmd, out
+	if err := os.WriteFile(filepath.Join(c.Dir, "charon.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		return err
+	}
 	exited := make(chan struct{})
+	c.waited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
 		if s, err := vici.NewSession(vici.WithSocketPath(c.Socket())); err == nil {
 			if _, err := s.Call(context.Background(), "version", nil); err == nil {
 				c.Session = s
-				c.waited = exited
 				return nil
 			}
 			_ = s.Close()
@@ -142,20 +183,23 @@ swanctl {
 		select {
 		case <-exited:
 			c.cmd = nil
-			return fmt.Errorf("charon in %s exited at start:\n%s", c.NS, c.tail(40))
+			_ = out.Close()
+			return fmt.Errorf("charon in %s exited at start:\n%s", c.where(), c.tail(40))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			c.waited = exited
-			return fmt.Errorf("charon in %s did not answer on %s within %v:\n%s", c.NS, c.Socket(), startTimeout, c.tail(40))
+			return fmt.Errorf("charon in %s did not answer on %s within %v:\n%s", c.where(), c.Socket(), startTimeout, c.tail(40))
 		}
 	}
 }
 
-// stop kills the charon and waits for it. SIGKILL, not SIGTERM: charon
-// would spend seconds sending IKE DELETEs, and nothing of it outlives its
-// namespaces.
-func (c *Charon) stop() {
+func (c *Charon) where() string { return cmp.Or(c.NS, c.Dir) }
+
+// Stop sends the charon sig and waits for it to exit (SIGKILL after
+// stopTimeout); nothing when it is not running. SIGTERM is an orderly
+// stop, as `systemctl stop strongswan`: charon sends its IKE DELETEs
+// first. SIGKILL is a crash.
+func (c *Charon) Stop(sig syscall.Signal) {
 	if c.Session != nil {
 		_ = c.Session.Close() //nolint:staticcheck // QF1008: the session, not the charon, is closed
 		c.Session = nil
@@ -163,8 +207,13 @@ func (c *Charon) stop() {
 	if c.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-	<-c.waited
+	_ = syscall.Kill(-c.cmd.Process.Pid, sig)
+	select {
+	case <-c.waited:
+	case <-time.After(stopTimeout):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.waited
+	}
 	c.cmd = nil
 	_ = c.out.Close()
 }
@@ -174,15 +223,34 @@ func (c *Charon) stop() {
 // Dial are closed by charon's exit.
 func (c *Charon) Restart(t testing.TB) {
 	t.Helper()
-	c.stop()
-	if err := c.start(); err != nil {
+	c.Stop(syscall.SIGKILL)
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // Kill kills the charon (SIGKILL, as a crash) and leaves it stopped; Restart
 // starts it again. The topology's cleanup copes with either.
-func (c *Charon) Kill() { c.stop() }
+func (c *Charon) Kill() { c.Stop(syscall.SIGKILL) }
+
+// StartValidator runs a configuration-validation charon for t, in a
+// network namespace of its own with only loopback, and stops it when t
+// ends. It skips t with the reason when not run as root or when charon is
+// not installed.
+func StartValidator(t testing.TB) *Charon { return StartCharon(t, ValidationConf) }
+
+// StartCharon runs a charon as StartValidator does, with the
+// strongswan.conf conf returns (see Charon.Conf).
+func StartCharon(t testing.TB, conf func(dir, socket string) string) *Charon {
+	t.Helper()
+	Need(t, "unshare")
+	c := &Charon{Dir: t.TempDir(), Conf: conf}
+	t.Cleanup(func() { c.Stop(syscall.SIGTERM) })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // Dial opens a new VICI session to the charon, closed when t ends. Use one
 // per goroutine or event subscriber.

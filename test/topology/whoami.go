@@ -1,4 +1,4 @@
-package tunnel
+package topology
 
 import (
 	"bufio"
@@ -49,17 +49,32 @@ func (tp *Topology) ServeWhoAmI(t testing.TB, ns, network, addr string) {
 	}
 	go func() {
 		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = fmt.Fprintln(c, c.RemoteAddr())
-			_ = c.Close()
-		}
+		AnswerWhoAmI(ln)
 	}()
 	t.Cleanup(func() { _ = ln.Close(); <-done })
+}
+
+// whoAmITimeout bounds how long a TCP connection may take to take its
+// answer.
+const whoAmITimeout = 5 * time.Second
+
+// AnswerWhoAmI answers every TCP connection of ln with the address and
+// port it came from, one line ("10.20.0.5:41234\n"), until ln is closed.
+func AnswerWhoAmI(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(whoAmITimeout))
+			_, _ = fmt.Fprintln(c, c.RemoteAddr())
+		}()
+	}
 }
 
 // AskWhoAmI connects from namespace ns to a ServeWhoAmI listener at

@@ -9,13 +9,15 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
 // newNeutron returns a function listing the associated floating IPs of
 // Neutron, as mappings keyed by floating IP address, with the credentials
 // of cloud in the clouds.yaml at path. The client re-authenticates when its
 // token expires.
-func newNeutron(ctx context.Context, path, cloud string) (func(context.Context) (map[string]mapping, error), error) {
+func newNeutron(ctx context.Context, path, cloud string) (func(context.Context) (map[string]topology.Mapping, error), error) {
 	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(path), clouds.WithCloudName(cloud))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read cloud %s of %s: %w", cloud, path, err)
@@ -29,14 +31,14 @@ func newNeutron(ctx context.Context, path, cloud string) (func(context.Context) 
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the network endpoint: %w", err)
 	}
-	return func(ctx context.Context) (map[string]mapping, error) {
+	return func(ctx context.Context) (map[string]topology.Mapping, error) {
 		return associated(ctx, client)
 	}, nil
 }
 
 // associated lists every floating IP and returns those associated with a
 // port.
-func associated(ctx context.Context, client *gophercloud.ServiceClient) (map[string]mapping, error) {
+func associated(ctx context.Context, client *gophercloud.ServiceClient) (map[string]topology.Mapping, error) {
 	pages, err := floatingips.List(client, floatingips.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list floating IPs: %w", err)
@@ -45,10 +47,10 @@ func associated(ctx context.Context, client *gophercloud.ServiceClient) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("cannot read floating IPs: %w", err)
 	}
-	out := map[string]mapping{}
+	out := map[string]topology.Mapping{}
 	for _, f := range all {
 		if f.PortID != "" && f.FixedIP != "" {
-			out[f.FloatingIP] = mapping{FixedIP: f.FixedIP, PortID: f.PortID}
+			out[f.FloatingIP] = topology.Mapping{FixedIP: f.FixedIP, PortID: f.PortID}
 		}
 	}
 	return out, nil

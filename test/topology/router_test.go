@@ -1,4 +1,4 @@
-package main
+package topology
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 func TestRuleset(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		m      map[string]mapping
+		m      map[string]Mapping
 		want   string
 	}{
 		"None": {
@@ -33,7 +33,7 @@ table ip fipnat {
 		},
 		"Two": {
 			reason: "Each floating IP is DNATed to its fixed IP and the fixed IP SNATed back, in address order.",
-			m: map[string]mapping{
+			m: map[string]Mapping{
 				"203.0.113.20": {FixedIP: "10.20.0.10", PortID: "b"},
 				"203.0.113.10": {FixedIP: "10.20.0.5", PortID: "a"},
 			},
@@ -69,28 +69,28 @@ table ip fipnat {
 }
 
 func TestDiff(t *testing.T) {
-	vm := mapping{FixedIP: "10.20.0.5", PortID: "vm"}
-	gw := mapping{FixedIP: "10.20.0.10", PortID: "gw"}
+	vm := Mapping{FixedIP: "10.20.0.5", PortID: "vm"}
+	gw := Mapping{FixedIP: "10.20.0.10", PortID: "gw"}
 	cases := map[string]struct {
 		reason   string
-		old, new map[string]mapping
+		old, new map[string]Mapping
 		want     []change
 	}{
 		"Same": {
 			reason: "Nothing changes when the mappings are equal.",
-			old:    map[string]mapping{"203.0.113.10": vm},
-			new:    map[string]mapping{"203.0.113.10": vm},
+			old:    map[string]Mapping{"203.0.113.10": vm},
+			new:    map[string]Mapping{"203.0.113.10": vm},
 		},
 		"Moved": {
 			reason: "A floating IP moved to another port is one change from the old to the new fixed IP.",
-			old:    map[string]mapping{"203.0.113.10": vm},
-			new:    map[string]mapping{"203.0.113.10": gw},
+			old:    map[string]Mapping{"203.0.113.10": vm},
+			new:    map[string]Mapping{"203.0.113.10": gw},
 			want:   []change{{FloatingIP: "203.0.113.10", Old: vm, New: gw}},
 		},
 		"AssociatedAndDisassociated": {
 			reason: "A new association and a disassociation are changes from and to no mapping, in address order.",
-			old:    map[string]mapping{"203.0.113.20": vm},
-			new:    map[string]mapping{"203.0.113.10": gw},
+			old:    map[string]Mapping{"203.0.113.20": vm},
+			new:    map[string]Mapping{"203.0.113.10": gw},
 			want: []change{
 				{FloatingIP: "203.0.113.10", New: gw},
 				{FloatingIP: "203.0.113.20", Old: vm},

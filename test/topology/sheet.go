@@ -1,4 +1,4 @@
-package tunnel
+package topology
 
 import (
 	"context"
@@ -47,6 +47,9 @@ type ClientSheet struct {
 	Unique string
 	// RekeyTime of the IKE SA such as "4h"; strongSwan's default when empty.
 	RekeyTime string
+	// Encap "yes" forces UDP encapsulation of ESP, as a gateway built by
+	// hand behind a NAT may have it; strongSwan's default (no) when empty.
+	Encap string
 }
 
 // A ClientChild is one CHILD_SA of a ClientSheet.
@@ -89,6 +92,7 @@ func (s ClientSheet) SwanctlConf() []byte {
 	set(2, "dpd_delay", s.DPDDelay)
 	set(2, "keyingtries", s.KeyingTries)
 	set(2, "unique", s.Unique)
+	set(2, "encap", s.Encap)
 	line(2, "local {")
 	set(3, "auth", "psk")
 	set(3, "id", localID)

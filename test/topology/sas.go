@@ -1,4 +1,4 @@
-package tunnel
+package topology
 
 import (
 	"context"
@@ -115,13 +115,12 @@ func (c *Charon) ListSAs(ctx context.Context) ([]IKESA, error) {
 	return out, nil
 }
 
-// PollInterval is how often WaitSA asks charon.
+// PollInterval is how often AwaitSA asks charon.
 const PollInterval = 50 * time.Millisecond
 
-// WaitSA polls list-sas until an IKE SA of connection conn satisfies ok,
-// and returns it; it fails t with the last SAs seen after timeout.
-func (c *Charon) WaitSA(t testing.TB, conn string, timeout time.Duration, ok func(IKESA) bool) IKESA {
-	t.Helper()
+// AwaitSA polls list-sas until an IKE SA of connection conn satisfies ok,
+// and returns it; after timeout the error names the last SAs seen.
+func (c *Charon) AwaitSA(conn string, timeout time.Duration, ok func(IKESA) bool) (IKESA, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last []IKESA
@@ -132,7 +131,7 @@ func (c *Charon) WaitSA(t testing.TB, conn string, timeout time.Duration, ok fun
 			last = sas
 			for _, sa := range sas {
 				if sa.Name == conn && ok(sa) {
-					return sa
+					return sa, nil
 				}
 			}
 		} else {
@@ -140,10 +139,20 @@ func (c *Charon) WaitSA(t testing.TB, conn string, timeout time.Duration, ok fun
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no IKE SA of %s in %s as wanted within %v; last seen: %+v (last error: %v)", conn, c.NS, timeout, last, lastErr)
+			return IKESA{}, fmt.Errorf("no IKE SA of %s in %s as wanted within %v; last seen: %+v (last error: %v)", conn, c.NS, timeout, last, lastErr)
 		case <-time.After(PollInterval):
 		}
 	}
+}
+
+// WaitSA is AwaitSA failing t on error.
+func (c *Charon) WaitSA(t testing.TB, conn string, timeout time.Duration, ok func(IKESA) bool) IKESA {
+	t.Helper()
+	sa, err := c.AwaitSA(conn, timeout, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa
 }
 
 // Up says whether sa is ESTABLISHED with every named CHILD_SA INSTALLED.

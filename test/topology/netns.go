@@ -1,4 +1,4 @@
-package tunnel
+package topology
 
 import (
 	"encoding/binary"

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ipsecgw/provider-ipsec/test/topology"
+)
+
+// A result is what one connection got.
+type result struct {
+	begun, at time.Time
+	via       string // the address the service saw, "" on error
+	err       error
+}
+
+// probe is the client host's view of the tunnel: from the client host's
+// namespace it connects to the tenant service through the tunnel (the
+// claim's exposure, 100.64.0.10:443) every interval, each connection with
+// a short timeout, reads the address the service saw it come from and
+// prints each change of the gateway that carried it: the first answer, a
+// stop of the answers, and the first answer via another gateway with the
+// outage, from the last answer via the old one to the first via the new
+// one, in milliseconds. With -json each change is one JSON line (Event).
+func probe(tp *topology.Topology, args []string) error {
+	fs := flag.NewFlagSet("probe", flag.ExitOnError)
+	target := fs.String("target", insideService+":443", "the echo service's address through the tunnel")
+	interval := fs.Duration("interval", 50*time.Millisecond, "time between connections")
+	timeout := fs.Duration("timeout", 500*time.Millisecond, "how long one connection may take to answer")
+	duration := fs.Duration("for", 0, "stop after this long; 0 runs until SIGINT or SIGTERM")
+	asJSON := fs.Bool("json", false, "print each change as a JSON line")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	_, host := topology.PeerRoles(0)
+	ns := tp.NS(host)
+	// Connections overlap when they take longer than interval: at most
+	// timeout/interval+1 of them, so the channel never blocks one.
+	results := make(chan result, int(*timeout / *interval)+2)
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	var tr tracker
+	out := json.NewEncoder(os.Stdout)
+	attempts, answers := 0, 0
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(os.Stderr, "probe: %d connections, %d answered\n", attempts, answers)
+			return nil
+		case <-tick.C:
+			attempts++
+			go func() {
+				r := result{begun: time.Now()}
+				var from string
+				if from, r.err = tp.AskWhoAmI(ns, "tcp", *target, *timeout); r.err == nil {
+					r.via, _, r.err = net.SplitHostPort(from)
+				}
+				r.at = time.Now()
+				results <- r
+			}()
+		case r := <-results:
+			var e *Event
+			if r.err != nil {
+				e = tr.fail(r.begun, r.at, r.err)
+			} else {
+				answers++
+				e = tr.answer(r.begun, r.at, r.via)
+			}
+			switch {
+			case e == nil:
+			case *asJSON:
+				_ = out.Encode(e)
+			default:
+				fmt.Println(e)
+			}
+		}
+	}
+}
