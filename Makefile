@@ -26,7 +26,7 @@ dev-down: ## Stop everything `make dev` started.
 	cluster/openstack/down.sh
 
 .PHONY: test
-test: packages check-packages tools check-generate lint test-unit test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
+test: packages check-packages tools check-generate lint test-unit test-integration test-e2e test-nodes ## Run all tests (installs the packages and builds the toolchain first).
 
 ##@ Development
 
