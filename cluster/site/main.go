@@ -70,13 +70,7 @@ func (p paths) socket() string { return filepath.Join(p.dir, "site.sock") }
 func run(p paths, tp *topology.Topology, verb string, args []string) error {
 	switch verb {
 	case "up":
-		fs := flag.NewFlagSet("up", flag.ExitOnError)
-		clouds := fs.String("clouds", "", "the clouds.yaml of the local Neutron")
-		psk := fs.String("psk", "", "the YAML holding the PSK both ends share (psk: VALUE)")
-		_ = fs.Parse(args)
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		return up(ctx, p, tp.Prefix, *clouds, *psk)
+		return upVerb(p, tp, args)
 	case "status", "vm-stop", "vm-start", "standin-up", "standin-down":
 		return call(p, verb, nil)
 	case "attach":
@@ -96,14 +90,7 @@ func run(p paths, tp *topology.Topology, verb string, args []string) error {
 	case "mappings":
 		return mappings(p, tp)
 	case "exec":
-		if len(args) < 2 {
-			return fmt.Errorf("usage: exec ROLE CMD...")
-		}
-		nsenter, err := exec.LookPath("nsenter")
-		if err != nil {
-			return err
-		}
-		return syscall.Exec(nsenter, append([]string{"nsenter", "--net=/run/netns/" + tp.NS(args[0]), "--"}, args[1:]...), os.Environ())
+		return execVerb(tp, args)
 	case "remove":
 		return topology.Remove(tp.Prefix, p.dir)
 	case "echo":
@@ -122,6 +109,30 @@ func run(p paths, tp *topology.Topology, verb string, args []string) error {
 	return nil
 }
 
+// upVerb runs `site up` with its flags args until SIGINT or SIGTERM.
+func upVerb(p paths, tp *topology.Topology, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	clouds := fs.String("clouds", "", "the clouds.yaml of the local Neutron")
+	psk := fs.String("psk", "", "the YAML holding the PSK both ends share (psk: VALUE)")
+	_ = fs.Parse(args)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return up(ctx, p, tp.Prefix, *clouds, *psk)
+}
+
+// execVerb replaces this process with args[1:] run in the namespace of
+// the role args[0]; it returns only on error.
+func execVerb(tp *topology.Topology, args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: exec ROLE CMD...") //nolint:staticcheck // ST1005: the verb's line of the usage text, ellipsis and all
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(nsenter, append([]string{"nsenter", "--net=/run/netns/" + tp.NS(args[0]), "--"}, args[1:]...), os.Environ())
+}
+
 // call asks the running site (up) to do verb and prints its answer.
 func call(p paths, verb string, q url.Values) error {
 	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -131,7 +142,7 @@ func call(p paths, verb string, q url.Values) error {
 	if err != nil {
 		return fmt.Errorf("cannot reach the site on %s (is it up? cluster/site/site.sh up): %w", p.socket(), err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // only read: closing loses nothing
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", verb, strings.TrimSpace(string(body)))

@@ -101,7 +101,7 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 	if err := tp.Do(svc, func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", servicePort)); return err }); err != nil {
 		return err
 	}
-	defer ln.Close()
+	defer ln.Close() //nolint:errcheck // the site is ending: its listener has nothing left to report
 	go topology.AnswerWhoAmI(ln)
 
 	if s.vm, err = s.gateway(ctx, "vm", vmAddress); err != nil {
@@ -143,12 +143,12 @@ func (s *site) gateway(ctx context.Context, role string, addr netip.Addr) (*topo
 		return nil, err
 	}
 	if out, err := s.tp.Exec(ns, "ip", "addr", "add", insideOwn, "dev", "lo"); err != nil {
-		return nil, fmt.Errorf("cannot add %s to %s: %v: %s", insideOwn, role, err, out)
+		return nil, fmt.Errorf("cannot add %s to %s: %w: %s", insideOwn, role, err, out)
 	}
 	cmd := s.tp.Command(ctx, ns, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(exposure(addr))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("nft in %s: %v: %s", role, err, out)
+		return nil, fmt.Errorf("nft in %s: %w: %s", role, err, out)
 	}
 	c := &topology.Charon{NS: ns, Dir: filepath.Join(s.tp.Dir, role)}
 	if err := s.tp.StartCharon(c); err != nil {

@@ -55,7 +55,7 @@ func (n *NAT) Loop(ctx context.Context, list func(context.Context) (map[string]M
 		m, err := list(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return nil //nolint:nilerr // ctx ended: list's error is the way it ended, not a failure of the loop
 		case err != nil && !failing:
 			n.Log.Warn("cannot read the floating IPs; keeping the rules", "error", err)
 			failing = true
@@ -146,7 +146,9 @@ func (n *NAT) command(args ...string) *exec.Cmd {
 // would answer). One `nft -f` runs it as one transaction.
 func ruleset(m map[string]Mapping, tenant, external string) string {
 	fips := slices.Sorted(maps.Keys(m))
-	var dnat, snat, fixed []string
+	dnat := make([]string, 0, len(fips))
+	snat := make([]string, 0, len(fips))
+	fixed := make([]string, 0, len(fips))
 	for _, fip := range fips {
 		dnat = append(dnat, fmt.Sprintf("\t\tip daddr %s dnat to %s\n", fip, m[fip].FixedIP))
 		snat = append(snat, fmt.Sprintf("\t\toifname %q ip saddr %s snat to %s\n", external, m[fip].FixedIP, fip))

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -139,7 +140,11 @@ func (c *Charon) AwaitSA(conn string, timeout time.Duration, ok func(IKESA) bool
 		}
 		select {
 		case <-ctx.Done():
-			return IKESA{}, fmt.Errorf("no IKE SA of %s in %s as wanted within %v; last seen: %+v (last error: %v)", conn, c.NS, timeout, last, lastErr)
+			msg := fmt.Sprintf("no IKE SA of %s in %s as wanted within %v; last seen: %+v", conn, c.NS, timeout, last)
+			if lastErr != nil {
+				return IKESA{}, fmt.Errorf("%s (last error: %w)", msg, lastErr)
+			}
+			return IKESA{}, errors.New(msg)
 		case <-time.After(PollInterval):
 		}
 	}

@@ -286,8 +286,11 @@ func (tp *Topology) Attach(netns, link string) error {
 // and its peer, the node's macvlan parent.
 func detach(dir, router string) error {
 	b, err := os.ReadFile(filepath.Join(dir, attachedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // nothing was attached
+	}
 	if err != nil {
-		return nil
+		return err
 	}
 	var errs []error
 	for l := range strings.Lines(string(b)) {
@@ -344,20 +347,20 @@ func removeNamespace(ns string) error {
 		}
 	}
 	if out, err := exec.Command("ip", "netns", "delete", ns).CombinedOutput(); err != nil {
-		return fmt.Errorf("cannot delete namespace %s: %v: %s", ns, err, bytes.TrimSpace(out))
+		return fmt.Errorf("cannot delete namespace %s: %w: %s", ns, err, bytes.TrimSpace(out))
 	}
 	return nil
 }
 
 func (tp *Topology) addNamespace(ns string) error {
 	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		return fmt.Errorf("ip netns add %s: %v: %s", ns, err, out)
+		return fmt.Errorf("ip netns add %s: %w: %s", ns, err, out)
 	}
 	return steps{{ns, "ip", "link", "set", "lo", "up"}}.run()
 }
 
 // steps are commands, each run in the namespace of its first element.
-type steps [][]string
+type steps [][]string //nolint:recvcheck // ip, sysctl and link append to the steps; run only reads them
 
 func (s *steps) ip(ns string, args ...string) { *s = append(*s, append([]string{ns, "ip"}, args...)) }
 
@@ -385,7 +388,7 @@ func (s *steps) link(a, aIf, br, b, bIf, mac string) {
 func (s steps) run() error {
 	for _, c := range s {
 		if out, err := execIn(c[0], c[1:]...); err != nil {
-			return fmt.Errorf("%s in %s: %v: %s", strings.Join(c[1:], " "), c[0], err, out)
+			return fmt.Errorf("%s in %s: %w: %s", strings.Join(c[1:], " "), c[0], err, out)
 		}
 	}
 	return nil
@@ -450,7 +453,8 @@ func Start(t testing.TB, o Options) *Topology {
 		t.Fatalf("cannot map the floating IP: %v", err)
 	}
 	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(o.Dir, "gw")}, ServiceNS: svc}
-	all := []*Charon{tp.Gateway.Charon}
+	all := make([]*Charon, 0, 1+len(tp.Peers))
+	all = append(all, tp.Gateway.Charon)
 	for _, p := range tp.Peers {
 		all = append(all, p.Charon)
 	}

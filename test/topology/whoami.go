@@ -70,7 +70,7 @@ func AnswerWhoAmI(ln net.Listener) {
 			continue
 		}
 		go func() {
-			defer c.Close()
+			defer c.Close() //nolint:errcheck // the answer is written or not: closing has nothing to add
 			_ = c.SetDeadline(time.Now().Add(whoAmITimeout))
 			_, _ = fmt.Fprintln(c, c.RemoteAddr())
 		}()
