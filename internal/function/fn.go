@@ -330,26 +330,8 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 		_ = old.GetValueInto("spec.forProvider.endpoint", &prev)
 		ep = keep(ep, prev)
 	}
-	var warnings []string
-	ns := ""
-	if s.ClaimRef != nil {
-		ns = s.ClaimRef.Namespace
-	}
-	if ns == "" {
-		warnings = append(warnings, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
-	}
-	if ready(p) == fnv1.Ready_READY_TRUE {
-		name := str(p, "metadata.name")
-		subnet := cmp.Or(str(p, "status.atProvider.fixedIps[0].subnetId"), s.Network.SubnetID)
-		if ep.Gateway == "" {
-			warnings = append(warnings, fmt.Sprintf(warnNoGatewayIP, name, subnet))
-		}
-		if ep.PrefixLength == 0 {
-			warnings = append(warnings, fmt.Sprintf(warnNoSubnetCIDR, name, subnet))
-		}
-	}
-	if len(warnings) > 0 || ep.PrivateAddress == "" || ep.Gateway == "" || ep.MACAddress == "" || ep.LocalID == "" || ep.PrefixLength == 0 {
-		return nil, warnings
+	if w := blocked(xr, p, ep); len(w) > 0 || ep.PrivateAddress == "" || ep.Gateway == "" || ep.MACAddress == "" || ep.LocalID == "" || ep.PrefixLength == 0 {
+		return nil, w
 	}
 	attached := false
 	if b != nil {
@@ -358,7 +340,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace:        ns,
+			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
 			Active:           ptr.To(attached),
 			DataPlane:        s.DataPlane,
 			Endpoint:         ep,
@@ -369,6 +351,30 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 			ReverseExposures: s.ReverseExposures,
 		},
 	}}, nil
+}
+
+// blocked says what keeps the Gateway of xr with the endpoint ep from being
+// composed that waiting will not fix: a composite without a claim (the
+// Gateway runs in the claim's namespace), or a Ready port p whose endpoint
+// still lacks the gateway IP or the prefix length. A port not made yet is
+// no reason: it is waited for.
+func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
+	var w []string
+	if c := xr.Spec.ClaimRef; c == nil || c.Namespace == "" {
+		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
+	}
+	if ready(p) != fnv1.Ready_READY_TRUE {
+		return w
+	}
+	name := str(p, "metadata.name")
+	subnet := cmp.Or(str(p, "status.atProvider.fixedIps[0].subnetId"), xr.Spec.Network.SubnetID)
+	if ep.Gateway == "" {
+		w = append(w, fmt.Sprintf(warnNoGatewayIP, name, subnet))
+	}
+	if ep.PrefixLength == 0 {
+		w = append(w, fmt.Sprintf(warnNoSubnetCIDR, name, subnet))
+	}
+	return w
 }
 
 // keep fills each field of ep that is unknown with prev's.
