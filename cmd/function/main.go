@@ -2,7 +2,8 @@
 // (internal/function) over gRPC, as Crossplane calls functions: with mTLS
 // (--tls-certs-dir holding tls.crt and tls.key, and the ca.crt that signs
 // Crossplane's client certificates), or with --insecure for `crossplane
-// render`. Its flags are those of crossplane/function-template-go's.
+// render`. Its flags are those of crossplane/function-template-go's, with
+// their units (--max-recv-message-size is in MB).
 //
 // It serves function-sdk-go's RunFunction service itself: the SDK's own
 // Serve (v0.5.0 and v0.6.0) is in a package whose tests import
@@ -35,39 +36,73 @@ const (
 	errKeyPair       = "cannot load the server certificate"
 	errCA            = "cannot read the clients' CA certificate"
 	errNoCA          = "cannot use the clients' CA certificate: no PEM certificate in ca.crt"
+	errMaxRecv       = "cannot accept requests of at most %d MB: give --max-recv-message-size at least 1"
 )
 
+// options are the function's command-line flags, those of
+// function-template-go's with its units.
+type options struct {
+	debug    bool
+	network  string
+	address  string
+	certs    string
+	insec    bool
+	maxRecvB int // --max-recv-message-size, which is in MB, in bytes
+}
+
+// parseFlags parses args. --max-recv-message-size is in MB (MiB), 4 by
+// default, as the template's, and must be at least 1.
+func parseFlags(args []string) (options, error) {
+	var o options
+	var maxRecvMB int
+	fs := flag.NewFlagSet("function", flag.ContinueOnError)
+	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
+	fs.StringVar(&o.network, "network", "tcp", "Network on which to listen for gRPC connections.")
+	fs.StringVar(&o.address, "address", ":9443", "Address at which to listen for gRPC connections.")
+	fs.StringVar(&o.certs, "tls-certs-dir", os.Getenv("TLS_SERVER_CERTS_DIR"), "Directory of the server certificate (tls.crt, tls.key) and the CA of Crossplane's client certificates (ca.crt).")
+	fs.BoolVar(&o.insec, "insecure", false, "Serve without mTLS (crossplane render only: Crossplane always uses mTLS).")
+	fs.IntVar(&maxRecvMB, "max-recv-message-size", 4, "Largest request accepted, in MB (MiB).")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if maxRecvMB < 1 {
+		return o, fmt.Errorf(errMaxRecv, maxRecvMB)
+	}
+	o.maxRecvB = maxRecvMB * 1024 * 1024
+	return o, nil
+}
+
 func main() {
-	var (
-		debug    = flag.Bool("debug", false, "Log at debug level.")
-		network  = flag.String("network", "tcp", "Network on which to listen for gRPC connections.")
-		address  = flag.String("address", ":9443", "Address at which to listen for gRPC connections.")
-		certs    = flag.String("tls-certs-dir", os.Getenv("TLS_SERVER_CERTS_DIR"), "Directory of the server certificate (tls.crt, tls.key) and the CA of Crossplane's client certificates (ca.crt).")
-		insec    = flag.Bool("insecure", false, "Serve without mTLS (crossplane render only: Crossplane always uses mTLS).")
-		maxRecvB = flag.Int("max-recv-message-size", 4<<20, "Largest request accepted, in bytes.")
-	)
-	flag.Parse()
-	if err := serve(*debug, *network, *address, *certs, *insec, *maxRecvB); err != nil {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "function:", err)
+		os.Exit(2)
+	}
+	if err := serve(o); err != nil {
 		fmt.Fprintln(os.Stderr, "function:", err)
 		os.Exit(1)
 	}
 }
 
-// serve listens on network/address and serves RunFunction until it fails.
-func serve(debug bool, network, address, certs string, insec bool, maxRecv int) error {
-	creds, err := serverCredentials(certs, insec)
+// serve listens on o's network and address and serves RunFunction until it
+// fails.
+func serve(o options) error {
+	creds, err := serverCredentials(o.certs, o.insec)
 	if err != nil {
 		return err
 	}
-	log, err := logging.NewLogger(debug)
+	log, err := logging.NewLogger(o.debug)
 	if err != nil {
 		return err
 	}
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), network, address)
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), o.network, o.address)
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer(grpc.Creds(creds), grpc.MaxRecvMsgSize(maxRecv))
+	srv := grpc.NewServer(grpc.Creds(creds), grpc.MaxRecvMsgSize(o.maxRecvB))
 	fnv1.RegisterFunctionRunnerServiceServer(srv, function.New(log))
 	return srv.Serve(l)
 }
@@ -86,7 +121,6 @@ func serverCredentials(dir string, insec bool) (credentials.TransportCredentials
 		return nil, fmt.Errorf("%s: %w", errKeyPair, err)
 	}
 	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt")) //nolint:gosec // dir is the operator's --tls-certs-dir
-
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", errCA, err)
 	}

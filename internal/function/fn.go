@@ -15,6 +15,7 @@
 package function
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,10 +57,19 @@ const description = "IPsec gateway (provider-ipsec)"
 const ttl = time.Minute
 
 const (
-	errDecodeXR   = "cannot decode the composite resource"
-	errCompose    = "cannot compose"
-	errStatus     = "cannot set the composite resource's status"
-	errSetDesired = "cannot set the desired state"
+	errDecodeXR       = "cannot decode the composite resource"
+	errCompose        = "cannot compose"
+	errComposeGateway = "cannot compose the Gateway"
+	errStatus         = "cannot set the composite resource's status"
+	errSetDesired     = "cannot set the desired state"
+)
+
+// Why the Gateway cannot be composed, when waiting will not fix it (the
+// warnings of a run, after errComposeGateway).
+const (
+	warnNoClaim      = "XIPsecGateway %s has no claim (spec.claimRef): create it through an IPsecGateway claim"
+	warnNoGatewayIP  = "port %s reports no gateway IP (status.atProvider.fixedIps[0].gatewayIp): give subnet %s a gateway_ip"
+	warnNoSubnetCIDR = "port %s reports no IPv4 subnet CIDR (status.atProvider.fixedIps[0].subnetCidr): put network.fixedIP on an IPv4 subnet (subnet %s)"
 )
 
 // scheme knows the kinds of the provider's managed resources.
@@ -85,9 +95,13 @@ type Function struct {
 func New(log logging.Logger) *Function { return &Function{log: log} }
 
 // RunFunction composes the observed XIPsecGateway of req onto the desired
-// state of the steps before it. A composite it cannot read is a fatal
-// result; nothing else is, and nothing is a warning: a resource that waits
-// for another is simply not composed yet.
+// state of the steps before it. A composite it cannot read, a composed
+// resource it cannot convert and a status it cannot set are fatal results
+// (Crossplane then changes nothing). A resource that waits for another is
+// simply not composed yet, without a result; a Gateway that cannot be
+// composed until someone acts (a subnet without a gateway IP, a composite
+// without a claim) is a warning, to the composite and its claim, naming the
+// resource, the field and the fix.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -113,7 +127,14 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
 	}
 
-	objs := Compose(xr, observed)
+	objs, warnings := Compose(xr, observed)
+	for _, w := range warnings {
+		rsp.Results = append(rsp.Results, &fnv1.Result{
+			Severity: fnv1.Severity_SEVERITY_WARNING,
+			Message:  errComposeGateway + ": " + w,
+			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+		})
+	}
 	for name, o := range objs {
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
@@ -151,8 +172,9 @@ func fatal(rsp *fnv1.RunFunctionResponse, err error) *fnv1.RunFunctionResponse {
 // Compose returns the managed resources of xr by name: SecurityGroup, Port
 // and FloatingIPBinding always, RouterRoutes in mode routed, and the Gateway
 // once the port's address and the floating IP are known (observed, or
-// already in the Gateway composed before).
-func Compose(xr *XIPsecGateway, observed Observed) map[string]runtime.Object {
+// already in the Gateway composed before). The warnings say why the Gateway
+// cannot be composed when that needs a fix rather than time.
+func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, []string) {
 	s := xr.Spec
 	pc := &xpv2.Reference{Name: s.ProviderConfigName}
 	if s.ProviderConfigName == "" {
@@ -167,10 +189,11 @@ func Compose(xr *XIPsecGateway, observed Observed) map[string]runtime.Object {
 	if s.Mode == gwv1alpha1.ModeRouted && s.Routed != nil {
 		objs[RoutesName] = routes(s.Routed, pc)
 	}
-	if gw := gateway(xr, pc, observed); gw != nil {
+	gw, warnings := gateway(xr, pc, observed)
+	if gw != nil {
 		objs[GatewayName] = gw
 	}
-	return objs
+	return objs, warnings
 }
 
 // neutronName names the composite's Neutron objects after its claim, so
@@ -179,9 +202,6 @@ func Compose(xr *XIPsecGateway, observed Observed) map[string]runtime.Object {
 func neutronName(xr *XIPsecGateway) string {
 	if c := xr.Spec.ClaimRef; c != nil {
 		return fmt.Sprintf("ipsecgw-%s-%s", c.Namespace, c.Name)
-	}
-	if xr.Metadata.Namespace != "" {
-		return fmt.Sprintf("ipsecgw-%s-%s", xr.Metadata.Namespace, xr.Metadata.Name)
 	}
 	return "ipsecgw-" + xr.Metadata.Name
 }
@@ -282,21 +302,19 @@ func routes(r *Routed, pc *xpv2.Reference) *nv1alpha1.RouterRoutes {
 	return rr
 }
 
-// gateway is the strongSwan gateway in the claim's namespace (a namespaced
-// composite's own). It needs the port's address, MAC, gateway and prefix
-// length, and the floating IP (its local identity): with a pinned floating
-// IP that is the spec's, so the configuration renders at the runbook's
-// pre-stage, before the binding is attached. It is nil until they are
-// known, unless a Gateway was composed before: then what the port or the
-// binding does not report in this run (such as while the provider
-// restarts) is kept from it, never dropped, which would delete the
-// gateway. It runs (active) only while the floating IP is attached.
-func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) *gwv1alpha1.Gateway {
+// gateway is the strongSwan gateway in the claim's namespace. It needs the
+// port's address, MAC, gateway and prefix length, and the floating IP (its
+// local identity): with a pinned floating IP that is the spec's, so the
+// configuration renders at the runbook's pre-stage, before the binding is
+// attached. It is nil until they are known, unless a Gateway was composed
+// before: then what the port or the binding does not report in this run
+// (such as while the provider restarts) is kept from it, never dropped,
+// which would delete the gateway. It runs (active) only while the floating
+// IP is attached. When it is nil because of something that waiting will not
+// fix (a Ready port without a gateway IP or subnet CIDR, a composite without
+// a claim), the warnings say what and how to fix it.
+func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alpha1.Gateway, []string) {
 	s := xr.Spec
-	ns := xr.Metadata.Namespace
-	if s.ClaimRef != nil {
-		ns = s.ClaimRef.Namespace
-	}
 	p, b := observed[PortName], observed[FloatingIPName]
 	ep := gwv1alpha1.Endpoint{
 		PrivateAddress: gwv1alpha1.IPv4(str(p, "status.atProvider.fixedIps[0].ipAddress")),
@@ -304,7 +322,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) *gwv1alph
 		MACAddress:     str(p, "status.atProvider.macAddress"),
 		LocalID:        gwv1alpha1.IPv4(floatingAddress(b)),
 	}
-	if pfx, err := netip.ParsePrefix(str(p, "status.atProvider.fixedIps[0].subnetCidr")); err == nil {
+	if pfx, err := netip.ParsePrefix(str(p, "status.atProvider.fixedIps[0].subnetCidr")); err == nil && pfx.Addr().Is4() {
 		ep.PrefixLength = int32(pfx.Bits()) //nolint:gosec // at most 32
 	}
 	if old := observed[GatewayName]; old != nil {
@@ -312,8 +330,8 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) *gwv1alph
 		_ = old.GetValueInto("spec.forProvider.endpoint", &prev)
 		ep = keep(ep, prev)
 	}
-	if ns == "" || ep.PrivateAddress == "" || ep.Gateway == "" || ep.MACAddress == "" || ep.LocalID == "" || ep.PrefixLength == 0 {
-		return nil
+	if w := blocked(xr, p, ep); len(w) > 0 || ep.PrivateAddress == "" || ep.Gateway == "" || ep.MACAddress == "" || ep.LocalID == "" || ep.PrefixLength == 0 {
+		return nil, w
 	}
 	attached := false
 	if b != nil {
@@ -322,7 +340,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) *gwv1alph
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace:        ns,
+			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
 			Active:           ptr.To(attached),
 			DataPlane:        s.DataPlane,
 			Endpoint:         ep,
@@ -332,7 +350,31 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) *gwv1alph
 			Exposures:        s.Exposures,
 			ReverseExposures: s.ReverseExposures,
 		},
-	}}
+	}}, nil
+}
+
+// blocked says what keeps the Gateway of xr with the endpoint ep from being
+// composed that waiting will not fix: a composite without a claim (the
+// Gateway runs in the claim's namespace), or a Ready port p whose endpoint
+// still lacks the gateway IP or the prefix length. A port not made yet is
+// no reason: it is waited for.
+func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
+	var w []string
+	if c := xr.Spec.ClaimRef; c == nil || c.Namespace == "" {
+		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
+	}
+	if ready(p) != fnv1.Ready_READY_TRUE {
+		return w
+	}
+	name := str(p, "metadata.name")
+	subnet := cmp.Or(str(p, "status.atProvider.fixedIps[0].subnetId"), xr.Spec.Network.SubnetID)
+	if ep.Gateway == "" {
+		w = append(w, fmt.Sprintf(warnNoGatewayIP, name, subnet))
+	}
+	if ep.PrefixLength == 0 {
+		w = append(w, fmt.Sprintf(warnNoSubnetCIDR, name, subnet))
+	}
+	return w
 }
 
 // keep fills each field of ep that is unknown with prev's.

@@ -18,11 +18,11 @@ type XIPsecGateway struct {
 	Spec     XIPsecGatewaySpec `json:"spec"`
 }
 
-// Metadata is the part of the composite's metadata the function reads.
+// Metadata is the part of the composite's metadata the function reads (the
+// v1 XRD's composite is cluster-scoped: it has no namespace).
 type Metadata struct {
-	Name      string            `json:"name,omitempty"`
-	Namespace string            `json:"namespace,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
+	Name   string            `json:"name,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // XIPsecGatewaySpec is the spec of an XIPsecGateway.

@@ -247,10 +247,7 @@ func TestValidateClaimVariants(t *testing.T) {
 	if err := json.Unmarshal(xrd.Spec.Versions[0].Schema.OpenAPIV3Schema.Raw, s); err != nil {
 		t.Fatal(err)
 	}
-	claim := map[string]any{}
-	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
-		t.Fatal(err)
-	}
+	claim, _ := parseMinimalClaim(t)
 	spec := s.Properties["spec"]
 	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId"}, variants.Optional(&spec, claim["spec"])); diff != "" {
 		t.Errorf("the minimal claim sets optional fields beyond the one it needs: -want, +got:\n%s", diff)
@@ -282,18 +279,11 @@ func TestValidateClaimVariants(t *testing.T) {
 	}
 }
 
-// TestValidateClaimRefusesTrapOnLibipsec proves the XRD carries the
-// Gateway's rule across its fields: a claim whose tunnel has startAction
-// trap on dataPlane Libipsec (which never initiates: kernel-libipsec raises
-// no acquires) is refused, naming the tunnels and what to use instead.
-func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
-	claim := map[string]any{}
-	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
-		t.Fatal(err)
-	}
-	spec := claim["spec"].(map[string]any)
-	spec["dataPlane"] = "Libipsec"
-	spec["tunnels"].([]any)[0].(map[string]any)["startAction"] = "trap"
+// validateClaim runs `crossplane beta validate` of claim against the XRD
+// alone and returns its output and its error (non-nil when it refuses the
+// claim).
+func validateClaim(t *testing.T, cache string, claim map[string]any) (string, error) {
+	t.Helper()
 	b, err := yaml.Marshal(claim)
 	if err != nil {
 		t.Fatal(err)
@@ -304,11 +294,96 @@ func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
 	}
 	var out bytes.Buffer
 	cmd := exec.Command(bin(t, "crank"), "beta", "validate", filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"), f,
-		"--cache-dir", validateCache(t), "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
+		"--cache-dir", cache, "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
+	return out.String(), err
+}
+
+// parseMinimalClaim is minimalClaim as an object, and its spec.
+func parseMinimalClaim(t *testing.T) (claim, spec map[string]any) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(minimalClaim), &claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim, claim["spec"].(map[string]any)
+}
+
+// TestValidateClaimRefusesTrapOnLibipsec proves the XRD carries the
+// Gateway's rule across its fields: a claim whose tunnel has startAction
+// trap on dataPlane Libipsec (which never initiates: kernel-libipsec raises
+// no acquires) is refused, naming the tunnels and what to use instead.
+func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
+	claim, spec := parseMinimalClaim(t)
+	spec["dataPlane"] = "Libipsec"
+	spec["tunnels"].([]any)[0].(map[string]any)["startAction"] = "trap"
+	out, err := validateClaim(t, validateCache(t), claim)
 	want := "a tunnel's startAction trap never initiates with dataPlane Libipsec"
-	if err == nil || !strings.Contains(out.String(), "spec.tunnels: Invalid value: ") || !strings.Contains(out.String(), want) {
-		t.Errorf("crossplane beta validate of a claim with startAction trap on dataPlane Libipsec: %v\n%s\nwant spec.tunnels refused with %q", err, out.String(), want)
+	if err == nil || !strings.Contains(out, "spec.tunnels: Invalid value: ") || !strings.Contains(out, want) {
+		t.Errorf("crossplane beta validate of a claim with startAction trap on dataPlane Libipsec: %v\n%s\nwant spec.tunnels refused with %q", err, out, want)
+	}
+}
+
+// TestValidateClaimListBounds proves the XRD's bounds on the lists the
+// function loops over, at the boundary: 32 tenant subnets (the Gateway's
+// bound) and 64 client subnets (the Port's allowed address pairs and the
+// RouterRoutes' routes) are admitted, one more is refused naming the field
+// and the bound.
+func TestValidateClaimListBounds(t *testing.T) {
+	cache := validateCache(t)
+	// subnets returns n distinct /24s of the /16 prefix (such as "10.40").
+	subnets := func(prefix string, n int) []any {
+		out := make([]any, 0, n)
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s.%d.0/24", prefix, i))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		reason string
+		// tenant tenant subnets in mode nat, or with clients > 0 mode
+		// routed with clients client subnets.
+		tenant, clients int
+		// wantRefused is what the refusal says; empty: admitted.
+		wantRefused string
+	}{
+		"TenantSubnetsAtBound": {
+			reason: "32 tenant subnets, the bound, are admitted.",
+			tenant: 32,
+		},
+		"TenantSubnetsBeyondBound": {
+			reason:      "33 tenant subnets are refused at spec.tenantSubnets.",
+			tenant:      33,
+			wantRefused: "spec.tenantSubnets: Too many: 33: must have at most 32 items",
+		},
+		"ClientSubnetsAtBound": {
+			reason:  "64 client subnets in mode routed, the bound, are admitted.",
+			clients: 64,
+		},
+		"ClientSubnetsBeyondBound": {
+			reason:      "65 client subnets are refused at spec.routed.clientSubnets.",
+			clients:     65,
+			wantRefused: "spec.routed.clientSubnets: Too many: 65: must have at most 64 items",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim, spec := parseMinimalClaim(t)
+			spec["tenantSubnets"] = subnets("10.40", tc.tenant)
+			if tc.clients > 0 {
+				spec["mode"] = "routed"
+				spec["routed"] = map[string]any{"routerId": "00000000-0000-4000-8000-000000000004", "clientSubnets": subnets("172.16", tc.clients)}
+			}
+			out, err := validateClaim(t, cache, claim)
+			if tc.wantRefused == "" {
+				if err != nil {
+					t.Errorf("%s\ncrossplane beta validate refused the claim: %v\n%s", tc.reason, err, out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(out, tc.wantRefused) {
+				t.Errorf("%s\ncrossplane beta validate: %v\n%s\nwant it refused with %q", tc.reason, err, out, tc.wantRefused)
+			}
+		})
 	}
 }
