@@ -62,7 +62,7 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 # root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
 test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 -timeout 30m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
 
 .PHONY: test-e2e
 test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.

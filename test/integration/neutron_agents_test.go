@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 var (
 	agentsOnce sync.Once
+	agentsEnv  *openStackEnv
 	agentsHost vif.Host
 	agentsErr  error
 	// hostBefore is the host's network before the agents started (empty
@@ -42,11 +42,16 @@ var (
 	hostBefore, hostBeforeNets string
 )
 
-// startAgents starts Neutron's real L2 and L3 agents (AGENTS=1 up.sh) on
-// the package's OpenStack once, recording the host's network before.
+// startAgents starts, once, a Keystone and Neutron of their own with
+// Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
+// plus 100, recording the host's network before; t's cleanup stops them
+// (down.sh). The package's Neutron stays API-only: the agents' writes meet
+// its SQLite with the odd "database is locked", which would make every
+// other test's creates wait out the crash-safety settling.
 func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 	t.Helper()
-	e := startOpenStack(t)
+	startOpenStack(t) // skips when not root
+	var e *openStackEnv
 	agentsOnce.Do(func() {
 		if hostBefore, agentsErr = hostNetwork(true); agentsErr != nil {
 			return
@@ -54,19 +59,20 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 		if hostBeforeNets, agentsErr = hostNetwork(false); agentsErr != nil {
 			return
 		}
-		cmd := exec.Command(filepath.Join(repoRoot, "cluster", "openstack", "up.sh"))
-		cmd.Env = append(e.env(), "AGENTS=1")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if agentsErr = cmd.Run(); agentsErr != nil {
-			agentsErr = fmt.Errorf("AGENTS=1 cluster/openstack/up.sh: %w", agentsErr)
+		e, agentsErr = upOpenStack("itest-openstack-agents", itestPort("ITEST_KEYSTONE_PORT", 15000)+100, itestPort("ITEST_NEUTRON_PORT", 19696)+100, "AGENTS=1")
+		if e != nil {
+			t.Cleanup(e.stop)
+		}
+		if agentsErr != nil {
 			return
 		}
+		agentsEnv = e
 		agentsHost, agentsErr = vif.LoadHost(e.State)
 	})
 	if agentsErr != nil {
 		t.Fatalf("cannot start the Neutron agents: %v", agentsErr)
 	}
-	return e, agentsHost
+	return agentsEnv, agentsHost
 }
 
 // counters are iptables-save's packet and byte counts, which traffic changes.
@@ -247,6 +253,17 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	pings := func(ns, src string) bool {
 		return exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "1", "-I", src, router).Run() == nil
 	}
+	// The L3 agent wires the fixtures' router (made before it started)
+	// at its first sync, which takes a while on a busy machine: wait for
+	// the router to answer the port's own address before the table.
+	wired := time.Now()
+	for !pings(vmNS, fixedIP) {
+		if time.Since(wired) > 2*time.Minute {
+			t.Fatalf("the router %s does not answer the VM's fixed IP %s after 2 min: is the router wired in its qrouter namespace?", router, fixedIP)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the router answers the VM %s after it was plugged", time.Since(wired).Round(100*time.Millisecond))
 	spoofing := []struct {
 		name, reason string
 		pairs        []ports.AddressPair
