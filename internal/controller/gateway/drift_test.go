@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -37,6 +38,15 @@ func TestDiffers(t *testing.T) {
 		"the same pod template":       {want: dep("c", "n"), got: dep("c", "n")},
 		"another configuration":       {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another configuration"},
 		"another network attachment":  {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
+		"a label removed by hand": {
+			want: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{workload.LabelComponent: workload.ComponentStatus, workload.LabelGateway: "gw"}}},
+			got:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{workload.LabelGateway: "gw", "other": "x"}}},
+			diff: "label app.kubernetes.io/component is not tunnel-status",
+		},
+		"extra labels of others": {
+			want: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{workload.LabelGateway: "gw"}}},
+			got:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{workload.LabelGateway: "gw", "other": "x"}}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -161,7 +162,15 @@ func (e *external) drift(ctx context.Context) (string, error) {
 	return "", nil
 }
 
+// differs describes how got, the cluster's copy of want, differs from it
+// in what the provider owns, or returns "". Every label want carries counts:
+// Delete and the watches (watched) find the objects by them.
 func differs(want, got client.Object) string {
+	for _, k := range slices.Sorted(maps.Keys(want.GetLabels())) {
+		if v := want.GetLabels()[k]; got.GetLabels()[k] != v {
+			return fmt.Sprintf("label %s is not %s", k, v)
+		}
+	}
 	switch w := want.(type) {
 	case *corev1.ConfigMap:
 		// A ConfigMap applied without data (the agent's status) is
