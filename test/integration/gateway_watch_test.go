@@ -130,8 +130,12 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 		}
 		eventually(t, 30*time.Second, "the Gateways are deleted", func() error {
 			for _, g := range []*gwv1alpha1.Gateway{gw, gwRemote} {
-				if err := kube.Get(ctx, client.ObjectKeyFromObject(g), &gwv1alpha1.Gateway{}); !kerrors.IsNotFound(err) {
-					return fmt.Errorf("Gateway %s: %v", g.Name, err)
+				err := kube.Get(ctx, client.ObjectKeyFromObject(g), &gwv1alpha1.Gateway{})
+				if err == nil {
+					return fmt.Errorf("Gateway %s still exists", g.Name)
+				}
+				if !kerrors.IsNotFound(err) {
+					return fmt.Errorf("Gateway %s: %w", g.Name, err)
 				}
 			}
 			return nil
