@@ -30,6 +30,8 @@ type connector struct {
 	newClient func(*rest.Config) (client.Client, error)
 	// recorder emits the Gateway's tunnel events.
 	recorder event.Recorder
+	// targets learns which ProviderConfigs target another cluster.
+	targets *targets
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -47,7 +49,9 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
 	target := c.own
-	if pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret {
+	remote := pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret
+	c.targets.set(pc.Name, remote)
+	if remote {
 		cfg, err := cluster.RESTConfig(ctx, c.kube, pc, c.ownConfig)
 		if err != nil {
 			return nil, err
