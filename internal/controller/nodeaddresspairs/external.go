@@ -1,0 +1,228 @@
+package nodeaddresspairs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+)
+
+const (
+	errNoPort      = "spec.forProvider.portId is not set: set it to the gateway's Neutron port ID, or name the gateway's Port with portIdRef or portIdSelector"
+	errPortChanged = "spec.forProvider.portId changed from %s to %s: pairs are not moved between gateway ports; set it back, or delete this resource (which removes its pairs) and create a new one"
+	errGetPort     = "cannot get the gateway's Neutron port %s (spec.forProvider.portId)"
+	errListPorts   = "cannot list the Neutron ports of network %s"
+	errListNodes   = "cannot list the Nodes selected by spec.forProvider.nodeSelector"
+	errUpdatePort  = "cannot update the allowed address pairs of node %s's Neutron port %s"
+)
+
+// external manages one NodeAddressPairs' pairs with one Neutron client and
+// a reader of the gateway cluster's Nodes.
+//
+// Allowed address pairs are a list inside a node's port, which other tools
+// (keepalived setups, other gateways) share. This resource owns only the
+// pairs it added, recorded with their port in
+// status.atProvider.nodePorts; it writes a port with one PUT of its whole
+// list carrying If-Match: revision_number, so that a port another tool
+// changed since Observe read it gets 412 RevisionNumberConstraintFailed
+// (and the next reconcile reads it again) instead of losing that tool's
+// change.
+type external struct {
+	neutron *gophercloud.ServiceClient
+	nodes   client.Reader
+	// observed is the plan Observe made, for Create, Update and Delete in
+	// the same reconcile (the reconciler connects anew for every one).
+	observed []change
+}
+
+// portOf returns the gateway port whose pairs mg manages: its external
+// name, or "" while Create has not run. Setup runs no initializer; should
+// one set the external name to metadata.name, that placeholder, unless it
+// happens to be the port's ID, means "not created" too.
+func portOf(mg *v1alpha1.NodeAddressPairs) string {
+	en := meta.GetExternalName(mg)
+	if en == mg.GetName() && (mg.Spec.ForProvider.PortID == nil || en != *mg.Spec.ForProvider.PortID) {
+		return ""
+	}
+	return en
+}
+
+// Observe reads the gateway's port, the selected Nodes and the ports of the
+// gateway's network (three requests: one GET, one Node list, one port list
+// filtered by network), and plans each node port's change (see plan). The
+// resource exists once Create has set the external name; while it is
+// being deleted, only as long as a port holds one of its pairs. It is up
+// to date when no port needs a change. status.atProvider.nodePorts records
+// the pairs of this resource the ports hold; Ready is True when every
+// selected node's port holds every pair.
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalObservation, error) {
+	id := portOf(mg)
+	deleting := meta.WasDeleted(mg)
+	if id == "" && !deleting {
+		return managed.ExternalObservation{}, nil
+	}
+	if want := deref(mg.Spec.ForProvider.PortID); id != want && !deleting {
+		return managed.ExternalObservation{}, fmt.Errorf(errPortChanged, id, want)
+	}
+	gw := &neutronPort{}
+	if err := ports.Get(ctx, e.neutron, id).ExtractInto(gw); err != nil {
+		if !openstack.IsNotFound(err) {
+			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGetPort, id))
+		}
+		gw = nil
+	}
+	var want []pair
+	var tg []target
+	var problems []string
+	if gw != nil && !deleting {
+		want = desiredPairs(gw, mg.Spec.ForProvider.CIDRs)
+		nl := &corev1.NodeList{}
+		if err := e.nodes.List(ctx, nl, client.MatchingLabels(mg.Spec.ForProvider.NodeSelector)); err != nil {
+			return managed.ExternalObservation{}, fmt.Errorf("%s: %w", errListNodes, err)
+		}
+		tg, problems = targets(nl.Items)
+	}
+	var netPorts []neutronPort
+	if network := networkOf(gw, mg); network != "" {
+		pages, err := ports.List(e.neutron, ports.ListOpts{NetworkID: network}).AllPages(ctx)
+		if err == nil {
+			err = ports.ExtractPortsInto(pages, &netPorts)
+		}
+		if err != nil {
+			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errListPorts, network))
+		}
+	}
+	changes, unmapped := plan(want, tg, netPorts, mg.Status.AtProvider.NodePorts)
+	e.observed = changes
+	obs := v1alpha1.NodeAddressPairsObservation{}
+	if gw != nil {
+		obs.NetworkID = gw.NetworkID
+	} else {
+		obs.NetworkID = mg.Status.AtProvider.NetworkID
+	}
+	upToDate, owned := true, false
+	var diff []string
+	for _, c := range changes {
+		if r := record(c.node, c.port.ID, c.before); r != nil {
+			obs.NodePorts = append(obs.NodePorts, *r)
+			owned = true
+		}
+		if c.needed() {
+			upToDate = false
+			diff = append(diff, fmt.Sprintf("node %s port %s: add [%s] remove [%s]", c.node, c.port.ID, describe(c.add), describe(c.remove)))
+		} else if c.selected {
+			obs.Nodes++
+		}
+	}
+	mg.Status.AtProvider = obs
+	if deleting {
+		return managed.ExternalObservation{ResourceExists: owned, ResourceUpToDate: true}, nil
+	}
+	for _, n := range unmapped {
+		problems = append(problems, fmt.Sprintf("node %s: no Neutron port on network %s has its instance's device_id: give the node a port on the gateway's network, or leave it out with spec.forProvider.nodeSelector", n, obs.NetworkID))
+	}
+	if gw == nil {
+		problems = append(problems, fmt.Sprintf("the gateway's Neutron port %s (spec.forProvider.portId) is gone: its pairs are being removed", id))
+	}
+	switch {
+	case len(problems) > 0:
+		mg.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(problems, "; ")))
+	case !upToDate:
+		mg.SetConditions(xpv2.Unavailable().WithMessage("node ports not yet updated: " + strings.Join(diff, "; ")))
+	default:
+		mg.SetConditions(xpv2.Available())
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, Diff: strings.Join(diff, "; ")}, nil
+}
+
+// networkOf is the network whose ports hold the pairs: the gateway port's,
+// or, once that port is gone, the one recorded in status.
+func networkOf(gw *neutronPort, mg *v1alpha1.NodeAddressPairs) string {
+	if gw != nil {
+		return gw.NetworkID
+	}
+	return mg.Status.AtProvider.NetworkID
+}
+
+// Create sets the external name to the gateway port's ID, observes, and
+// applies the plan as Update does.
+func (e *external) Create(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalCreation, error) {
+	id := deref(mg.Spec.ForProvider.PortID)
+	if id == "" {
+		return managed.ExternalCreation{}, fmt.Errorf(errNoPort)
+	}
+	meta.SetExternalName(mg, id)
+	if _, err := e.Observe(ctx, mg); err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	return managed.ExternalCreation{}, e.apply(ctx, mg)
+}
+
+// Update applies the plan Observe made: one PUT per node port that needs a
+// change (see external), recording each written port's pairs in status.
+func (e *external) Update(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, e.apply(ctx, mg)
+}
+
+// Delete removes every pair of this resource from the ports that still
+// hold it (Observe plans no additions while the resource is deleted);
+// pairs other tools hold, equal or not, stay.
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	return managed.ExternalDelete{}, e.apply(ctx, mg)
+}
+
+// apply writes the planned changes, port by port, and keeps
+// status.atProvider.nodePorts in step with what was written: a port
+// written gets its new record, one that failed keeps its old one.
+func (e *external) apply(ctx context.Context, mg *v1alpha1.NodeAddressPairs) error {
+	var records []v1alpha1.NodePortPairs
+	var firstErr error
+	for _, c := range e.observed {
+		ours := c.before
+		if c.needed() && firstErr == nil {
+			pairs := newPairs(c)
+			rev := c.port.RevisionNumber
+			err := ports.Update(ctx, e.neutron, c.port.ID, updateOpts{UpdateOpts: ports.UpdateOpts{AllowedAddressPairs: &pairs}, RevisionNumber: &rev}).Err
+			if err != nil {
+				firstErr = openstack.Wrap(err, fmt.Sprintf(errUpdatePort, c.node, c.port.ID))
+			} else {
+				ours = c.ours
+			}
+		}
+		if r := record(c.node, c.port.ID, ours); r != nil {
+			records = append(records, *r)
+		}
+	}
+	mg.Status.AtProvider.NodePorts = records
+	return firstErr
+}
+
+// Disconnect does nothing: the Neutron client is shared per ProviderConfig.
+func (e *external) Disconnect(context.Context) error { return nil }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// updateOpts is the body and headers of PUT /v2.0/ports/{id} with the
+// If-Match: revision_number=N header
+// (https://docs.openstack.org/api-ref/network/v2/#revisions). gophercloud
+// reads headers only from the top level of the options struct.
+type updateOpts struct {
+	ports.UpdateOpts
+	RevisionNumber *int `h:"If-Match"`
+}
