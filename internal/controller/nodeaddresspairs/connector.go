@@ -27,14 +27,16 @@ type connector struct {
 	ownConfig *rest.Config
 	// newClient builds a reader of a cluster a kubeconfig names.
 	newClient func(*rest.Config) (client.Reader, error)
+	// status saves the resources' status in the provider's cluster.
+	status client.StatusClient
 }
 
 // NewConnector returns the connector of NodeAddressPairs' external
-// clients: Neutron through c, Nodes through own (InjectedIdentity) or a
+// clients: Neutron through c, their status saved through status, Nodes through own (InjectedIdentity) or a
 // client newClient builds from the kubeconfig Secret of the
 // ProviderConfig. Tests use it to run one reconcile step on its own.
-func NewConnector(c openstack.Connector, own client.Reader, ownConfig *rest.Config, newClient func(*rest.Config) (client.Reader, error)) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
-	return &connector{Connector: c, own: own, ownConfig: ownConfig, newClient: newClient}
+func NewConnector(c openstack.Connector, status client.StatusClient, own client.Reader, ownConfig *rest.Config, newClient func(*rest.Config) (client.Reader, error)) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
+	return &connector{Connector: c, status: status, own: own, ownConfig: ownConfig, newClient: newClient}
 }
 
 // Connect tracks the resource's use of its ProviderConfig and returns an
@@ -60,5 +62,5 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.NodeAddressPairs) 
 			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
 		}
 	}
-	return &external{neutron: sc, nodes: nodes}, nil
+	return &external{neutron: sc, nodes: nodes, kube: c.status}, nil
 }

@@ -2,7 +2,9 @@ package nodeaddresspairs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -24,6 +26,7 @@ const (
 	errListPorts   = "cannot list the Neutron ports of network %s"
 	errListNodes   = "cannot list the Nodes selected by spec.forProvider.nodeSelector"
 	errUpdatePort  = "cannot update the allowed address pairs of node %s's Neutron port %s"
+	errSaveRecord  = "cannot save status.atProvider.nodePorts before adding pairs"
 )
 
 // external manages one NodeAddressPairs' pairs with one Neutron client and
@@ -37,9 +40,16 @@ const (
 // changed since Observe read it gets 412 RevisionNumberConstraintFailed
 // (and the next reconcile reads it again) instead of losing that tool's
 // change.
+//
+// The record is saved before the write (see apply): a provider that dies
+// between the PUT and the reconciler's status update must not leave pairs
+// it added unrecorded, which it would then take for another tool's and
+// never remove.
 type external struct {
 	neutron *gophercloud.ServiceClient
 	nodes   client.Reader
+	// kube saves the resource's status (the record) before a port write.
+	kube client.StatusClient
 	// observed is the plan Observe made, for Create, Update and Delete in
 	// the same reconcile (the reconciler connects anew for every one).
 	observed []change
@@ -154,18 +164,18 @@ func networkOf(gw *neutronPort, mg *v1alpha1.NodeAddressPairs) string {
 	return mg.Status.AtProvider.NetworkID
 }
 
-// Create sets the external name to the gateway port's ID, observes, and
-// applies the plan as Update does.
-func (e *external) Create(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalCreation, error) {
+// Create sets the external name to the gateway port's ID and writes
+// nothing: the reconciler's update of the external name replaces the
+// in-memory status with the stored one, which would lose a record made
+// here. The next reconcile observes the resource as existing and Update
+// adds the pairs.
+func (e *external) Create(_ context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalCreation, error) {
 	id := deref(mg.Spec.ForProvider.PortID)
 	if id == "" {
-		return managed.ExternalCreation{}, fmt.Errorf(errNoPort)
+		return managed.ExternalCreation{}, errors.New(errNoPort)
 	}
 	meta.SetExternalName(mg, id)
-	if _, err := e.Observe(ctx, mg); err != nil {
-		return managed.ExternalCreation{}, err
-	}
-	return managed.ExternalCreation{}, e.apply(ctx, mg)
+	return managed.ExternalCreation{}, nil
 }
 
 // Update applies the plan Observe made: one PUT per node port that needs a
@@ -183,9 +193,27 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (m
 }
 
 // apply writes the planned changes, port by port, and keeps
-// status.atProvider.nodePorts in step with what was written: a port
-// written gets its new record, one that failed keeps its old one.
+// status.atProvider.nodePorts in step with what was written: before the
+// first write it saves the record of every pair it is about to add (a
+// recorded pair the port then lacks is dropped from the record at the next
+// Observe, so an intent that failed claims nothing); after the writes, a
+// port written gets its new record, one that failed keeps its old one.
+// It stops at the first failed write.
 func (e *external) apply(ctx context.Context, mg *v1alpha1.NodeAddressPairs) error {
+	var intent []v1alpha1.NodePortPairs
+	adds := false
+	for _, c := range e.observed {
+		if r := record(c.node, c.port.ID, append(slices.Clone(c.before), c.add...)); r != nil {
+			intent = append(intent, *r)
+		}
+		adds = adds || len(c.add) > 0
+	}
+	if adds {
+		mg.Status.AtProvider.NodePorts = intent
+		if err := e.kube.Status().Update(ctx, mg); err != nil {
+			return fmt.Errorf("%s: %w", errSaveRecord, err)
+		}
+	}
 	var records []v1alpha1.NodePortPairs
 	var firstErr error
 	for _, c := range e.observed {

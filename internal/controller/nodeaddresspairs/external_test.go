@@ -11,8 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -107,9 +109,11 @@ func TestReconcile(t *testing.T) {
 	)
 	ok := neutrontest.Reply{Code: http.StatusOK, Body: `{"port":{}}`}
 	type want struct {
-		obs     managed.ExternalObservation
-		seen    []string
-		status  v1alpha1.NodeAddressPairsObservation
+		obs    managed.ExternalObservation
+		seen   []string
+		status v1alpha1.NodeAddressPairsObservation
+		// saved is the record stored before the first write that adds.
+		saved   []v1alpha1.NodePortPairs
 		ready   string
 		err     string
 		message string
@@ -138,6 +142,9 @@ func TestReconcile(t *testing.T) {
 				status: v1alpha1.NodeAddressPairsObservation{NetworkID: netID, NodePorts: []v1alpha1.NodePortPairs{
 					{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}},
 					{Node: "b", PortID: portB, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}}}},
+				saved: []v1alpha1.NodePortPairs{
+					{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}},
+					{Node: "b", PortID: portB, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}}},
 				ready: "False",
 			},
 		},
@@ -169,6 +176,7 @@ func TestReconcile(t *testing.T) {
 				obs:    managed.ExternalObservation{ResourceExists: true, Diff: "node a port " + portA + ": add [192.168.10.0/24@" + gwMAC + "] remove []"},
 				seen:   []string{getGW, list, putA + ` If-Match=revision_number=7 {"port":{"allowed_address_pairs":[` + gwPair + `,` + cidr + `]}}`},
 				status: v1alpha1.NodeAddressPairsObservation{NetworkID: netID, NodePorts: []v1alpha1.NodePortPairs{{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursCIDR}}}},
+				saved:  []v1alpha1.NodePortPairs{{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursCIDR}}},
 				ready:  "False",
 			},
 		},
@@ -285,20 +293,32 @@ func TestReconcile(t *testing.T) {
 				seen: []string{getGW, list,
 					putA + ` If-Match=revision_number=7 {"port":{"allowed_address_pairs":[` + gwPair + `,` + cidr + `]}}`},
 				status: v1alpha1.NodeAddressPairsObservation{NetworkID: netID, NodePorts: []v1alpha1.NodePortPairs{{Node: "b", PortID: portB, Pairs: []v1alpha1.ObservedAddressPair{oursIP}}}},
-				ready:  "False",
-				err:    "cannot update the allowed address pairs of node a's Neutron port " + portA + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 7, but current revision is 8",
+				saved: []v1alpha1.NodePortPairs{
+					{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}},
+					{Node: "b", PortID: portB, Pairs: []v1alpha1.ObservedAddressPair{oursIP}}},
+				ready: "False",
+				err:   "cannot update the allowed address pairs of node a's Neutron port " + portA + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 7, but current revision is 8",
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			b := fake.NewClientBuilder().WithScheme(scheme.Scheme)
+			sch := runtime.NewScheme()
+			_ = clientgoscheme.AddToScheme(sch)
+			_ = v1alpha1.SchemeBuilder.AddToScheme(sch)
+			b := fake.NewClientBuilder().WithScheme(sch).WithStatusSubresource(&v1alpha1.NodeAddressPairs{}).WithObjects(stored(tc.mg))
 			for _, n := range tc.nodes {
 				b = b.WithObjects(n)
 			}
-			e := &external{neutron: sc, nodes: b.Build()}
+			kube := b.Build()
+			e := &external{neutron: sc, nodes: kube, kube: kube}
 			ctx := context.Background()
+			held := &v1alpha1.NodeAddressPairs{}
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(tc.mg), held); err != nil {
+				t.Fatal(err)
+			}
+			tc.mg.ResourceVersion = held.ResourceVersion
 			obs, err := e.Observe(ctx, tc.mg)
 			if err != nil {
 				t.Fatalf("%s\nObserve: %v", tc.reason, err)
@@ -329,8 +349,25 @@ func TestReconcile(t *testing.T) {
 			if diff := cmp.Diff(tc.want.seen, *seen); diff != "" {
 				t.Errorf("%s\nNeutron requests (-want +got):\n%s", tc.reason, diff)
 			}
+			got := &v1alpha1.NodeAddressPairs{}
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(tc.mg), got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.saved, got.Status.AtProvider.NodePorts); diff != "" {
+				t.Errorf("%s\nstatus.atProvider.nodePorts saved before the writes (-want +got):\n%s", tc.reason, diff)
+			}
 		})
 	}
+}
+
+// stored is mg as the API server holds it before the step: without
+// status, so that what the step saves shows, and with a finalizer, as the
+// reconciler adds.
+func stored(mg *v1alpha1.NodeAddressPairs) *v1alpha1.NodeAddressPairs {
+	s := mg.DeepCopy()
+	s.Status = v1alpha1.NodeAddressPairsStatus{}
+	s.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
+	return s
 }
 
 func TestInstanceID(t *testing.T) {

@@ -38,6 +38,6 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 	}
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
-			return NewConnector(c, own, mgr.GetConfig(), newClient)
+			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), newClient)
 		})
 }
