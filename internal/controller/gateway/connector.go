@@ -7,7 +7,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,15 +45,9 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
-	target := c.own
-	if pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret {
-		cfg, err := cluster.RESTConfig(ctx, c.kube, pc, c.ownConfig)
-		if err != nil {
-			return nil, err
-		}
-		if target, err = c.newClient(cfg); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
-		}
+	target, err := cluster.Target(ctx, c.kube, pc, c.own, c.ownConfig, c.newClient)
+	if err != nil {
+		return nil, err
 	}
 	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,15 +51,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.NodeAddressPairs) 
 	if err := c.Kube.Get(ctx, types.NamespacedName{Name: mg.GetProviderConfigReference().Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", mg.GetProviderConfigReference().Name, err)
 	}
-	nodes := c.own
-	if pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret {
-		cfg, err := cluster.RESTConfig(ctx, c.Kube, pc, c.ownConfig)
-		if err != nil {
-			return nil, err
-		}
-		if nodes, err = c.newClient(cfg); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
-		}
+	nodes, err := cluster.Target(ctx, c.Kube, pc, c.own, c.ownConfig, c.newClient)
+	if err != nil {
+		return nil, err
 	}
 	return &external{neutron: sc, nodes: nodes, kube: c.status}, nil
 }
