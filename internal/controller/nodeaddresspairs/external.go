@@ -77,10 +77,11 @@ func portOf(mg *v1alpha1.NodeAddressPairs) string {
 // selected node's port holds every pair.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalObservation, error) {
 	id := portOf(mg)
-	deleting := meta.WasDeleted(mg)
-	if id == "" && !deleting {
+	if id == "" {
+		// Create has not run, so no pair was added (Update adds them).
 		return managed.ExternalObservation{}, nil
 	}
+	deleting := meta.WasDeleted(mg)
 	if want := deref(mg.Spec.ForProvider.PortID); id != want && !deleting {
 		return managed.ExternalObservation{}, fmt.Errorf(errPortChanged, id, want)
 	}

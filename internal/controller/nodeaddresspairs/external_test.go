@@ -391,3 +391,72 @@ func TestInstanceID(t *testing.T) {
 		})
 	}
 }
+
+func TestCreateAndRefusals(t *testing.T) {
+	const other = "99999999-0000-4000-8000-000000000009"
+	cases := map[string]struct {
+		reason string
+		mg     *v1alpha1.NodeAddressPairs
+		step   func(*external, *v1alpha1.NodeAddressPairs) error
+		wantEN string
+		err    string
+	}{
+		"CreateNamesOnly": {
+			reason: "Create sets the external name to the gateway port's ID and sends nothing: a record made here would be lost to the reconciler's update of the external name, so Update adds the pairs.",
+			mg:     nap(func(mg *v1alpha1.NodeAddressPairs) { meta.SetExternalName(mg, "") }),
+			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
+				_, err := e.Create(context.Background(), mg)
+				return err
+			},
+			wantEN: gwID,
+		},
+		"CreateWithoutPort": {
+			reason: "Without portId (unresolved reference) Create says which field to set and how.",
+			mg: nap(func(mg *v1alpha1.NodeAddressPairs) {
+				meta.SetExternalName(mg, "")
+				mg.Spec.ForProvider.PortID = nil
+			}),
+			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
+				_, err := e.Create(context.Background(), mg)
+				return err
+			},
+			err: errNoPort,
+		},
+		"NotCreated": {
+			reason: "Before Create, the resource does not exist and Observe sends nothing.",
+			mg:     nap(func(mg *v1alpha1.NodeAddressPairs) { meta.SetExternalName(mg, "") }),
+			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
+				o, err := e.Observe(context.Background(), mg)
+				if o.ResourceExists {
+					t.Errorf("Observe says the resource exists before Create")
+				}
+				return err
+			},
+		},
+		"PortChanged": {
+			reason: "A portId that changed after Create is refused with the way out: pairs are not moved between gateway ports.",
+			mg:     nap(func(mg *v1alpha1.NodeAddressPairs) { mg.Spec.ForProvider.PortID = ptr.To(other) }),
+			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
+				_, err := e.Observe(context.Background(), mg)
+				return err
+			},
+			wantEN: gwID,
+			err:    "spec.forProvider.portId changed from " + gwID + " to " + other + ": pairs are not moved between gateway ports; set it back, or delete this resource (which removes its pairs) and create a new one",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutrontest.Serve(t, nil)
+			err := tc.step(&external{neutron: sc}, tc.mg)
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
+				t.Errorf("%s\nerror (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantEN, meta.GetExternalName(tc.mg)); diff != "" {
+				t.Errorf("%s\nexternal name (-want +got):\n%s", tc.reason, diff)
+			}
+			if len(*seen) > 0 {
+				t.Errorf("%s\nNeutron requests %q, want none", tc.reason, *seen)
+			}
+		})
+	}
+}
