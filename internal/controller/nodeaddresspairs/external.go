@@ -85,51 +85,32 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 	if want := deref(mg.Spec.ForProvider.PortID); id != want && !deleting {
 		return managed.ExternalObservation{}, fmt.Errorf(errPortChanged, id, want)
 	}
-	gw := &neutronPort{}
-	if err := ports.Get(ctx, e.neutron, id).ExtractInto(gw); err != nil {
-		if !openstack.IsNotFound(err) {
-			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGetPort, id))
-		}
-		gw = nil
+	gw, err := e.gatewayPort(ctx, id)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	var want []pair
 	var tg []target
 	var problems []string
 	if gw != nil && !deleting {
 		want = desiredPairs(gw, mg.Spec.ForProvider.CIDRs)
-		nl := &corev1.NodeList{}
-		if err := e.nodes.List(ctx, nl, client.MatchingLabels(mg.Spec.ForProvider.NodeSelector)); err != nil {
-			return managed.ExternalObservation{}, fmt.Errorf("%s: %w", errListNodes, err)
+		if tg, problems, err = e.targets(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
 		}
-		tg, problems = targets(nl.Items)
 	}
-	var netPorts []neutronPort
-	if network := networkOf(gw, mg); network != "" {
-		pages, err := ports.List(e.neutron, ports.ListOpts{NetworkID: network}).AllPages(ctx)
-		if err == nil {
-			err = ports.ExtractPortsInto(pages, &netPorts)
-		}
-		if err != nil {
-			return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errListPorts, network))
-		}
+	obs := v1alpha1.NodeAddressPairsObservation{NetworkID: networkOf(gw, mg)}
+	netPorts, err := e.networkPorts(ctx, obs.NetworkID)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	changes, unmapped := plan(want, tg, netPorts, mg.Status.AtProvider.NodePorts)
 	e.observed = changes
-	obs := v1alpha1.NodeAddressPairsObservation{}
-	if gw != nil {
-		obs.NetworkID = gw.NetworkID
-	} else {
-		obs.NetworkID = mg.Status.AtProvider.NetworkID
-	}
-	upToDate, owned := true, false
 	var diff []string
 	for _, c := range changes {
 		if r := record(c.node, c.port.ID, c.before); r != nil {
 			obs.NodePorts = append(obs.NodePorts, *r)
-			owned = true
 		}
 		if c.needed() {
-			upToDate = false
 			diff = append(diff, fmt.Sprintf("node %s port %s: add [%s] remove [%s]", c.node, c.port.ID, describe(c.add), describe(c.remove)))
 		} else if c.selected {
 			obs.Nodes++
@@ -137,23 +118,75 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 	}
 	mg.Status.AtProvider = obs
 	if deleting {
-		return managed.ExternalObservation{ResourceExists: owned, ResourceUpToDate: true}, nil
+		return managed.ExternalObservation{ResourceExists: len(obs.NodePorts) > 0, ResourceUpToDate: true}, nil
 	}
-	for _, n := range unmapped {
-		problems = append(problems, fmt.Sprintf("node %s: no Neutron port on network %s has its instance's device_id: give the node a port on the gateway's network, or leave it out with spec.forProvider.nodeSelector", n, obs.NetworkID))
-	}
+	gone := ""
 	if gw == nil {
-		problems = append(problems, fmt.Sprintf("the gateway's Neutron port %s (spec.forProvider.portId) is gone: its pairs are being removed", id))
+		gone = id
+	}
+	setReady(mg, problems, unmapped, obs.NetworkID, gone, diff)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(diff) == 0, Diff: strings.Join(diff, "; ")}, nil
+}
+
+// setReady sets Ready: False naming the problems (nodes that cannot be
+// mapped, the selected nodes unmapped that have no port on network, the
+// gateway port gone when gone is its ID) or else the ports not yet updated
+// (diff); True when there are neither.
+func setReady(mg *v1alpha1.NodeAddressPairs, problems, unmapped []string, network, gone string, diff []string) {
+	for _, n := range unmapped {
+		problems = append(problems, fmt.Sprintf("node %s: no Neutron port on network %s has its instance's device_id: give the node a port on the gateway's network, or leave it out with spec.forProvider.nodeSelector", n, network))
+	}
+	if gone != "" {
+		problems = append(problems, fmt.Sprintf("the gateway's Neutron port %s (spec.forProvider.portId) is gone: its pairs are being removed", gone))
 	}
 	switch {
 	case len(problems) > 0:
 		mg.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(problems, "; ")))
-	case !upToDate:
+	case len(diff) > 0:
 		mg.SetConditions(xpv2.Unavailable().WithMessage("node ports not yet updated: " + strings.Join(diff, "; ")))
 	default:
 		mg.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, Diff: strings.Join(diff, "; ")}, nil
+}
+
+// gatewayPort reads the gateway's port; nil when it is gone (404).
+func (e *external) gatewayPort(ctx context.Context, id string) (*neutronPort, error) {
+	gw := &neutronPort{}
+	if err := ports.Get(ctx, e.neutron, id).ExtractInto(gw); err != nil {
+		if openstack.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, openstack.Wrap(err, fmt.Sprintf(errGetPort, id))
+	}
+	return gw, nil
+}
+
+// targets lists the Nodes that spec.forProvider.nodeSelector selects and
+// maps them to their instances (see targets).
+func (e *external) targets(ctx context.Context, mg *v1alpha1.NodeAddressPairs) ([]target, []string, error) {
+	nl := &corev1.NodeList{}
+	if err := e.nodes.List(ctx, nl, client.MatchingLabels(mg.Spec.ForProvider.NodeSelector)); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", errListNodes, err)
+	}
+	tg, problems := targets(nl.Items)
+	return tg, problems, nil
+}
+
+// networkPorts lists the ports of network with one request; none when
+// network is "" (the gateway's port gone before any was recorded).
+func (e *external) networkPorts(ctx context.Context, network string) ([]neutronPort, error) {
+	if network == "" {
+		return nil, nil
+	}
+	var out []neutronPort
+	pages, err := ports.List(e.neutron, ports.ListOpts{NetworkID: network}).AllPages(ctx)
+	if err == nil {
+		err = ports.ExtractPortsInto(pages, &out)
+	}
+	if err != nil {
+		return nil, openstack.Wrap(err, fmt.Sprintf(errListPorts, network))
+	}
+	return out, nil
 }
 
 // networkOf is the network whose ports hold the pairs: the gateway port's,

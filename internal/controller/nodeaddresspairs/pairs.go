@@ -100,7 +100,7 @@ type change struct {
 	selected bool
 }
 
-func (c change) needed() bool { return len(c.add) > 0 || len(c.remove) > 0 }
+func (c *change) needed() bool { return len(c.add) > 0 || len(c.remove) > 0 }
 
 // pairsOf returns a port's allowed address pairs.
 func pairsOf(p *neutronPort) []pair {
@@ -163,23 +163,7 @@ func plan(want []pair, tg []target, netPorts []neutronPort, owned []v1alpha1.Nod
 	}
 	out := make([]change, 0, len(changes))
 	for _, c := range changes {
-		present := pairsOf(c.port)
-		wanted := c.add
-		c.before = slices.DeleteFunc(c.before, func(p pair) bool { return !slices.Contains(present, p) })
-		c.add = nil
-		for _, w := range wanted {
-			if !slices.Contains(present, w) {
-				c.add = append(c.add, w)
-			}
-		}
-		for _, b := range c.before {
-			if slices.Contains(wanted, b) {
-				c.ours = append(c.ours, b)
-			} else {
-				c.remove = append(c.remove, b)
-			}
-		}
-		c.ours = append(c.ours, c.add...)
+		c.settle()
 		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(a, b change) int {
@@ -189,6 +173,29 @@ func plan(want []pair, tg []target, netPorts []neutronPort, owned []v1alpha1.Nod
 		return strings.Compare(a.port.ID, b.port.ID)
 	})
 	return out, unmapped
+}
+
+// settle turns c.add (the wanted pairs) and c.before (the record's pairs
+// of the port) into what the port lacks, what of the record it holds, what
+// of that it no longer needs, and the record afterwards.
+func (c *change) settle() {
+	present := pairsOf(c.port)
+	wanted := c.add
+	c.before = slices.DeleteFunc(c.before, func(p pair) bool { return !slices.Contains(present, p) })
+	c.add = nil
+	for _, w := range wanted {
+		if !slices.Contains(present, w) {
+			c.add = append(c.add, w)
+		}
+	}
+	for _, b := range c.before {
+		if slices.Contains(wanted, b) {
+			c.ours = append(c.ours, b)
+		} else {
+			c.remove = append(c.remove, b)
+		}
+	}
+	c.ours = append(c.ours, c.add...)
 }
 
 // newPairs is the port's list of allowed address pairs after c: its pairs
