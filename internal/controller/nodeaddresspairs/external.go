@@ -20,13 +20,13 @@ import (
 )
 
 const (
-	errNoPort      = "spec.forProvider.portId is not set: set it to the gateway's Neutron port ID, or name the gateway's Port with portIdRef or portIdSelector"
-	errPortChanged = "spec.forProvider.portId changed from %s to %s: pairs are not moved between gateway ports; set it back, or delete this resource (which removes its pairs) and create a new one"
-	errGetPort     = "cannot get the gateway's Neutron port %s (spec.forProvider.portId)"
-	errListPorts   = "cannot list the Neutron ports of network %s"
-	errListNodes   = "cannot list the Nodes selected by spec.forProvider.nodeSelector"
-	errUpdatePort  = "cannot update the allowed address pairs of node %s's Neutron port %s"
-	errSaveRecord  = "cannot save status.atProvider.nodePorts before adding pairs"
+	errNoPort       = "spec.forProvider.portId is not set: set it to the gateway's Neutron port ID, or name the gateway's Port with portIdRef or portIdSelector"
+	errNetworkMoved = "the gateway's Neutron port %s (spec.forProvider.portId) is on network %s, the pairs this resource added on network %s: pairs are not moved between networks; give it a port on %s, or delete this resource (which removes its pairs) and create a new one"
+	errGetPort      = "cannot get the gateway's Neutron port %s (spec.forProvider.portId)"
+	errListPorts    = "cannot list the Neutron ports of network %s"
+	errListNodes    = "cannot list the Nodes selected by spec.forProvider.nodeSelector"
+	errUpdatePort   = "cannot update the allowed address pairs of node %s's Neutron port %s"
+	errSaveRecord   = "cannot save status.atProvider.nodePorts before adding pairs"
 )
 
 // external manages one NodeAddressPairs' pairs with one Neutron client and
@@ -55,39 +55,42 @@ type external struct {
 	observed []change
 }
 
-// portOf returns the gateway port whose pairs mg manages: its external
-// name, or "" while Create has not run. Setup runs no initializer; should
-// one set the external name to metadata.name, that placeholder, unless it
+// created says whether Create has run: it sets the external name (to the
+// gateway port's ID at the time). Setup runs no initializer; should one
+// set the external name to metadata.name, that placeholder, unless it
 // happens to be the port's ID, means "not created" too.
-func portOf(mg *v1alpha1.NodeAddressPairs) string {
+func created(mg *v1alpha1.NodeAddressPairs) bool {
 	en := meta.GetExternalName(mg)
-	if en == mg.GetName() && (mg.Spec.ForProvider.PortID == nil || en != *mg.Spec.ForProvider.PortID) {
-		return ""
-	}
-	return en
+	return en != "" && (en != mg.GetName() || en == deref(mg.Spec.ForProvider.PortID))
 }
 
 // Observe reads the gateway's port, the selected Nodes and the ports of the
 // gateway's network (three requests: one GET, one Node list, one port list
 // filtered by network), and plans each node port's change (see plan). The
-// resource exists once Create has set the external name; while it is
-// being deleted, only as long as a port holds one of its pairs. It is up
-// to date when no port needs a change. status.atProvider.nodePorts records
-// the pairs of this resource the ports hold; Ready is True when every
-// selected node's port holds every pair.
+// resource exists once Create has run; while it is being deleted, only as
+// long as a port holds one of its pairs. It is up to date when no port
+// needs a change. status.atProvider.nodePorts records the pairs of this
+// resource the ports hold; Ready is True when every selected node's port
+// holds every pair. portId follows the Port it references: a gateway port
+// made anew on the same network moves the pairs to its address and MAC
+// (the old ones are in the record); one on another network is refused.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalObservation, error) {
-	id := portOf(mg)
-	if id == "" {
+	if !created(mg) {
 		// Create has not run, so no pair was added (Update adds them).
 		return managed.ExternalObservation{}, nil
 	}
 	deleting := meta.WasDeleted(mg)
-	if want := deref(mg.Spec.ForProvider.PortID); id != want && !deleting {
-		return managed.ExternalObservation{}, fmt.Errorf(errPortChanged, id, want)
+	id := deref(mg.Spec.ForProvider.PortID)
+	if id == "" {
+		// Deleted while its reference no longer resolves.
+		id = meta.GetExternalName(mg)
 	}
 	gw, err := e.gatewayPort(ctx, id)
 	if err != nil {
 		return managed.ExternalObservation{}, err
+	}
+	if was := mg.Status.AtProvider.NetworkID; gw != nil && !deleting && was != "" && gw.NetworkID != was && len(mg.Status.AtProvider.NodePorts) > 0 {
+		return managed.ExternalObservation{}, fmt.Errorf(errNetworkMoved, id, gw.NetworkID, was, was)
 	}
 	var want []pair
 	var tg []target

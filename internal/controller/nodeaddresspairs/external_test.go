@@ -395,11 +395,13 @@ func TestInstanceID(t *testing.T) {
 func TestCreateAndRefusals(t *testing.T) {
 	const other = "99999999-0000-4000-8000-000000000009"
 	cases := map[string]struct {
-		reason string
-		mg     *v1alpha1.NodeAddressPairs
-		step   func(*external, *v1alpha1.NodeAddressPairs) error
-		wantEN string
-		err    string
+		reason  string
+		mg      *v1alpha1.NodeAddressPairs
+		replies map[string]neutrontest.Reply
+		step    func(*external, *v1alpha1.NodeAddressPairs) error
+		wantEN  string
+		err     string
+		seen    []string
 	}{
 		"CreateNamesOnly": {
 			reason: "Create sets the external name to the gateway port's ID and sends nothing: a record made here would be lost to the reconciler's update of the external name, so Update adds the pairs.",
@@ -433,20 +435,25 @@ func TestCreateAndRefusals(t *testing.T) {
 				return err
 			},
 		},
-		"PortChanged": {
-			reason: "A portId that changed after Create is refused with the way out: pairs are not moved between gateway ports.",
-			mg:     nap(func(mg *v1alpha1.NodeAddressPairs) { mg.Spec.ForProvider.PortID = ptr.To(other) }),
+		"PortOnOtherNetwork": {
+			reason: "A gateway port (followed through its reference) on another network than the pairs this resource added is refused with the way out: the old network's ports would keep them.",
+			mg: nap(owned("a", portA, oursIP), func(mg *v1alpha1.NodeAddressPairs) {
+				mg.Spec.ForProvider.PortID = ptr.To(other)
+				mg.Status.AtProvider.NetworkID = netID
+			}),
+			replies: map[string]neutrontest.Reply{"GET /ports/" + other: {Code: http.StatusOK, Body: `{"port":{"id":"` + other + `","network_id":"` + other + `","mac_address":"fa:16:3e:00:00:09"}}`}},
 			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
 				_, err := e.Observe(context.Background(), mg)
 				return err
 			},
 			wantEN: gwID,
-			err:    "spec.forProvider.portId changed from " + gwID + " to " + other + ": pairs are not moved between gateway ports; set it back, or delete this resource (which removes its pairs) and create a new one",
+			err:    "the gateway's Neutron port " + other + " (spec.forProvider.portId) is on network " + other + ", the pairs this resource added on network " + netID + ": pairs are not moved between networks; give it a port on " + netID + ", or delete this resource (which removes its pairs) and create a new one",
+			seen:   []string{"GET /ports/" + other},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutrontest.Serve(t, nil)
+			sc, seen := neutrontest.Serve(t, tc.replies)
 			err := tc.step(&external{neutron: sc}, tc.mg)
 			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nerror (-want +got):\n%s", tc.reason, diff)
@@ -454,8 +461,8 @@ func TestCreateAndRefusals(t *testing.T) {
 			if diff := cmp.Diff(tc.wantEN, meta.GetExternalName(tc.mg)); diff != "" {
 				t.Errorf("%s\nexternal name (-want +got):\n%s", tc.reason, diff)
 			}
-			if len(*seen) > 0 {
-				t.Errorf("%s\nNeutron requests %q, want none", tc.reason, *seen)
+			if diff := cmp.Diff(tc.seen, *seen); diff != "" {
+				t.Errorf("%s\nNeutron requests (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
