@@ -219,21 +219,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	mustRun(t, "ip", "-n", extNS, "link", "set", "eth0", "up")
 
 	inst := vif.Instance{ID: string(uuid.NewUUID()), Namespace: vmNS}
-	v, err := vif.Plug(ctx, sc, h, inst, vmPort.ID, "eth0", time.Minute)
-	t.Cleanup(func() {
-		if v != nil {
-			if err := vif.Unplug(context.Background(), sc, h, v); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("cannot plug port %s: %v", vmPort.ID, err)
-	}
-	bound, err := vif.WaitActive(ctx, sc, vmPort.ID, time.Minute)
-	if err != nil {
-		t.Fatalf("port %s bound to %s: %v", vmPort.ID, h.Name, err)
-	}
+	v, bound := plugVM(t, sc, h, inst, vmPort.ID)
 	if diff := cmp.Diff([]string{inst.ID, vif.DeviceOwner}, []string{bound.DeviceID, bound.DeviceOwner}); diff != "" {
 		t.Errorf("bound port's device_id, device_owner (-want +got):\n%s", diff)
 	}
@@ -382,6 +368,30 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	}
 }
 
+// plugVM plugs the namespace of inst into the port portID as Nova and
+// os-vif would (its eth0), unplugged when t ends, and waits until the
+// agent has made the port ACTIVE.
+func plugVM(t *testing.T, sc *gophercloud.ServiceClient, h vif.Host, inst vif.Instance, portID string) (*vif.VIF, *ports.Port) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := vif.Plug(ctx, sc, h, inst, portID, "eth0", time.Minute)
+	t.Cleanup(func() {
+		if v != nil {
+			if err := vif.Unplug(context.Background(), sc, h, v); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("cannot plug port %s: %v", portID, err)
+	}
+	bound, err := vif.WaitActive(ctx, sc, portID, time.Minute)
+	if err != nil {
+		t.Fatalf("port %s bound to %s: %v", portID, h.Name, err)
+	}
+	return v, bound
+}
+
 // portRules prints the linuxbridge agent's ebtables and iptables rules
 // that mention the tap (truncated to its first 11 characters in chain names).
 func portRules(h vif.Host, tap string) string {
@@ -415,7 +425,12 @@ func retryLocked(write func() error) error {
 // last result. A drop must be seen twice in a row: one lost exchange
 // could be a slow start.
 func settles(want bool, probe func() bool) bool {
-	deadline := time.Now().Add(30 * time.Second)
+	return settlesWithin(30*time.Second, want, probe)
+}
+
+// settlesWithin is settles with the bound d.
+func settlesWithin(d time.Duration, want bool, probe func() bool) bool {
+	deadline := time.Now().Add(d)
 	seen := 0
 	for {
 		got := probe()

@@ -136,6 +136,11 @@ func minimalObjects(fx *fixtures) []minimal {
 			fx.Router, hostIn(fx.TenantCIDR, 250), fx.ProviderConfig),
 		optional: with(pcRef, "forProvider.routes[*].nexthop", "every route needs a nexthop: its own, nexthop or a Port's"),
 	}, {
+		gk: schema.GroupKind{Group: "networking.ipsecgw.io", Kind: "NodeAddressPairs"},
+		object: fmt.Sprintf(`{apiVersion: networking.ipsecgw.io/v1alpha1, kind: NodeAddressPairs, spec: {forProvider: {portId: %s}, providerConfigRef: {name: %s}}}`,
+			fx.Port(), fx.ProviderConfig),
+		optional: with(pcRef, "forProvider.portId", "the gateway's port, whose address the pairs carry (one without waits for it and is never Synced)"),
+	}, {
 		gk: schema.GroupKind{Group: "gateway.ipsecgw.io", Kind: "Gateway"},
 		object: fmt.Sprintf(`{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, spec: {providerConfigRef: {name: %s}, forProvider: {
 			namespace: %s,

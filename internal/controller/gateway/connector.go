@@ -48,17 +48,10 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
-	target := c.own
-	remote := pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret
-	c.targets.set(pc.Name, remote)
-	if remote {
-		cfg, err := cluster.RESTConfig(ctx, c.kube, pc, c.ownConfig)
-		if err != nil {
-			return nil, err
-		}
-		if target, err = c.newClient(cfg); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
-		}
+	c.targets.set(pc.Name, pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret)
+	target, err := cluster.Target(ctx, c.kube, pc, c.own, c.ownConfig, c.newClient)
+	if err != nil {
+		return nil, err
 	}
 	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
 }
