@@ -108,6 +108,23 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 	}
 	changes, unmapped := plan(want, tg, netPorts, mg.Status.AtProvider.NodePorts)
 	e.observed = changes
+	diff := summarize(changes, &obs)
+	mg.Status.AtProvider = obs
+	if deleting {
+		return managed.ExternalObservation{ResourceExists: len(obs.NodePorts) > 0, ResourceUpToDate: true}, nil
+	}
+	gone := ""
+	if gw == nil {
+		gone = id
+	}
+	setReady(mg, problems, unmapped, obs.NetworkID, gone, diff)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(diff) == 0, Diff: strings.Join(diff, "; ")}, nil
+}
+
+// summarize records in obs the pairs of this resource each node port holds
+// and the number of selected nodes whose port needs no change, and returns
+// the changes still needed, one line per port.
+func summarize(changes []change, obs *v1alpha1.NodeAddressPairsObservation) []string {
 	var diff []string
 	for _, c := range changes {
 		if r := record(c.node, c.port.ID, c.before); r != nil {
@@ -119,16 +136,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 			obs.Nodes++
 		}
 	}
-	mg.Status.AtProvider = obs
-	if deleting {
-		return managed.ExternalObservation{ResourceExists: len(obs.NodePorts) > 0, ResourceUpToDate: true}, nil
-	}
-	gone := ""
-	if gw == nil {
-		gone = id
-	}
-	setReady(mg, problems, unmapped, obs.NetworkID, gone, diff)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(diff) == 0, Diff: strings.Join(diff, "; ")}, nil
+	return diff
 }
 
 // setReady sets Ready: False naming the problems (nodes that cannot be
