@@ -44,14 +44,13 @@ var (
 
 // startAgents starts, once, a Keystone and Neutron of their own with
 // Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
-// plus 100, recording the host's network before; t's cleanup stops them
+// plus 100, recording the host's network before; TestMain stops them
 // (down.sh). The package's Neutron stays API-only: the agents' writes meet
 // its SQLite with the odd "database is locked", which would make every
 // other test's creates wait out the crash-safety settling.
 func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 	t.Helper()
 	startOpenStack(t) // skips when not root
-	var e *openStackEnv
 	agentsOnce.Do(func() {
 		if hostBefore, agentsErr = hostNetwork(true); agentsErr != nil {
 			return
@@ -59,15 +58,12 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 		if hostBeforeNets, agentsErr = hostNetwork(false); agentsErr != nil {
 			return
 		}
-		e, agentsErr = upOpenStack("itest-openstack-agents", itestPort("ITEST_KEYSTONE_PORT", 15000)+100, itestPort("ITEST_NEUTRON_PORT", 19696)+100, "AGENTS=1")
-		if e != nil {
-			t.Cleanup(e.stop)
-		}
+		// TestMain stops it (stopOpenStack), also when up.sh failed half way.
+		agentsEnv, agentsErr = upOpenStack("itest-openstack-agents", itestPort("ITEST_KEYSTONE_PORT", 15000)+100, itestPort("ITEST_NEUTRON_PORT", 19696)+100, "AGENTS=1")
 		if agentsErr != nil {
 			return
 		}
-		agentsEnv = e
-		agentsHost, agentsErr = vif.LoadHost(e.State)
+		agentsHost, agentsErr = vif.LoadHost(agentsEnv.State)
 	})
 	if agentsErr != nil {
 		t.Fatalf("cannot start the Neutron agents: %v", agentsErr)

@@ -67,10 +67,13 @@ var (
 	osSkip string
 )
 
-// stopOpenStack stops what startOpenStack started; TestMain calls it.
+// stopOpenStack stops what startOpenStack and startAgents started;
+// TestMain calls it.
 func stopOpenStack() {
-	if osEnv != nil {
-		osEnv.stop()
+	for _, e := range []*openStackEnv{agentsEnv, osEnv} {
+		if e != nil {
+			e.stop()
+		}
 	}
 }
 
