@@ -42,6 +42,10 @@ var (
 	hostBefore, hostBeforeNets string
 )
 
+// agentsProviderConfig is the ProviderConfig of the agents' Neutron
+// (tenant-a's password), for controllers run against it.
+const agentsProviderConfig = "openstack-agents"
+
 // startAgents starts, once, a Keystone and Neutron of their own with
 // Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
 // plus 100, recording the host's network before; TestMain stops them
@@ -61,6 +65,9 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 		// TestMain stops it (stopOpenStack), also when up.sh failed half way.
 		agentsEnv, agentsErr = upOpenStack("itest-openstack-agents", itestPort("ITEST_KEYSTONE_PORT", 15000)+100, itestPort("ITEST_NEUTRON_PORT", 19696)+100, "AGENTS=1")
 		if agentsErr != nil {
+			return
+		}
+		if agentsErr = agentsEnv.providerConfigsNamed("openstack-agents-clouds", map[string]string{agentsProviderConfig: "tenant-a"}); agentsErr != nil {
 			return
 		}
 		agentsHost, agentsErr = vif.LoadHost(agentsEnv.State)

@@ -176,21 +176,28 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// providerConfigs creates the credentials Secret and two ProviderConfigs.
+// providerConfigs creates the credentials Secret openstack-clouds and two
+// ProviderConfigs, openstack (password) and openstack-appcred.
 func (e *openStackEnv) providerConfigs() error {
+	return e.providerConfigsNamed("openstack-clouds", map[string]string{"openstack": "tenant-a", "openstack-appcred": "tenant-a-appcred"})
+}
+
+// providerConfigsNamed creates the credentials Secret secret in
+// crossplane-system and a ProviderConfig per name in pcs using its cloud.
+func (e *openStackEnv) providerConfigsNamed(secret string, pcs map[string]string) error {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
 	if err := kube.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {
 		return err
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "openstack-clouds"},
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: secret},
 		Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
 	if err := kube.Create(ctx, s); err != nil {
 		return err
 	}
-	ref := secretRef("openstack-clouds", "clouds.yaml")
+	ref := secretRef(secret, "clouds.yaml")
 	ref.Namespace = "crossplane-system"
-	for name, cloud := range map[string]string{"openstack": "tenant-a", "openstack-appcred": "tenant-a-appcred"} {
+	for name, cloud := range pcs {
 		pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ProviderConfigSpec{
 			Credentials: v1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: cloud},
 		}}
