@@ -42,10 +42,6 @@ var (
 	hostBefore, hostBeforeNets string
 )
 
-// agentsProviderConfig is the ProviderConfig of the agents' Neutron
-// (tenant-a's password), for controllers run against it.
-const agentsProviderConfig = "openstack-agents"
-
 // startAgents starts, once, a Keystone and Neutron of their own with
 // Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
 // plus 100, recording the host's network before; TestMain stops them
@@ -67,7 +63,7 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 		if agentsErr != nil {
 			return
 		}
-		if agentsErr = agentsEnv.providerConfigsNamed("openstack-agents-clouds", map[string]string{agentsProviderConfig: "tenant-a"}); agentsErr != nil {
+		if agentsErr = agentsEnv.providerConfigsNamed("openstack-agents-clouds", "openstack-agents", nil); agentsErr != nil {
 			return
 		}
 		agentsHost, agentsErr = vif.LoadHost(agentsEnv.State)

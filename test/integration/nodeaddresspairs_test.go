@@ -154,7 +154,7 @@ func TestNodeAddressPairs(t *testing.T) {
 	mg := &netv1alpha1.NodeAddressPairs{
 		ObjectMeta: metav1.ObjectMeta{Name: "itest-nap-" + id},
 		Spec: netv1alpha1.NodeAddressPairsSpec{
-			ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: &xpv2.Reference{Name: agentsProviderConfig}},
+			ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: &xpv2.Reference{Name: e.ProviderConfig}},
 			ForProvider: netv1alpha1.NodeAddressPairsParameters{
 				PortID:       ptr.To(gwPort.ID),
 				CIDRs:        []netv1alpha1.CIDR{"192.168.50.0/24"},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,7 +36,10 @@ type openStackEnv struct {
 	// KeystonePort and NeutronPort are the loopback ports of its
 	// Keystone and Neutron.
 	KeystonePort, NeutronPort int
-	Fixtures                  struct {
+	// ProviderConfig names the ProviderConfig of tenant-a's password
+	// on this Keystone and Neutron.
+	ProviderConfig string
+	Fixtures       struct {
 		NeutronURL string  `json:"neutron_url"`
 		Project    fixture `json:"project"`
 		ExtNet     fixture `json:"ext_net"`
@@ -179,12 +183,16 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // providerConfigs creates the credentials Secret openstack-clouds and two
 // ProviderConfigs, openstack (password) and openstack-appcred.
 func (e *openStackEnv) providerConfigs() error {
-	return e.providerConfigsNamed("openstack-clouds", map[string]string{"openstack": "tenant-a", "openstack-appcred": "tenant-a-appcred"})
+	return e.providerConfigsNamed("openstack-clouds", "openstack", map[string]string{"openstack-appcred": "tenant-a-appcred"})
 }
 
 // providerConfigsNamed creates the credentials Secret secret in
-// crossplane-system and a ProviderConfig per name in pcs using its cloud.
-func (e *openStackEnv) providerConfigsNamed(secret string, pcs map[string]string) error {
+// crossplane-system, the ProviderConfig pc of tenant-a's password (which
+// becomes e.ProviderConfig) and one per name in more using its cloud.
+func (e *openStackEnv) providerConfigsNamed(secret, pc string, more map[string]string) error {
+	e.ProviderConfig = pc
+	pcs := map[string]string{pc: "tenant-a"}
+	maps.Copy(pcs, more)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
 	if err := kube.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {

@@ -29,17 +29,12 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
-// neutron returns a Neutron client of e's ProviderConfig ("openstack", or
-// agentsProviderConfig for the agents' Neutron), for
-// the test's own reads and hand-made changes.
+// neutron returns a Neutron client of e.ProviderConfig, for the test's own
+// reads and hand-made changes.
 func neutron(t *testing.T, e *openStackEnv) *gophercloud.ServiceClient {
 	t.Helper()
-	name := "openstack"
-	if e == agentsEnv {
-		name = agentsProviderConfig
-	}
 	pc := &pcv1alpha1.ProviderConfig{}
-	if err := kube.Get(context.Background(), client.ObjectKey{Name: name}, pc); err != nil {
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: e.ProviderConfig}, pc); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := e.Clients.Network(context.Background(), kube, pc)
