@@ -84,7 +84,11 @@ func TestNodeAddressPairs(t *testing.T) {
 	t.Cleanup(func() { _ = groups.Delete(context.Background(), admin, sg.ID).ExtractErr() })
 	newPort := func(name string, sgs []string) *ports.Port {
 		t.Helper()
-		p, err := ports.Create(ctx, admin, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, ProjectID: project, SecurityGroups: &sgs}).Extract()
+		var p *ports.Port
+		err := retryLocked(func() (err error) {
+			p, err = ports.Create(ctx, admin, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, ProjectID: project, SecurityGroups: &sgs}).Extract()
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
