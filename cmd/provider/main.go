@@ -30,6 +30,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
 // options are the provider's command-line flags. The names of the first five
@@ -167,11 +168,17 @@ func run(o options) error {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
 		log.Info("Beta feature enabled", "flag", feature.EnableBetaManagementPolicies)
 	}
-	clients := openstack.NewClients()
-	clients.RequestTimeout = o.requestTimeout
-	clients.RequestRate = o.requestRate
-	clients.Metrics = openstackMetrics
-	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: clients}); err != nil {
+	credentials, err := mrsetup.WatchCredentials(mgr)
+	if err != nil {
+		return err
+	}
+	oc := openstack.NewClients()
+	oc.RequestTimeout = o.requestTimeout
+	oc.RequestRate = o.requestRate
+	oc.Metrics = openstackMetrics
+	oc.Credentials = credentials
+	oc.IdleConnsPerHost = o.maxReconcileRate
+	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: oc}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)

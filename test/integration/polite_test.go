@@ -22,6 +22,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +30,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
@@ -140,7 +142,15 @@ func TestOpenStackPolite(t *testing.T) {
 			t.Errorf("cleanup: remove_extraroutes: %v", err)
 		}
 	})
-	logs := startProviderPolling(t, func(mgr ctrl.Manager, o controller.Options) error {
+	reqs := &requestLog{}
+	counted := rest.CopyConfig(cfg)
+	counted.WrapTransport = reqs.wrap
+	logs := startProviderWith(t, func(mgr ctrl.Manager, o controller.Options) error {
+		creds, err := mrsetup.WatchCredentials(mgr)
+		if err != nil {
+			return err
+		}
+		clients.Credentials = creds
 		for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
 			securitygroup.Setup, network.Setup, port.Setup, floatingipbinding.Setup, routerroutes.Setup,
 		} {
@@ -149,7 +159,7 @@ func TestOpenStackPolite(t *testing.T) {
 			}
 		}
 		return nil
-	}, poll)
+	}, poll, counted)
 
 	perKind := map[string]int{}
 	add := func(kind string, mg client.Object) {
@@ -209,12 +219,24 @@ func TestOpenStackPolite(t *testing.T) {
 	// settle, count over 6 intervals.
 	time.Sleep(poll + 2*time.Second)
 	const intervals = 6
-	start := time.Now()
+	start, apiStart := time.Now(), reqs.mark()
 	time.Sleep(intervals * poll)
-	rest := tap.since(start)
-	restRate := float64(len(rest)) / (intervals * poll).Minutes()
+	atRest := tap.since(start)
+	restRate := float64(len(atRest)) / (intervals * poll).Minutes()
+	// The credentials come from informers: at rest neither the
+	// ProviderConfig nor its Secret is read from the API server.
+	if got := append(reqs.since(apiStart, "GET", "/secrets"), reqs.since(apiStart, "GET", "/providerconfigs")...); len(got) > 0 {
+		t.Errorf("at rest the provider read credentials from the API server %d times: %v", len(got), got)
+	}
+	apiReqs := reqs.since(apiStart)
+	byResource := map[string]int{}
+	for _, r := range apiReqs {
+		byResource[apiResource(r)]++
+	}
+	t.Logf("at rest: %d API-server requests (watches left out) from %d MRs in %d poll intervals: %.2f per MR per poll; by request: %v",
+		len(apiReqs), len(mrs), intervals, float64(len(apiReqs))/float64(len(mrs)*intervals), byResource)
 	got := map[string]int{}
-	for _, r := range rest {
+	for _, r := range atRest {
 		got[r.kind]++
 	}
 	var figures []string
@@ -373,4 +395,27 @@ func TestFloatingIPBindingCutoverUnnudged(t *testing.T) {
 	}
 	t.Logf("cutover without a nudge, --poll 1m: attached %s after the unset; rollback seen %s after the move (the PUTs took %s)",
 		strings.Join(cutovers, ", "), strings.Join(rollbacks, ", "), strings.Join(puts, ", "))
+}
+
+// apiResource reduces a requestLog entry ("METHOD path") to its method and
+// resource, such as "PUT securitygroups/status".
+func apiResource(r string) string {
+	method, path, _ := strings.Cut(r, " ")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// /api/v1/... or /apis/group/version/...
+	i := 2
+	if parts[0] == "apis" {
+		i = 3
+	}
+	if len(parts) > i+1 && parts[i] == "namespaces" {
+		i += 2
+	}
+	if i >= len(parts) {
+		return method + " " + path
+	}
+	res := parts[i]
+	if len(parts) > i+2 {
+		res += "/" + parts[i+2]
+	}
+	return method + " " + res
 }

@@ -16,6 +16,10 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 )
 
+// DefaultIdleConnsPerHost is Clients.IdleConnsPerHost when zero: the
+// provider's default reconcile concurrency.
+const DefaultIdleConnsPerHost = 10
+
 // DefaultRequestTimeout bounds one OpenStack API request unless
 // Clients.RequestTimeout says otherwise.
 const DefaultRequestTimeout = 60 * time.Second
@@ -42,6 +46,16 @@ type Clients struct {
 	RequestRate float64
 	// Metrics counts the requests of every ProviderConfig when set.
 	Metrics *Metrics
+	// Credentials reads ProviderConfigs and their credentials Secrets for
+	// the connectors (clients.WatchedSecrets in the provider); they read
+	// straight from the API server when nil.
+	Credentials client.Reader
+	// IdleConnsPerHost is how many idle connections each client keeps
+	// open per host (Keystone, Neutron), so that concurrent reconciles
+	// reuse connections instead of opening new ones;
+	// DefaultIdleConnsPerHost when zero. The provider sets it to its
+	// reconcile concurrency.
+	IdleConnsPerHost int
 
 	mu      sync.Mutex
 	clients map[string]cached
@@ -76,7 +90,10 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	if e, ok := c.clients[pc.Name]; ok && e.key == creds.fingerprint {
 		return e.network, nil
 	}
-	var rt http.RoundTripper = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: creds.TLS}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = creds.TLS
+	t.MaxIdleConnsPerHost = cmp.Or(c.IdleConnsPerHost, DefaultIdleConnsPerHost)
+	var rt http.RoundTripper = t
 	if c.Transport != nil {
 		rt = c.Transport(rt)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
@@ -50,5 +51,46 @@ func TestClientsCache(t *testing.T) {
 		if logins != s.logins {
 			t.Errorf("%s: %d logins so far, want %d", s.what, logins, s.logins)
 		}
+	}
+}
+
+// TestClientsIdleConns proves a client keeps as many idle connections per
+// host as IdleConnsPerHost says (Go's default is 2), on a transport that
+// keeps Go's default dial, TLS-handshake and idle timeouts.
+func TestClientsIdleConns(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		idle   int
+		want   int
+	}{
+		"Default": {reason: "Unset, a client keeps DefaultIdleConnsPerHost.", want: DefaultIdleConnsPerHost},
+		"Set":     {reason: "Set, a client keeps that many.", idle: 25, want: 25},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var base *http.Transport
+			c := NewClients()
+			c.IdleConnsPerHost = tc.idle
+			c.Transport = func(rt http.RoundTripper) http.RoundTripper {
+				base, _ = rt.(*http.Transport)
+				return rt
+			}
+			c.authenticate = func(context.Context, *Credentials, http.RoundTripper, time.Duration) (*gophercloud.ProviderClient, error) {
+				p := &gophercloud.ProviderClient{}
+				p.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return "http://127.0.0.1:9696/", nil }
+				return p, nil
+			}
+			if _, err := c.Network(context.Background(), secrets(map[string]map[string]string{"openstack": {"clouds.yaml": cloudsPassword}}), pc(nil)); err != nil {
+				t.Fatal(err)
+			}
+			if base == nil {
+				t.Fatal("the client's base transport is not an *http.Transport")
+			}
+			got := []any{base.MaxIdleConnsPerHost, base.IdleConnTimeout, base.TLSHandshakeTimeout, base.Proxy != nil}
+			want := []any{tc.want, 90 * time.Second, 10 * time.Second, true}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\n-want +got (idle per host, idle timeout, TLS handshake timeout, proxy from environment):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -16,8 +16,8 @@ import (
 // ProviderConfig, recording the use of that ProviderConfig first. The
 // OpenStack kinds' connectors embed one.
 type Connector struct {
-	// Kube reads ProviderConfigs and credential Secrets; an uncached
-	// client, so that the provider does not watch every Secret.
+	// Kube reads ProviderConfigs and credential Secrets: in the provider
+	// a clients.WatchedSecrets, which watches only the Secrets it reads.
 	Kube client.Reader
 	// Usage records ProviderConfigUsages.
 	Usage resource.LegacyTracker

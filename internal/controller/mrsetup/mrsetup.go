@@ -5,6 +5,7 @@
 package mrsetup
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -14,12 +15,14 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
@@ -93,6 +96,24 @@ func UncachedClient(mgr ctrl.Manager) (client.Client, error) {
 	return client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 }
 
+// WatchCredentials returns the reader of ProviderConfigs and credentials
+// Secrets that the OpenStack connectors share (openstack.Clients'
+// Credentials): ProviderConfigs from mgr's cache, each Secret from an
+// informer of its own that stops with mgr, so a reconcile reads neither
+// from the API server. It returns an error when its client cannot be made
+// or mgr does not take it.
+func WatchCredentials(mgr ctrl.Manager) (*clients.WatchedSecrets, error) {
+	core, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the client of the credentials' informers: %w", err)
+	}
+	w := clients.NewWatchedSecrets(core, mgr.GetClient())
+	if err := mgr.Add(w); err != nil {
+		return nil, fmt.Errorf("cannot add the credentials' informers to the manager: %w", err)
+	}
+	return w, nil
+}
+
 // UsageTracker records ProviderConfigUsages of cluster-scoped managed
 // resources.
 func UsageTracker(mgr ctrl.Manager) resource.LegacyTracker {
@@ -100,11 +121,15 @@ func UsageTracker(mgr ctrl.Manager) resource.LegacyTracker {
 }
 
 // OpenStackConnector returns the connector the OpenStack kinds embed,
-// authenticating through clients.
+// authenticating through clients and reading credentials with
+// clients.Credentials, or uncached when that is nil.
 func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack.Connector, error) {
-	kube, err := UncachedClient(mgr)
-	if err != nil {
-		return openstack.Connector{}, err
+	kube := clients.Credentials
+	if kube == nil {
+		var err error
+		if kube, err = UncachedClient(mgr); err != nil {
+			return openstack.Connector{}, err
+		}
 	}
 	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), Clients: clients}, nil
 }
