@@ -54,7 +54,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":9101", "Address of /healthz and /readyz (ready: configuration loaded and charon answering).")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "How often the mounted files are checked for a new configuration.")
 	fs.DurationVar(&o.poll, "poll", status.DefaultPoll, "How often the tunnels' counters are read from charon.")
-	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between two writes of the status ConfigMap.")
+	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between writes of the status ConfigMap once its burst of two is spent.")
 	fs.IntVar(&o.reinitiateAfterSeconds, "reinitiate-after-seconds", int(watchdog.DefaultAfter/time.Second),
 		"Initiate again an always-on tunnel (startAction start) or CHILD_SA that has been down this many seconds while charon was not trying; 0 never does.")
 	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,14 +25,21 @@ import (
 // reads it; the key is internal/workload's).
 const KeyTunnels = workload.KeyTunnels
 
-// DefaultMinInterval is the least time between two writes of a Publisher.
+// DefaultMinInterval is the least time between a Publisher's writes once
+// its burst is spent.
 const DefaultMinInterval = 5 * time.Second
+
+// PublishBurst is how many writes a Publisher makes at once before
+// MinInterval applies: a tunnel that goes down right after a counter
+// update is written at once, not MinInterval later.
+const PublishBurst = 2
 
 // A Publisher writes a gateway's tunnel status into its status ConfigMap
 // (<gateway>-status in the gateway's namespace), with the pod's own
 // identity: it creates the ConfigMap if it is missing, writes only when the
-// content changed, and at most once per MinInterval. The ConfigMap holds
-// KeyTunnels and nothing else; TunnelStatus carries no secret.
+// content changed, and at most PublishBurst times at once, then once per
+// MinInterval (a token bucket). The ConfigMap holds KeyTunnels and nothing
+// else; TunnelStatus carries no secret.
 type Publisher struct {
 	Client    client.Client
 	Namespace string
@@ -44,8 +53,8 @@ type Publisher struct {
 	// written is the content last written or found in the ConfigMap;
 	// nil when unknown (first call, or after a failed write).
 	written []byte
-	// at is when the Publisher last wrote.
-	at time.Time
+	// writes is the token bucket of writes, made at the first call.
+	writes *rate.Limiter
 }
 
 // Publish writes tunnels unless the ConfigMap already holds them. It
@@ -74,10 +83,14 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	if minInterval <= 0 {
 		minInterval = DefaultMinInterval
 	}
-	if !p.at.IsZero() {
-		if wait := p.at.Add(minInterval).Sub(now()); wait > 0 {
-			return wait, nil
-		}
+	if p.writes == nil {
+		p.writes = rate.NewLimiter(rate.Every(minInterval), PublishBurst)
+	}
+	at := now()
+	if tokens := p.writes.TokensAt(at); tokens < 1 {
+		// Rounded up to the millisecond: the bucket counts in floating
+		// point, and a wait a nanosecond short finds it still empty.
+		return time.Duration(math.Ceil((1-tokens)*float64(minInterval)/float64(time.Millisecond))) * time.Millisecond, nil
 	}
 
 	nn := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
@@ -108,6 +121,7 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 			return 0, fmt.Errorf("cannot update the status ConfigMap %s: %w", nn, err)
 		}
 	}
-	p.written, p.at = data, now()
+	p.written = data
+	p.writes.AllowN(at, 1)
 	return 0, nil
 }

@@ -110,8 +110,9 @@ func TestPublisher(t *testing.T) {
 }
 
 // TestPublisherRateLimit checks the sequence of a running agent: a change
-// within MinInterval of the last write waits, unchanged content costs no
-// API call, and a failed write is retried on the next call.
+// right after a write is written at once (the burst), one more within
+// MinInterval waits for the bucket, unchanged content costs no API call,
+// and a failed write is retried on the next call.
 func TestPublisherRateLimit(t *testing.T) {
 	clock := now
 	calls, failUpdate := 0, false
@@ -135,6 +136,7 @@ func TestPublisherRateLimit(t *testing.T) {
 	p := &Publisher{Client: kube, Namespace: "ns", Name: "gw-status", MinInterval: 5 * time.Second, Now: func() time.Time { return clock }}
 	a := []v1alpha1.TunnelStatus{{Name: "a", IKEState: StateDown}}
 	b := []v1alpha1.TunnelStatus{{Name: "a", IKEState: StateEstablished}}
+	c := []v1alpha1.TunnelStatus{{Name: "a", IKEState: StateDown, LastError: "peer closed the IKE SA"}}
 	type step struct {
 		advance   time.Duration
 		tunnels   []v1alpha1.TunnelStatus
@@ -144,18 +146,21 @@ func TestPublisherRateLimit(t *testing.T) {
 		err       bool
 	}
 	steps := []step{
-		{tunnels: a, calls: 2},                                                       // get (missing), create
-		{advance: time.Second, tunnels: a, calls: 0},                                 // unchanged: no call
-		{tunnels: b, wait: 4 * time.Second},                                          // changed too early: held back
-		{advance: 4 * time.Second, tunnels: b, failWrite: true, calls: 2, err: true}, // get, update fails
-		{tunnels: b, calls: 2},                                                       // retried: get, update
-		{advance: time.Hour, tunnels: b},                                             // unchanged
+		{tunnels: a, calls: 2},                       // get (missing), create: 1 token left
+		{advance: time.Second, tunnels: a, calls: 0}, // unchanged: no call
+		{tunnels: b, calls: 2},                       // changed: the burst's second write, get, update
+		{tunnels: c, wait: 4 * time.Second},          // changed again: 0.2 tokens, held back 4 s
+		{advance: 4 * time.Second, tunnels: c, failWrite: true, calls: 2, err: true}, // get, update fails: no token spent
+		{tunnels: c, calls: 2},           // retried: get, update
+		{advance: time.Hour, tunnels: c}, // unchanged
 	}
 	for i, s := range steps {
 		clock = clock.Add(s.advance)
 		calls, failUpdate = 0, s.failWrite
 		wait, err := p.Publish(context.Background(), s.tunnels)
-		if (err != nil) != s.err || wait != s.wait || calls != s.calls {
+		// The bucket counts in floating point: a wait is right to the
+		// millisecond it is rounded up to.
+		if (err != nil) != s.err || (wait-s.wait).Abs() > time.Millisecond || calls != s.calls {
 			t.Errorf("step %d: wait %v, %d API calls, error %v; want wait %v, %d calls, error %v", i, wait, calls, err, s.wait, s.calls, s.err)
 		}
 	}
