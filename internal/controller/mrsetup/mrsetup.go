@@ -48,8 +48,8 @@ type Tuning struct {
 // resources of kind gvk (whose Go type obj is) with a managed.Reconciler
 // built from opts and the options every controller shares: logger, poll
 // interval (o, adjusted by t), retry backoff (1 s doubling to 1 min),
-// events, management policies when enabled, and MR metrics when
-// configured. It returns an error when the controller cannot be built.
+// events, management policies when enabled, and MR metrics and MR state
+// metrics when configured. It returns an error when the controller cannot be built.
 func Register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.GroupVersionKind, obj client.Object,
 	t Tuning, opts ...managed.ReconcilerOption) error {
 	return register(mgr, o, name, gvk, obj, t, newBackoff(), opts...)
@@ -77,6 +77,15 @@ func register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 		all = append(all, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 	}
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
+	sr, err := stateRecorder(mgr.GetClient(), o, gvk)
+	if err != nil {
+		return err
+	}
+	if sr != nil {
+		if err := mgr.Add(sr); err != nil {
+			return fmt.Errorf("cannot add the state metrics of %s: %w", gvk.Kind, err)
+		}
+	}
 	co := o.ForControllerRuntime()
 	co.RateLimiter = b
 	c := ctrl.NewControllerManagedBy(mgr).
