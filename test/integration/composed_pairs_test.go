@@ -12,7 +12,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,7 +58,7 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 		t.Fatalf("compose: %v", warnings)
 	}
 	owner := []metav1.OwnerReference{{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: xr.Metadata.Name,
-		UID: types.UID(uuid.NewUUID()), Controller: ptr.To(true)}}
+		UID: uuid.NewUUID(), Controller: ptr.To(true)}}
 	sg := objs[function.SecurityGroupName].(*netv1alpha1.SecurityGroup)
 	gw := objs[function.PortName].(*netv1alpha1.Port)
 	pairs := objs[function.NodePairsName].(*netv1alpha1.NodeAddressPairs)
@@ -142,7 +141,7 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 	}
 	eventually(t, 60*time.Second, "the gateway's Neutron port gone", func() error {
 		if _, err := ports.Get(ctx, sc, portID).Extract(); !openstack.IsNotFound(err) {
-			return fmt.Errorf("port %s: %v, want 404", portID, err)
+			return fmt.Errorf("port %s: %w, want 404", portID, err)
 		}
 		return nil
 	})
