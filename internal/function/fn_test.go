@@ -202,6 +202,27 @@ status:
 `, attached, readyCondition(attached))
 }
 
+// portStatus is the composite's status.port from observedPort.
+const portStatus = `
+port:
+  id: p-1
+  privateIP: 10.20.0.10
+  subnetCIDR: 10.20.0.0/24
+  gatewayIP: 10.20.0.1
+  macAddress: fa:16:3e:12:34:56
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
+`
+
+// fipStatus is the composite's status.floatingIP from observedBinding.
+func fipStatus(attached bool) string {
+	return fmt.Sprintf(`
+floatingIP:
+  address: 203.0.113.10
+  attached: %t
+  conditions: %s
+`, attached, readyCondition(attached))
+}
+
 // wantGateway is xrNAT's Gateway with the endpoint of observedPort and the
 // local identity localID.
 func wantGateway(active bool, localID string) string {
@@ -347,19 +368,7 @@ func TestRunFunction(t *testing.T) {
 					"port":    {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
 					"gateway": {Object: obj(t, wantGateway(false, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
-				status: obj(t, `
-floatingIP:
-  address: 203.0.113.10
-  attached: false
-  conditions: [{type: Ready, status: "False", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
-port:
-  id: p-1
-  privateIP: 10.20.0.10
-  subnetCIDR: 10.20.0.0/24
-  gatewayIP: 10.20.0.1
-  macAddress: fa:16:3e:12:34:56
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
-`),
+				status: obj(t, fipStatus(false)+portStatus),
 			},
 		},
 		"Cutover": {
@@ -390,13 +399,7 @@ port:
 				resources: map[string]got{
 					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
-				status: obj(t, `
-floatingIP:
-  address: 203.0.113.10
-  attached: true
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
-gateway: {name: branch-vpn-7xk2p-g1}
-`),
+				status: obj(t, fipStatus(true)+"gateway: {name: branch-vpn-7xk2p-g1}"),
 			},
 		},
 		"TwentySubnetsRouted": {
@@ -525,18 +528,7 @@ status:
 					"node-address-pairs": {Object: obj(t, wantPairs), Ready: fnv1.Ready_READY_FALSE},
 					"gateway":            {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_TRUE},
 				},
-				status: obj(t, `
-floatingIP:
-  address: 203.0.113.10
-  attached: true
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
-port:
-  id: p-1
-  privateIP: 10.20.0.10
-  subnetCIDR: 10.20.0.0/24
-  gatewayIP: 10.20.0.1
-  macAddress: fa:16:3e:12:34:56
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
+				status: obj(t, fipStatus(true)+portStatus+`
 nodePorts:
   nodes: 1
   conditions: [{type: Ready, status: "False", reason: Available, message: '`+unmappedNode+`', lastTransitionTime: "2026-11-29T10:00:07Z"}]
