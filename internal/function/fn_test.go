@@ -634,17 +634,7 @@ gateway:
 // the function never silently ignores a field the XRD admits, nor reads
 // one it does not.
 func TestSpecMatchesXRD(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "package", "configuration", "zz_generated_definition.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	xrd := map[string]any{}
-	if err := yaml.Unmarshal(b, &xrd); err != nil {
-		t.Fatal(err)
-	}
-	spec := dig(xrd, "spec", "versions").([]any)[0]
-	spec = dig(spec.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec")
-	sp := spec.(map[string]any)
+	sp := xrdSpec(t)
 	cases := map[string]struct {
 		reason string
 		schema map[string]any
@@ -692,6 +682,33 @@ func TestSpecMatchesXRD(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNodePortsMatchXRD proves the values the function tells apart are the
+// XRD's enum of spec.nodePorts, AddressPairs its default: a value spelled
+// differently in one of them would compose pairs a claim turned off.
+func TestNodePortsMatchXRD(t *testing.T) {
+	np := dig(xrdSpec(t), "properties", "nodePorts").(map[string]any)
+	want := map[string]any{"enum": []any{string(NodePortsAddressPairs), string(NodePortsUnmanaged)}, "default": string(NodePortsAddressPairs)}
+	got := map[string]any{"enum": np["enum"], "default": np["default"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spec.nodePorts in the XRD: -want (the function's values) +got:\n%s", diff)
+	}
+}
+
+// xrdSpec is the schema of the generated XRD's spec.
+func xrdSpec(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "package", "configuration", "zz_generated_definition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xrd := map[string]any{}
+	if err := yaml.Unmarshal(b, &xrd); err != nil {
+		t.Fatal(err)
+	}
+	v := dig(xrd, "spec", "versions").([]any)[0]
+	return dig(v.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec").(map[string]any)
 }
 
 // dig walks m by keys.
