@@ -9,8 +9,9 @@
 // (securityGroupIdSelector, portIdSelector, nexthopPortSelector with
 // matchControllerRef), so nothing is ordered here: each waits for the one it
 // references. The NodeAddressPairs reads the gateway port's fixed IP and MAC
-// from Neutron through its reference, so it is composed from the first run. What the Gateway needs from the port and the binding (its
-// address, MAC, subnet, the floating IP and whether it is attached) is read
+// from Neutron through its reference, so it is composed from the first run.
+// What the Gateway needs from the port and the binding (its address, MAC,
+// subnet, the floating IP and whether it is attached) is read
 // from the observed resources of the same run, not from the composite's
 // status, which would lag one composite reconcile behind: after a cutover
 // the Deployment scales up in the run that sees the binding attached.
@@ -176,8 +177,8 @@ func fatal(rsp *fnv1.RunFunctionResponse, err error) *fnv1.RunFunctionResponse {
 // and FloatingIPBinding always, RouterRoutes in mode routed, NodeAddressPairs
 // unless spec.nodePorts is Unmanaged, and the Gateway once the port's
 // address and the floating IP are known (observed, or already in the Gateway
-// composed before). The warnings say why the Gateway
-// cannot be composed when that needs a fix rather than time.
+// composed before). The warnings say why the Gateway cannot be composed when
+// that needs a fix rather than time.
 func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, []string) {
 	s := xr.Spec
 	pc := &xpv2.Reference{Name: s.ProviderConfigName}
@@ -310,7 +311,7 @@ func routes(r *Routed, pc *xpv2.Reference) *nv1alpha1.RouterRoutes {
 }
 
 // nodePairs keeps the gateway's address on the Neutron ports of the nodes
-// its pod may run on (the Gateway's nodeSelector), so that a cloud with
+// its pod may run on (spec.nodeSelector, the Gateway's too), so that a cloud with
 // port security on lets the pod's frames out: the controller takes the
 // fixed IP and MAC from the Port it selects (the composite's, by controller
 // reference) and, in mode routed, adds the client subnets with that MAC.
