@@ -52,6 +52,12 @@ if [ "$NODE" = 1 ]; then
 fi
 
 log "applying the pinned-FIP claim (examples/claim/pinned-fip.yaml with the local IDs)"
+node_ports=0
+if kubectl get nodes -o 'jsonpath={.items[*].spec.providerID}' | grep -q 'openstack://'; then
+	node_ports=1
+else
+	log "no Node is an OpenStack instance: the claims take nodePorts: Unmanaged (no address pairs on node ports)"
+fi
 mkdir -p "$STATE/claims"
 for f in pinned-fip allocated-fip; do
 	sed -e "s/00000000-0000-4000-8000-00000000aaaa/$(field network_id)/" \
@@ -61,6 +67,11 @@ for f in pinned-fip allocated-fip; do
 	# This machine's kernel has no ESP: the node's gateway pods run
 	# strongSwan's userspace data plane.
 	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
+	# Nodes that are not OpenStack instances (no openstack:// providerID:
+	# their tenant interfaces are no Neutron ports, nothing drops the
+	# gateway's frames) have no port to hold the gateway's address pairs,
+	# and the claim would wait for them for ever: nodePorts Unmanaged.
+	[ "$node_ports" = 1 ] || sed -i 's/^spec:$/spec:\n  nodePorts: Unmanaged/' "$STATE/claims/$f.yaml"
 done
 if [ "$NODE" = 1 ]; then
 	# The tenant's application in the cluster, published to the client

@@ -58,6 +58,7 @@ func TestHealth(t *testing.T) {
 		podUnready = "the gateway pod is not ready (0 of 1 replicas ready)"
 		celError   = `cannot update managed resource: Gateway.gateway.ipsecgw.io "routed-branch-q2xj2-e1c814eee616" is invalid: spec.forProvider: Invalid value: "object": no such key: exposures evaluating rule: exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly`
 		notSynced  = "cannot bind and sync claim with composite resource: cannot apply composite resource: the server is currently unable to handle the request"
+		unmapped   = `node node-2: spec.providerID "kind://docker/node-2" is not openstack:///<instance UUID>: run the OpenStack cloud provider (or set it so), or leave the node out with spec.forProvider.nodeSelector`
 	)
 	healthy := health{Status: "Healthy"}
 	cases := map[string]struct {
@@ -93,6 +94,15 @@ func TestHealth(t *testing.T) {
 		"attached: gateway pod not ready": {
 			file: "attached", kind: "Gateway",
 			want: health{"Progressing", "DeploymentReady: " + podUnready},
+		},
+		"attached: claim waits for the node ports' pairs before the gateway pod": {
+			file: "attached", kind: "IPsecGateway", name: "branch-office",
+			edit: func(obj map[string]any) {
+				obj["status"].(map[string]any)["nodePorts"] = map[string]any{"nodes": int64(1), "conditions": []any{
+					map[string]any{"type": "Ready", "status": "False", "reason": "Unavailable", "message": unmapped},
+				}}
+			},
+			want: health{"Progressing", "node ports: " + unmapped},
 		},
 		"tunnel down: claim names the tunnel and charon's error": {
 			file: "tunnel-down", kind: "IPsecGateway", name: "branch-office",
@@ -139,7 +149,7 @@ func TestHealth(t *testing.T) {
 		"node ports hold the gateway's pairs": {file: "node-pairs", kind: "NodeAddressPairs", name: "vpn-gateway-node-pairs", want: healthy},
 		"a node that cannot be mapped to its port": {
 			file: "node-pairs", kind: "NodeAddressPairs", name: "unmapped-node-pairs",
-			want: health{"Progressing", `Ready: node node-2: spec.providerID "kind://docker/node-2" is not openstack:///<instance UUID>: run the OpenStack cloud provider (or set it so), or leave the node out with spec.forProvider.nodeSelector`},
+			want: health{"Progressing", "Ready: " + unmapped},
 		},
 		"claim paused": {
 			file: "claim-paused", kind: "IPsecGateway", name: "branch-office",

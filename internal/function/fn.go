@@ -1,14 +1,17 @@
 // Package function is the IPsecGateway's composition function: it reads the
 // typed XIPsecGateway and composes, in the order of the VM-to-operator
 // migration runbook, a SecurityGroup, a Port, a FloatingIPBinding, in mode
-// routed a RouterRoutes, and the Gateway, and rolls each one's state up to
+// routed a RouterRoutes, a NodeAddressPairs (the gateway's address on the
+// nodes' Neutron ports) and the Gateway, and rolls each one's state up to
 // the composite's status (the claim's steps).
 //
 // The managed resources find each other by controller reference
 // (securityGroupIdSelector, portIdSelector, nexthopPortSelector with
 // matchControllerRef), so nothing is ordered here: each waits for the one it
-// references. What the Gateway needs from the port and the binding (its
-// address, MAC, subnet, the floating IP and whether it is attached) is read
+// references. The NodeAddressPairs reads the gateway port's fixed IP and MAC
+// from Neutron through its reference, so it is composed from the first run.
+// What the Gateway needs from the port and the binding (its address, MAC,
+// subnet, the floating IP and whether it is attached) is read
 // from the observed resources of the same run, not from the composite's
 // status, which would lag one composite reconcile behind: after a cutover
 // the Deployment scales up in the run that sees the binding attached.
@@ -47,6 +50,7 @@ const (
 	PortName          = "port"
 	FloatingIPName    = "floating-ip"
 	RoutesName        = "routes"
+	NodePairsName     = "node-address-pairs"
 	GatewayName       = "gateway"
 )
 
@@ -170,10 +174,11 @@ func fatal(rsp *fnv1.RunFunctionResponse, err error) *fnv1.RunFunctionResponse {
 }
 
 // Compose returns the managed resources of xr by name: SecurityGroup, Port
-// and FloatingIPBinding always, RouterRoutes in mode routed, and the Gateway
-// once the port's address and the floating IP are known (observed, or
-// already in the Gateway composed before). The warnings say why the Gateway
-// cannot be composed when that needs a fix rather than time.
+// and FloatingIPBinding always, RouterRoutes in mode routed, NodeAddressPairs
+// unless spec.nodePorts is Unmanaged, and the Gateway once the port's
+// address and the floating IP are known (observed, or already in the Gateway
+// composed before). The warnings say why the Gateway cannot be composed when
+// that needs a fix rather than time.
 func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, []string) {
 	s := xr.Spec
 	pc := &xpv2.Reference{Name: s.ProviderConfigName}
@@ -188,6 +193,9 @@ func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, [
 	}
 	if s.Mode == gwv1alpha1.ModeRouted && s.Routed != nil {
 		objs[RoutesName] = routes(s.Routed, pc)
+	}
+	if s.NodePorts != NodePortsUnmanaged {
+		objs[NodePairsName] = nodePairs(s, pc)
 	}
 	gw, warnings := gateway(xr, pc, observed)
 	if gw != nil {
@@ -302,6 +310,28 @@ func routes(r *Routed, pc *xpv2.Reference) *nv1alpha1.RouterRoutes {
 	return rr
 }
 
+// nodePairs keeps the gateway's address on the Neutron ports of the nodes
+// its pod may run on (spec.nodeSelector, the Gateway's too), so that a cloud with
+// port security on lets the pod's frames out: the controller takes the
+// fixed IP and MAC from the Port it selects (the composite's, by controller
+// reference) and, in mode routed, adds the client subnets with that MAC.
+// Removed with the composite, it removes the pairs it added and only those.
+func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPairs {
+	np := &nv1alpha1.NodeAddressPairs{Spec: nv1alpha1.NodeAddressPairsSpec{
+		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
+		ForProvider: nv1alpha1.NodeAddressPairsParameters{
+			PortIDSelector: &xpv2.Selector{MatchControllerRef: ptr.To(true)},
+			NodeSelector:   s.NodeSelector,
+		},
+	}}
+	if s.Mode == gwv1alpha1.ModeRouted && s.Routed != nil {
+		for _, c := range s.Routed.ClientSubnets {
+			np.Spec.ForProvider.CIDRs = append(np.Spec.ForProvider.CIDRs, nv1alpha1.CIDR(c))
+		}
+	}
+	return np
+}
+
 // gateway is the strongSwan gateway in the claim's namespace. It needs the
 // port's address, MAC, gateway and prefix length, and the floating IP (its
 // local identity): with a pinned floating IP that is the spec's, so the
@@ -349,6 +379,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 			TenantSubnets:    s.TenantSubnets,
 			Exposures:        s.Exposures,
 			ReverseExposures: s.ReverseExposures,
+			NodeSelector:     s.NodeSelector,
 		},
 	}}, nil
 }
@@ -438,6 +469,10 @@ var rollUps = map[string][]rollUp{
 	RoutesName: {
 		{conditions, "status.routing.conditions"},
 	},
+	NodePairsName: {
+		{"status.atProvider.nodes", "status.nodePorts.nodes"},
+		{conditions, "status.nodePorts.conditions"},
+	},
 	GatewayName: {
 		{"metadata.name", "status.gateway.name"},
 		{"status.atProvider.configHash", "status.gateway.configHash"},
@@ -452,7 +487,7 @@ var rollUps = map[string][]rollUp{
 
 // rollUpOrder is the order in which the roll-ups of a resource apply: a
 // later one to the same path wins.
-var rollUpOrder = []string{SecurityGroupName, PortName, FloatingIPName, RoutesName, GatewayName}
+var rollUpOrder = []string{SecurityGroupName, PortName, FloatingIPName, RoutesName, NodePairsName, GatewayName}
 
 // Status returns the composite's status fields by path (such as
 // status.port.privateIP): each step's facts and conditions from the

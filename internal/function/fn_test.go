@@ -135,6 +135,32 @@ spec:
     portIdSelector: {matchControllerRef: true}
 `
 
+// wantPairs is xrNAT's NodeAddressPairs: the gateway port's address on the
+// ports of every node (no nodeSelector), no CIDRs in mode nat.
+const wantPairs = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: NodeAddressPairs
+metadata:
+  labels: {cutover: "1795990000"}
+spec:
+  providerConfigRef: {name: default}
+  forProvider:
+    portIdSelector: {matchControllerRef: true}
+`
+
+// observedPairs is xrNAT's NodeAddressPairs as the provider reports it:
+// Ready, or not with the message msg.
+func observedPairs(ready bool, nodes int, msg string) string {
+	return fmt.Sprintf(`
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: NodeAddressPairs
+metadata: {name: branch-vpn-7xk2p-n3c8d}
+status:
+  atProvider: {nodes: %d}
+  conditions: [{type: Ready, status: %q, reason: Available, message: %q, lastTransitionTime: "2026-11-29T10:00:07Z"}]
+`, nodes, map[bool]string{true: "True", false: "False"}[ready], msg)
+}
+
 // fixedIP is the fixed IP Neutron reports for xrNAT's port.
 const fixedIP = "{subnetId: s-1, ipAddress: 10.20.0.10, subnetCidr: 10.20.0.0/24, gatewayIp: 10.20.0.1}"
 
@@ -176,6 +202,27 @@ status:
 `, attached, readyCondition(attached))
 }
 
+// portStatus is the composite's status.port from observedPort.
+const portStatus = `
+port:
+  id: p-1
+  privateIP: 10.20.0.10
+  subnetCIDR: 10.20.0.0/24
+  gatewayIP: 10.20.0.1
+  macAddress: fa:16:3e:12:34:56
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
+`
+
+// fipStatus is the composite's status.floatingIP from observedBinding.
+func fipStatus(attached bool) string {
+	return fmt.Sprintf(`
+floatingIP:
+  address: 203.0.113.10
+  attached: %t
+  conditions: %s
+`, attached, readyCondition(attached))
+}
+
 // wantGateway is xrNAT's Gateway with the endpoint of observedPort and the
 // local identity localID.
 func wantGateway(active bool, localID string) string {
@@ -196,13 +243,14 @@ spec:
 
 // manySubnets is a routed, allocated composite with n tenant and n client
 // subnets, and what it composes beside the Port and the Gateway.
-func manySubnets(n int) (xr, sg, routes string) {
-	var ts, cs, rules, rs []string
+func manySubnets(n int) (xr, sg, routes, pairs string) {
+	var ts, cs, rules, rs, cidrs []string
 	for i := range n {
 		ts = append(ts, fmt.Sprintf("10.40.%d.0/24", i))
 		cs = append(cs, fmt.Sprintf("192.168.%d.0/24", 100+i))
 		rules = append(rules, fmt.Sprintf("    - {direction: ingress, remoteIpPrefix: 10.40.%d.0/24}", i))
 		rs = append(rs, fmt.Sprintf("    - {destination: 192.168.%d.0/24}", 100+i))
+		cidrs = append(cidrs, fmt.Sprintf("    - 192.168.%d.0/24", 100+i))
 	}
 	xr = fmt.Sprintf(`
 apiVersion: vpn.ipsecgw.io/v1alpha1
@@ -237,7 +285,30 @@ spec:
     nexthopPortSelector: {matchControllerRef: true}
     routes:
 ` + strings.Join(rs, "\n")
-	return xr, sg, routes
+	pairs = `
+apiVersion: networking.ipsecgw.io/v1alpha1
+kind: NodeAddressPairs
+spec:
+  forProvider:
+    portIdSelector: {matchControllerRef: true}
+    cidrs:
+` + strings.Join(cidrs, "\n")
+	return xr, sg, routes, pairs
+}
+
+// unmappedNode is the message of a NodeAddressPairs with a node it cannot
+// map to its port.
+const unmappedNode = `node vpn-2: spec.providerID "" is not openstack:///<instance UUID>: run the OpenStack cloud provider (or set it so), or leave the node out with spec.forProvider.nodeSelector`
+
+// gatewayNodes is the nodeSelector of the NodeSelector case.
+var gatewayNodes = map[string]any{"node-role.kubernetes.io/vpn-gateway": "", "topology.kubernetes.io/zone": "az-1"}
+
+// withForProvider is the object y with spec.forProvider.key set to v.
+func withForProvider(t *testing.T, y, key string, v any) map[string]any {
+	t.Helper()
+	m := obj(t, y)
+	m["spec"].(map[string]any)["forProvider"].(map[string]any)[key] = v
+	return m
 }
 
 // got is what a response says of each desired composed resource.
@@ -247,7 +318,7 @@ type got struct {
 }
 
 func TestRunFunction(t *testing.T) {
-	xr20, sg20, routes20 := manySubnets(20)
+	xr20, sg20, routes20, pairs20 := manySubnets(20)
 	type want struct {
 		// resources by name; nil: not checked.
 		resources map[string]got
@@ -269,14 +340,17 @@ func TestRunFunction(t *testing.T) {
 		want     want
 	}{
 		"PinnedNATFirstRun": {
-			reason: "A new nat composite gets its security group (a rule per tenant subnet), port and pinned binding (deletionPolicy Orphan), with its labels; no RouterRoutes, no Gateway before the port has an address, and no result at all (no warning).",
+			reason: "A new nat composite gets its security group (a rule per tenant subnet), port, pinned binding (deletionPolicy Orphan) and node address pairs (the port's, on every node's port), with its labels; no RouterRoutes, no Gateway before the port has an address, and no result at all (no warning).",
 			xr:     xrNAT,
 			want: want{
-				names: []string{"floating-ip", "port", "security-group"},
+				names: []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
 					"security-group": {Object: obj(t, wantSG), Ready: fnv1.Ready_READY_FALSE},
 					"port":           {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_FALSE},
 					"floating-ip":    {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_FALSE},
+					// It reads the port's address from Neutron through its
+					// selector: nothing to wait for here.
+					"node-address-pairs": {Object: obj(t, wantPairs), Ready: fnv1.Ready_READY_FALSE},
 				},
 				status: map[string]any{},
 			},
@@ -289,24 +363,12 @@ func TestRunFunction(t *testing.T) {
 				"floating-ip": observedBinding(false),
 			},
 			want: want{
-				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
 					"port":    {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
 					"gateway": {Object: obj(t, wantGateway(false, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
-				status: obj(t, `
-floatingIP:
-  address: 203.0.113.10
-  attached: false
-  conditions: [{type: Ready, status: "False", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
-port:
-  id: p-1
-  privateIP: 10.20.0.10
-  subnetCIDR: 10.20.0.0/24
-  gatewayIP: 10.20.0.1
-  macAddress: fa:16:3e:12:34:56
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:05Z"}]
-`),
+				status: obj(t, fipStatus(false)+portStatus),
 			},
 		},
 		"Cutover": {
@@ -317,7 +379,7 @@ port:
 				"floating-ip": observedBinding(true),
 			},
 			want: want{
-				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
 					"gateway":     {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 					"floating-ip": {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_TRUE},
@@ -333,27 +395,22 @@ port:
 				"gateway":     "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, spec: {forProvider: {endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: 'fa:16:3e:12:34:56', localId: 203.0.113.10}}}}",
 			},
 			want: want{
-				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
 					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
-				status: obj(t, `
-floatingIP:
-  address: 203.0.113.10
-  attached: true
-  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
-gateway: {name: branch-vpn-7xk2p-g1}
-`),
+				status: obj(t, fipStatus(true)+"gateway: {name: branch-vpn-7xk2p-g1}"),
 			},
 		},
 		"TwentySubnetsRouted": {
-			reason: "Mode routed with 20 tenant and 20 client subnets: 22 security group rules, 20 allowed address pairs, 20 extra routes, and the allocated binding is released with the composite (deletionPolicy Delete).",
+			reason: "Mode routed with 20 tenant and 20 client subnets: 22 security group rules, 20 allowed address pairs, 20 extra routes, the 20 client subnets as CIDRs of the node address pairs, and the allocated binding is released with the composite (deletionPolicy Delete).",
 			xr:     xr20,
 			want: want{
-				names: []string{"floating-ip", "port", "routes", "security-group"},
+				names: []string{"floating-ip", "node-address-pairs", "port", "routes", "security-group"},
 				resources: map[string]got{
-					"security-group": {Object: obj(t, sg20), Ready: fnv1.Ready_READY_FALSE},
-					"routes":         {Object: obj(t, routes20), Ready: fnv1.Ready_READY_FALSE},
+					"security-group":     {Object: obj(t, sg20), Ready: fnv1.Ready_READY_FALSE},
+					"routes":             {Object: obj(t, routes20), Ready: fnv1.Ready_READY_FALSE},
+					"node-address-pairs": {Object: obj(t, pairs20), Ready: fnv1.Ready_READY_FALSE},
 					"floating-ip": {Object: obj(t, `
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: FloatingIPBinding
@@ -372,7 +429,7 @@ spec:
 				"floating-ip": observedBinding(false),
 			},
 			want: want{
-				names: []string{"floating-ip", "port", "security-group"},
+				names: []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 			},
 		},
 		"SubnetWithoutGatewayIP": {
@@ -383,7 +440,7 @@ spec:
 				"floating-ip": observedBinding(false),
 			},
 			want: want{
-				names:   []string{"floating-ip", "port", "security-group"},
+				names:   []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: cannot compose the Gateway: port branch-vpn-7xk2p-p9d2x reports no gateway IP (status.atProvider.fixedIps[0].gatewayIp): give subnet s-1 a gateway_ip"},
 			},
 		},
@@ -395,7 +452,7 @@ spec:
 				"floating-ip": observedBinding(false),
 			},
 			want: want{
-				names:   []string{"floating-ip", "port", "security-group"},
+				names:   []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: cannot compose the Gateway: port branch-vpn-7xk2p-p9d2x reports no IPv4 subnet CIDR (status.atProvider.fixedIps[0].subnetCidr): put network.fixedIP on an IPv4 subnet (subnet s-1)"},
 			},
 		},
@@ -407,7 +464,7 @@ spec:
 				"floating-ip": observedBinding(true),
 			},
 			want: want{
-				names:   []string{"floating-ip", "port", "security-group"},
+				names:   []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: cannot compose the Gateway: XIPsecGateway branch-vpn-7xk2p has no claim (spec.claimRef): create it through an IPsecGateway claim"},
 				resources: map[string]got{
 					"port": {Object: obj(t, strings.Replace(wantPort, "ipsecgw-tenant-a-branch-vpn", "ipsecgw-branch-vpn-7xk2p", 1)), Ready: fnv1.Ready_READY_TRUE},
@@ -429,7 +486,7 @@ status:
   conditions: ` + readyCondition(true),
 			},
 			want: want{
-				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
 					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.77")), Ready: fnv1.Ready_READY_FALSE},
 				},
@@ -439,18 +496,75 @@ status:
 			reason: "Once every composed resource, the Gateway last, reports Ready, every desired resource is READY_TRUE, from which Crossplane makes the composite (and the claim) Ready.",
 			xr:     xrNAT,
 			observed: map[string]string{
-				"security-group": "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: SecurityGroup, metadata: {name: branch-vpn-7xk2p-s4k1m}, status: {atProvider: {id: sg-1}, conditions: " + readyCondition(true) + "}}",
-				"port":           observedPort,
-				"floating-ip":    observedBinding(true),
-				"gateway":        "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, status: {atProvider: {tunnelsUp: 1}, conditions: " + readyCondition(true) + "}}",
+				"security-group":     "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: SecurityGroup, metadata: {name: branch-vpn-7xk2p-s4k1m}, status: {atProvider: {id: sg-1}, conditions: " + readyCondition(true) + "}}",
+				"port":               observedPort,
+				"floating-ip":        observedBinding(true),
+				"node-address-pairs": observedPairs(true, 2, ""),
+				"gateway":            "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, status: {atProvider: {tunnelsUp: 1}, conditions: " + readyCondition(true) + "}}",
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				resources: map[string]got{
+					"security-group":     {Object: obj(t, wantSG), Ready: fnv1.Ready_READY_TRUE},
+					"port":               {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
+					"floating-ip":        {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_TRUE},
+					"node-address-pairs": {Object: obj(t, wantPairs), Ready: fnv1.Ready_READY_TRUE},
+					"gateway":            {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_TRUE},
+				},
+			},
+		},
+		"PairsNotInPlace": {
+			reason: "While a node's port lacks the pairs, the NodeAddressPairs is READY_FALSE (so Crossplane keeps the composite and the claim un-Ready) though everything else is Ready, and the claim's status.nodePorts step says why; the Gateway still runs (active), as the floating IP is attached.",
+			xr:     xrNAT,
+			observed: map[string]string{
+				"port":               observedPort,
+				"floating-ip":        observedBinding(true),
+				"node-address-pairs": observedPairs(false, 1, unmappedNode),
+				"gateway":            "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, status: {conditions: " + readyCondition(true) + "}}",
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				resources: map[string]got{
+					"node-address-pairs": {Object: obj(t, wantPairs), Ready: fnv1.Ready_READY_FALSE},
+					"gateway":            {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_TRUE},
+				},
+				status: obj(t, fipStatus(true)+portStatus+`
+nodePorts:
+  nodes: 1
+  conditions: [{type: Ready, status: "False", reason: Available, message: '`+unmappedNode+`', lastTransitionTime: "2026-11-29T10:00:07Z"}]
+gateway:
+  name: branch-vpn-7xk2p-g1
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
+`),
+			},
+		},
+		"NodeSelector": {
+			reason: "spec.nodeSelector is the Gateway pod's nodeSelector and the NodeAddressPairs' node selector: the pairs go to exactly the nodes the pod may run on.",
+			xr:     strings.Replace(xrNAT, "  providerConfigName: default\n", "  providerConfigName: default\n  nodeSelector: {node-role.kubernetes.io/vpn-gateway: \"\", topology.kubernetes.io/zone: az-1}\n", 1),
+			observed: map[string]string{
+				"port":        observedPort,
+				"floating-ip": observedBinding(true),
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				resources: map[string]got{
+					"node-address-pairs": {Object: withForProvider(t, wantPairs, "nodeSelector", gatewayNodes), Ready: fnv1.Ready_READY_FALSE},
+					"gateway":            {Object: withForProvider(t, wantGateway(true, "203.0.113.10"), "nodeSelector", gatewayNodes), Ready: fnv1.Ready_READY_FALSE},
+				},
+			},
+		},
+		"NodePortsUnmanaged": {
+			reason: "With spec.nodePorts Unmanaged no NodeAddressPairs is composed (one composed before is then deleted by Crossplane, and its Delete removes its pairs); the rest is as with AddressPairs.",
+			xr:     strings.Replace(xrNAT, "  providerConfigName: default\n", "  providerConfigName: default\n  nodePorts: Unmanaged\n", 1),
+			observed: map[string]string{
+				"port":               observedPort,
+				"floating-ip":        observedBinding(true),
+				"node-address-pairs": observedPairs(true, 2, ""),
 			},
 			want: want{
 				names: []string{"floating-ip", "gateway", "port", "security-group"},
 				resources: map[string]got{
-					"security-group": {Object: obj(t, wantSG), Ready: fnv1.Ready_READY_TRUE},
-					"port":           {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
-					"floating-ip":    {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_TRUE},
-					"gateway":        {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_TRUE},
+					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
 			},
 		},
@@ -520,17 +634,7 @@ status:
 // the function never silently ignores a field the XRD admits, nor reads
 // one it does not.
 func TestSpecMatchesXRD(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "package", "configuration", "zz_generated_definition.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	xrd := map[string]any{}
-	if err := yaml.Unmarshal(b, &xrd); err != nil {
-		t.Fatal(err)
-	}
-	spec := dig(xrd, "spec", "versions").([]any)[0]
-	spec = dig(spec.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec")
-	sp := spec.(map[string]any)
+	sp := xrdSpec(t)
 	cases := map[string]struct {
 		reason string
 		schema map[string]any
@@ -578,6 +682,33 @@ func TestSpecMatchesXRD(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNodePortsMatchXRD proves the values the function tells apart are the
+// XRD's enum of spec.nodePorts, AddressPairs its default: a value spelled
+// differently in one of them would compose pairs a claim turned off.
+func TestNodePortsMatchXRD(t *testing.T) {
+	np := dig(xrdSpec(t), "properties", "nodePorts").(map[string]any)
+	want := map[string]any{"enum": []any{string(NodePortsAddressPairs), string(NodePortsUnmanaged)}, "default": string(NodePortsAddressPairs)}
+	got := map[string]any{"enum": np["enum"], "default": np["default"]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spec.nodePorts in the XRD: -want (the function's values) +got:\n%s", diff)
+	}
+}
+
+// xrdSpec is the schema of the generated XRD's spec.
+func xrdSpec(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "package", "configuration", "zz_generated_definition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xrd := map[string]any{}
+	if err := yaml.Unmarshal(b, &xrd); err != nil {
+		t.Fatal(err)
+	}
+	v := dig(xrd, "spec", "versions").([]any)[0]
+	return dig(v.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec").(map[string]any)
 }
 
 // dig walks m by keys.

@@ -9,8 +9,9 @@ import (
 // it: its metadata and spec. The XRD's schema stays the one source of the
 // validation; these types only name its fields. Those hack/xrdgen takes from
 // the Gateway CRD (dataPlane, tenantSubnets, tunnels, exposures,
-// reverseExposures) are the Gateway's own Go types, from which that CRD is
-// generated; the hand-written rest (endpoint, network, mode, routed) is
+// reverseExposures, nodeSelector) are the Gateway's own Go types, from which
+// that CRD is generated; the hand-written rest (endpoint, network, mode,
+// routed, nodePorts) is
 // checked against the generated XRD by TestSpecMatchesXRD, so a field added
 // to one and not the other fails the unit tests.
 type XIPsecGateway struct {
@@ -59,7 +60,32 @@ type XIPsecGatewaySpec struct {
 
 	// ReverseExposures are the Gateway's.
 	ReverseExposures []gwv1alpha1.ReverseExposure `json:"reverseExposures,omitempty"`
+
+	// NodeSelector is the Gateway's: the nodes the gateway pod may run on,
+	// which are also the nodes whose Neutron ports get its address pairs.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// NodePorts says whether the nodes' Neutron ports get the gateway's
+	// allowed address pairs (a NodeAddressPairs): AddressPairs (the XRD's
+	// default) or Unmanaged.
+	NodePorts NodePorts `json:"nodePorts,omitempty"`
 }
+
+// NodePorts is what the provider does to the Neutron ports of the nodes
+// that may run the gateway.
+type NodePorts string
+
+// The values of spec.nodePorts.
+const (
+	// NodePortsAddressPairs: a NodeAddressPairs keeps the gateway's fixed
+	// IP (and in mode routed the client subnets) with its MAC as allowed
+	// address pairs on those ports, as a cloud with port security on needs.
+	NodePortsAddressPairs NodePorts = "AddressPairs"
+	// NodePortsUnmanaged: the ports are left alone: their port security is
+	// off, the nodes are not OpenStack instances, or the platform team
+	// grants the pairs itself.
+	NodePortsUnmanaged NodePorts = "Unmanaged"
+)
 
 // A ClaimReference names the claim of a composite.
 type ClaimReference struct {

@@ -326,9 +326,10 @@ func TestValidateClaimRefusesTrapOnLibipsec(t *testing.T) {
 
 // TestValidateClaimListBounds proves the XRD's bounds on the lists the
 // function loops over, at the boundary: 32 tenant subnets (the Gateway's
-// bound) and 64 client subnets (the Port's allowed address pairs and the
-// RouterRoutes' routes) are admitted, one more is refused naming the field
-// and the bound.
+// bound), 64 client subnets (the Port's allowed address pairs and the
+// RouterRoutes' routes) and 16 nodeSelector labels (the NodeAddressPairs')
+// are admitted, one more is refused naming the field and the bound; and
+// spec.nodePorts takes its two values only.
 func TestValidateClaimListBounds(t *testing.T) {
 	cache := validateCache(t)
 	// subnets returns n distinct /24s of the /16 prefix (such as "10.40").
@@ -342,8 +343,10 @@ func TestValidateClaimListBounds(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		// tenant tenant subnets in mode nat, or with clients > 0 mode
-		// routed with clients client subnets.
-		tenant, clients int
+		// routed with clients client subnets; labels nodeSelector labels.
+		tenant, clients, labels int
+		// nodePorts is spec.nodePorts, unless empty.
+		nodePorts string
 		// wantRefused is what the refusal says; empty: admitted.
 		wantRefused string
 	}{
@@ -365,6 +368,24 @@ func TestValidateClaimListBounds(t *testing.T) {
 			clients:     65,
 			wantRefused: "spec.routed.clientSubnets: Too many: 65: must have at most 64 items",
 		},
+		"NodeSelectorAtBound": {
+			reason: "16 nodeSelector labels, the NodeAddressPairs' bound, are admitted.",
+			labels: 16,
+		},
+		"NodeSelectorBeyondBound": {
+			reason:      "17 nodeSelector labels are refused at spec.nodeSelector.",
+			labels:      17,
+			wantRefused: "spec.nodeSelector: Too many: 17: must have at most 16 items",
+		},
+		"NodePortsUnmanaged": {
+			reason:    "nodePorts Unmanaged is admitted.",
+			nodePorts: "Unmanaged",
+		},
+		"NodePortsUnknown": {
+			reason:      "A nodePorts value other than AddressPairs and Unmanaged is refused, naming both.",
+			nodePorts:   "Ports",
+			wantRefused: `spec.nodePorts: Unsupported value: "Ports": supported values: "AddressPairs", "Unmanaged"`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -373,6 +394,16 @@ func TestValidateClaimListBounds(t *testing.T) {
 			if tc.clients > 0 {
 				spec["mode"] = "routed"
 				spec["routed"] = map[string]any{"routerId": "00000000-0000-4000-8000-000000000004", "clientSubnets": subnets("172.16", tc.clients)}
+			}
+			if tc.labels > 0 {
+				labels := map[string]any{}
+				for i := range tc.labels {
+					labels[fmt.Sprintf("example.com/vpn-%d", i)] = ""
+				}
+				spec["nodeSelector"] = labels
+			}
+			if tc.nodePorts != "" {
+				spec["nodePorts"] = tc.nodePorts
 			}
 			out, err := validateClaim(t, cache, claim)
 			if tc.wantRefused == "" {

@@ -277,6 +277,7 @@ var managedKinds = []schema.GroupVersionKind{
 	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "Port"},
 	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "FloatingIPBinding"},
 	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "RouterRoutes"},
+	{Group: "networking.ipsecgw.io", Version: "v1alpha1", Kind: "NodeAddressPairs"},
 	{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"},
 }
 

@@ -48,6 +48,7 @@ local order = {
   {field = "port", name = "port"},
   {field = "floatingIP", name = "floating IP"},
   {field = "routing", name = "routes"},
+  {field = "nodePorts", name = "node ports"},
   {field = "gateway", name = "gateway"},
 }
 for _, step in ipairs(order) do
