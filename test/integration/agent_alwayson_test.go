@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -267,13 +268,54 @@ func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
 	noReinitiation(t, g, st, "after the new CHILD_SA came up")
 }
 
+// defaultPoll has the agent read the tunnel status at its default interval
+// (the tests' agent reads it every second), so that what the watchdog does
+// between two reads is its own timing.
+func defaultPoll(o *agentrun.Options) { o.Poll = status.DefaultPoll }
+
+// withinBound fails t unless the agent re-initiated took after the drop:
+// not before bound (charon might still have been about to act), and at most
+// watchdogLate after it.
+func withinBound(t *testing.T, what string, took, bound time.Duration) {
+	t.Helper()
+	t.Logf("%s: re-initiated %v after the drop (bound %v)", what, took.Round(time.Millisecond), bound)
+	if took < bound || took > bound+watchdogLate {
+		t.Errorf("%s: the agent re-initiated %v after the drop, want within [%v, %v]", what, took.Round(time.Millisecond), bound, bound+watchdogLate)
+	}
+}
+
+// watchdogLate is how late after its bound the watchdog may re-initiate: a
+// tick (a tenth of the bound) and the test's 50 ms polling, with margin for
+// a busy machine; the status reads every 10 s would make it up to 10 s.
+const watchdogLate = 2 * time.Second
+
+// noSAFrom polls the gateway's charon until connection conn has no IKE SA
+// and returns when it saw that.
+func noSAFrom(t *testing.T, c *topology.Gateway, conn string, timeout time.Duration) time.Time {
+	t.Helper()
+	eventually(t, timeout, "no IKE SA of "+conn, func() error {
+		sas, err := c.ListSAs(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, sa := range sas {
+			if sa.Name == conn {
+				return fmt.Errorf("IKE SA #%s is %s", sa.UniqueID, sa.State)
+			}
+		}
+		return nil
+	})
+	return time.Now()
+}
+
 // TestAgentWatchdog proves the agent's watchdog on its own, with charon
 // made not to recover by itself (the rendered configuration edited past the
 // renderer): a connection with one keying try whose peer is down at load
 // (charon gives up after one try and stays idle), and a connection without
 // close_action whose peer deletes the CHILD_SA (an IKE SA without CHILD_SA
-// stays). The agent initiates each again once the bound has passed, says so
-// in the status, and the tunnel comes back.
+// stays). The agent, reading the status every 10 s (its default), initiates
+// each again within a tick of the bound after the drop, says so in the
+// status, and the tunnel comes back.
 func TestAgentWatchdog(t *testing.T) {
 	const bound = 4 * time.Second
 	t.Run("RetriesExhausted", func(t *testing.T) {
@@ -285,7 +327,11 @@ func TestAgentWatchdog(t *testing.T) {
 		spec, child := alwaysOn(t, tp, "watchdog-tries")
 		g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, func(conf []byte) []byte {
 			return []byte(strings.Replace(string(conf), "keyingtries = 0", "keyingtries = 1", 1))
-		}, reinitiateAfter(bound))
+		}, reinitiateAfter(bound), defaultPoll)
+		tp.Gateway.WaitSA(t, "site", recoveryBound, func(topology.IKESA) bool { return true })
+		gaveUp := noSAFrom(t, tp.Gateway, "site", recoveryBound)
+		tp.Gateway.WaitSA(t, "site", bound+recoveryBound, func(topology.IKESA) bool { return true })
+		withinBound(t, "charon gave up (one keying try)", time.Since(gaveUp), bound)
 		g.waitTunnels(recoveryBound, "charon gives up and the agent re-initiates", func(got map[string]v1alpha1.TunnelStatus) error {
 			if got["site"].Reinitiations < 1 || got["site"].LastReinitiate == nil {
 				return fmt.Errorf("no re-initiation in the status")
@@ -305,14 +351,16 @@ func TestAgentWatchdog(t *testing.T) {
 	t.Run("ChildSAGone", func(t *testing.T) {
 		tp, g, child, before := establishedSite(t, "watchdog-child", func(conf []byte) []byte {
 			return []byte(strings.Replace(string(conf), "close_action = start", "close_action = none", 1))
-		}, reinitiateAfter(bound))
+		}, reinitiateAfter(bound), defaultPoll)
+		old, _ := before.Installed(child)
 		deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
-		g.waitTunnels(recoveryBound, "the IKE SA stays without its CHILD_SA", func(got map[string]v1alpha1.TunnelStatus) error {
-			if s := got["site"]; s.Up || s.IKEState != v1alpha1.IKEStateEstablished {
-				return fmt.Errorf("tunnel site is %+v", s)
-			}
-			return nil
+		tp.Gateway.WaitSA(t, "site", bound+recoveryBound, func(sa topology.IKESA) bool {
+			c, ok := sa.Installed(child)
+			return ok && c.SPIIn != old.SPIIn
 		})
+		// Not before the bound: charon left the IKE SA without its
+		// CHILD_SA until the agent stepped in (the status counts it).
+		withinBound(t, "the peer deleted the CHILD_SA (no close_action)", time.Since(deleted), bound)
 		st := recovered(t, g, tp, child, deleted, "no close_action, peer deleted the CHILD_SA")
 		if st.Reinitiations != 1 || st.LastReinitiate == nil {
 			t.Errorf("the status shows %d re-initiations (last %v), want 1", st.Reinitiations, st.LastReinitiate)
