@@ -443,6 +443,7 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.configHash", "status.gateway.configHash"},
 		{"status.atProvider.replicas", "status.gateway.replicas"},
 		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
+		{"status.atProvider.warnings", "status.gateway.warnings"},
 		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
 		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
 		{"status.atProvider.tunnels", "status.tunnels"},
