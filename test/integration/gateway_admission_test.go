@@ -138,15 +138,7 @@ func TestGatewayAdmissionStartActionDataPlane(t *testing.T) {
 				spec.Tunnels = append(spec.Tunnels, tn)
 			}
 			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
-			err := kube.Create(context.Background(), gw, client.DryRunAll)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("\n%s\nrefused: %v", tc.reason, err)
-			case tc.want != "" && err == nil:
-				t.Errorf("\n%s\nadmitted, want refused with %q", tc.reason, tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", tc.reason, err, tc.want)
-			}
+			admission(t, gw, tc.reason, tc.want)
 		})
 	}
 }
@@ -197,15 +189,22 @@ func TestGatewayAdmissionValidatorRules(t *testing.T) {
 			spec := gatewaySpec("tenant-admission")
 			tc.mod(&spec)
 			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
-			err := kube.Create(context.Background(), gw, client.DryRunAll)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("\n%s\nrefused: %v", tc.reason, err)
-			case tc.want != "" && err == nil:
-				t.Errorf("\n%s\nadmitted, want refused with %q", tc.reason, tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", tc.reason, err, tc.want)
-			}
+			admission(t, gw, tc.reason, tc.want)
 		})
+	}
+}
+
+// admission creates gw as a dry run and fails t unless the API server
+// admits it (want empty) or refuses it with a message containing want.
+func admission(t *testing.T, gw *gwv1alpha1.Gateway, reason, want string) {
+	t.Helper()
+	err := kube.Create(context.Background(), gw, client.DryRunAll)
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("\n%s\nrefused: %v", reason, err)
+	case want != "" && err == nil:
+		t.Errorf("\n%s\nadmitted, want refused with %q", reason, want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", reason, err, want)
 	}
 }
