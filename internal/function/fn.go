@@ -64,6 +64,11 @@ const (
 	errSetDesired     = "cannot set the desired state"
 )
 
+// advisory starts the warning result of each of the Gateway's advisories
+// (its status.atProvider.warnings), so that the claim's events say them
+// beside its status.gateway.warnings.
+const advisory = "the Gateway's configuration is accepted but advised against"
+
 // Why the Gateway cannot be composed, when waiting will not fix it (the
 // warnings of a run, after errComposeGateway).
 const (
@@ -101,7 +106,8 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // simply not composed yet, without a result; a Gateway that cannot be
 // composed until someone acts (a subnet without a gateway IP, a composite
 // without a claim) is a warning, to the composite and its claim, naming the
-// resource, the field and the fix.
+// resource, the field and the fix. So is each advisory the observed Gateway
+// reports (status.atProvider.warnings).
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -135,6 +141,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
+	rsp.Results = append(rsp.Results, advisories(observed)...)
 	for name, o := range objs {
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
@@ -161,6 +168,28 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	rsp.Desired.Composite.Resource = s
 	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
 	return rsp, nil
+}
+
+// advisories returns a warning result, to the composite and its claim, for
+// each advisory of the observed Gateway (status.atProvider.warnings).
+func advisories(observed Observed) []*fnv1.Result {
+	gw, ok := observed[GatewayName]
+	if !ok {
+		return nil
+	}
+	var ws []string
+	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
+		return nil
+	}
+	out := make([]*fnv1.Result, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, &fnv1.Result{
+			Severity: fnv1.Severity_SEVERITY_WARNING,
+			Message:  advisory + ": " + w,
+			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+		})
+	}
+	return out
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.

@@ -347,7 +347,7 @@ gateway: {name: branch-vpn-7xk2p-g1}
 			},
 		},
 		"GatewayWarnings": {
-			reason: "The Gateway's advisories (status.atProvider.warnings) reach the composite's, and so the claim's, status.gateway.warnings.",
+			reason: "The Gateway's advisories (status.atProvider.warnings) reach the composite's, and so the claim's, status.gateway.warnings, and each is a warning to the composite and the claim (their events).",
 			xr:     xrNAT,
 			observed: map[string]string{
 				"port":        "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: Port, metadata: {name: p}}",
@@ -363,6 +363,7 @@ floatingIP:
   conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
 gateway: {name: branch-vpn-7xk2p-g1, warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated']}
 `),
+				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: the Gateway's configuration is accepted but advised against: tunnels[branch-a].ikeVersion: IKEv1 is deprecated"},
 			},
 		},
 		"TwentySubnetsRouted": {

@@ -82,6 +82,12 @@ func checkProposal(p string, ike bool) error {
 		}
 		has[k] = true
 	}
+	return incomplete(has, ike, p)
+}
+
+// incomplete says what proposal p, whose keywords are of the kinds has
+// marks, lacks, or nil when it lacks nothing.
+func incomplete(has [esn + 1]bool, ike bool, p string) error {
 	switch {
 	case !has[encryption] && !has[aead]:
 		return fmt.Errorf("no encryption algorithm")
