@@ -68,6 +68,11 @@ const (
 	errSetDesired     = "cannot set the desired state"
 )
 
+// advisory starts the warning result of each of the Gateway's advisories
+// (its status.atProvider.warnings), so that the claim's events say them
+// beside its status.gateway.warnings.
+const advisory = "the Gateway's configuration is accepted but advised against"
+
 // Why the Gateway cannot be composed, when waiting will not fix it (the
 // warnings of a run, after errComposeGateway).
 const (
@@ -105,7 +110,8 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // simply not composed yet, without a result; a Gateway that cannot be
 // composed until someone acts (a subnet without a gateway IP, a composite
 // without a claim) is a warning, to the composite and its claim, naming the
-// resource, the field and the fix.
+// resource, the field and the fix. So is each advisory the observed Gateway
+// reports (status.atProvider.warnings).
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -139,6 +145,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
+	rsp.Results = append(rsp.Results, advisories(observed)...)
 	for name, o := range objs {
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
@@ -165,6 +172,28 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	rsp.Desired.Composite.Resource = s
 	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
 	return rsp, nil
+}
+
+// advisories returns a warning result, to the composite and its claim, for
+// each advisory of the observed Gateway (status.atProvider.warnings).
+func advisories(observed Observed) []*fnv1.Result {
+	gw, ok := observed[GatewayName]
+	if !ok {
+		return nil
+	}
+	var ws []string
+	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
+		return nil
+	}
+	out := make([]*fnv1.Result, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, &fnv1.Result{
+			Severity: fnv1.Severity_SEVERITY_WARNING,
+			Message:  advisory + ": " + w,
+			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+		})
+	}
+	return out
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.
@@ -478,6 +507,7 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.configHash", "status.gateway.configHash"},
 		{"status.atProvider.replicas", "status.gateway.replicas"},
 		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
+		{"status.atProvider.warnings", "status.gateway.warnings"},
 		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
 		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
 		{"status.atProvider.tunnels", "status.tunnels"},

@@ -402,6 +402,26 @@ func TestRunFunction(t *testing.T) {
 				status: obj(t, fipStatus(true)+"gateway: {name: branch-vpn-7xk2p-g1}"),
 			},
 		},
+		"GatewayWarnings": {
+			reason: "The Gateway's advisories (status.atProvider.warnings) reach the composite's, and so the claim's, status.gateway.warnings, and each is a warning to the composite and the claim (their events).",
+			xr:     xrNAT,
+			observed: map[string]string{
+				"port":        "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: Port, metadata: {name: p}}",
+				"floating-ip": observedBinding(true),
+				"gateway":     "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, spec: {forProvider: {endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: 'fa:16:3e:12:34:56', localId: 203.0.113.10}}}, status: {atProvider: {warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated']}}}",
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				status: obj(t, `
+floatingIP:
+  address: 203.0.113.10
+  attached: true
+  conditions: [{type: Ready, status: "True", reason: Available, lastTransitionTime: "2026-11-29T10:00:06Z"}]
+gateway: {name: branch-vpn-7xk2p-g1, warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated']}
+`),
+				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: the Gateway's configuration is accepted but advised against: tunnels[branch-a].ikeVersion: IKEv1 is deprecated"},
+			},
+		},
 		"TwentySubnetsRouted": {
 			reason: "Mode routed with 20 tenant and 20 client subnets: 22 security group rules, 20 allowed address pairs, 20 extra routes, the 20 client subnets as CIDRs of the node address pairs, and the allocated binding is released with the composite (deletionPolicy Delete).",
 			xr:     xr20,

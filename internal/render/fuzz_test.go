@@ -30,7 +30,7 @@ func FuzzRenderStructure(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, peer, peerID, ike, esp, local, remote string, psk []byte) {
 		in := valid()
 		tn := &in.Spec.Tunnels[0]
-		in.PSKs = map[string][]byte{name: psk, "b": []byte("k2")}
+		in.PSKs = map[string][]byte{name: psk, "b": []byte("psk-key-b")}
 		tn.Name, tn.Peer.Address, tn.Peer.ID = name, peer, peerID
 		tn.IKEProposals, tn.ESPProposals = []string{ike}, []string{esp}
 		tn.TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: v1alpha1.CIDR(local), Remote: v1alpha1.CIDR(remote)}

@@ -82,6 +82,12 @@ func checkProposal(p string, ike bool) error {
 		}
 		has[k] = true
 	}
+	return incomplete(has, ike, p)
+}
+
+// incomplete says what proposal p, whose keywords are of the kinds has
+// marks, lacks, or nil when it lacks nothing.
+func incomplete(has [esn + 1]bool, ike bool, p string) error {
 	switch {
 	case !has[encryption] && !has[aead]:
 		return fmt.Errorf("no encryption algorithm")
@@ -89,8 +95,22 @@ func checkProposal(p string, ike bool) error {
 		return fmt.Errorf("no integrity algorithm for non-AEAD encryption")
 	case ike && !has[dhGroup]:
 		return fmt.Errorf("no DH group")
+	case ike && has[aead] && !has[prf] && !has[integrity]:
+		// charon takes an IKE proposal's PRF from its integrity
+		// algorithm when none is given; an AEAD proposal has none.
+		return fmt.Errorf("an AEAD IKE proposal needs a PRF, such as %s-prfsha256-...: charon refuses it (a PRF algorithm is mandatory in IKE proposals)", aeadOf(p))
 	}
 	return nil
+}
+
+// aeadOf returns the AEAD keyword of proposal p (for a message).
+func aeadOf(p string) string {
+	for tok := range strings.SplitSeq(p, "-") {
+		if keywords[tok] == aead {
+			return tok
+		}
+	}
+	return ""
 }
 
 // kindNames name the kinds for Keywords.

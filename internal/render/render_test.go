@@ -55,14 +55,14 @@ func TestGolden(t *testing.T) {
 		"ikev1":              "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
 		"nat-exposures":      "Mode nat with exposures (by address and by Service) and reverse exposures.",
 		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
-		"psk-special-chars":  "PSKs with braces, quotes, '#' and newlines are hex-encoded.",
+		"psk-special-chars":  "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
 		"libipsec":           "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {
 			in := goldenInput(t, name)
 			if name == "psk-special-chars" {
-				in.PSKs["edge"] = []byte("}\nsecrets { evil = \"1\" # {}")
+				in.PSKs["edge"] = []byte("} secrets { evil = \"1\" # {}")
 			}
 			f, err := Render(in)
 			if err != nil {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -45,7 +46,9 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 	s := in.Spec
 
 	c.private = ipv4(&errs, "endpoint.privateAddress", string(s.Endpoint.PrivateAddress))
-	ipv4(&errs, "endpoint.localId", string(s.Endpoint.LocalID))
+	if id := ipv4(&errs, "endpoint.localId", string(s.Endpoint.LocalID)); id.IsValid() && id == c.private {
+		errs.add("endpoint.localId", "%s is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP", id)
+	}
 	gw := ipv4(&errs, "endpoint.gateway", string(s.Endpoint.Gateway))
 	var own netip.Prefix
 	if s.Endpoint.PrefixLength < 1 || s.Endpoint.PrefixLength > 30 {
@@ -94,6 +97,9 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 	}
 
 	for i, a := range c.pairs {
+		if s.Mode != v1alpha1.ModeRouted {
+			checkPresented(&errs, a, tenant, c.pairs)
+		}
 		for _, b := range c.pairs[i+1:] {
 			if a.local.Overlaps(b.local) && a.remote.Overlaps(b.remote) {
 				errs.add(b.path(), "local %s and remote %s overlap %s (local %s, remote %s): traffic would match both",
@@ -158,9 +164,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if len(t.ESPProposals) == 0 {
 		errs.add(path+".espProposals", "at least one ESP proposal is needed")
 	}
-	if len(in.PSKs[t.Name]) == 0 {
-		errs.add(path+".preSharedKeySecretRef", "the pre-shared key is missing or empty")
-	}
+	checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
 	if len(t.TrafficSelectors) == 0 {
 		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
 	}
@@ -184,8 +188,11 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	}
 	// strongSwan's default life_time is 110% of rekey_time in whole
 	// seconds (integer arithmetic): the same under 10s.
-	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && childRekeySeconds(lt) < 10 {
+	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && childRekeySeconds(lt) < 10 && childRekeySeconds(lt) != 0 {
 		errs.add(path+".childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
+	}
+	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime != nil && childRekeySeconds(lt) == 0 && lifeSeconds(lt) != 0 {
+		errs.add(path+".childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime %s and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)", string(*lt.LifeTime))
 	}
 	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
 		errs.add(path+".startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
@@ -200,6 +207,9 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		p.local, okL = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].local", path, i), string(ts.Local))
 		p.remote, okR = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].remote", path, i), string(ts.Remote))
 		if okL && okR {
+			if p.local.Overlaps(p.remote) {
+				errs.add(p.path(), "local %s overlaps remote %s: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it", p.local, p.remote)
+			}
 			pairs = append(pairs, p)
 		}
 	}
@@ -207,6 +217,47 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		checkChildNames(errs, pairs)
 	}
 	return pairs
+}
+
+// minPSK is the shortest pre-shared key accepted, in bytes: anything
+// shorter falls to a dictionary at once (FortiGate's minimum; NIST SP
+// 800-63B asks 8 of a memorized secret, but a migrated peer's key is not
+// ours to lengthen).
+const minPSK = 6
+
+// checkPSK checks a tunnel's pre-shared key without ever putting it, or a
+// part of it, into a message.
+func checkPSK(errs *Errors, path string, psk []byte) {
+	switch {
+	case len(psk) == 0:
+		errs.add(path, "the pre-shared key is missing or empty")
+	case bytes.ContainsAny(psk, "\n\r"):
+		errs.add(path, "the pre-shared key contains a line break (often a trailing newline from echo or a file): no peer's configuration can type it, so authentication would fail; write the Secret with printf '%%s' or kubectl create secret --from-literal")
+	case bytes.IndexByte(psk, 0) >= 0:
+		errs.add(path, "the pre-shared key contains a NUL byte, which peers' configurations end the key at: write it without")
+	case len(psk) < minPSK:
+		errs.add(path, "the pre-shared key is %d bytes: at least %d are needed (20 or more random characters are advised)", len(psk), minPSK)
+	}
+}
+
+// checkPresented reports, in mode nat, a local traffic selector (the
+// addresses presented to the client) of p that overlaps one of the tenant's
+// real subnets or a client subnet (a remote selector of any pair): the NAT
+// could not tell a presented address from a real one.
+func checkPresented(errs *Errors, p pair, tenant []netip.Prefix, pairs []pair) {
+	for _, t := range tenant {
+		if p.local.Overlaps(t) {
+			errs.add(p.path()+".local", "%s overlaps tenant subnet %s: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)", p.local, t)
+		}
+	}
+	for _, o := range pairs {
+		if o.tunnel == p.tunnel && o.index == p.index {
+			continue
+		}
+		if p.local.Overlaps(o.remote) {
+			errs.add(p.path()+".local", "%s overlaps client subnet %s (%s.remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own", p.local, o.remote, o.path())
+		}
+	}
 }
 
 // checkChildNames reports distinct pairs of one tunnel whose CHILD_SA names
@@ -318,6 +369,16 @@ func cidr(errs *Errors, path, s string) (netip.Prefix, bool) {
 		return netip.Prefix{}, false
 	}
 	return p, true
+}
+
+// lifeSeconds is a CHILD_SA's life time in whole seconds as rendered; 1
+// (not 0) when it does not parse, which is reported apart.
+func lifeSeconds(lt v1alpha1.ChildLifetime) int64 {
+	d, err := lt.LifeTime.Duration()
+	if err != nil {
+		return 1
+	}
+	return seconds(d)
 }
 
 // childRekeySeconds is a CHILD_SA's rekey time in whole seconds as

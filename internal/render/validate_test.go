@@ -32,7 +32,7 @@ func valid() Input {
 				tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
 			},
 		},
-		PSKs: map[string][]byte{"a": []byte("k1"), "b": []byte("k2")},
+		PSKs: map[string][]byte{"a": []byte("psk-key-a"), "b": []byte("psk-key-b")},
 	}
 }
 
@@ -245,6 +245,82 @@ func TestValidate(t *testing.T) {
 			reason: "The default gateway must be on the endpoint's network.",
 			mod:    func(in *Input) { in.Spec.Endpoint.Gateway = "10.21.0.1" },
 			want:   Errors{{"endpoint.gateway", "10.21.0.1 is not in the endpoint's network 10.20.0.0/24"}},
+		},
+		"AEADIKEProposalWithoutPRF": {
+			reason: "charon refuses an AEAD IKE proposal without a PRF (a PRF algorithm is mandatory in IKE proposals); with one, or with an integrity algorithm it derives the PRF from, it loads.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKEProposals = []string{"aes128gcm16-ecp256", "aes128gcm16-prfsha256-ecp256"}
+				in.Spec.Tunnels[1].IKEProposals = []string{"chacha20poly1305-prfsha256-x25519"}
+			},
+			want: Errors{{"tunnels[a].ikeProposals[0]", `"aes128gcm16-ecp256": an AEAD IKE proposal needs a PRF, such as aes128gcm16-prfsha256-...: charon refuses it (a PRF algorithm is mandatory in IKE proposals)`}},
+		},
+		"PSKLineBreak": {
+			reason: "A PSK with a line break (the trailing newline of echo) cannot be typed into a peer's configuration; the message never quotes the key.",
+			mod: func(in *Input) {
+				in.PSKs["a"] = []byte("secret-key\n")
+				in.PSKs["b"] = []byte("secret\r\nkey")
+			},
+			want: Errors{
+				{"tunnels[a].preSharedKeySecretRef", "the pre-shared key contains a line break (often a trailing newline from echo or a file): no peer's configuration can type it, so authentication would fail; write the Secret with printf '%s' or kubectl create secret --from-literal"},
+				{"tunnels[b].preSharedKeySecretRef", "the pre-shared key contains a line break (often a trailing newline from echo or a file): no peer's configuration can type it, so authentication would fail; write the Secret with printf '%s' or kubectl create secret --from-literal"},
+			},
+		},
+		"PSKNUL": {
+			reason: "A PSK with a NUL byte is cut there by peers' configurations.",
+			mod:    func(in *Input) { in.PSKs["a"] = []byte("secret\x00key") },
+			want:   Errors{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key contains a NUL byte, which peers' configurations end the key at: write it without"}},
+		},
+		"PSKShort": {
+			reason: "A PSK under minPSK bytes is refused; one of minPSK is accepted.",
+			mod: func(in *Input) {
+				in.PSKs["a"] = []byte("abcde")
+				in.PSKs["b"] = []byte("abcdef")
+			},
+			want: Errors{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key is 5 bytes: at least 6 are needed (20 or more random characters are advised)"}},
+		},
+		"LocalOverlapsRemote": {
+			reason: "A pair whose local and remote subnets overlap puts the same addresses on both sides of the tunnel.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "192.168.1.0/25", Remote: "192.168.1.0/24"}
+			},
+			want: Errors{{"tunnels[a].trafficSelectors[0]", "local 192.168.1.0/25 overlaps remote 192.168.1.0/24: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"}},
+		},
+		"PresentedOverlapsTenant": {
+			reason: "In mode nat a presented (local) subnet inside the tenant's real subnets cannot be told apart from them by the NAT.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].TrafficSelectors[0].Local = "10.244.1.0/24"
+			},
+			want: Errors{{"tunnels[a].trafficSelectors[0].local", "10.244.1.0/24 overlaps tenant subnet 10.244.0.0/16: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)"}},
+		},
+		"PresentedOverlapsClient": {
+			reason: "In mode nat a presented subnet that is another client's subnet is refused.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[1].TrafficSelectors[0].Local = "192.168.1.0/24"
+			},
+			want: Errors{{"tunnels[b].trafficSelectors[0].local", "192.168.1.0/24 overlaps client subnet 192.168.1.0/24 (tunnels[a].trafficSelectors[0].remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own"}},
+		},
+		"RoutedLocalIsAnotherClient": {
+			reason: "In mode routed a local subnet may be another client's (a hub routing between sites): no nat rule applies.",
+			mod: func(in *Input) {
+				in.Spec.Mode = v1alpha1.ModeRouted
+				in.Spec.Tunnels[1].TrafficSelectors[0].Local = "192.168.1.0/24"
+			},
+		},
+		"LocalIDIsPrivateAddress": {
+			reason: "Peers know the gateway by its floating IP: the private address as localId fails IKE_AUTH on the identity.",
+			mod:    func(in *Input) { in.Spec.Endpoint.LocalID = "10.20.0.10" },
+			want:   Errors{{"endpoint.localId", "10.20.0.10 is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP"}},
+		},
+		"ChildRekeyZero": {
+			reason: "rekeyTime 0 (no rekeying) without lifeTime is strongSwan's 'no lifetime': accepted, not refused as a rekeyTime under 10s.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("0") },
+		},
+		"ChildRekeyZeroWithLifeTime": {
+			reason: "rekeyTime 0 with a lifeTime would let every CHILD_SA expire without a rekey: the message says so.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("0"), LifeTime: ptr.To[v1alpha1.Duration]("1h")}
+			},
+			want: Errors{{"tunnels[a].childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime 1h and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)"}},
 		},
 		"SeveralProblems": {
 			reason: "Every problem is reported at once, in spec order.",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -36,21 +37,49 @@ const (
 )
 
 // alwaysOn is the gateway side of the always-on tests: one tunnel "site"
-// to peer, initiated by the gateway (startAction start, the default), with
-// DPD every 2 s so that a dead peer is found within seconds.
-func alwaysOn(t *testing.T, tp *topology.Topology, name string) (v1alpha1.GatewayParameters, string) {
+// to peer in IKE version (1 or 2), initiated by the gateway (startAction
+// start, the default), with DPD every 2 s so that a dead peer is found
+// within seconds (IKEv1: dpdTimeoutV1 without an answer).
+func alwaysOn(t *testing.T, tp *topology.Topology, name string, version int32) (v1alpha1.GatewayParameters, string) {
 	t.Helper()
 	p := tp.Peers[0]
 	tn := siteTunnel("site", p, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p.Subnet})
+	tn.IKEVersion = version
 	tn.DPD = v1alpha1.DPD{Delay: ptr.To[v1alpha1.Duration]("2s"), Action: "restart"}
+	if version == 1 {
+		tn.DPD.Timeout = ptr.To(dpdTimeoutV1)
+	}
 	return tunnelGateway(name, v1alpha1.ModeRouted, tn), render.ChildName("site", topology.TenantSubnet, p.Subnet)
 }
 
-// responderSheet is a customer's peer that only answers: it never
-// initiates, not at load, not when the gateway closes the tunnel, not after
-// DPD (no DPD of its own). Whatever comes back is the gateway's doing.
-func responderSheet(p *topology.Peer, psk string) topology.ClientSheet {
-	return clientSheet(p, psk, topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}})
+// dpdTimeoutV1 is the IKEv1 always-on tests' dpd.timeout: an IKEv1 peer
+// that answered no DPD check for it is dead (strongSwan's default is 150 s).
+const dpdTimeoutV1 v1alpha1.Duration = "6s"
+
+// ikeVersions are the IKE versions every always-on scenario runs in, as
+// subtests named by ikeName.
+var ikeVersions = []int32{2, 1}
+
+// ikeName names the subtest of IKE version v.
+func ikeName(v int32) string { return fmt.Sprintf("IKEv%d", v) }
+
+// inVersion fails t unless tunnel site's IKE SA in the gateway's charon,
+// up with child, speaks IKE version v: the scenario ran in the version
+// its subtest names.
+func inVersion(t *testing.T, tp *topology.Topology, child string, v int32) {
+	t.Helper()
+	if sa := tp.Gateway.WaitSA(t, "site", 5*time.Second, topology.Up(child)); sa.Version != fmt.Sprint(v) {
+		t.Errorf("the tunnel's IKE SA #%s is IKEv%s, want IKEv%d", sa.UniqueID, sa.Version, v)
+	}
+}
+
+// responderSheet is a customer's peer in IKE version that only answers: it
+// never initiates, not at load, not when the gateway closes the tunnel, not
+// after DPD (no DPD of its own). Whatever comes back is the gateway's doing.
+func responderSheet(p *topology.Peer, psk string, version int32) topology.ClientSheet {
+	s := clientSheet(p, psk, topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}})
+	s.IKEVersion = int(version)
+	return s
 }
 
 // reinitiateAfter sets the agent's re-initiation bound.
@@ -96,15 +125,15 @@ func recovered(t *testing.T, g *agentGateway, tp *topology.Topology, child strin
 }
 
 // establishedSite starts a topology with a responder-only peer and the
-// agent running alwaysOn (its swanctl.conf passed through edit when not
-// nil) with opts, waits until the tunnel is up, and returns the tunnel's
-// child and IKE SA in the gateway's charon.
-func establishedSite(t *testing.T, name string, edit func([]byte) []byte, opts ...func(*agentrun.Options)) (*topology.Topology, *agentGateway, string, topology.IKESA) {
+// agent running alwaysOn in IKE version (its swanctl.conf passed through
+// edit when not nil) with opts, waits until the tunnel is up, and returns
+// the tunnel's child and IKE SA in the gateway's charon.
+func establishedSite(t *testing.T, name string, version int32, edit func([]byte) []byte, opts ...func(*agentrun.Options)) (*topology.Topology, *agentGateway, string, topology.IKESA) {
 	t.Helper()
 	tp := topology.Start(t, topology.Options{})
 	psk := name + "-psk-0123456789"
-	loadSheets(t, tp, responderSheet(tp.Peers[0], psk))
-	spec, child := alwaysOn(t, tp, name)
+	loadSheets(t, tp, responderSheet(tp.Peers[0], psk, version))
+	spec, child := alwaysOn(t, tp, name, version)
 	g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, edit, opts...)
 	recovered(t, g, tp, child, time.Now(), "first establishment")
 	return tp, g, child, tp.Gateway.WaitSA(t, "site", 5*time.Second, topology.Up(child))
@@ -154,10 +183,11 @@ func peerReturns(t *testing.T, g *agentGateway, p *topology.Peer, sheet topology
 	return peerBack(t, p, sheet)
 }
 
-// refusedLog is how charon logs a peer's refusal of an IKE_SA_INIT or
-// IKE_AUTH (NO_PROPOSAL_CHOSEN, AUTHENTICATION_FAILED), which it does not
-// retry: only then may the agent have re-initiated.
-const refusedLog = "notify error"
+// refusedLogs are how charon logs a peer's refusal of an IKE_SA_INIT or
+// IKE_AUTH (NO_PROPOSAL_CHOSEN, AUTHENTICATION_FAILED), in IKEv2 and in
+// IKEv1's Main Mode, which it does not retry: only then may the agent have
+// re-initiated.
+var refusedLogs = []string{"notify error", "error notify"}
 
 // onlyAfterRefusal fails t if the agent re-initiated tunnel site (status
 // st) after the peer returned although the peer refused nothing: a
@@ -166,7 +196,7 @@ const refusedLog = "notify error"
 // never otherwise.
 func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *topology.Topology, st v1alpha1.TunnelStatus) {
 	t.Helper()
-	if strings.Contains(tp.Gateway.Log(), refusedLog) {
+	if log := tp.Gateway.Log(); strings.Contains(log, refusedLogs[0]) || strings.Contains(log, refusedLogs[1]) {
 		t.Logf("the peer refused an initiation after its restart; the agent re-initiated %d time(s) since", st.Reinitiations)
 		return
 	}
@@ -174,97 +204,158 @@ func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *topology.Topology, st v
 }
 
 // TestAlwaysOnPeerDownAtLoad loads the configuration while the customer's
-// gateway (responder only) is down and brings it back 8 s later: charon
-// keeps initiating (keyingtries 0) and the tunnel comes up, without the
-// agent's watchdog stepping in while charon retries. With strongSwan's
-// default of one keying try it gave up after its retransmissions and never
-// came back.
+// gateway (responder only) is down and brings it back 8 s later, in IKEv2
+// and IKEv1: charon keeps initiating (keyingtries 0) and the tunnel comes
+// up, without the agent's watchdog stepping in while charon retries. With
+// strongSwan's default of one keying try it gave up after its
+// retransmissions and never came back.
 func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
-	tp := topology.Start(t, topology.Options{})
-	p := tp.Peers[0]
-	const psk = "always-on-down-at-load-0123"
-	sheet := responderSheet(p, psk)
-	p.Kill()
-	spec, child := alwaysOn(t, tp, "always-on-load")
-	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
-	time.Sleep(8 * time.Second)
-	back := peerReturns(t, g, p, sheet)
-	st := recovered(t, g, tp, child, back, "peer down at load, back after 8s")
-	onlyAfterRefusal(t, g, tp, st)
-	if log := tp.Gateway.Log(); !strings.Contains(log, "peer not responding, trying again") {
-		t.Errorf("the gateway's charon did not retry initiation after a keying try ran out")
+	for _, v := range ikeVersions {
+		t.Run(ikeName(v), func(t *testing.T) {
+			tp := topology.Start(t, topology.Options{})
+			p := tp.Peers[0]
+			const psk = "always-on-down-at-load-0123"
+			sheet := responderSheet(p, psk, v)
+			p.Kill()
+			spec, child := alwaysOn(t, tp, "always-on-load", v)
+			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
+			time.Sleep(8 * time.Second)
+			back := peerReturns(t, g, p, sheet)
+			st := recovered(t, g, tp, child, back, ikeName(v)+": peer down at load, back after 8s")
+			inVersion(t, tp, child, v)
+			onlyAfterRefusal(t, g, tp, st)
+			if log := tp.Gateway.Log(); !strings.Contains(log, "peer not responding, trying again") {
+				t.Errorf("the gateway's charon did not retry initiation after a keying try ran out")
+			}
+		})
 	}
 }
 
 // TestAlwaysOnPeerDownLongerThanDPD takes the customer's gateway (responder
-// only) down for 12 s under an established tunnel: DPD finds it dead within
-// seconds, dpd_action restart initiates again, and with keyingtries 0 that
-// restart keeps trying until the peer is back. With one keying try the
-// restart failed once and nothing more happened.
+// only) down for 12 s under an established tunnel, in IKEv2 and IKEv1
+// (dpd.timeout dpdTimeoutV1): DPD finds it dead within seconds, dpd_action
+// restart initiates again, and with keyingtries 0 that restart keeps trying
+// until the peer is back. With one keying try the restart failed once and
+// nothing more happened.
 func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
-	tp := topology.Start(t, topology.Options{})
-	p := tp.Peers[0]
-	const psk = "always-on-dpd-0123456789"
-	sheet := responderSheet(p, psk)
-	loadSheets(t, tp, sheet)
-	spec, child := alwaysOn(t, tp, "always-on-dpd")
-	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
-	recovered(t, g, tp, child, time.Now(), "first establishment")
+	for _, v := range ikeVersions {
+		t.Run(ikeName(v), func(t *testing.T) {
+			tp := topology.Start(t, topology.Options{})
+			p := tp.Peers[0]
+			const psk = "always-on-dpd-0123456789"
+			sheet := responderSheet(p, psk, v)
+			loadSheets(t, tp, sheet)
+			spec, child := alwaysOn(t, tp, "always-on-dpd", v)
+			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
+			recovered(t, g, tp, child, time.Now(), "first establishment")
 
-	down := time.Now()
-	p.Kill()
-	g.waitTunnels(recoveryBound, "DPD finds the peer dead", func(got map[string]v1alpha1.TunnelStatus) error {
-		if got["site"].Up {
-			return fmt.Errorf("tunnel site is still up")
-		}
-		return nil
-	})
-	t.Logf("peer killed: tunnel reported down %v later", time.Since(down).Round(time.Millisecond))
-	time.Sleep(time.Until(down.Add(12 * time.Second)))
-	back := peerReturns(t, g, p, sheet)
-	st := recovered(t, g, tp, child, back, "peer down 12s under an established tunnel (DPD every 2s), back")
-	onlyAfterRefusal(t, g, tp, st)
-	log := tp.Gateway.Log()
-	for _, want := range []string{"restarting CHILD_SA", "peer not responding, trying again"} {
-		if !strings.Contains(log, want) {
-			t.Errorf("the gateway's charon did not log %q: DPD's restart did not keep trying", want)
-		}
+			down := time.Now()
+			p.Kill()
+			g.waitTunnels(recoveryBound, "DPD finds the peer dead", func(got map[string]v1alpha1.TunnelStatus) error {
+				if got["site"].Up {
+					return fmt.Errorf("tunnel site is still up")
+				}
+				return nil
+			})
+			t.Logf("%s: peer killed: tunnel reported down %v later", ikeName(v), time.Since(down).Round(time.Millisecond))
+			time.Sleep(time.Until(down.Add(12 * time.Second)))
+			back := peerReturns(t, g, p, sheet)
+			st := recovered(t, g, tp, child, back, ikeName(v)+": peer down 12s under an established tunnel (DPD every 2s), back")
+			inVersion(t, tp, child, v)
+			onlyAfterRefusal(t, g, tp, st)
+			log := tp.Gateway.Log()
+			for _, want := range []string{"restarting CHILD_SA", "peer not responding, trying again"} {
+				if !strings.Contains(log, want) {
+					t.Errorf("the gateway's charon did not log %q: DPD's restart did not keep trying", want)
+				}
+			}
+		})
 	}
 }
 
 // TestAlwaysOnPeerDeletesIKESA has the customer's administrator delete the
-// IKE SA on a peer that only answers (swanctl --terminate --ike), so the
-// peer will not bring it back: the gateway re-establishes it at once
-// (close_action start, which strongSwan 5.9 also applies when the peer
-// deletes the IKE SA). Before, the tunnel stayed down.
+// IKE SA on a peer that only answers (swanctl --terminate --ike), in IKEv2
+// and IKEv1, so the peer will not bring it back: the gateway re-establishes
+// it at once (close_action start, which strongSwan 5.9 also applies when
+// the peer deletes the IKE SA). Before, the tunnel stayed down.
 func TestAlwaysOnPeerDeletesIKESA(t *testing.T) {
-	tp, g, child, before := establishedSite(t, "always-on-ike", nil, reinitiateAfter(shortBound))
-	deleted := peerTerminates(t, tp.Peers[0], "--ike", "to-provider")
-	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool { return sa.UniqueID != before.UniqueID && topology.Up(child)(sa) })
-	t.Logf("peer deleted the IKE SA: a new IKE SA #%s (was #%s) up in the gateway's charon %v later", again.UniqueID, before.UniqueID, time.Since(deleted).Round(time.Millisecond))
-	st := recovered(t, g, tp, child, deleted, "peer deleted the IKE SA")
-	noReinitiation(t, g, st, "after the new IKE SA came up")
+	for _, v := range ikeVersions {
+		t.Run(ikeName(v), func(t *testing.T) {
+			tp, g, child, before := establishedSite(t, "always-on-ike", v, nil, reinitiateAfter(shortBound))
+			deleted := peerTerminates(t, tp.Peers[0], "--ike", "to-provider")
+			again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool { return sa.UniqueID != before.UniqueID && topology.Up(child)(sa) })
+			t.Logf("%s: peer deleted the IKE SA: a new IKE SA #%s (was #%s) up in the gateway's charon %v later", ikeName(v), again.UniqueID, before.UniqueID, time.Since(deleted).Round(time.Millisecond))
+			st := recovered(t, g, tp, child, deleted, ikeName(v)+": peer deleted the IKE SA")
+			inVersion(t, tp, child, v)
+			noReinitiation(t, g, st, "after the new IKE SA came up")
+		})
+	}
 }
 
 // TestAlwaysOnPeerDeletesChildSA has the customer's administrator delete
 // only the CHILD_SA on a peer that only answers (swanctl --terminate
-// --child): the gateway creates it again in the same IKE SA (close_action
-// start). Before, an IKE SA without CHILD_SA stayed ESTABLISHED, carrying
-// nothing.
+// --child), in IKEv2 and IKEv1: the gateway creates it again in the same
+// IKE SA (close_action start). Before, an IKE SA without CHILD_SA stayed
+// ESTABLISHED, carrying nothing.
 func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
-	tp, g, child, before := establishedSite(t, "always-on-child", nil, reinitiateAfter(shortBound))
-	old, _ := before.Installed(child)
-	deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
-	again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool {
-		c, ok := sa.Installed(child)
-		return ok && c.SPIIn != old.SPIIn
-	})
-	t.Logf("peer deleted the CHILD_SA: a new one up in the gateway's charon %v later", time.Since(deleted).Round(time.Millisecond))
-	if again.UniqueID != before.UniqueID {
-		t.Errorf("the CHILD_SA came back in IKE SA #%s, not in the one that stayed (#%s)", again.UniqueID, before.UniqueID)
+	for _, v := range ikeVersions {
+		t.Run(ikeName(v), func(t *testing.T) {
+			tp, g, child, before := establishedSite(t, "always-on-child", v, nil, reinitiateAfter(shortBound))
+			old, _ := before.Installed(child)
+			deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
+			again := tp.Gateway.WaitSA(t, "site", recoveryBound, func(sa topology.IKESA) bool {
+				c, ok := sa.Installed(child)
+				return ok && c.SPIIn != old.SPIIn
+			})
+			t.Logf("%s: peer deleted the CHILD_SA: a new one up in the gateway's charon %v later", ikeName(v), time.Since(deleted).Round(time.Millisecond))
+			if again.UniqueID != before.UniqueID {
+				t.Errorf("the CHILD_SA came back in IKE SA #%s, not in the one that stayed (#%s)", again.UniqueID, before.UniqueID)
+			}
+			st := recovered(t, g, tp, child, deleted, ikeName(v)+": peer deleted the CHILD_SA")
+			inVersion(t, tp, child, v)
+			noReinitiation(t, g, st, "after the new CHILD_SA came up")
+		})
 	}
-	st := recovered(t, g, tp, child, deleted, "peer deleted the CHILD_SA")
-	noReinitiation(t, g, st, "after the new CHILD_SA came up")
+}
+
+// defaultPoll has the agent read the tunnel status at its default interval
+// (the tests' agent reads it every second), so that what the watchdog does
+// between two reads is its own timing.
+func defaultPoll(o *agentrun.Options) { o.Poll = status.DefaultPoll }
+
+// withinBound fails t unless the agent re-initiated took after the drop:
+// not before bound (charon might still have been about to act), and at most
+// watchdogLate after it.
+func withinBound(t *testing.T, what string, took, bound time.Duration) {
+	t.Helper()
+	t.Logf("%s: re-initiated %v after the drop (bound %v)", what, took.Round(time.Millisecond), bound)
+	if took < bound || took > bound+watchdogLate {
+		t.Errorf("%s: the agent re-initiated %v after the drop, want within [%v, %v]", what, took.Round(time.Millisecond), bound, bound+watchdogLate)
+	}
+}
+
+// watchdogLate is how late after its bound the watchdog may re-initiate: a
+// tick (a tenth of the bound) and the test's 50 ms polling, with margin for
+// a busy machine; the status reads every 10 s would make it up to 10 s.
+const watchdogLate = 2 * time.Second
+
+// noSAFrom polls the gateway's charon until connection conn has no IKE SA
+// and returns when it saw that.
+func noSAFrom(t *testing.T, c *topology.Gateway, conn string, timeout time.Duration) time.Time {
+	t.Helper()
+	eventually(t, timeout, "no IKE SA of "+conn, func() error {
+		sas, err := c.ListSAs(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, sa := range sas {
+			if sa.Name == conn {
+				return fmt.Errorf("IKE SA #%s is %s", sa.UniqueID, sa.State)
+			}
+		}
+		return nil
+	})
+	return time.Now()
 }
 
 // TestAgentWatchdog proves the agent's watchdog on its own, with charon
@@ -272,20 +363,25 @@ func TestAlwaysOnPeerDeletesChildSA(t *testing.T) {
 // renderer): a connection with one keying try whose peer is down at load
 // (charon gives up after one try and stays idle), and a connection without
 // close_action whose peer deletes the CHILD_SA (an IKE SA without CHILD_SA
-// stays). The agent initiates each again once the bound has passed, says so
-// in the status, and the tunnel comes back.
+// stays). The agent, reading the status every 10 s (its default), initiates
+// each again within a tick of the bound after the drop, says so in the
+// status, and the tunnel comes back.
 func TestAgentWatchdog(t *testing.T) {
 	const bound = 4 * time.Second
 	t.Run("RetriesExhausted", func(t *testing.T) {
 		tp := topology.Start(t, topology.Options{})
 		p := tp.Peers[0]
 		const psk = "watchdog-exhausted-0123456"
-		sheet := responderSheet(p, psk)
+		sheet := responderSheet(p, psk, 2)
 		p.Kill()
-		spec, child := alwaysOn(t, tp, "watchdog-tries")
+		spec, child := alwaysOn(t, tp, "watchdog-tries", 2)
 		g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, func(conf []byte) []byte {
 			return []byte(strings.Replace(string(conf), "keyingtries = 0", "keyingtries = 1", 1))
-		}, reinitiateAfter(bound))
+		}, reinitiateAfter(bound), defaultPoll)
+		tp.Gateway.WaitSA(t, "site", recoveryBound, func(topology.IKESA) bool { return true })
+		gaveUp := noSAFrom(t, tp.Gateway, "site", recoveryBound)
+		tp.Gateway.WaitSA(t, "site", bound+recoveryBound, func(topology.IKESA) bool { return true })
+		withinBound(t, "charon gave up (one keying try)", time.Since(gaveUp), bound)
 		g.waitTunnels(recoveryBound, "charon gives up and the agent re-initiates", func(got map[string]v1alpha1.TunnelStatus) error {
 			if got["site"].Reinitiations < 1 || got["site"].LastReinitiate == nil {
 				return fmt.Errorf("no re-initiation in the status")
@@ -303,16 +399,18 @@ func TestAgentWatchdog(t *testing.T) {
 		}
 	})
 	t.Run("ChildSAGone", func(t *testing.T) {
-		tp, g, child, before := establishedSite(t, "watchdog-child", func(conf []byte) []byte {
+		tp, g, child, before := establishedSite(t, "watchdog-child", 2, func(conf []byte) []byte {
 			return []byte(strings.Replace(string(conf), "close_action = start", "close_action = none", 1))
-		}, reinitiateAfter(bound))
+		}, reinitiateAfter(bound), defaultPoll)
+		old, _ := before.Installed(child)
 		deleted := peerTerminates(t, tp.Peers[0], "--child", "tenant")
-		g.waitTunnels(recoveryBound, "the IKE SA stays without its CHILD_SA", func(got map[string]v1alpha1.TunnelStatus) error {
-			if s := got["site"]; s.Up || s.IKEState != v1alpha1.IKEStateEstablished {
-				return fmt.Errorf("tunnel site is %+v", s)
-			}
-			return nil
+		tp.Gateway.WaitSA(t, "site", bound+recoveryBound, func(sa topology.IKESA) bool {
+			c, ok := sa.Installed(child)
+			return ok && c.SPIIn != old.SPIIn
 		})
+		// Not before the bound: charon left the IKE SA without its
+		// CHILD_SA until the agent stepped in (the status counts it).
+		withinBound(t, "the peer deleted the CHILD_SA (no close_action)", time.Since(deleted), bound)
 		st := recovered(t, g, tp, child, deleted, "no close_action, peer deleted the CHILD_SA")
 		if st.Reinitiations != 1 || st.LastReinitiate == nil {
 			t.Errorf("the status shows %d re-initiations (last %v), want 1", st.Reinitiations, st.LastReinitiate)
@@ -406,14 +504,14 @@ func simultaneous(t *testing.T, name, reason string, edit func(topology.ClientSh
 	tp := topology.Start(t, topology.Options{})
 	p := tp.Peers[0]
 	psk := "simultaneous-" + strings.ToLower(name) + "-0123"
-	sheet := edit(responderSheet(p, psk))
+	sheet := edit(responderSheet(p, psk, 2))
 	sheet.DPDDelay, sheet.DPDAction = "2s", "restart"
 	loadSheets(t, tp, sheet)
 	// Both sides retransmit every second (topology.RetransmitTimeout);
 	// while blocked, every IKE message between them is dropped.
 	tp.MustExec(tp.Router, "nft", "add table inet block { chain forward { type filter hook forward priority 0; udp dport { 500, 4500 } drop; }; }")
 	logs := tp.Gateway.Events(t, "log")
-	spec, child := alwaysOn(t, tp, "simultaneous")
+	spec, child := alwaysOn(t, tp, "simultaneous", 2)
 	g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)})
 	inStep(t, logs, p)
 	time.Sleep(500 * time.Millisecond)

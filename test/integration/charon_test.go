@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -166,11 +168,14 @@ func TestCharonAgreesWithValidator(t *testing.T) {
 			why: "charon loads it but IKEv1 Quick Mode negotiates only the first subnet pair"},
 		"OverlappingSelectors": {child: map[string]string{"remote_ts": "192.168.10.0/24,192.168.10.128/25"},
 			why: "overlap is legal to charon; which CHILD_SA carries the traffic then depends on policy order"},
+		"AEADIKEProposalWithoutPRF": {conn: map[string]string{"proposals": "aes128gcm16-ecp256"}, charonRefuses: true},
+		"LocalOverlapsRemote": {child: map[string]string{"local_ts": "192.168.10.0/25"},
+			why: "charon loads it, but the same addresses on both sides of a tunnel cannot be routed through it"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := topology.StartValidator(t)
-			in := render.Input{PSKs: map[string][]byte{"branch-a": []byte("k")}}
+			in := render.Input{PSKs: map[string][]byte{"branch-a": []byte("psk-branch-a")}}
 			if err := yaml.Unmarshal(base, &in.Spec); err != nil {
 				t.Fatal(err)
 			}
@@ -200,6 +205,83 @@ func TestCharonAgreesWithValidator(t *testing.T) {
 				t.Logf("charon agrees: %v", err)
 			default:
 				t.Logf("validator only: %s", tc.why)
+			}
+		})
+	}
+}
+
+// TestValidatorAgreesWithCharonOnProposals gives the validator and a real
+// charon the same proposals, IKE and ESP: each proposal the validator
+// accepts, charon must load, and each one charon refuses, the validator
+// must refuse (its message naming the field). Where the validator refuses
+// what charon loads, the case says why.
+func TestValidatorAgreesWithCharonOnProposals(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join(goldenDir, "single-tunnel", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		ike, esp string
+		// why, when set, says why the validator refuses what charon loads.
+		why string
+	}{
+		"IKEClassic":            {ike: "aes256-sha256-modp2048"},
+		"IKEAEADWithPRF":        {ike: "aes128gcm16-prfsha256-ecp256"},
+		"IKEAEADWithoutPRF":     {ike: "aes128gcm16-ecp256"},
+		"IKEAEADIntegrityAsPRF": {ike: "aes256gcm16-sha256-ecp384"},
+		"IKEChaChaWithoutPRF":   {ike: "chacha20poly1305-x25519"},
+		"IKEChaChaWithPRF":      {ike: "chacha20poly1305-prfsha512-x25519"},
+		"IKEWithoutDH":          {ike: "aes256-sha256"},
+		"IKEWithoutIntegrity":   {ike: "aes256-prfsha256-modp2048"},
+		"IKEESN":                {ike: "aes256-sha256-modp2048-esn", why: "charon ignores an ESN transform in an IKE proposal; the spec asked for something that cannot happen"},
+		"ESPAEAD":               {esp: "aes256gcm16"},
+		"ESPAEADPFS":            {esp: "aes256gcm16-ecp256"},
+		"ESPClassic":            {esp: "aes256-sha256-modp2048"},
+		"ESPWithPRF":            {esp: "aes256-sha256-prfsha256", why: "charon drops a PRF from an ESP proposal; the spec asked for something that cannot happen"},
+		"ESPWithoutIntegrity":   {esp: "aes256-modp2048", why: "ESP with confidentiality and no integrity is open to active attacks (RFC 8221)"},
+		"ESPTruncatedSHA256":    {esp: "aes128-sha256_96"},
+	}
+	c := topology.StartValidator(t)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := render.Input{PSKs: map[string][]byte{"branch-a": []byte("psk-branch-a")}}
+			if err := yaml.Unmarshal(base, &in.Spec); err != nil {
+				t.Fatal(err)
+			}
+			tn := &in.Spec.Tunnels[0]
+			ike, esp := tn.IKEProposals[0], tn.ESPProposals[0]
+			field := "espProposals[0]"
+			if tc.ike != "" {
+				ike, field = tc.ike, "ikeProposals[0]"
+				tn.IKEProposals = []string{ike}
+			}
+			if tc.esp != "" {
+				esp = tc.esp
+				tn.ESPProposals = []string{esp}
+			}
+			_, verr := render.Render(in)
+			conf := fmt.Sprintf("connections {\n  p {\n    proposals = %s\n    children {\n      p {\n        esp_proposals = %s\n      }\n    }\n  }\n}\n", ike, esp)
+			doc, err := swanctl.Parse([]byte(conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns, _ := swanctl.LoadConns(doc)
+			_, cerr := c.Call(context.Background(), "load-conn", conns[0].Message)
+			_, _ = c.Call(context.Background(), "unload-conn", vicitest.Msg("name", "p"))
+			switch {
+			case verr == nil && cerr != nil:
+				t.Errorf("the validator accepts %s %q, charon refuses it: %v", field, tc.ike+tc.esp, cerr)
+			case verr != nil && cerr != nil:
+				if !strings.Contains(verr.Error(), "tunnels[branch-a]."+field) {
+					t.Errorf("the validator refuses %q, but not at %s: %v", tc.ike+tc.esp, field, verr)
+				}
+				t.Logf("both refuse: validator %v; charon %v", verr, cerr)
+			case verr != nil && tc.why == "":
+				t.Errorf("the validator refuses %s %q (%v), charon loads it, and the case says no reason", field, tc.ike+tc.esp, verr)
+			case verr == nil && tc.why != "":
+				t.Errorf("the validator accepts %s %q, but the case says it refuses it: %s", field, tc.ike+tc.esp, tc.why)
+			case verr != nil:
+				t.Logf("validator only (%s): %v", tc.why, verr)
 			}
 		})
 	}

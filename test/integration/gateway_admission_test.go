@@ -138,15 +138,73 @@ func TestGatewayAdmissionStartActionDataPlane(t *testing.T) {
 				spec.Tunnels = append(spec.Tunnels, tn)
 			}
 			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
-			err := kube.Create(context.Background(), gw, client.DryRunAll)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("\n%s\nrefused: %v", tc.reason, err)
-			case tc.want != "" && err == nil:
-				t.Errorf("\n%s\nadmitted, want refused with %q", tc.reason, tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", tc.reason, err, tc.want)
-			}
+			admission(t, gw, tc.reason, tc.want)
 		})
+	}
+}
+
+// TestGatewayAdmissionValidatorRules proves the API server refuses what the
+// validator refuses where a rule can say it safely (both fields required):
+// a traffic selector whose local and remote subnets overlap, and a localId
+// that is the private address, naming the field and the fix, and admits
+// the neighbouring cases.
+func TestGatewayAdmissionValidatorRules(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		mod    func(*gwv1alpha1.GatewayParameters)
+		want   string
+	}{
+		"Valid": {
+			reason: "The base spec is admitted.",
+			mod:    func(*gwv1alpha1.GatewayParameters) {},
+		},
+		"LocalInsideRemote": {
+			reason: "A local subnet inside the remote one is refused at .remote.",
+			mod: func(s *gwv1alpha1.GatewayParameters) {
+				s.Tunnels[0].TrafficSelectors[0] = gwv1alpha1.TrafficSelector{Local: "192.168.10.128/25", Remote: "192.168.10.0/24"}
+			},
+			want: "spec.forProvider.tunnels[0].trafficSelectors[0].remote: Invalid value: local and remote overlap",
+		},
+		"RemoteInsideLocal": {
+			reason: "A remote subnet inside the local one is refused too.",
+			mod: func(s *gwv1alpha1.GatewayParameters) {
+				s.Tunnels[0].TrafficSelectors[0] = gwv1alpha1.TrafficSelector{Local: "10.0.0.0/8", Remote: "10.1.2.0/24"}
+			},
+			want: "give the client's subnet as remote and a local subnet apart from it",
+		},
+		"Adjacent": {
+			reason: "Adjacent subnets do not overlap: admitted.",
+			mod: func(s *gwv1alpha1.GatewayParameters) {
+				s.Tunnels[0].TrafficSelectors[0] = gwv1alpha1.TrafficSelector{Local: "192.168.10.0/25", Remote: "192.168.10.128/25"}
+			},
+		},
+		"LocalIDIsPrivateAddress": {
+			reason: "The private address as localId is refused at .localId.",
+			mod:    func(s *gwv1alpha1.GatewayParameters) { s.Endpoint.LocalID = s.Endpoint.PrivateAddress },
+			want:   "spec.forProvider.endpoint.localId: Invalid value: localId is the gateway's private address",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := gatewaySpec("tenant-admission")
+			tc.mod(&spec)
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			admission(t, gw, tc.reason, tc.want)
+		})
+	}
+}
+
+// admission creates gw as a dry run and fails t unless the API server
+// admits it (want empty) or refuses it with a message containing want.
+func admission(t *testing.T, gw *gwv1alpha1.Gateway, reason, want string) {
+	t.Helper()
+	err := kube.Create(context.Background(), gw, client.DryRunAll)
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("\n%s\nrefused: %v", reason, err)
+	case want != "" && err == nil:
+		t.Errorf("\n%s\nadmitted, want refused with %q", reason, want)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", reason, err, want)
 	}
 }

@@ -494,3 +494,73 @@ func TestGatewayMissingPSK(t *testing.T) {
 		t.Errorf("a Deployment exists for a Gateway that cannot render (err %v)", err)
 	}
 }
+
+// TestGatewayWarnings proves the advisories reach a Gateway that renders
+// and syncs: an IKEv1 tunnel offering modp1024 is deployed (ConfigRendered),
+// its status.atProvider.warnings name both findings by field, and a
+// ConfigAdvisory Warning event says each; a PSK with a trailing newline is
+// refused at reconcile, naming the field, without the key in the message.
+func TestGatewayWarnings(t *testing.T) {
+	ctx := context.Background()
+	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	ns := "tenant-warnings"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}})
+	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	spec := gatewaySpec(ns)
+	spec.Tunnels[0].IKEVersion = 1
+	spec.Tunnels[0].IKEProposals = []string{"aes256-sha256-modp1024"}
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-warnings"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	create(t, gw)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
+	want := []string{
+		"tunnels[branch-a].ikeVersion: IKEv1 is deprecated",
+		"tunnels[branch-a].ikeProposals[0]: modp1024 is a weak DH group",
+	}
+	eventually(t, 30*time.Second, "the Gateway renders with its warnings in status and events", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if c := condition(gw, gwv1alpha1.TypeConfigRendered); c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("ConfigRendered %s: %s", c.Status, c.Message)
+		}
+		if got := gw.Status.AtProvider.Warnings; len(got) != len(want) {
+			return fmt.Errorf("status.atProvider.warnings %q, want %d", got, len(want))
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(gw.Status.AtProvider.Warnings[i], w) {
+				return fmt.Errorf("warnings[%d] %q, want it to start with %q", i, gw.Status.AtProvider.Warnings[i], w)
+			}
+			if err := gatewayEvent(gw, "ConfigAdvisory", w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	sec := &corev1.Secret{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vpn-psk"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["branch-a"] = []byte(psk + "\n")
+	if err := kube.Update(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a PSK with a trailing newline is refused, naming the field", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		c := condition(gw, gwv1alpha1.TypeConfigRendered)
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "tunnels[branch-a].preSharedKeySecretRef: the pre-shared key contains a line break") {
+			return fmt.Errorf("ConfigRendered %s: %s", c.Status, c.Message)
+		}
+		if strings.Contains(c.Message, psk) {
+			t.Fatalf("the condition's message holds the PSK")
+		}
+		return nil
+	})
+}

@@ -209,6 +209,7 @@ func TestErrorFromLog(t *testing.T) {
 		"InitiatorIKEProp":   {msg: "received NO_PROPOSAL_CHOSEN notify error", want: ErrNoProposalChosen},
 		"InitiatorChildProp": {msg: "received NO_PROPOSAL_CHOSEN notify, no CHILD_SA built", want: ErrNoProposalChosen},
 		"InitiatorTS":        {msg: "received TS_UNACCEPTABLE notify, no CHILD_SA built", want: ErrTSUnacceptable},
+		"InitiatorIKEv1Prop": {msg: "received NO_PROPOSAL_CHOSEN error notify", want: ErrNoProposalChosen},
 		"ResponderAuth":      {msg: "generating IKE_AUTH response 1 [ N(AUTH_FAILED) ]", want: ErrAuthenticationFailed},
 		"ResponderIKEProp":   {msg: "generating IKE_SA_INIT response 0 [ N(NO_PROP) ]", want: ErrNoProposalChosen},
 		"ResponderChildProp": {msg: "generating IKE_AUTH response 1 [ IDr AUTH N(MOBIKE_SUP) N(NO_ADD_ADDR) N(NO_PROP) ]", want: ErrNoProposalChosen},

@@ -18,7 +18,10 @@ import (
 //     "received AUTHENTICATION_FAILED notify error",
 //     "received NO_PROPOSAL_CHOSEN notify error" (IKE proposals, in
 //     IKE_SA_INIT) and "received NO_PROPOSAL_CHOSEN notify, no CHILD_SA
-//     built" (ESP proposals, in IKE_AUTH).
+//     built" (ESP proposals, in IKE_AUTH); an IKEv1 initiator says it the
+//     other way round, "received NO_PROPOSAL_CHOSEN error notify" (an
+//     informational of a restarted peer whose configuration is not
+//     loaded yet, in Main Mode).
 //   - The responder (the gateway, usually) logs the notify it sends, in
 //     strongSwan's short notify names:
 //     "generating IKE_AUTH response 1 [ N(AUTH_FAILED) ]",
@@ -47,7 +50,7 @@ const (
 )
 
 var (
-	reReceivedNotify = regexp.MustCompile(`^received ([A-Z0-9_]+) notify(?: error|, no CHILD_SA built)`)
+	reReceivedNotify = regexp.MustCompile(`^received ([A-Z0-9_]+) (?:notify(?: error|, no CHILD_SA built)|error notify)`)
 	reGenerated      = regexp.MustCompile(`^generating \S+ response \d+ \[(.*)\]$`)
 	reGaveUp         = regexp.MustCompile(`^giving up after \d+ retransmits`)
 	reInitiating     = regexp.MustCompile(`^(\S+) is initiating an IKE_SA$`)

@@ -16,7 +16,12 @@
 // never while charon has an IKE SA of the connection that is not
 // ESTABLISHED (CONNECTING, REKEYING, DELETING: charon is on it), never for
 // a CHILD_SA that exists in any state, never while the IKE SA has exchanges
-// active or queued, and at most once per bound per tunnel. Its initiate
+// active or queued, and at most once per bound per tunnel. A tunnel's
+// downtime counts from when the Watchdog first saw it without an IKE SA, or
+// a CHILD_SA missing: between the status reads (every 10 s by default) its
+// worker looks at the tunnels it last saw down every Tick, so that it
+// re-initiates about After after the drop, not at the next status read
+// after that. Its initiate
 // reuses the IKE SA of the connection that charon holds (charon's
 // reuse_ikesa, serialised per configuration by its IKE SA manager), so it
 // makes no second IKE SA.
@@ -51,6 +56,9 @@ const (
 	// DefaultAfter is how long an always-on tunnel or CHILD_SA may be down,
 	// with charon not trying, before the Watchdog initiates it.
 	DefaultAfter = 30 * time.Second
+	// MaxTick is the longest Tick by default: a re-initiation comes at
+	// most that late after the bound.
+	MaxTick = time.Second
 	// DefaultTimeout bounds the VICI calls of one re-initiation (a list-sas
 	// and one initiate per CHILD_SA, each of which returns at once: charon
 	// is asked not to wait for the result).
@@ -98,6 +106,11 @@ type Watchdog struct {
 	// Timeout bounds the calls of one re-initiation (DefaultTimeout when
 	// zero).
 	Timeout time.Duration
+	// Tick is how often the worker lists charon's IKE SAs of the
+	// always-on tunnels last seen down or with a CHILD_SA missing (one
+	// list-sas for all of them; none when every tunnel is up). When zero,
+	// a tenth of After, at most MaxTick.
+	Tick time.Duration
 	// Started returns the children of a configured connection that charon
 	// starts itself (start_action start): the ones kept up. Tunnels
 	// without any (trap, respond) are not watched.
@@ -122,14 +135,21 @@ type Watchdog struct {
 
 // tunnel is what the Watchdog knows of one tunnel.
 type tunnel struct {
-	// since is when the tunnel last had an IKE SA (or was first seen, or
-	// was last re-initiated): its downtime starts there.
+	// since is when the tunnel was first seen without an IKE SA (or while
+	// it had one, or when it was last re-initiated): its downtime starts
+	// there. down says whether the last look saw it without one.
 	since time.Time
-	// children is when each kept-up child was last seen (or its IKE SA
-	// was not ESTABLISHED yet, or it was last re-initiated).
+	down  bool
+	// children is when each kept-up child was first seen missing from
+	// the ESTABLISHED IKE SA (or the IKE SA was established, or the child
+	// was last re-initiated); a child present is not in it.
 	children map[string]time.Time
-	// established is whether the last read had an ESTABLISHED IKE SA.
+	// established is whether the last look had an ESTABLISHED IKE SA.
 	established bool
+	// watch says the worker looks at the tunnel every Tick: it is always
+	// on and the last look saw it without an ESTABLISHED IKE SA or with a
+	// CHILD_SA missing.
+	watch bool
 	// pending is true while a re-initiation is queued or running.
 	pending bool
 	count   int32
@@ -224,18 +244,22 @@ func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []strin
 	established := ts.IKEState == v1alpha1.IKEStateEstablished
 	var missing []string
 	for _, c := range started {
-		seen, ok := t.children[c]
-		// A child's downtime counts from when its IKE SA was established
-		// at the earliest.
-		if !ok || !established || !t.established || present[c] {
+		if !established || present[c] {
+			delete(t.children, c)
+			continue
+		}
+		first, ok := t.children[c]
+		if !ok {
 			t.children[c] = now
 			continue
 		}
-		if at := ts.EstablishedAt; at != nil && at.After(seen) {
-			seen = at.Time
-			t.children[c] = seen
+		// A child's downtime counts from when its IKE SA was established
+		// at the earliest.
+		if at := ts.EstablishedAt; at != nil && at.After(first) {
+			first = at.Time
+			t.children[c] = first
 		}
-		if now.Sub(seen) >= after {
+		if now.Sub(first) >= after {
 			missing = append(missing, c)
 		}
 	}
@@ -245,9 +269,12 @@ func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []strin
 			delete(t.children, c)
 		}
 	}
-	if ts.IKEState != v1alpha1.IKEStateDown {
+	down := ts.IKEState == v1alpha1.IKEStateDown
+	if !down || !t.down {
 		t.since = now
 	}
+	t.down = down
+	t.watch = len(started) > 0 && (!established || len(t.children) > 0)
 	if len(started) == 0 {
 		return
 	}
@@ -281,9 +308,10 @@ func (w *Watchdog) queue(j job) bool {
 	}
 }
 
-// Serve runs the worker on c, a VICI session of its own, until ctx ends.
-// Run one Serve per charon session; re-initiations queued for an earlier
-// session are dropped.
+// Serve runs the worker on c, a VICI session of its own, until ctx ends:
+// it re-initiates what Observe and its own looks every Tick queue. Run one
+// Serve per charon session; re-initiations queued for an earlier session
+// are dropped.
 func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 	work := make(chan job, queueSize)
 	w.mu.Lock()
@@ -299,24 +327,78 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 		}
 		w.mu.Unlock()
 	}()
+	tick := time.NewTicker(w.tick())
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case j := <-work:
 			w.run(ctx, c, j)
+		case <-tick.C:
+			w.look(ctx, c)
 		}
+	}
+}
+
+func (w *Watchdog) tick() time.Duration {
+	if w.Tick > 0 {
+		return w.Tick
+	}
+	return max(min(w.after()/10, MaxTick), time.Millisecond)
+}
+
+func (w *Watchdog) timeout() time.Duration {
+	if w.Timeout > 0 {
+		return w.Timeout
+	}
+	return DefaultTimeout
+}
+
+// look lists charon's IKE SAs of the tunnels to watch (see tunnel.watch)
+// that have no re-initiation pending, and observes them as a status read
+// would, so that a drop is seen, and a re-initiation queued, when it
+// happens rather than at the next status read.
+func (w *Watchdog) look(ctx context.Context, c Charon) {
+	w.mu.Lock()
+	var conns []string
+	for name, t := range w.tunnels {
+		if t.watch && !t.pending {
+			conns = append(conns, name)
+		}
+	}
+	w.mu.Unlock()
+	if len(conns) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, w.timeout())
+	defer cancel()
+	tunnels, err := status.Collect(cctx, c, conns, status.WithClock(w.now))
+	if err != nil {
+		w.log().Debug("Cannot look at the tunnels that are down", "error", err)
+		return
+	}
+	now, after := w.now(), w.after()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := range tunnels {
+		ts := &tunnels[i]
+		t, ok := w.tunnels[ts.Name]
+		if !ok || t.pending {
+			continue
+		}
+		var started []string
+		if w.Started != nil {
+			started = w.Started(ts.Name)
+		}
+		w.observe(ts, t, started, now, after)
 	}
 }
 
 // run checks charon again and re-initiates what j names if it still must,
 // then records it; or runs j's duplicate check.
 func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
-	timeout := w.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, w.timeout())
 	defer cancel()
 	if j.dups {
 		w.closeDuplicates(cctx, c, j)

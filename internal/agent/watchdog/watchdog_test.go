@@ -36,11 +36,12 @@ func sa(conn, state string, queued []string, children ...string) *vici.Message {
 	return msg(conn, msg(kv...))
 }
 
-// fakeCharon answers list-sas with sas and records initiate requests as
-// "conn/child (timeout)".
+// fakeCharon answers list-sas with sas (those of the connection asked
+// for, if one is) and records initiate requests as "conn/child (timeout)".
 type fakeCharon struct {
 	mu        sync.Mutex
 	sas       []*vici.Message
+	lists     int
 	initiated []string
 	// terminated are the terminate requests, "ike-id (timeout)".
 	terminated []string
@@ -66,13 +67,14 @@ func (f *fakeCharon) Call(_ context.Context, cmd string, in *vici.Message) (*vic
 func (f *fakeCharon) CallStreaming(_ context.Context, cmd, _ string, in *vici.Message) iter.Seq2[*vici.Message, error] {
 	f.mu.Lock()
 	sas := f.sas
+	f.lists++
 	f.mu.Unlock()
 	return func(yield func(*vici.Message, error) bool) {
 		if cmd != "list-sas" || in.Get("noblock") != "yes" {
 			return
 		}
 		for _, m := range sas {
-			if m.Get(in.Get("ike").(string)) == nil {
+			if ike, ok := in.Get("ike").(string); ok && m.Get(ike) == nil {
 				continue
 			}
 			if !yield(m, nil) {
@@ -142,6 +144,14 @@ func TestWatchdog(t *testing.T) {
 				return ts
 			}()},
 		},
+		"DownCountsFromTheDrop": {
+			reason: "A tunnel's downtime counts from the first read without an IKE SA, not from the last one with it.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1", "a-2")}}, {9 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}},
+				{38 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")}},
+			},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "DOWN")},
+		},
 		"CharonTrying": {
 			reason: "A tunnel whose IKE SA is CONNECTING is charon's own retry: the bound starts again.",
 			reads: []read{
@@ -168,6 +178,15 @@ func TestWatchdog(t *testing.T) {
 				ts.Reinitiations, ts.LastReinitiate = 1, &metav1.Time{Time: t0.Add(30 * time.Second)}
 				return ts
 			}()},
+		},
+		"ChildMissingCountsFromTheDrop": {
+			reason: "A child's downtime counts from the first read without it, not from the last one with it.",
+			reads: []read{
+				{0, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1", "a-2")}}, {9 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
+				{38 * time.Second, []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}},
+			},
+			sas:      []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")},
+			wantLast: []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")},
 		},
 		"ChildMissingSinceEstablished": {
 			reason: "A child's downtime counts only while its IKE SA is ESTABLISHED.",
@@ -403,5 +422,86 @@ func TestWatchdogPeersDuplicatesOnce(t *testing.T) {
 	step(dupGrace)
 	if diff := cmp.Diff([]string{"2 (-1)", "3 (-1)"}, c.terminated); diff != "" {
 		t.Errorf("terminate requests after peerDupRetry: -want, +got:\n%s", diff)
+	}
+}
+
+// TestWatchdogLook checks the worker's own looks between status reads: a
+// tunnel last seen down or with a CHILD_SA missing is listed every Tick and
+// re-initiated once the bound has passed since the drop, without waiting
+// for the next status read; a tunnel that is up is not listed.
+func TestWatchdogLook(t *testing.T) {
+	type look struct {
+		at  time.Duration
+		sas []*vici.Message
+	}
+	cases := map[string]struct {
+		reason string
+		// read is the status read observed at t0; looks follow in order.
+		read  v1alpha1.TunnelStatus
+		looks []look
+		// want are the initiate requests, wantLists how many list-sas the
+		// looks made.
+		want      []string
+		wantLists int
+	}{
+		"Up": {
+			reason:    "A tunnel up at the last read is left to the status reads: the looks list nothing.",
+			read:      tunnelStatus("a", "ESTABLISHED", "a-1", "a-2"),
+			looks:     []look{{time.Second, nil}, {time.Minute, nil}},
+			wantLists: 0,
+		},
+		"GaveUp": {
+			reason: "A tunnel charon tried (CONNECTING) and then dropped is re-initiated After after the look that saw it gone.",
+			read:   tunnelStatus("a", "CONNECTING"),
+			looks: []look{
+				{5 * time.Second, []*vici.Message{sa("a", "CONNECTING", nil)}},
+				{6 * time.Second, nil}, {35 * time.Second, nil}, {36 * time.Second, nil},
+			},
+			want:      []string{"a/a-1 (-1)", "a/a-2 (-1)"},
+			wantLists: 5, // four looks and the worker's check before initiating
+		},
+		"ChildGone": {
+			reason: "A CHILD_SA missing since a read is initiated at the first look After later, not at the next read.",
+			read:   tunnelStatus("a", "ESTABLISHED", "a-1"),
+			looks: []look{
+				{29 * time.Second, []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")}},
+				{30 * time.Second, []*vici.Message{sa("a", "ESTABLISHED", nil, "a-1")}},
+			},
+			want:      []string{"a/a-2 (-1)"},
+			wantLists: 3,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &fakeCharon{}
+			now := t0
+			w := &Watchdog{Started: func(string) []string { return []string{"a-1", "a-2"} }, Now: func() time.Time { return now },
+				AfterFunc: func(time.Duration, func()) {}}
+			w.work = make(chan job, queueSize)
+			w.Observe([]v1alpha1.TunnelStatus{tc.read})
+			for len(w.work) > 0 {
+				if j := <-w.work; !j.dups {
+					w.run(context.Background(), c, j)
+				}
+			}
+			for _, l := range tc.looks {
+				now = t0.Add(l.at)
+				c.mu.Lock()
+				c.sas = l.sas
+				c.mu.Unlock()
+				w.look(context.Background(), c)
+				for len(w.work) > 0 {
+					if j := <-w.work; !j.dups {
+						w.run(context.Background(), c, j)
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, c.initiated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\ninitiate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantLists, c.lists); diff != "" {
+				t.Errorf("%s\nlist-sas calls: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

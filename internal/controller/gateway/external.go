@@ -69,6 +69,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{}, err
 	}
 	gw.Status.AtProvider.ConfigHash = files.Hash
+	advise(e.recorder, gw, render.Advisories(gw.Spec.ForProvider))
 	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))

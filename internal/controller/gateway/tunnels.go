@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,4 +131,19 @@ func orNone(s string) string {
 		return v1alpha1.IKEStateDown
 	}
 	return s
+}
+
+// reasonConfigAdvisory is the reason of the Warning event of an advisory.
+const reasonConfigAdvisory event.Reason = "ConfigAdvisory"
+
+// advise sets the Gateway's status warnings to advisories (see
+// render.Advisories) and emits a Warning event for each one that was not
+// there before, so that an advisory is said once, not at every poll.
+func advise(r event.Recorder, gw *v1alpha1.Gateway, advisories []string) {
+	for _, a := range advisories {
+		if !slices.Contains(gw.Status.AtProvider.Warnings, a) {
+			r.Event(gw, event.Warning(reasonConfigAdvisory, errors.New(a)))
+		}
+	}
+	gw.Status.AtProvider.Warnings = advisories
 }

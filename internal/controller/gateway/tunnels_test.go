@@ -7,7 +7,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -112,5 +114,48 @@ func TestIdle(t *testing.T) {
 	}
 	if got := tunnelsUp(idle(gw), 2); got != "0/2" {
 		t.Errorf("tunnelsUp(idle()) = %q, want 0/2", got)
+	}
+}
+
+// recorded is an event.Recorder that keeps the events.
+type recorded []event.Event
+
+func (r *recorded) Event(_ runtime.Object, e event.Event) { *r = append(*r, e) }
+
+func (r *recorded) WithAnnotations(...string) event.Recorder { return r }
+
+func TestAdvise(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		old, now   []string
+		wantEvents []event.Event
+	}{
+		"New": {
+			reason:     "Each advisory not in the status yet is said in a Warning event and kept in the status.",
+			now:        []string{"a", "b"},
+			wantEvents: []event.Event{event.Warning(reasonConfigAdvisory, errors.New("a")), event.Warning(reasonConfigAdvisory, errors.New("b"))},
+		},
+		"Known": {
+			reason: "An advisory already in the status is not said again at the next poll.",
+			old:    []string{"a"}, now: []string{"a"},
+		},
+		"Gone": {
+			reason: "Advisories no longer found leave the status without an event.",
+			old:    []string{"a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gw := &v1alpha1.Gateway{}
+			gw.Status.AtProvider.Warnings = tc.old
+			var r recorded
+			advise(&r, gw, tc.now)
+			if diff := cmp.Diff(tc.wantEvents, []event.Event(r), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.now, gw.Status.AtProvider.Warnings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nstatus warnings: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -167,6 +167,7 @@ type CIDR string
 // An Endpoint is the gateway's address on the tenant network and the
 // identity it presents. The gateway sits behind Neutron's 1:1 floating IP
 // NAT: it binds PrivateAddress and identifies itself with LocalID.
+// +kubebuilder:validation:XValidation:rule="self.localId != self.privateAddress",fieldPath=".localId",message="localId is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP"
 type Endpoint struct {
 	// PrivateAddress is the Neutron port's fixed IP: the address charon binds
 	// (swanctl local_addrs).
@@ -186,8 +187,8 @@ type Endpoint struct {
 	MACAddress string `json:"macAddress"`
 
 	// LocalID is the IKE identity the gateway presents (swanctl local.id),
-	// an IPv4 address: the floating IP peers know it by. It may differ from
-	// PrivateAddress.
+	// an IPv4 address: the floating IP peers know it by, never
+	// PrivateAddress (admission refuses that).
 	LocalID IPv4 `json:"localId"`
 }
 

@@ -33,6 +33,13 @@ type GatewayObservation struct {
 	// +optional
 	BytesOut int64 `json:"bytesOut"`
 
+	// Warnings are what the spec has that is accepted but advised against
+	// (weak DH groups, CHILD_SA lifetimes under 5 minutes, IKEv1), one
+	// sentence each naming the field and what to do; absent when none. The
+	// provider also emits a ConfigAdvisory Warning event when one appears.
+	// +optional
+	Warnings []string `json:"warnings,omitempty"`
+
 	// Tunnels as the gateway's agent last reported them.
 	// +optional
 	// +listType=map

@@ -244,6 +244,7 @@ type DPD struct {
 }
 
 // A TrafficSelector is a pair of subnets whose traffic the tunnel carries.
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self.local) || !isCIDR(self.remote) || !(cidr(self.local).containsCIDR(cidr(self.remote)) || cidr(self.remote).containsCIDR(cidr(self.local)))",fieldPath=".remote",message="local and remote overlap: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"
 type TrafficSelector struct {
 	// Local subnet: in mode nat the inside addresses the client sees, in
 	// mode routed a tenant subnet.
