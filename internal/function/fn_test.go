@@ -411,7 +411,7 @@ func TestRunFunction(t *testing.T) {
 				"gateway":     "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, spec: {forProvider: {endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: 'fa:16:3e:12:34:56', localId: 203.0.113.10}}}, status: {atProvider: {warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated']}}}",
 			},
 			want: want{
-				names: []string{"floating-ip", "gateway", "port", "security-group"},
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				status: obj(t, `
 floatingIP:
   address: 203.0.113.10
