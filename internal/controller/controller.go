@@ -36,6 +36,15 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		func(m ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return routerroutes.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return nodeaddresspairs.Setup(m, o, d.OpenStack) },
+		// The namespaced twins (networking.m.ipsecgw.io).
+		func(m ctrl.Manager, o controller.Options) error {
+			return securitygroup.SetupNamespaced(m, o, d.OpenStack)
+		},
+		func(m ctrl.Manager, o controller.Options) error { return network.SetupNamespaced(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return port.SetupNamespaced(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error {
+			return floatingipbinding.SetupNamespaced(m, o, d.OpenStack)
+		},
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

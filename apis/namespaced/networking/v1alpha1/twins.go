@@ -122,3 +122,52 @@ func fromSelector(s *xpv2.Selector) *xpv2.NamespacedSelector {
 	}
 	return &xpv2.NamespacedSelector{MatchLabels: s.MatchLabels, MatchControllerRef: s.MatchControllerRef, Policy: s.Policy}
 }
+
+// Cluster returns the cluster-scoped SecurityGroup that the kind's
+// controller works on: copies of mg's metadata, parameters and status.
+func (mg *SecurityGroup) Cluster() *cluster.SecurityGroup {
+	c := mg.DeepCopy()
+	return &cluster.SecurityGroup{ObjectMeta: c.ObjectMeta, Spec: cluster.SecurityGroupSpec{ForProvider: c.Spec.ForProvider}, Status: cluster.SecurityGroupStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *SecurityGroup) FromCluster(c *cluster.SecurityGroup) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, c.Spec.ForProvider, SecurityGroupStatus(c.Status)
+}
+
+// Cluster returns the cluster-scoped Network that the kind's controller
+// works on: copies of mg's metadata, parameters and status.
+func (mg *Network) Cluster() *cluster.Network {
+	c := mg.DeepCopy()
+	return &cluster.Network{ObjectMeta: c.ObjectMeta, Spec: cluster.NetworkSpec{ForProvider: c.Spec.ForProvider}, Status: cluster.NetworkStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *Network) FromCluster(c *cluster.Network) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, c.Spec.ForProvider, NetworkStatus(c.Status)
+}
+
+// Cluster returns the cluster-scoped Port that the kind's controller works
+// on: copies of mg's metadata, parameters and status.
+func (mg *Port) Cluster() *cluster.Port {
+	c := mg.DeepCopy()
+	return &cluster.Port{ObjectMeta: c.ObjectMeta, Spec: cluster.PortSpec{ForProvider: c.Spec.ForProvider.ToCluster()}, Status: cluster.PortStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *Port) FromCluster(c *cluster.Port) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, PortParametersFromCluster(c.Spec.ForProvider), PortStatus(c.Status)
+}
+
+// Cluster returns the cluster-scoped FloatingIPBinding that the kind's
+// controller works on: copies of mg's metadata, parameters and status.
+func (mg *FloatingIPBinding) Cluster() *cluster.FloatingIPBinding {
+	c := mg.DeepCopy()
+	return &cluster.FloatingIPBinding{ObjectMeta: c.ObjectMeta, Spec: cluster.FloatingIPBindingSpec{ForProvider: c.Spec.ForProvider.ToCluster()},
+		Status: cluster.FloatingIPBindingStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *FloatingIPBinding) FromCluster(c *cluster.FloatingIPBinding) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, FloatingIPBindingParametersFromCluster(c.Spec.ForProvider), FloatingIPBindingStatus(c.Status)
+}
