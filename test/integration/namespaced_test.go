@@ -1,0 +1,311 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
+)
+
+// startNamespacedProvider runs every controller with the credentials'
+// informers of the provider's main (mrsetup.WatchCredentials) and a client
+// cache of its own.
+func startNamespacedProvider(t *testing.T, e *openStackEnv) {
+	t.Helper()
+	clients := openstack.NewClients()
+	clients.RequestRate = 100
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		creds, err := mrsetup.WatchCredentials(mgr)
+		if err != nil {
+			return err
+		}
+		clients.Credentials = creds
+		return ipsecctrl.Setup(mgr, o, ipsecctrl.Dependencies{OpenStack: clients})
+	})
+}
+
+// tenantNamespace creates namespace ns with a Secret "clouds" holding the
+// lab's clouds.yaml, removed when t ends.
+func tenantNamespace(t *testing.T, e *openStackEnv, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clouds"}, Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
+	if err := kube.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), s) })
+}
+
+// nsProviderConfig is a namespaced ProviderConfig in ns of cloud tenant-a
+// whose credentials Secret "clouds" is in secretNS.
+func nsProviderConfig(ns, name, secretNS string) *nsv1alpha1.ProviderConfig {
+	return &nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: pcv1alpha1.ProviderConfigSpec{
+		Credentials: pcv1alpha1.OpenStackCredentials{Cloud: "tenant-a", SecretRef: &xpv2.SecretKeySelector{
+			SecretReference: xpv2.SecretReference{Namespace: secretNS, Name: "clouds"}, Key: "clouds.yaml"}},
+	}}
+}
+
+func pcRef(kind, name string) *xpv2.ProviderConfigReference {
+	return &xpv2.ProviderConfigReference{Kind: kind, Name: name}
+}
+
+// nsSecurityGroup is gatewaySecurityGroup's group, namespaced in ns.
+func nsSecurityGroup(ns, name string, ref *xpv2.ProviderConfigReference) *nsnet.SecurityGroup {
+	sg := &nsnet.SecurityGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: nsnet.SecurityGroupSpec{ForProvider: gatewaySecurityGroup(name, "").Spec.ForProvider}}
+	sg.Spec.ProviderConfigReference = ref
+	return sg
+}
+
+// TestNamespacedChain creates a gateway's OpenStack objects as namespaced
+// managed resources of one namespace, with its own ProviderConfig: a
+// SecurityGroup, a Port referencing it and an allocated FloatingIPBinding
+// referencing the Port, all at once. All become Ready, the references
+// resolved within the namespace, the usages are counted on the namespace's
+// ProviderConfig, and deleting the three deletes them in Neutron.
+func TestNamespacedChain(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	const ns = "ns-chain"
+	tenantNamespace(t, e, ns)
+	pc := nsProviderConfig(ns, "openstack", ns)
+	create(t, pc)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
+	startNamespacedProvider(t, e)
+
+	ref := pcRef("ProviderConfig", "openstack")
+	sg := nsSecurityGroup(ns, "gw", ref)
+	port := &nsnet.Port{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: nsnet.PortSpec{ForProvider: nsnet.PortParameters{
+		NetworkID: ptr.To(e.Fixtures.TenantNet.ID), Name: ptr.To("ns-chain-port"),
+		SecurityGroupIDRefs: []xpv2.NamespacedReference{{Name: "gw"}},
+	}}}
+	port.Spec.ProviderConfigReference = ref
+	fip := &nsnet.FloatingIPBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: nsnet.FloatingIPBindingSpec{ForProvider: nsnet.FloatingIPBindingParameters{
+		FloatingNetworkID: ptr.To(netv1alpha1.UUID(e.Fixtures.ExtNet.ID)), PortIDRef: &xpv2.NamespacedReference{Name: "gw"},
+	}}}
+	fip.Spec.ProviderConfigReference = ref
+	t.Cleanup(func() { forgetMRs(fip, port, sg) })
+
+	start := time.Now()
+	create(t, fip, port, sg)
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
+	waitReady(t, fip, func() xpv2.ConditionedStatus { return fip.Status.ConditionedStatus })
+	t.Logf("namespaced SecurityGroup, Port and FloatingIPBinding all Ready %s after create", time.Since(start).Round(100*time.Millisecond))
+	sgID, portID, fipID := meta.GetExternalName(sg), meta.GetExternalName(port), meta.GetExternalName(fip)
+	t.Cleanup(func() {
+		_ = floatingips.Delete(context.Background(), sc, fipID).ExtractErr()
+		_ = ports.Delete(context.Background(), sc, portID).ExtractErr()
+		_ = groups.Delete(context.Background(), sc, sgID).ExtractErr()
+	})
+
+	p, err := ports.Get(ctx, sc, portID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.SecurityGroups) != 1 || p.SecurityGroups[0] != sgID {
+		t.Errorf("port security groups %v, want [%s] from the namespace's SecurityGroup", p.SecurityGroups, sgID)
+	}
+	f, err := floatingips.Get(ctx, sc, fipID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PortID != portID || !fip.Status.AtProvider.Attached {
+		t.Errorf("floating IP %s is on port %q (attached %v), want %s", f.FloatingIP, f.PortID, fip.Status.AtProvider.Attached, portID)
+	}
+	eventually(t, 30*time.Second, "the namespace's ProviderConfig counts its three users", func() error {
+		usages := &nsv1alpha1.ProviderConfigUsageList{}
+		if err := kube.List(ctx, usages, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, u := range usages.Items {
+			if u.ProviderConfigReference != (xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "openstack"}) {
+				return fmt.Errorf("usage %s names %v", u.Name, u.ProviderConfigReference)
+			}
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pc), pc); err != nil {
+			return err
+		}
+		if len(usages.Items) != 3 || pc.Status.Users != 3 {
+			return fmt.Errorf("%d usages in %s, ProviderConfig users %d, want 3 and 3", len(usages.Items), ns, pc.Status.Users)
+		}
+		return nil
+	})
+
+	for _, mg := range []client.Object{fip, port, sg} {
+		if err := kube.Delete(ctx, mg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", func() error {
+		if _, err := floatingips.Get(ctx, sc, fipID).Extract(); err == nil {
+			return fmt.Errorf("floating IP %s still allocated", fipID)
+		}
+		if _, err := ports.Get(ctx, sc, portID).Extract(); err == nil {
+			return fmt.Errorf("port %s still exists", portID)
+		}
+		if _, err := groups.Get(ctx, sc, sgID).Extract(); err == nil {
+			return fmt.Errorf("security group %s still exists", sgID)
+		}
+		for _, mg := range []client.Object{fip, port, sg} {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s still exists (%v)", mg, mg.GetName(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestNamespacedIsolation proves that a namespaced managed resource never
+// reaches a ProviderConfig or Secret of another namespace: a Port in ns-a
+// whose ProviderConfig names a Secret of ns-b is refused with the field and
+// the fix, a ProviderConfig that exists only in ns-b cannot be named from
+// ns-a, a providerConfigRef cannot carry a namespace, nor a reference to
+// another managed resource; and a ClusterProviderConfig serves any
+// namespace.
+func TestNamespacedIsolation(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	tenantNamespace(t, e, "ns-a")
+	tenantNamespace(t, e, "ns-b")
+	cpc := &nsv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "platform"}, Spec: nsProviderConfig("", "", "ns-b").Spec}
+	pcs := []client.Object{
+		nsProviderConfig("ns-a", "borrowed", "ns-b"),
+		nsProviderConfig("ns-b", "only-b", "ns-b"),
+		cpc,
+	}
+	create(t, pcs...)
+	t.Cleanup(func() {
+		for _, pc := range pcs {
+			_ = kube.Delete(context.Background(), pc)
+		}
+	})
+	startNamespacedProvider(t, e)
+
+	portIn := func(name string, ref *xpv2.ProviderConfigReference) *nsnet.Port {
+		p := &nsnet.Port{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Spec: nsnet.PortSpec{ForProvider: nsnet.PortParameters{
+			NetworkID: ptr.To(e.Fixtures.TenantNet.ID), Name: ptr.To("ns-isolation-" + name),
+		}}}
+		p.Spec.ProviderConfigReference = ref
+		return p
+	}
+	refused := map[string]struct {
+		reason string
+		port   *nsnet.Port
+		want   string
+	}{
+		"SecretOfAnotherNamespace": {
+			reason: "A ProviderConfig of ns-a naming the credentials Secret of ns-b is refused, naming the field and the fix.",
+			port:   portIn("borrowed", pcRef("ProviderConfig", "borrowed")),
+			want: `ProviderConfig ns-a/borrowed: spec.credentials.secretRef.namespace is "ns-b", but a namespaced ProviderConfig reads Secrets of its own namespace only: ` +
+				`set it to "ns-a" and keep the Secret there, or use a ClusterProviderConfig`,
+		},
+		"ProviderConfigOfAnotherNamespace": {
+			reason: "The name of ns-b's ProviderConfig is looked up in ns-a, where there is none.",
+			port:   portIn("only-b", pcRef("ProviderConfig", "only-b")),
+			want:   `cannot get ProviderConfig ns-a/only-b (spec.providerConfigRef names a ProviderConfig of the resource's own namespace)`,
+		},
+	}
+	for name, tc := range refused {
+		t.Run(name, func(t *testing.T) {
+			create(t, tc.port)
+			t.Cleanup(func() { forgetMRs(tc.port) })
+			eventually(t, 30*time.Second, "the Port is refused", func() error {
+				if err := kube.Get(ctx, client.ObjectKeyFromObject(tc.port), tc.port); err != nil {
+					return err
+				}
+				s := tc.port.GetCondition(xpv2.TypeSynced)
+				if s.Status != corev1.ConditionFalse || !strings.Contains(s.Message, tc.want) {
+					return fmt.Errorf("%s\nSynced %s %q, want False containing %q", tc.reason, s.Status, s.Message, tc.want)
+				}
+				return nil
+			})
+			all, err := ports.List(sc, ports.ListOpts{Name: *tc.port.Spec.ForProvider.Name}).AllPages(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := ports.ExtractPorts(all); err != nil || len(got) != 0 {
+				t.Errorf("%s\nNeutron has %d ports named %s (%v), want none", tc.reason, len(got), *tc.port.Spec.ForProvider.Name, err)
+			}
+		})
+	}
+
+	t.Run("NoNamespaceInProviderConfigRef", func(t *testing.T) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": nsnet.SchemeGroupVersion.String(), "kind": nsnet.PortKind,
+			"metadata": map[string]any{"namespace": "ns-a", "name": "pc-namespace"},
+			"spec": map[string]any{
+				"providerConfigRef": map[string]any{"kind": "ProviderConfig", "name": "only-b", "namespace": "ns-b"},
+				"forProvider":       map[string]any{"networkId": e.Fixtures.TenantNet.ID, "name": "ns-isolation-pc-namespace"},
+			},
+		}}
+		err := kube.Create(ctx, u, client.FieldValidation(metav1.FieldValidationStrict))
+		if err == nil {
+			forgetMRs(u)
+			t.Fatal("a providerConfigRef with a namespace was admitted with strict field validation; want it refused")
+		}
+		if !strings.Contains(err.Error(), `unknown field "spec.providerConfigRef.namespace"`) {
+			t.Errorf("create: %v, want an unknown field spec.providerConfigRef.namespace", err)
+		}
+	})
+
+	t.Run("NoNamespaceInReferences", func(t *testing.T) {
+		p := portIn("ref-namespace", pcRef("ClusterProviderConfig", "platform"))
+		p.Spec.ForProvider.SecurityGroupIDRefs = []xpv2.NamespacedReference{{Name: "gw", Namespace: "ns-b"}}
+		err := kube.Create(ctx, p)
+		if err == nil {
+			forgetMRs(p)
+			t.Fatal("a reference naming another namespace was admitted")
+		}
+		if !strings.Contains(err.Error(), "references managed resources of its own namespace only") {
+			t.Errorf("create: %v, want the own-namespace rule", err)
+		}
+	})
+
+	t.Run("ClusterProviderConfig", func(t *testing.T) {
+		sg := nsSecurityGroup("ns-a", "platform", pcRef("ClusterProviderConfig", "platform"))
+		create(t, sg)
+		t.Cleanup(func() { forgetMRs(sg) })
+		waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+		id := meta.GetExternalName(sg)
+		if err := kube.Delete(ctx, sg); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the group is deleted", func() error {
+			if _, err := groups.Get(ctx, sc, id).Extract(); err == nil {
+				return fmt.Errorf("security group %s still exists", id)
+			}
+			return nil
+		})
+	})
+}
