@@ -3,8 +3,14 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -19,12 +26,14 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
-	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -308,4 +317,62 @@ func TestNamespacedIsolation(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestNamespacedExamples applies examples/namespaced as they are: each
+// Namespace for real, every other object as a dry run, in file order, so
+// that each is valid against its CRD and its namespace exists.
+func TestNamespacedExamples(t *testing.T) {
+	ctx := context.Background()
+	if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// providerconfig.yaml first: it makes the namespace the others use.
+	order := []string{"providerconfig.yaml", "clusterproviderconfig.yaml", "networking.yaml"}
+	all, err := filepath.Glob(filepath.Join(repoRoot, "examples", "namespaced", "*.yaml"))
+	if err != nil || len(all) != len(order) {
+		t.Fatalf("examples/namespaced has %d files (%v), want %v: add a new one to this test", len(all), err, order)
+	}
+	var files []string
+	for _, f := range order {
+		files = append(files, filepath.Join(repoRoot, "examples", "namespaced", f))
+	}
+	applied := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if u.GetKind() == "Namespace" {
+				if err := kube.Create(ctx, u); err != nil && !kerrors.IsAlreadyExists(err) {
+					t.Fatalf("%s: Namespace %s: %v", f, u.GetName(), err)
+				}
+				continue
+			}
+			if err := kube.Create(ctx, u, client.DryRunAll); err != nil {
+				t.Errorf("%s: %s %s does not apply: %v", filepath.Base(f), u.GetKind(), u.GetName(), err)
+			}
+			applied[u.GetKind()]++
+		}
+	}
+	want := map[string]int{"Secret": 1, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1}
+	if diff := gocmp.Diff(want, applied); diff != "" {
+		t.Errorf("objects of examples/namespaced by kind: -want, +got:\n%s", diff)
+	}
 }
