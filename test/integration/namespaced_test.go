@@ -19,7 +19,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
@@ -375,4 +377,58 @@ func TestNamespacedExamples(t *testing.T) {
 	if diff := gocmp.Diff(want, applied); diff != "" {
 		t.Errorf("objects of examples/namespaced by kind: -want, +got:\n%s", diff)
 	}
+}
+
+// TestNamespacedRouterRoutes routes a client subnet via a namespaced Port
+// of the same namespace: namespaced RouterRoutes take their nexthop from
+// the Port's fixed IP through nexthopPortRef, the fixtures' router holds
+// the route, and deleting the RouterRoutes removes it.
+func TestNamespacedRouterRoutes(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	const ns = "ns-routes"
+	tenantNamespace(t, e, ns)
+	pc := nsProviderConfig(ns, "openstack", ns)
+	create(t, pc)
+	router, ip := e.Fixtures.Router.ID, rrHostIn(t, e.Fixtures.TenantSub.CIDR, 70)
+	ref := pcRef("ProviderConfig", "openstack")
+	port := &nsnet.Port{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: nsnet.PortSpec{ForProvider: nsnet.PortParameters{
+		NetworkID: ptr.To(e.Fixtures.TenantNet.ID), Name: ptr.To("ns-routes-port"),
+		FixedIPs: []netv1alpha1.FixedIP{{SubnetID: ptr.To(netv1alpha1.UUID(e.Fixtures.TenantSub.ID)), IPAddress: ptr.To(netv1alpha1.IPAddress(ip))}},
+	}}}
+	port.Spec.ProviderConfigReference = ref
+	rr := &nsnet.RouterRoutes{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clients"}, Spec: nsnet.RouterRoutesSpec{ForProvider: nsnet.RouterRoutesParameters{
+		RouterID: netv1alpha1.UUID(router), Routes: []netv1alpha1.Route{{Destination: "10.34.0.0/24"}},
+		NexthopPortRef: &xpv2.NamespacedReference{Name: "gw"},
+	}}}
+	rr.Spec.ProviderConfigReference = ref
+	route := []routers.Route{{DestinationCIDR: "10.34.0.0/24", NextHop: ip}}
+	// Registered before the provider starts, so that they run after it
+	// stopped.
+	t.Cleanup(func() {
+		forgetMRs(rr, port)
+		deletePorts(t, sc, []client.Object{port})
+		if _, err := extraroutes.Remove(context.Background(), sc, router, extraroutes.Opts{Routes: &route}).Extract(); err != nil {
+			t.Errorf("cleanup: remove_extraroutes: %v", err)
+		}
+		_ = kube.Delete(context.Background(), pc)
+	})
+	startNamespacedProvider(t, e)
+
+	create(t, rr, port)
+	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
+	waitReady(t, rr, func() xpv2.ConditionedStatus { return rr.Status.ConditionedStatus })
+	if err := rrWantRoutes(ctx, sc, router, "10.34.0.0/24 via "+ip); err != nil {
+		t.Error(err)
+	}
+	if err := kube.Delete(ctx, rr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "deleting the RouterRoutes removes its route", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(rr), rr); !kerrors.IsNotFound(err) {
+			return fmt.Errorf("RouterRoutes still exists (%v)", err)
+		}
+		return rrWantRoutes(ctx, sc, router)
+	})
 }

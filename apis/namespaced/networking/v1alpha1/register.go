@@ -38,6 +38,10 @@ var (
 	FloatingIPBindingKind             = reflect.TypeOf(FloatingIPBinding{}).Name()
 	FloatingIPBindingGroupKind        = schema.GroupKind{Group: Group, Kind: FloatingIPBindingKind}.String()
 	FloatingIPBindingGroupVersionKind = SchemeGroupVersion.WithKind(FloatingIPBindingKind)
+
+	RouterRoutesKind             = reflect.TypeOf(RouterRoutes{}).Name()
+	RouterRoutesGroupKind        = schema.GroupKind{Group: Group, Kind: RouterRoutesKind}.String()
+	RouterRoutesGroupVersionKind = SchemeGroupVersion.WithKind(RouterRoutesKind)
 )
 
 func init() {
@@ -45,4 +49,5 @@ func init() {
 	SchemeBuilder.Register(&Network{}, &NetworkList{})
 	SchemeBuilder.Register(&Port{}, &PortList{})
 	SchemeBuilder.Register(&FloatingIPBinding{}, &FloatingIPBindingList{})
+	SchemeBuilder.Register(&RouterRoutes{}, &RouterRoutesList{})
 }

@@ -55,6 +55,35 @@ func FloatingIPBindingParametersFromCluster(c cluster.FloatingIPBindingParameter
 	}
 }
 
+// ToCluster returns p as the parameters of cluster-scoped RouterRoutes.
+func (p RouterRoutesParameters) ToCluster() cluster.RouterRoutesParameters {
+	return cluster.RouterRoutesParameters{RouterID: p.RouterID, Routes: p.Routes,
+		Nexthop: p.Nexthop, NexthopPortRef: toRef(p.NexthopPortRef), NexthopPortSelector: toSelector(p.NexthopPortSelector)}
+}
+
+// RouterRoutesParametersFromCluster returns c as the parameters of
+// namespaced RouterRoutes, whose Port reference and selector name the
+// resource's namespace.
+func RouterRoutesParametersFromCluster(c cluster.RouterRoutesParameters) RouterRoutesParameters {
+	return RouterRoutesParameters{RouterID: c.RouterID, Routes: c.Routes,
+		Nexthop: c.Nexthop, NexthopPortRef: fromRef(c.NexthopPortRef), NexthopPortSelector: fromSelector(c.NexthopPortSelector)}
+}
+
+// FirstFixedIP returns the first fixed IP the Port observed, or "": the
+// nexthop RouterRoutes take from it (cluster.PortFixedIP).
+func (mg *Port) FirstFixedIP() string {
+	return (&cluster.Port{Status: cluster.PortStatus(mg.Status)}).FirstFixedIP()
+}
+
+// ClearResolvedReferences clears nexthop where nexthopPortRef or
+// nexthopPortSelector resolves it again, by the rules of the cluster-scoped
+// RouterRoutes' (cluster.RouterRoutes.ClearResolvedReferences).
+func (mg *RouterRoutes) ClearResolvedReferences() {
+	c := cluster.RouterRoutes{Spec: cluster.RouterRoutesSpec{ForProvider: mg.Spec.ForProvider.ToCluster()}}
+	c.ClearResolvedReferences()
+	mg.Spec.ForProvider = RouterRoutesParametersFromCluster(c.Spec.ForProvider)
+}
+
 // ClearResolvedReferences clears networkId and securityGroupIds where
 // their references or selectors resolve them again, by the rules of the
 // cluster-scoped Port's (cluster.Port.ClearResolvedReferences).
@@ -170,4 +199,17 @@ func (mg *FloatingIPBinding) Cluster() *cluster.FloatingIPBinding {
 // FromCluster sets mg's metadata, parameters and status to c's.
 func (mg *FloatingIPBinding) FromCluster(c *cluster.FloatingIPBinding) {
 	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, FloatingIPBindingParametersFromCluster(c.Spec.ForProvider), FloatingIPBindingStatus(c.Status)
+}
+
+// Cluster returns the cluster-scoped RouterRoutes that the kind's
+// controller works on: copies of mg's metadata, parameters and status.
+func (mg *RouterRoutes) Cluster() *cluster.RouterRoutes {
+	c := mg.DeepCopy()
+	return &cluster.RouterRoutes{ObjectMeta: c.ObjectMeta, Spec: cluster.RouterRoutesSpec{ForProvider: c.Spec.ForProvider.ToCluster()},
+		Status: cluster.RouterRoutesStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *RouterRoutes) FromCluster(c *cluster.RouterRoutes) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, RouterRoutesParametersFromCluster(c.Spec.ForProvider), RouterRoutesStatus(c.Status)
 }

@@ -47,6 +47,15 @@ func (l *PortList) GetItems() []resource.Managed {
 	return items
 }
 
+// GetItems of this RouterRoutesList.
+func (l *RouterRoutesList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this SecurityGroupList.
 func (l *SecurityGroupList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

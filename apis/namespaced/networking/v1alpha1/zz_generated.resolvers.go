@@ -21,6 +21,7 @@ package v1alpha1
 import (
 	"context"
 	reference "github.com/crossplane/crossplane-runtime/v2/pkg/reference"
+	v1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	errors "github.com/pkg/errors"
 	client "sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -93,6 +94,33 @@ func (mg *Port) ResolveReferences(ctx context.Context, c client.Reader) error {
 	}
 	mg.Spec.ForProvider.SecurityGroupIDs = mrsp.ResolvedValues
 	mg.Spec.ForProvider.SecurityGroupIDRefs = mrsp.ResolvedReferences
+
+	return nil
+}
+
+// ResolveReferences of this RouterRoutes.
+func (mg *RouterRoutes) ResolveReferences(ctx context.Context, c client.Reader) error {
+	r := reference.NewAPINamespacedResolver(c, mg)
+
+	var rsp reference.NamespacedResolutionResponse
+	var err error
+
+	rsp, err = r.Resolve(ctx, reference.NamespacedResolutionRequest{
+		CurrentValue: reference.FromPtrValue(mg.Spec.ForProvider.Nexthop),
+		Extract:      v1alpha1.PortFixedIP(),
+		Namespace:    mg.GetNamespace(),
+		Reference:    mg.Spec.ForProvider.NexthopPortRef,
+		Selector:     mg.Spec.ForProvider.NexthopPortSelector,
+		To: reference.To{
+			List:    &PortList{},
+			Managed: &Port{},
+		},
+	})
+	if err != nil {
+		return errors.Wrap(err, "mg.Spec.ForProvider.Nexthop")
+	}
+	mg.Spec.ForProvider.Nexthop = reference.ToPtrValue(rsp.ResolvedValue)
+	mg.Spec.ForProvider.NexthopPortRef = rsp.ResolvedReference
 
 	return nil
 }
