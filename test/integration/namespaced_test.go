@@ -172,11 +172,13 @@ func TestNamespacedChain(t *testing.T) {
 		return nil
 	})
 
+	deleted := time.Now()
 	for _, mg := range []client.Object{fip, port, sg} {
 		if err := kube.Delete(ctx, mg); err != nil {
 			t.Fatal(err)
 		}
 	}
+	t.Cleanup(func() { t.Logf("deleted in Neutron and Kubernetes %s after delete", time.Since(deleted).Round(100*time.Millisecond)) })
 	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", func() error {
 		if _, err := floatingips.Get(ctx, sc, fipID).Extract(); err == nil {
 			return fmt.Errorf("floating IP %s still allocated", fipID)
