@@ -178,7 +178,9 @@ func TestNamespacedChain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { t.Logf("deleted in Neutron and Kubernetes %s after delete", time.Since(deleted).Round(100*time.Millisecond)) })
+	t.Cleanup(func() {
+		t.Logf("deleted in Neutron and Kubernetes %s after delete", time.Since(deleted).Round(100*time.Millisecond))
+	})
 	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", func() error {
 		if _, err := floatingips.Get(ctx, sc, fipID).Extract(); err == nil {
 			return fmt.Errorf("floating IP %s still allocated", fipID)
@@ -375,7 +377,7 @@ func TestNamespacedExamples(t *testing.T) {
 			applied[u.GetKind()]++
 		}
 	}
-	want := map[string]int{"Secret": 1, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1}
+	want := map[string]int{"Secret": 1, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1, "RouterRoutes": 1}
 	if diff := gocmp.Diff(want, applied); diff != "" {
 		t.Errorf("objects of examples/namespaced by kind: -want, +got:\n%s", diff)
 	}

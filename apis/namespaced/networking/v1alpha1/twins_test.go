@@ -36,6 +36,10 @@ func TestTwinFields(t *testing.T) {
 			reason: "FloatingIPBindingParameters has the fields of cluster.FloatingIPBindingParameters.",
 			ns:     FloatingIPBindingParameters{}, parent: cluster.FloatingIPBindingParameters{},
 		},
+		"RouterRoutes": {
+			reason: "RouterRoutesParameters has the fields of cluster.RouterRoutesParameters.",
+			ns:     RouterRoutesParameters{}, parent: cluster.RouterRoutesParameters{},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -71,10 +75,26 @@ func TestTwinRoundTrip(t *testing.T) {
 		}},
 		Status: FloatingIPBindingStatus{ManagedResourceStatus: status, AtProvider: cluster.FloatingIPBindingObservation{Attached: true}},
 	}
+	routes := &RouterRoutes{ObjectMeta: meta,
+		Spec: RouterRoutesSpec{ForProvider: RouterRoutesParameters{
+			RouterID: "r", Routes: []cluster.Route{{Destination: "192.168.10.0/24", Nexthop: ptr.To(cluster.IPAddress("10.0.0.5"))}},
+			Nexthop: ptr.To("10.0.0.5"), NexthopPortRef: &xpv2.NamespacedReference{Name: "gw", Policy: policy},
+			NexthopPortSelector: &xpv2.NamespacedSelector{MatchLabels: map[string]string{"a": "b"}},
+		}},
+		Status: RouterRoutesStatus{ManagedResourceStatus: status, AtProvider: cluster.RouterRoutesObservation{RevisionNumber: 3}},
+	}
 	cases := map[string]struct {
 		reason string
 		trip   func() (before, after any)
 	}{
+		"RouterRoutes": {
+			reason: "RouterRoutes convert to their twin and back without loss.",
+			trip: func() (any, any) {
+				back := &RouterRoutes{}
+				back.FromCluster(routes.Cluster())
+				return routes, back
+			},
+		},
 		"Port": {
 			reason: "A Port converts to its twin and back without loss.",
 			trip: func() (any, any) {
