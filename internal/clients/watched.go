@@ -92,7 +92,10 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 		if err := w.ctx.Err(); err != nil {
 			return fmt.Errorf("cannot read Secret %s: the provider is stopping", key)
 		}
-		return fmt.Errorf("cannot list Secret %s within %s (last error: %v)", key, w.syncTimeout(), last)
+		if last == nil {
+			return fmt.Errorf("cannot list Secret %s within %s", key, w.syncTimeout())
+		}
+		return fmt.Errorf("cannot list Secret %s within %s: %w", key, w.syncTimeout(), last)
 	}
 	item, exists, err := ws.informer.GetStore().GetByKey(key.String())
 	if err != nil {

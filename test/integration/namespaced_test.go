@@ -193,7 +193,7 @@ func TestNamespacedChain(t *testing.T) {
 		}
 		for _, mg := range []client.Object{fip, port, sg} {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s still exists (%v)", mg, mg.GetName(), err)
+				return fmt.Errorf("%T %s still exists (%w)", mg, mg.GetName(), err)
 			}
 		}
 		return nil
@@ -431,7 +431,7 @@ func TestNamespacedRouterRoutes(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "deleting the RouterRoutes removes its route", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(rr), rr); !kerrors.IsNotFound(err) {
-			return fmt.Errorf("RouterRoutes still exists (%v)", err)
+			return fmt.Errorf("RouterRoutes still exists (%w)", err)
 		}
 		return rrWantRoutes(ctx, sc, router)
 	})

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -102,7 +103,7 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 		}
 		ref := lm.GetProviderConfigReference()
 		if ref == nil {
-			return Config{}, fmt.Errorf(errNoPCRef)
+			return Config{}, errors.New(errNoPCRef)
 		}
 		pc := &v1alpha1.ProviderConfig{}
 		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
@@ -112,7 +113,7 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 	}
 	ref := m.GetProviderConfigReference()
 	if ref == nil {
-		return Config{}, fmt.Errorf(errNoPCRef)
+		return Config{}, errors.New(errNoPCRef)
 	}
 	switch ref.Kind {
 	case nsv1alpha1.ClusterProviderConfigKind:

@@ -14,7 +14,7 @@ import (
 // one place that knows both.
 
 // ToCluster returns p as the parameters of a cluster-scoped Port.
-func (p PortParameters) ToCluster() cluster.PortParameters {
+func (p *PortParameters) ToCluster() cluster.PortParameters {
 	return cluster.PortParameters{
 		NetworkID: p.NetworkID, NetworkIDRef: toRef(p.NetworkIDRef), NetworkIDSelector: toSelector(p.NetworkIDSelector),
 		Name: p.Name, Description: p.Description, FixedIPs: p.FixedIPs,
@@ -36,7 +36,7 @@ func PortParametersFromCluster(c cluster.PortParameters) PortParameters {
 
 // ToCluster returns p as the parameters of a cluster-scoped
 // FloatingIPBinding.
-func (p FloatingIPBindingParameters) ToCluster() cluster.FloatingIPBindingParameters {
+func (p *FloatingIPBindingParameters) ToCluster() cluster.FloatingIPBindingParameters {
 	return cluster.FloatingIPBindingParameters{
 		FloatingIPAddress: p.FloatingIPAddress, FloatingNetworkID: p.FloatingNetworkID,
 		PortID: p.PortID, PortIDRef: toRef(p.PortIDRef), PortIDSelector: toSelector(p.PortIDSelector),
@@ -56,7 +56,7 @@ func FloatingIPBindingParametersFromCluster(c cluster.FloatingIPBindingParameter
 }
 
 // ToCluster returns p as the parameters of cluster-scoped RouterRoutes.
-func (p RouterRoutesParameters) ToCluster() cluster.RouterRoutesParameters {
+func (p *RouterRoutesParameters) ToCluster() cluster.RouterRoutesParameters {
 	return cluster.RouterRoutesParameters{RouterID: p.RouterID, Routes: p.Routes,
 		Nexthop: p.Nexthop, NexthopPortRef: toRef(p.NexthopPortRef), NexthopPortSelector: toSelector(p.NexthopPortSelector)}
 }
