@@ -20,7 +20,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -132,27 +131,7 @@ func TestNamespacedChain(t *testing.T) {
 	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
 	waitReady(t, fip, func() xpv2.ConditionedStatus { return fip.Status.ConditionedStatus })
 	t.Logf("namespaced SecurityGroup, Port and FloatingIPBinding all Ready %s after create", time.Since(start).Round(100*time.Millisecond))
-	sgID, portID, fipID := meta.GetExternalName(sg), meta.GetExternalName(port), meta.GetExternalName(fip)
-	t.Cleanup(func() {
-		_ = floatingips.Delete(context.Background(), sc, fipID).ExtractErr()
-		_ = ports.Delete(context.Background(), sc, portID).ExtractErr()
-		_ = groups.Delete(context.Background(), sc, sgID).ExtractErr()
-	})
-
-	p, err := ports.Get(ctx, sc, portID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.SecurityGroups) != 1 || p.SecurityGroups[0] != sgID {
-		t.Errorf("port security groups %v, want [%s] from the namespace's SecurityGroup", p.SecurityGroups, sgID)
-	}
-	f, err := floatingips.Get(ctx, sc, fipID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.PortID != portID || !fip.Status.AtProvider.Attached {
-		t.Errorf("floating IP %s is on port %q (attached %v), want %s", f.FloatingIP, f.PortID, fip.Status.AtProvider.Attached, portID)
-	}
+	c := checkChain(t, sc, sg, port, fip, fip.Status.AtProvider.Attached)
 	eventually(t, 30*time.Second, "the namespace's ProviderConfig counts its three users", func() error {
 		usages := &nsv1alpha1.ProviderConfigUsageList{}
 		if err := kube.List(ctx, usages, client.InNamespace(ns)); err != nil {
@@ -182,14 +161,8 @@ func TestNamespacedChain(t *testing.T) {
 		t.Logf("deleted in Neutron and Kubernetes %s after delete", time.Since(deleted).Round(100*time.Millisecond))
 	})
 	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", func() error {
-		if _, err := floatingips.Get(ctx, sc, fipID).Extract(); err == nil {
-			return fmt.Errorf("floating IP %s still allocated", fipID)
-		}
-		if _, err := ports.Get(ctx, sc, portID).Extract(); err == nil {
-			return fmt.Errorf("port %s still exists", portID)
-		}
-		if _, err := groups.Get(ctx, sc, sgID).Extract(); err == nil {
-			return fmt.Errorf("security group %s still exists", sgID)
+		if err := c.deleted(); err != nil {
+			return err
 		}
 		for _, mg := range []client.Object{fip, port, sg} {
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); !kerrors.IsNotFound(err) {
