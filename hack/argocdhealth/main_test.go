@@ -61,6 +61,12 @@ func TestHealth(t *testing.T) {
 		unmapped   = `node node-2: spec.providerID "kind://docker/node-2" is not openstack:///<instance UUID>: run the OpenStack cloud provider (or set it so), or leave the node out with spec.forProvider.nodeSelector`
 	)
 	healthy := health{Status: "Healthy"}
+	// namespaced makes a captured managed resource its namespaced twin
+	// (networking.m.ipsecgw.io), whose status has the same shape.
+	namespaced := func(obj map[string]any) {
+		obj["apiVersion"] = "networking.m.ipsecgw.io/v1alpha1"
+		obj["metadata"].(map[string]any)["namespace"] = "tenant-a"
+	}
 	cases := map[string]struct {
 		file, kind, name string
 		// edit, when set, changes the captured object before the check.
@@ -151,6 +157,14 @@ func TestHealth(t *testing.T) {
 			file: "node-pairs", kind: "NodeAddressPairs", name: "unmapped-node-pairs",
 			want: health{"Progressing", "Ready: " + unmapped},
 		},
+		"namespaced: security group ready": {file: "ready", kind: "SecurityGroup", edit: namespaced, want: healthy},
+		"namespaced: port ready":           {file: "ready", kind: "Port", edit: namespaced, want: healthy},
+		"namespaced: pre-stage: floating IP binding fails harmlessly": {
+			file: "prestaged", kind: "FloatingIPBinding", edit: namespaced,
+			want: health{"Degraded", notOnPort},
+		},
+		"namespaced: network imported":    {file: "network-imported", kind: "Network", edit: namespaced, want: healthy},
+		"namespaced: router routes ready": {file: "routed", kind: "RouterRoutes", edit: namespaced, want: healthy},
 		"claim paused": {
 			file: "claim-paused", kind: "IPsecGateway", name: "branch-office",
 			want: health{"Suspended", "Reconciliation (including deletion) is paused via the pause annotation"},

@@ -27,17 +27,18 @@ type Dependencies struct {
 // Setup adds every controller of the provider to mgr. It returns the first
 // error a controller's setup returns.
 func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
-	for _, setup := range []func(ctrl.Manager, controller.Options) error{
-		providerconfig.Setup,
-		gateway.Setup,
-		func(m ctrl.Manager, o controller.Options) error { return securitygroup.Setup(m, o, d.OpenStack) },
-		func(m ctrl.Manager, o controller.Options) error { return network.Setup(m, o, d.OpenStack) },
-		func(m ctrl.Manager, o controller.Options) error { return port.Setup(m, o, d.OpenStack) },
-		func(m ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(m, o, d.OpenStack) },
-		func(m ctrl.Manager, o controller.Options) error { return routerroutes.Setup(m, o, d.OpenStack) },
-		func(m ctrl.Manager, o controller.Options) error { return nodeaddresspairs.Setup(m, o, d.OpenStack) },
-	} {
+	for _, setup := range []func(ctrl.Manager, controller.Options) error{providerconfig.Setup, gateway.Setup} {
 		if err := setup(mgr, o); err != nil {
+			return err
+		}
+	}
+	for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
+		securitygroup.Setup, network.Setup, port.Setup, floatingipbinding.Setup, routerroutes.Setup, nodeaddresspairs.Setup,
+		// The namespaced twins (networking.m.ipsecgw.io), by the same
+		// external clients.
+		securitygroup.SetupNamespaced, network.SetupNamespaced, port.SetupNamespaced, floatingipbinding.SetupNamespaced, routerroutes.SetupNamespaced,
+	} {
+		if err := setup(mgr, o, d.OpenStack); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -53,43 +54,63 @@ func TestSecurityGroupPortFloatingIPChain(t *testing.T) {
 	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
 	waitReady(t, fip, func() xpv2.ConditionedStatus { return fip.Status.ConditionedStatus })
 	t.Logf("SecurityGroup, Port and FloatingIPBinding all Ready %s after create", time.Since(start).Round(100*time.Millisecond))
-	sgID, portID, fipID := meta.GetExternalName(sg), meta.GetExternalName(port), meta.GetExternalName(fip)
-	t.Cleanup(func() {
-		_ = floatingips.Delete(context.Background(), sc, fipID).ExtractErr()
-		_ = ports.Delete(context.Background(), sc, portID).ExtractErr()
-		_ = groups.Delete(context.Background(), sc, sgID).ExtractErr()
-	})
-
-	p, err := ports.Get(ctx, sc, portID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.SecurityGroups) != 1 || p.SecurityGroups[0] != sgID {
-		t.Errorf("port security groups %v, want [%s] from the SecurityGroup MR", p.SecurityGroups, sgID)
-	}
-	f, err := floatingips.Get(ctx, sc, fipID).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.PortID != portID || !fip.Status.AtProvider.Attached {
-		t.Errorf("floating IP %s is on port %q (attached %v), want %s", f.FloatingIP, f.PortID, fip.Status.AtProvider.Attached, portID)
-	}
+	c := checkChain(t, sc, sg, port, fip, fip.Status.AtProvider.Attached)
 
 	for _, mg := range []client.Object{fip, port, sg} {
 		if err := kube.Delete(ctx, mg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", func() error {
-		if _, err := floatingips.Get(ctx, sc, fipID).Extract(); err == nil {
-			return fmt.Errorf("floating IP %s still allocated", fipID)
-		}
-		if _, err := ports.Get(ctx, sc, portID).Extract(); err == nil {
-			return fmt.Errorf("port %s still exists", portID)
-		}
-		if _, err := groups.Get(ctx, sc, sgID).Extract(); err == nil {
-			return fmt.Errorf("security group %s still exists", sgID)
-		}
-		return nil
+	eventually(t, 60*time.Second, "deleting the three releases the floating IP and deletes port and group", c.deleted)
+}
+
+// A chain is the Neutron objects of a SecurityGroup, Port and
+// FloatingIPBinding, by ID.
+type chain struct {
+	sc            *gophercloud.ServiceClient
+	sg, port, fip string
+}
+
+// checkChain checks in Neutron that the Port's port is in the
+// SecurityGroup's group and the binding's floating IP is on it, as the
+// binding reports (attached), and deletes the three when t ends.
+func checkChain(t *testing.T, sc *gophercloud.ServiceClient, sg, port, fip client.Object, attached bool) chain {
+	t.Helper()
+	ctx := context.Background()
+	c := chain{sc: sc, sg: meta.GetExternalName(sg), port: meta.GetExternalName(port), fip: meta.GetExternalName(fip)}
+	t.Cleanup(func() {
+		_ = floatingips.Delete(context.Background(), sc, c.fip).ExtractErr()
+		_ = ports.Delete(context.Background(), sc, c.port).ExtractErr()
+		_ = groups.Delete(context.Background(), sc, c.sg).ExtractErr()
 	})
+	p, err := ports.Get(ctx, sc, c.port).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.SecurityGroups) != 1 || p.SecurityGroups[0] != c.sg {
+		t.Errorf("port security groups %v, want [%s] from the SecurityGroup MR", p.SecurityGroups, c.sg)
+	}
+	f, err := floatingips.Get(ctx, sc, c.fip).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PortID != c.port || !attached {
+		t.Errorf("floating IP %s is on port %q (attached %v), want %s", f.FloatingIP, f.PortID, attached, c.port)
+	}
+	return c
+}
+
+// deleted says which of the chain's objects Neutron still has, or nil.
+func (c chain) deleted() error {
+	ctx := context.Background()
+	if _, err := floatingips.Get(ctx, c.sc, c.fip).Extract(); err == nil {
+		return fmt.Errorf("floating IP %s still allocated", c.fip)
+	}
+	if _, err := ports.Get(ctx, c.sc, c.port).Extract(); err == nil {
+		return fmt.Errorf("port %s still exists", c.port)
+	}
+	if _, err := groups.Get(ctx, c.sc, c.sg).Extract(); err == nil {
+		return fmt.Errorf("security group %s still exists", c.sg)
+	}
+	return nil
 }

@@ -74,20 +74,26 @@ func NewClients() *Clients {
 	return &Clients{clients: map[string]cached{}, gates: map[string]*Gate{}, authenticate: authenticate}
 }
 
-// Network returns a Neutron (network v2) client for pc, reading its
-// credentials with kube. The client is made once per ProviderConfig and set
-// of credentials: authentication and Neutron's version discovery happen
-// only then. Errors name the ProviderConfig and say whether reading the
-// credentials, authenticating to Keystone or finding Neutron in the service
-// catalog failed.
+// Network returns a Neutron (network v2) client for the cluster-scoped
+// ProviderConfig pc, as NetworkFor does.
 func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.ProviderConfig) (*gophercloud.ServiceClient, error) {
-	creds, err := FromProviderConfig(ctx, kube, pc)
+	return c.NetworkFor(ctx, kube, ClusterConfig(pc))
+}
+
+// NetworkFor returns a Neutron (network v2) client for cfg, reading its
+// credentials with kube. The client is made once per config (cfg.Key) and
+// set of credentials: authentication and Neutron's version discovery
+// happen only then. Errors name the config and say whether reading the
+// credentials, authenticating to Keystone or finding Neutron in the
+// service catalog failed.
+func (c *Clients) NetworkFor(ctx context.Context, kube client.Reader, cfg Config) (*gophercloud.ServiceClient, error) {
+	creds, err := fromConfig(ctx, kube, cfg)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.clients[pc.Name]; ok && e.key == creds.fingerprint {
+	if e, ok := c.clients[cfg.Key]; ok && e.key == creds.fingerprint {
 		return e.network, nil
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
@@ -97,16 +103,16 @@ func (c *Clients) Network(ctx context.Context, kube client.Reader, pc *v1alpha1.
 	if c.Transport != nil {
 		rt = c.Transport(rt)
 	}
-	rt = c.gate(pc.Name).Transport(rt, creds.Auth.IdentityEndpoint)
+	rt = c.gate(cfg.Key).Transport(rt, creds.Auth.IdentityEndpoint)
 	p, err := c.authenticate(ctx, creds, rt, c.timeout())
 	if err != nil {
-		return nil, Wrap(err, fmt.Sprintf("ProviderConfig %s: cannot authenticate to Keystone at %s", pc.Name, creds.Auth.IdentityEndpoint))
+		return nil, Wrap(err, fmt.Sprintf("%s: cannot authenticate to Keystone at %s", cfg.Name, creds.Auth.IdentityEndpoint))
 	}
 	sc, err := openstack.NewNetworkV2(p, creds.Endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("ProviderConfig %s: no Neutron endpoint in the service catalog (region %q): %w", pc.Name, creds.Endpoint.Region, err)
+		return nil, fmt.Errorf("%s: no Neutron endpoint in the service catalog (region %q): %w", cfg.Name, creds.Endpoint.Region, err)
 	}
-	c.clients[pc.Name] = cached{key: creds.fingerprint, network: sc}
+	c.clients[cfg.Key] = cached{key: creds.fingerprint, network: sc}
 	return sc, nil
 }
 

@@ -118,23 +118,28 @@ func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
 // names and parses them with ParseCloudsYAML. Errors name the ProviderConfig,
 // the Secret and the key at fault.
 func FromProviderConfig(ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig) (*Credentials, error) {
-	cr := pc.Spec.Credentials
+	return fromConfig(ctx, c, ClusterConfig(pc))
+}
+
+// fromConfig is FromProviderConfig for any kind of config.
+func fromConfig(ctx context.Context, c client.Reader, cfg Config) (*Credentials, error) {
+	cr := cfg.Credentials
 	if cr.SecretRef == nil {
-		return nil, fmt.Errorf("ProviderConfig %s: spec.credentials.secretRef is not set: name the Secret key holding clouds.yaml", pc.Name)
+		return nil, fmt.Errorf("%s: spec.credentials.secretRef is not set: name the Secret key holding clouds.yaml", cfg.Name)
 	}
 	doc, err := clients.SecretKey(ctx, c, *cr.SecretRef, "clouds.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+		return nil, fmt.Errorf("%s: %w", cfg.Name, err)
 	}
 	o := CloudOptions{Cloud: cr.Cloud, Region: cr.Region, Interface: cr.Interface}
 	if cr.CABundleSecretRef != nil {
 		if o.CABundle, err = clients.SecretKey(ctx, c, *cr.CABundleSecretRef, "CA bundle"); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
 		}
 	}
 	creds, err := ParseCloudsYAML(doc, o)
 	if err != nil {
-		return nil, fmt.Errorf("ProviderConfig %s: Secret %s/%s key %q: %w", pc.Name, cr.SecretRef.Namespace, cr.SecretRef.Name, cr.SecretRef.Key, err)
+		return nil, fmt.Errorf("%s: Secret %s/%s key %q: %w", cfg.Name, cr.SecretRef.Namespace, cr.SecretRef.Name, cr.SecretRef.Key, err)
 	}
 	return creds, nil
 }

@@ -46,7 +46,7 @@ type CreateRecovery struct {
 	// Kube saves the resolved MR.
 	Kube client.Writer
 	// Network returns the Neutron client of mg's ProviderConfig.
-	Network func(ctx context.Context, mg resource.LegacyManaged) (*gophercloud.ServiceClient, error) //nolint:staticcheck // SA1019: the provider's kinds are cluster-scoped (legacy) managed resources
+	Network func(ctx context.Context, mg resource.Managed) (*gophercloud.ServiceClient, error)
 	// Find looks for the object.
 	Find Finder
 	// Settling says when a create that Find does not find has surely
@@ -61,11 +61,7 @@ func (r *CreateRecovery) Initialize(ctx context.Context, mg resource.Managed) er
 	if !meta.ExternalCreateIncomplete(mg) {
 		return nil
 	}
-	lm, ok := mg.(resource.LegacyManaged) //nolint:staticcheck // SA1019: the provider's kinds are cluster-scoped (legacy) managed resources
-	if !ok {
-		return fmt.Errorf(errRecover+": not a cluster-scoped managed resource", mg.GetName())
-	}
-	sc, err := r.Network(ctx, lm)
+	sc, err := r.Network(ctx, mg)
 	if err != nil {
 		return fmt.Errorf(errRecover+": %w", mg.GetName(), err)
 	}

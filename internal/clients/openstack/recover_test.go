@@ -119,7 +119,7 @@ func TestCreateRecovery(t *testing.T) {
 					got.saved = true
 					return nil
 				}},
-				Network: func(context.Context, resource.LegacyManaged) (*gophercloud.ServiceClient, error) { //nolint:staticcheck // SA1019: the provider's kinds are cluster-scoped (legacy) managed resources
+				Network: func(context.Context, resource.Managed) (*gophercloud.ServiceClient, error) {
 					return &gophercloud.ServiceClient{}, nil
 				},
 				Find: func(context.Context, *gophercloud.ServiceClient, resource.Managed) (string, bool, error) {

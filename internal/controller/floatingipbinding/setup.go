@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
@@ -83,5 +84,16 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
 			return &connector{c}
+		})
+}
+
+// SetupNamespaced adds the controller of the namespaced FloatingIPBinding
+// (networking.m.ipsecgw.io) to mgr: the same external client, poll
+// interval and lookup on the namespaced twin (mrsetup.RegisterOpenStackTwin).
+// It returns an error when the controller cannot be built.
+func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find,
+		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
+			return &external{neutron: sc, settle: c.Clients.Settling(nil)}
 		})
 }

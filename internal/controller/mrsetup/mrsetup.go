@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	nspcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
@@ -107,7 +108,8 @@ func UncachedClient(mgr ctrl.Manager) (client.Client, error) {
 
 // WatchCredentials returns the reader of ProviderConfigs and credentials
 // Secrets that the OpenStack connectors share (openstack.Clients'
-// Credentials): ProviderConfigs from mgr's cache, each Secret from an
+// Credentials): ProviderConfigs of both groups and ClusterProviderConfigs
+// from mgr's cache, each Secret from an
 // informer of its own that stops with mgr, so a reconcile reads neither
 // from the API server. It returns an error when its client cannot be made
 // or mgr does not take it.
@@ -129,6 +131,13 @@ func UsageTracker(mgr ctrl.Manager) resource.LegacyTracker {
 	return resource.NewLegacyProviderConfigUsageTracker(mgr.GetClient(), &pcv1alpha1.ProviderConfigUsage{})
 }
 
+// ModernUsageTracker records the ProviderConfigUsages (m.ipsecgw.io, in
+// the resource's namespace) of namespaced managed resources, for a
+// ProviderConfig or a ClusterProviderConfig.
+func ModernUsageTracker(mgr ctrl.Manager) resource.ModernTracker {
+	return resource.NewProviderConfigUsageTracker(mgr.GetClient(), &nspcv1alpha1.ProviderConfigUsage{})
+}
+
 // OpenStackConnector returns the connector the OpenStack kinds embed,
 // authenticating through clients and reading credentials with
 // clients.Credentials, or uncached when that is nil.
@@ -140,7 +149,7 @@ func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack
 			return openstack.Connector{}, err
 		}
 	}
-	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), Clients: clients}, nil
+	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), ModernUsage: ModernUsageTracker(mgr), Clients: clients}, nil
 }
 
 // RegisterOpenStack adds the controller of an OpenStack kind: gk and gvk

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
@@ -45,5 +46,16 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Network] {
 			return &connector{c}
+		})
+}
+
+// SetupNamespaced adds the controller of the namespaced Network
+// (networking.m.ipsecgw.io) to mgr: the same external client on the
+// namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
+// when the controller cannot be built.
+func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.NetworkGroupKind, nsv1alpha1.NetworkGroupVersionKind, &nsv1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
+		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
+			return &external{network: sc, settle: c.Clients.Settling(nil)}
 		})
 }

@@ -1,5 +1,6 @@
-// Package providerconfig runs the controller that counts a ProviderConfig's
-// users (its ProviderConfigUsages) and keeps a ProviderConfig in use from
+// Package providerconfig runs the controllers that count the users of a
+// ProviderConfig (ipsecgw.io; m.ipsecgw.io) or ClusterProviderConfig
+// (m.ipsecgw.io) from their ProviderConfigUsages and keep one in use from
 // being deleted.
 package providerconfig
 
@@ -10,26 +11,48 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 )
 
-// Setup adds the ProviderConfig controller to mgr. It returns an error when
-// the controller cannot be built or registered.
+// Setup adds the controllers of the cluster-scoped ProviderConfig, the
+// namespaced ProviderConfig and the ClusterProviderConfig to mgr. It
+// returns an error when a controller cannot be built or registered.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
-	name := providerconfig.ControllerName(v1alpha1.ProviderConfigGroupKind)
-	r := providerconfig.NewReconciler(mgr, resource.ProviderConfigKinds{
-		Config:    v1alpha1.ProviderConfigGroupVersionKind,
-		Usage:     v1alpha1.ProviderConfigUsageGroupVersionKind,
-		UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind,
-	},
-		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
-	)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(o.ForControllerRuntime()).
-		For(&v1alpha1.ProviderConfig{}).
-		Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{}).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+	for _, c := range []struct {
+		gk    string
+		kinds resource.ProviderConfigKinds
+		pc    client.Object
+		usage client.Object
+		// kind filters the usages of m.ipsecgw.io, which serve both
+		// kinds, by providerConfigRef.kind.
+		kind string
+	}{
+		{v1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: v1alpha1.ProviderConfigGroupVersionKind,
+			Usage: v1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind},
+			&v1alpha1.ProviderConfig{}, &v1alpha1.ProviderConfigUsage{}, ""},
+		{nsv1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ProviderConfigGroupVersionKind,
+			Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+			&nsv1alpha1.ProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ProviderConfigKind},
+		{nsv1alpha1.ClusterProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ClusterProviderConfigGroupVersionKind,
+			Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+			&nsv1alpha1.ClusterProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ClusterProviderConfigKind},
+	} {
+		name := providerconfig.ControllerName(c.gk)
+		r := providerconfig.NewReconciler(mgr, c.kinds,
+			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
+			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
+		)
+		if err := ctrl.NewControllerManagedBy(mgr).
+			Named(name).
+			WithOptions(o.ForControllerRuntime()).
+			For(c.pc).
+			Watches(c.usage, &resource.EnqueueRequestForProviderConfig{Kind: c.kind}).
+			Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -88,7 +88,7 @@ func (h *Harness[T]) Step(t *testing.T, reason string, n int, s Step) {
 func (h *Harness[T]) reconcile() {
 	recovery := &openstack.CreateRecovery{
 		Kube:    h.Kube,
-		Network: func(context.Context, resource.LegacyManaged) (*gophercloud.ServiceClient, error) { return h.sc, nil }, //nolint:staticcheck // SA1019: the provider's kinds are cluster-scoped (legacy) managed resources
+		Network: func(context.Context, resource.Managed) (*gophercloud.ServiceClient, error) { return h.sc, nil },
 		Find:    h.find,
 	}
 	r := managed.NewReconciler(&fake.Manager{Client: h.Kube, Scheme: h.Kube.Scheme()}, resource.ManagedKind(h.gvk),
