@@ -342,6 +342,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 		ForProvider: gwv1alpha1.GatewayParameters{
 			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
 			Active:           ptr.To(attached),
+			Replicas:         s.Replicas,
 			DataPlane:        s.DataPlane,
 			Endpoint:         ep,
 			Tunnels:          s.Tunnels,

@@ -19,11 +19,20 @@ const (
 	AgentHealthPort  int32 = 9101
 )
 
-// Replicas returns the replicas the gateway's Deployment runs: 1, or 0
-// while spec.forProvider.active is false (pre-stage).
+// Replicas returns the replicas the gateway's Deployment runs:
+// spec.forProvider.replicas (1 when unset), or 0 while
+// spec.forProvider.active is false (pre-stage).
 func Replicas(gw *v1alpha1.Gateway) int32 {
 	if a := gw.Spec.ForProvider.Active; a != nil && !*a {
 		return 0
+	}
+	return pods(gw)
+}
+
+// pods returns spec.forProvider.replicas, 1 when unset.
+func pods(gw *v1alpha1.Gateway) int32 {
+	if r := gw.Spec.ForProvider.Replicas; r != nil {
+		return *r
 	}
 	return 1
 }

@@ -11,8 +11,8 @@ type GatewayObservation struct {
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
 
-	// Replicas the Deployment asks for: 1, or 0 while the gateway is not
-	// active.
+	// Replicas the Deployment asks for: spec.forProvider.replicas, or 0
+	// while the gateway is not active.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 

@@ -246,6 +246,11 @@ func (in *GatewayParameters) DeepCopyInto(out *GatewayParameters) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.Replicas != nil {
+		in, out := &in.Replicas, &out.Replicas
+		*out = new(int32)
+		**out = **in
+	}
 	out.Endpoint = in.Endpoint
 	out.NetworkAttachment = in.NetworkAttachment
 	if in.Tunnels != nil {
