@@ -446,6 +446,7 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
 		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
 		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
+		{"status.atProvider.leader", "status.gateway.leader"},
 		{"status.atProvider.tunnels", "status.tunnels"},
 		{conditions, "status.gateway.conditions"},
 	},

@@ -53,6 +53,9 @@ const (
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
+	// KeyLeader is the status ConfigMap's key of an active/standby
+	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
+	KeyLeader  = "leader.json"
 	ConfigDir  = "/etc/ipsecgw/config"
 	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
 	RunDir     = "/var/run/charon"

@@ -70,7 +70,7 @@ type GatewayParameters struct {
 	// active pod holds the endpoint's address on the tenant network,
 	// announced with gratuitous ARP, and talks IKE; the standby has the
 	// same configuration validated and loaded and takes over when the
-	// active pod or its node is lost (within the Lease's duration, 7 s).
+	// active pod or its node is lost (within the Lease's duration, 6 s, and a retry period).
 	// With 2, the cluster needs two schedulable nodes that may run the
 	// gateway (nodeSelector, tolerations) and that attach to the tenant
 	// network (networkAttachment.master).
