@@ -86,6 +86,14 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
+	ls, err := e.leader(ctx, gw)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if ev := leaderEvent(gw.Status.AtProvider.Leader, ls); ev != nil {
+		e.recorder.Event(gw, *ev)
+	}
+	gw.Status.AtProvider.Leader = ls
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
@@ -109,7 +117,7 @@ func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
 		gw.SetConditions(v1alpha1.DeploymentReady(), xpv2.Available())
 	default:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPodNotReady,
-			fmt.Sprintf("the gateway pod is not ready (%d of 1 replicas ready)", dep.Status.ReadyReplicas)), xpv2.Unavailable())
+			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", dep.Status.ReadyReplicas, workload.Replicas(gw))), xpv2.Unavailable())
 	}
 }
 
@@ -276,8 +284,13 @@ func (e *external) Create(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 	return managed.ExternalCreation{}, e.apply(ctx)
 }
 
-// Update applies every object of the Gateway, correcting any drift.
+// Update applies every object of the Gateway, correcting any drift; with
+// replicas 2 it first ranks the pods for the rollout it may start
+// (rankPods).
 func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalUpdate, error) {
+	if err := e.rankPods(ctx, gw); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	return managed.ExternalUpdate{}, e.apply(ctx)
 }
 
