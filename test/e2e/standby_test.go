@@ -45,10 +45,17 @@ func TestActiveStandby(t *testing.T) {
 		t.Skip("active/standby needs NODES=2")
 	}
 	s := startStack(t)
+	gwName := ""
 	t.Cleanup(func() {
-		if t.Failed() {
-			siteLogTails(t, s.state)
+		if !t.Failed() {
+			return
 		}
+		siteLogTails(t, s.state)
+		for _, p := range s.pods(t, gwName) {
+			t.Logf("pod %s on %s, agent's log:\n%s", p.Name, p.Spec.NodeName, s.tryKubectl("-n", tenant, "logs", p.Name, "-c", "agent", "--tail", "40"))
+		}
+		t.Logf("the status ConfigMap:\n%s", s.tryKubectl("-n", tenant, "get", "configmap", gwName+"-status", "-o", "yaml"))
+		t.Logf("the Gateway:\n%s", s.tryKubectl("get", "gateway", gwName, "-o", "yaml"))
 	})
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")
@@ -60,6 +67,7 @@ func TestActiveStandby(t *testing.T) {
 	// 1. Cutover with replicas 2.
 	c := s.get(t, claimGVK, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
+	gwName = gw
 	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
 		t.Fatal(err)
 	}
@@ -348,4 +356,14 @@ func arpRequest(mac net.HardwareAddr, src, ip netip.Addr) []byte {
 	f = append(f, s[:]...)
 	f = append(f, 0, 0, 0, 0, 0, 0)
 	return append(f, d[:]...)
+}
+
+// tryKubectl runs the toolchain's kubectl on the stack and returns its
+// output, the error included: for logs of a failed test.
+func (s *stack) tryKubectl(args ...string) string {
+	out, err := s.kubectlCommand(args...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%s(%v)", out, err)
+	}
+	return string(out)
 }
