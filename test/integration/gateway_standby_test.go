@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,15 +40,14 @@ func TestGatewayActiveStandby(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
 	)
-	pc := &v1alpha1.ProviderConfig{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "default"}, pc); err != nil {
-		create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
-			Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-		}})
-	}
+	// A ProviderConfig of its own: TestGatewayLifecycle creates default.
+	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "standby"}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}})
 	spec := gatewaySpec(ns)
 	spec.Replicas = ptr.To[int32](2)
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-ha"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: "standby"}
 	create(t, gw)
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	names := workload.NamesOf(gw.Name)

@@ -217,6 +217,8 @@ func differs(want, got client.Object) string {
 			return "the pod template is for another configuration"
 		case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
 			return "the pod template is for another network attachment"
+		case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
+			return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
 		}
 		for i, c := range w.Spec.Template.Spec.Containers {
 			if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
@@ -301,12 +303,37 @@ func (e *external) apply(ctx context.Context) error {
 		return errors.New("nothing rendered to apply")
 	}
 	for _, o := range e.objects {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			if live, err := e.get(ctx, d); err == nil {
+				d = d.DeepCopy()
+				d.Spec.Strategy = strategy(live.(*appsv1.Deployment), d)
+				o = d
+			}
+		}
 		//nolint:staticcheck // Patch with client.Apply keeps typed objects; the ApplyConfiguration API needs generated types per kind.
 		if err := e.target.Patch(ctx, o, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// strategy returns the strategy to apply want, the gateway's Deployment,
+// over live, the cluster's: want's, except while a Deployment of one pod
+// (Recreate, static address from the CNI) becomes active/standby (a
+// rolling update, the address taken by the elected agent): a rolling
+// update would start a new pod, which finds the Lease free and takes the
+// address, beside the old pod that still holds it. That change of network
+// attachment rolls out with Recreate, and the next update, with the pods
+// on the new attachment, sets the rolling update (which alone rolls no
+// pod).
+func strategy(live, want *appsv1.Deployment) appsv1.DeploymentStrategy {
+	netHash := workload.AnnotationNetworkHash
+	if live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType &&
+		live.Spec.Template.Annotations[netHash] != want.Spec.Template.Annotations[netHash] {
+		return appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	return want.Spec.Strategy
 }
 
 // Delete removes every object the Gateway created, newest first, and only
