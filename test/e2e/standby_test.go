@@ -25,16 +25,18 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
-// TestActiveStandby runs the claim with replicas 2 on two nodes (NODES=2)
-// with the live client site and the probe measuring the client host's
-// outage, while an ARP watcher in the router's namespace asks every 100 ms
-// who has the gateway's address and counts the answers to each request:
+// TestActiveStandby runs the claim on two nodes (NODES=2) with the live
+// client site and the probe measuring the client host's outage, while an
+// ARP watcher in the router's namespace asks every 100 ms who has the
+// gateway's address and counts the answers to each request:
 //
-//  1. Cutover with replicas 2: two pods Ready on different nodes, one
-//     active (status.gateway.leader), the tunnel up through it.
-//  2. The active pod deleted: the standby takes over (cause released),
+//  1. Cutover with one pod (replicas 1, as before the field); the pod
+//     deleted, its outage measured.
+//  2. replicas 2 on the running gateway: two pods Ready on different
+//     nodes, one active (status.gateway.leader), the tunnel up through it.
+//  3. The active pod deleted: the standby takes over (cause released),
 //     the client's connections answered again within 5 s.
-//  3. The active pod's node lost (node.sh lose): the other pod takes over
+//  4. The active pod's node lost (node.sh lose): the other pod takes over
 //     (cause expired), answered again within 10 s; after node.sh return
 //     the old pod does not take the address back.
 //
@@ -64,31 +66,49 @@ func TestActiveStandby(t *testing.T) {
 	p := startProbe(t, s.env)
 	p.wait(t, siteVM, 30*time.Second)
 
-	// 1. Cutover with replicas 2.
+	// 1. Cutover with one pod, as before replicas, and its loss measured.
 	c := s.get(t, claimGVK, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
 	gwName = gw
-	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
-		t.Fatal(err)
-	}
 	s.setFIPPort(t, "")
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
 	s.labelClaim(t)
 	s.waitAttached(t, "cutover")
-	pods := s.readyPods(t, gw, 2, 3*time.Minute)
-	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
-		t.Fatalf("both gateway pods run on %s, want one per node", pods[0].Spec.NodeName)
-	}
+	single := s.readyPod(t, gw, 3*time.Minute)
 	sa = peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
 	e := p.wait(t, siteGateway, time.Minute)
 	t.Logf("cutover: the client host's connections carried by %s, outage %d ms", e.Via, e.OutageMS)
 	arp := startARPWatch(t, s.state, siteGateway)
-	active := s.leader(t, "", time.Minute)
-	t.Logf("active pod %s on %s (cause %s)", active.pod, active.node, active.cause)
-
-	// 2. The active pod deleted.
 	mark := p.mark()
 	killed := time.Now()
+	if err := s.kube.Delete(ctx, &single); err != nil {
+		t.Fatal(err)
+	}
+	outage := p.outage(t, mark, killed, time.Minute)
+	t.Logf("replicas 1, the pod deleted: the client's connections answered again after an outage of %d ms", outage.Milliseconds())
+	s.readyPod(t, gw, 3*time.Minute)
+
+	// 2. replicas 2 on the running gateway: the one pod is replaced
+	// (Recreate: no elected pod beside the one with the static address),
+	// then two pods on different nodes, one active.
+	mark = p.mark()
+	changed := time.Now()
+	c = s.get(t, claimGVK, tenant, pinned)
+	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	pods := s.readyPods(t, gw, 2, 3*time.Minute)
+	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
+		t.Fatalf("both gateway pods run on %s, want one per node", pods[0].Spec.NodeName)
+	}
+	active := s.leader(t, "", time.Minute)
+	outage = p.outage(t, mark, changed, time.Minute)
+	t.Logf("replicas 1 → 2: active pod %s on %s (cause %s); the client's connections answered again after an outage of %d ms",
+		active.pod, active.node, active.cause, outage.Milliseconds())
+
+	// 3. The active pod deleted.
+	mark = p.mark()
+	killed = time.Now()
 	pod := &corev1.Pod{}
 	if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: active.pod}, pod); err != nil {
 		t.Fatal(err)
@@ -97,7 +117,7 @@ func TestActiveStandby(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := s.leader(t, active.pod, 30*time.Second)
-	outage := p.outage(t, mark, killed, 30*time.Second)
+	outage = p.outage(t, mark, killed, 30*time.Second)
 	t.Logf("active pod deleted: %s on %s active (cause %s); the client's connections answered again after an outage of %d ms",
 		next.pod, next.node, next.cause, outage.Milliseconds())
 	if next.cause != "released" {
@@ -108,7 +128,7 @@ func TestActiveStandby(t *testing.T) {
 	}
 	s.readyPods(t, gw, 2, 3*time.Minute)
 
-	// 3. The active pod's node lost, then returned.
+	// 4. The active pod's node lost, then returned.
 	active = next
 	n := strings.TrimPrefix(active.node, "node-")
 	mark = p.mark()
@@ -261,11 +281,26 @@ func (a *arpWatch) stop() (requests int, twice []string, unanswered int) {
 	return a.requests, a.twice, a.unanswered
 }
 
-// run runs the watch on a thread of its own in namespace ns; it never
-// returns the thread to the runtime, which discards it.
+// run runs the watch on a thread of its own in namespace ns, and returns
+// the thread to the test's namespace at the end.
 func (a *arpWatch) run(ns string, ip netip.Addr, ready chan<- error) {
 	defer close(a.stopped)
 	runtime.LockOSThread()
+	// Back to the test's namespace before the thread is unlocked: a
+	// thread left in the router's namespace (the runtime keeps the main
+	// thread) puts the test's pid among the namespace's, which the site's
+	// teardown kills.
+	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ready <- err
+		return
+	}
+	defer func() {
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		_ = unix.Close(home)
+	}()
 	sock, ifi, src, err := arpSocket(ns)
 	ready <- err
 	if err != nil {
