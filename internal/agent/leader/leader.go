@@ -156,7 +156,7 @@ func (e *Elector) term(ctx context.Context) error {
 	cancel()
 	<-done
 	if held {
-		e.releaseLease()
+		e.releaseLease(ctx)
 	}
 	return nil
 }
@@ -236,11 +236,12 @@ func (e *Elector) release(ctx context.Context, t *term, why string) bool {
 // holder, as client-go's ReleaseOnCancel does, but only while this pod's
 // hold is still valid (renewed within RenewDeadline) and the Lease still
 // names it. client-go's own release writes over the Lease whoever holds it.
-func (e *Elector) releaseLease() {
+func (e *Elector) releaseLease(ctx context.Context) {
 	if e.overdue() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), e.RenewDeadline)
+	// ctx has ended (the agent stops): the release has its own deadline.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.RenewDeadline)
 	defer cancel()
 	rec, _, err := e.Lock.Get(ctx)
 	if err != nil || rec.HolderIdentity != e.Lock.Identity() {

@@ -23,8 +23,12 @@ import (
 func Report(ctx context.Context, c client.Client, namespace, name, pod, node string, t Takeover, log logging.Logger) {
 	since := metav1.NewTime(t.At)
 	ls := v1alpha1.LeaderStatus{Pod: pod, Node: node, Since: &since, Cause: t.Cause, Previous: t.Previous}
-	raw, _ := json.Marshal(ls) // plain strings and a time
-	patch, _ := json.Marshal(map[string]any{"data": map[string]string{workload.KeyLeader: string(raw)}})
+	raw, err := json.Marshal(ls)
+	if err != nil {
+		log.Info("Cannot encode this pod as the active one", "error", err)
+		return
+	}
+	patch, _ := json.Marshal(dataPatch{Data: map[string]string{workload.KeyLeader: string(raw)}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	for {
 		err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
@@ -38,4 +42,9 @@ func Report(ctx context.Context, c client.Client, namespace, name, pod, node str
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// dataPatch is a merge patch of some keys of a ConfigMap's data.
+type dataPatch struct {
+	Data map[string]string `json:"data"`
 }

@@ -209,21 +209,27 @@ func differs(want, got client.Object) string {
 			return "data differs from the rendered secrets"
 		}
 	case *appsv1.Deployment:
-		g := got.(*appsv1.Deployment)
-		switch {
-		case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
-			return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
-		case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-			return "the pod template is for another configuration"
-		case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
-			return "the pod template is for another network attachment"
-		case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
-			return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
-		}
-		for i, c := range w.Spec.Template.Spec.Containers {
-			if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
-				return "container images differ"
-			}
+		return deploymentDiffers(w, got.(*appsv1.Deployment))
+	}
+	return ""
+}
+
+// deploymentDiffers describes how g, the cluster's gateway Deployment,
+// differs from w in what the provider owns, or returns "".
+func deploymentDiffers(w, g *appsv1.Deployment) string {
+	switch {
+	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
+		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
+		return "the pod template is for another configuration"
+	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
+		return "the pod template is for another network attachment"
+	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
+		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
+	}
+	for i, c := range w.Spec.Template.Spec.Containers {
+		if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
+			return "container images differ"
 		}
 	}
 	return ""

@@ -95,7 +95,7 @@ func (e *external) rankPods(ctx context.Context, gw *v1alpha1.Gateway) error {
 		if (want == nil && !ok) || (want != nil && ok && have == *want) {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{workload.AnnotationDeletionCost: want}}})
+		patch, _ := json.Marshal(annotationsPatch{Metadata: annotations{Annotations: map[string]*string{workload.AnnotationDeletionCost: want}}})
 		if err := e.target.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("%s: %w", errDeletionCost, err)
 		}
@@ -115,4 +115,14 @@ func (e *external) statusConfigMap(ctx context.Context, gw *v1alpha1.Gateway) (*
 		return nil, fmt.Errorf("cannot get the agent's status ConfigMap %s: %w", nn, err)
 	}
 	return got.(*corev1.ConfigMap), nil
+}
+
+// annotationsPatch is a merge patch of an object's annotations: a nil
+// value removes the annotation.
+type annotationsPatch struct {
+	Metadata annotations `json:"metadata"`
+}
+
+type annotations struct {
+	Annotations map[string]*string `json:"annotations"`
 }
