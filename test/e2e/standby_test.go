@@ -75,7 +75,7 @@ func TestActiveStandby(t *testing.T) {
 	s.labelClaim(t)
 	s.waitAttached(t, "cutover")
 	single := s.readyPod(t, gw, 3*time.Minute)
-	sa = peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
+	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
 	e := p.wait(t, siteGateway, time.Minute)
 	t.Logf("cutover: the client host's connections carried by %s, outage %d ms", e.Via, e.OutageMS)
 	arp := startARPWatch(t, s.state, siteGateway)
@@ -359,8 +359,11 @@ func arpSocket(ns string) (int, *net.Interface, netip.Addr, error) {
 		return 0, nil, netip.Addr{}, err
 	}
 	addrs, err := ifi.Addrs()
-	if err != nil || len(addrs) == 0 {
-		return 0, nil, netip.Addr{}, fmt.Errorf("no address on %s: %v", topology.TenantBridge, err)
+	if err != nil {
+		return 0, nil, netip.Addr{}, err
+	}
+	if len(addrs) == 0 {
+		return 0, nil, netip.Addr{}, fmt.Errorf("no address on %s", topology.TenantBridge)
 	}
 	src, err := netip.ParsePrefix(addrs[0].String())
 	if err != nil {
