@@ -40,8 +40,9 @@ import (
 //     (cause expired), answered again within 10 s; after node.sh return
 //     the old pod does not take the address back.
 //
-// Throughout, no ARP request is answered twice (two pods holding the
-// address), and the client site's configuration is untouched.
+// From step 2 on, no ARP request is answered twice (two pods holding the
+// address; in step 1 the old pod, terminating, still holds it beside its
+// replacement: logged), and the client site's configuration is untouched.
 func TestActiveStandby(t *testing.T) {
 	if n, _ := strconv.Atoi(os.Getenv("NODES")); n < 2 {
 		t.Skip("active/standby needs NODES=2")
@@ -78,7 +79,7 @@ func TestActiveStandby(t *testing.T) {
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
 	e := p.wait(t, siteGateway, time.Minute)
 	t.Logf("cutover: the client host's connections carried by %s, outage %d ms", e.Via, e.OutageMS)
-	arp := startARPWatch(t, s.state, siteGateway)
+	arp1 := startARPWatch(t, s.state, siteGateway)
 	mark := p.mark()
 	killed := time.Now()
 	if err := s.kube.Delete(ctx, &single); err != nil {
@@ -87,6 +88,12 @@ func TestActiveStandby(t *testing.T) {
 	outage := p.outage(t, mark, killed, time.Minute)
 	t.Logf("replicas 1, the pod deleted: the client's connections answered again after an outage of %d ms", outage.Milliseconds())
 	s.readyPod(t, gw, 3*time.Minute)
+	// Today's one pod: the ReplicaSet starts the new pod, with the static
+	// address, while the old one is still terminating with it. Reported,
+	// not asserted: it is what replicas 2 fixes.
+	requests, twice, unanswered := arp1.stop()
+	t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered by two pods (%v), %d unanswered", requests, siteGateway, len(twice), twice, unanswered)
+	arp := startARPWatch(t, s.state, siteGateway)
 
 	// 2. replicas 2 on the running gateway: the one pod is replaced
 	// (Recreate: no elected pod beside the one with the static address),
@@ -157,7 +164,7 @@ func TestActiveStandby(t *testing.T) {
 	if now := s.leader(t, "", 10*time.Second); now.pod != next.pod || now.since != next.since {
 		t.Errorf("after node %s returned the active pod is %+v, want %s still", active.node, now, next.pod)
 	}
-	requests, twice, unanswered := arp.stop()
+	requests, twice, unanswered = arp.stop()
 	t.Logf("ARP watch: %d requests for %s, %d answered by two pods, %d unanswered", requests, siteGateway, len(twice), unanswered)
 	if len(twice) > 0 {
 		t.Errorf("two pods answered ARP for %s: %v", siteGateway, twice)
