@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,17 +21,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/leader"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 type options struct {
@@ -40,6 +45,11 @@ type options struct {
 	interval, poll, publishInterval   time.Duration
 	reinitiateAfterSeconds            int
 	validate, debug                   bool
+	// Active/standby (--lease): the Lease, this pod and its node, and the
+	// address the active pod holds.
+	lease, podName, nodeName string
+	iface, address           string
+	addressUp, addressDown   string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -59,6 +69,13 @@ func parseFlags(args []string) (options, error) {
 		"Initiate again an always-on tunnel (startAction start) or CHILD_SA that has been down this many seconds while charon was not trying; 0 never does.")
 	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
+	fs.StringVar(&o.lease, "lease", "", "Name of the Lease in --namespace that elects the active pod of an active/standby pair; empty: this pod is the only one and always active.")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv(workload.EnvPodName), "This pod's name, its identity in the Lease (defaults to $POD_NAME).")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv(workload.EnvNodeName), "This pod's node, reported while active (defaults to $NODE_NAME).")
+	fs.StringVar(&o.iface, "interface", workload.SecondaryInterface, "With --lease: the interface on the tenant network.")
+	fs.StringVar(&o.address, "address", "", "With --lease: the gateway's fixed IP, which only the active pod holds and announces (gratuitous ARP).")
+	fs.StringVar(&o.addressUp, "address-up", "", "With --lease: shell commands that give --interface the address and its routes.")
+	fs.StringVar(&o.addressDown, "address-down", "", "With --lease: shell commands that take the address and its routes away.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -67,6 +84,14 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.statusConfigMap != "" && o.namespace == "" {
 		return o, errors.New("--status-configmap needs --namespace or $POD_NAMESPACE")
+	}
+	if o.lease != "" {
+		if o.namespace == "" || o.podName == "" || o.addressUp == "" || o.addressDown == "" {
+			return o, errors.New("--lease needs --namespace, --pod-name, --address-up and --address-down")
+		}
+		if _, err := netip.ParseAddr(o.address); err != nil {
+			return o, fmt.Errorf("--address %q is not an IP address", o.address)
+		}
 	}
 	return o, nil
 }
@@ -105,14 +130,19 @@ func runAgent(ctx context.Context, o options) error {
 	if o.validate {
 		ro.Validator = apply.CharonValidator{}
 	}
-	if o.statusConfigMap != "" {
-		c, err := kubeClient()
-		if err != nil {
+	var c client.Client
+	if o.statusConfigMap != "" || o.lease != "" {
+		var err error
+		if c, err = kubeClient(); err != nil {
 			return err
 		}
+	}
+	if o.statusConfigMap != "" {
 		ro.Publisher = &status.Publisher{Client: c, Namespace: o.namespace, Name: o.statusConfigMap, MinInterval: o.publishInterval}
 	}
+	ro.Standby = o.lease != ""
 	agent := run.New(ro)
+	m.Leader(!ro.Standby)
 
 	servers := []*http.Server{
 		{Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second},
@@ -125,14 +155,82 @@ func runAgent(ctx context.Context, o options) error {
 			}
 		}()
 	}
-	log.Info("Starting", "config", o.configDir, "vici", o.viciSocket, "status", o.statusConfigMap)
-	err := agent.Run(ctx)
+	log.Info("Starting", "config", o.configDir, "vici", o.viciSocket, "status", o.statusConfigMap, "lease", o.lease)
+	var err error
+	if o.lease != "" {
+		err = runElected(ctx, o, agent, m, c, log)
+	} else {
+		err = agent.Run(ctx)
+	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, s := range servers {
 		_ = s.Shutdown(shutdown)
 	}
 	log.Info("Stopped")
+	return err
+}
+
+// runElected runs the agent as one of an active/standby pair: the agent's
+// loop and the election, which makes it active while it holds the Lease.
+// Both end with ctx; the election first gives the address up.
+func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Collector, c client.Client, log logging.Logger) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("cannot find the API server: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.namespace, o.lease, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: o.podName})
+	if err != nil {
+		return err
+	}
+	ip, _ := netip.ParseAddr(o.address) // parseFlags checked it
+	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
+	e := &leader.Elector{
+		Lock: lock, Log: log,
+		Holder: holder{addr: addr, agent: agent},
+		Active: func(ctx context.Context, active bool, t leader.Takeover) {
+			m.Leader(active)
+			if !active {
+				return
+			}
+			if t.Cause != leader.CauseFirst {
+				m.FailedOver(t.Cause)
+			}
+			if o.statusConfigMap != "" {
+				go leader.Report(ctx, c, o.namespace, o.statusConfigMap, o.podName, o.nodeName, t, log)
+			}
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	err = e.Run(ctx)
+	return errors.Join(err, <-done)
+}
+
+// holder is what the active pod holds: the address, then the tunnels.
+type holder struct {
+	addr  *leader.Address
+	agent *run.Agent
+}
+
+func (h holder) Take(ctx context.Context) error {
+	if err := h.addr.Take(ctx); err != nil {
+		return err
+	}
+	h.agent.SetActive(true)
+	return nil
+}
+
+// Release takes the address away first: without it the SAs carry nothing
+// and charon can send nothing, even before the agent closes them.
+func (h holder) Release(ctx context.Context) error {
+	err := h.addr.Release(ctx)
+	h.agent.SetActive(false)
 	return err
 }
 

@@ -11,7 +11,8 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		configDir: "/etc/ipsecgw/config", secretsDir: "/etc/ipsecgw/secrets", viciSocket: "/var/run/charon/charon.vici",
 		metricsAddr: ":9100", healthAddr: ":9101", interval: 2 * time.Second, poll: 10 * time.Second,
-		publishInterval: 5 * time.Second, reinitiateAfterSeconds: 30, validate: true,
+		publishInterval: 5 * time.Second, reinitiateAfterSeconds: 30, validate: true, iface: "net1",
+		podName: "vpn-5d9f-abcde", nodeName: "node-2",
 	}
 	cases := map[string]struct {
 		reason  string
@@ -53,10 +54,35 @@ func TestParseFlags(t *testing.T) {
 			args:    []string{"--status-configmap=vpn-status"},
 			wantErr: "--status-configmap needs --namespace or $POD_NAMESPACE",
 		},
+		"ActiveStandby": {
+			reason: "The arguments of a pod of replicas 2, with its name and node from the downward API.",
+			args:   []string{"--lease=vpn", "--address=10.20.0.10", "--address-up=ip link set net1 up", "--address-down=ip link set net1 down"},
+			env:    "tenant-a",
+			want: func() options {
+				o := defaults
+				o.namespace, o.lease = "tenant-a", "vpn"
+				o.address, o.addressUp, o.addressDown = "10.20.0.10", "ip link set net1 up", "ip link set net1 down"
+				return o
+			}(),
+		},
+		"LeaseWithoutAddress": {
+			reason:  "An elected pod must know the address it holds while active.",
+			args:    []string{"--lease=vpn", "--address-up=up", "--address-down=down"},
+			env:     "tenant-a",
+			wantErr: `--address "" is not an IP address`,
+		},
+		"LeaseWithoutScripts": {
+			reason:  "An elected pod must be able to take the address and give it up.",
+			args:    []string{"--lease=vpn", "--address=10.20.0.10"},
+			env:     "tenant-a",
+			wantErr: "--lease needs --namespace, --pod-name, --address-up and --address-down",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("POD_NAMESPACE", tc.env)
+			t.Setenv("POD_NAME", "vpn-5d9f-abcde")
+			t.Setenv("NODE_NAME", "node-2")
 			got, err := parseFlags(tc.args)
 			gotErr := ""
 			if err != nil {

@@ -401,6 +401,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 		ForProvider: gwv1alpha1.GatewayParameters{
 			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
 			Active:           ptr.To(attached),
+			Replicas:         s.Replicas,
 			DataPlane:        s.DataPlane,
 			Endpoint:         ep,
 			Tunnels:          s.Tunnels,
@@ -510,6 +511,7 @@ var rollUps = map[string][]rollUp{
 		{"status.atProvider.warnings", "status.gateway.warnings"},
 		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
 		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
+		{"status.atProvider.leader", "status.gateway.leader"},
 		{"status.atProvider.tunnels", "status.tunnels"},
 		{conditions, "status.gateway.conditions"},
 	},

@@ -386,6 +386,20 @@ func TestRunFunction(t *testing.T) {
 				},
 			},
 		},
+		"ActiveStandby": {
+			reason: "The composite's replicas reach the Gateway as they are: two pods, active and standby.",
+			xr:     xrNAT + "  replicas: 2\n",
+			observed: map[string]string{
+				"port":        observedPort,
+				"floating-ip": observedBinding(true),
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				resources: map[string]got{
+					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.10")+"    replicas: 2\n"), Ready: fnv1.Ready_READY_FALSE},
+				},
+			},
+		},
 		"GatewayKeptWhilePortSilent": {
 			reason: "A Gateway composed before stays composed, with its endpoint, when the port reports no address in a run: dropped, Crossplane would delete it.",
 			xr:     xrNAT,

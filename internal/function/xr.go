@@ -49,6 +49,10 @@ type XIPsecGatewaySpec struct {
 	// DataPlane is the Gateway's spec.forProvider.dataPlane.
 	DataPlane gwv1alpha1.DataPlane `json:"dataPlane,omitempty"`
 
+	// Replicas is the Gateway's spec.forProvider.replicas: 1, or 2 for
+	// active/standby pods.
+	Replicas *int32 `json:"replicas,omitempty"`
+
 	// TenantSubnets are the Gateway's, and each is a security group rule.
 	TenantSubnets []gwv1alpha1.CIDR `json:"tenantSubnets,omitempty"`
 

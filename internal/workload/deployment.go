@@ -19,11 +19,20 @@ const (
 	AgentHealthPort  int32 = 9101
 )
 
-// Replicas returns the replicas the gateway's Deployment runs: 1, or 0
-// while spec.forProvider.active is false (pre-stage).
+// Replicas returns the replicas the gateway's Deployment runs:
+// spec.forProvider.replicas (1 when unset), or 0 while
+// spec.forProvider.active is false (pre-stage).
 func Replicas(gw *v1alpha1.Gateway) int32 {
 	if a := gw.Spec.ForProvider.Active; a != nil && !*a {
 		return 0
+	}
+	return pods(gw)
+}
+
+// pods returns spec.forProvider.replicas, 1 when unset.
+func pods(gw *v1alpha1.Gateway) int32 {
+	if r := gw.Spec.ForProvider.Replicas; r != nil {
+		return *r
 	}
 	return 1
 }
@@ -53,7 +62,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 	replicas := Replicas(gw)
 	secretMode := int32(0o400)
 	charonMounts, dataPlaneVolumes := dataPlane(gw, f, n)
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
 		ObjectMeta: meta,
 		Spec: appsv1.DeploymentSpec{
@@ -123,6 +132,64 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 			},
 		},
 	}
+	if pods(gw) > 1 {
+		activeStandby(gw, n, &d.Spec)
+	}
+	return d
+}
+
+// Agent flags and the downward API's environment of active/standby pods
+// (replicas 2), and the pod-deletion-cost annotation the provider sets on
+// the active pod.
+const (
+	EnvPodName  = "POD_NAME"
+	EnvNodeName = "NODE_NAME"
+	// AnnotationDeletionCost ranks the pods of a ReplicaSet for deletion
+	// when it scales down: the lowest cost goes first.
+	AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+	// ActiveDeletionCost is the active pod's deletion cost; the standby's
+	// is unset (0), so a rolling update replaces the standby first.
+	ActiveDeletionCost = "100"
+)
+
+// activeStandby turns the single gateway pod of spec into the active and
+// the standby of replicas 2:
+//   - required pod anti-affinity by node (kubernetes.io/hostname): a lost
+//     node takes one of them at most;
+//   - a rolling update with maxSurge 0 and maxUnavailable 1: a surge pod
+//     cannot schedule while both nodes hold a gateway pod, so the
+//     Deployment first removes an old pod, the standby (the provider gives
+//     the active pod a higher pod-deletion-cost), waits for its
+//     replacement to be ready, then removes the active one, which gives up
+//     the address and releases the Lease on SIGTERM, so that the new
+//     standby takes over at once;
+//   - no address from the CNI (the NetworkAttachmentDefinition has no
+//     IPAM, networkAttachment) and net1 down after the init container:
+//     the agent that holds the Lease brings net1 up with the address and
+//     routes (agentAddressUp) and announces it with gratuitous ARP, and
+//     takes them down again (agentAddressDown) before it can lose the
+//     Lease, so two pods never answer for the address.
+func activeStandby(gw *v1alpha1.Gateway, n Names, spec *appsv1.DeploymentSpec) {
+	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	spec.Strategy = appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &one},
+	}
+	pod := &spec.Template.Spec
+	pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
+			TopologyKey:   corev1.LabelHostname,
+		}},
+	}}
+	pod.InitContainers[0].Command = []string{"/bin/sh", "-euc", "ip link set " + SecondaryInterface + " down\n"}
+	agent := &pod.Containers[1]
+	agent.Args = append(agent.Args,
+		"--lease="+n.Gateway, "--interface="+SecondaryInterface, "--address="+string(gw.Spec.ForProvider.Endpoint.PrivateAddress),
+		"--address-up="+agentAddressUp(gw), "--address-down="+agentAddressDown())
+	agent.Env = append(agent.Env,
+		corev1.EnvVar{Name: EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		corev1.EnvVar{Name: EnvNodeName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
 }
 
 // dataPlane returns the strongswan container's mounts and the pod's volumes

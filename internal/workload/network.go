@@ -64,6 +64,23 @@ func networkScript(gw *v1alpha1.Gateway) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// agentAddressUp returns the shell commands with which the active agent of
+// replicas 2 takes the gateway's address: net1 up with the endpoint's
+// address, which the static IPAM gives the single pod, then networkScript's
+// routing and addresses, which need the address.
+func agentAddressUp(gw *v1alpha1.Gateway) string {
+	e := gw.Spec.ForProvider.Endpoint
+	return fmt.Sprintf("ip link set %s up\nip address replace %s/%d dev %s\n", SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface) +
+		networkScript(gw)
+}
+
+// agentAddressDown returns the shell commands with which an agent gives
+// the address up: every address of net1 goes, with the routes through it,
+// and net1 goes down, so that it answers no ARP and sends nothing.
+func agentAddressDown() string {
+	return fmt.Sprintf("ip address flush dev %s\nip link set %s down\n", SecondaryInterface, SecondaryInterface)
+}
+
 // libipsecAddresses returns, for each distinct local traffic selector of
 // gw's tunnels in which neither the private address nor an address
 // returned before lies, the selector's first host address (the address

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -52,6 +53,9 @@ const (
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
+	// KeyLeader is the status ConfigMap's key of an active/standby
+	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
+	KeyLeader  = "leader.json"
 	ConfigDir  = "/etc/ipsecgw/config"
 	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
 	RunDir     = "/var/run/charon"
@@ -99,7 +103,7 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	if f.StrongSwanConf != nil {
 		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
 	}
-	return []client.Object{
+	objs := []client.Object{
 		nad,
 		&corev1.ConfigMap{
 			TypeMeta:   typeMeta("v1", "ConfigMap"),
@@ -119,14 +123,14 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 		&rbacv1.Role{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
 			ObjectMeta: meta(n.Gateway),
-			Rules: []rbacv1.PolicyRule{
+			Rules: append([]rbacv1.PolicyRule{
 				// The agent writes its tunnel status into the ConfigMap
 				// the provider creates for it, and nowhere else.
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Status}, Verbs: []string{"get", "update", "patch"}},
 				// It reads its own configuration.
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Config}, Verbs: []string{"get", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{n.Secrets}, Verbs: []string{"get", "watch"}},
-			},
+			}, leaseRules(gw, n)...),
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
@@ -135,8 +139,30 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: n.Gateway, Namespace: p.Namespace}},
 		},
 		networkPolicy(gw, meta(n.Gateway)),
-		deployment(gw, f, n, meta(n.Gateway), networkHash(nad)),
-	}, nil
+	}
+	objs = append(objs, lease(gw, meta(n.Gateway))...)
+	return append(objs, deployment(gw, f, n, meta(n.Gateway), networkHash(nad))), nil
+}
+
+// leaseRules returns the agent's rules on the gateway's Lease with
+// replicas 2: get and update it, by name, which is all client-go's leader
+// election does with a Lease that exists; the provider creates it
+// (lease), so the agents need no create, which RBAC cannot restrict to a
+// name.
+func leaseRules(gw *v1alpha1.Gateway, n Names) []rbacv1.PolicyRule {
+	if pods(gw) < 2 {
+		return nil
+	}
+	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update"}}}
+}
+
+// lease is the gateway's Lease with replicas 2, applied with its metadata
+// only: its spec (holder, renew time) is the agents'.
+func lease(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) []client.Object {
+	if pods(gw) < 2 {
+		return nil
+	}
+	return []client.Object{&coordinationv1.Lease{TypeMeta: typeMeta("coordination.k8s.io/v1", "Lease"), ObjectMeta: meta}}
 }
 
 // statusMeta is m with the status ConfigMap's LabelComponent.
@@ -164,25 +190,32 @@ func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 // in the networks annotation.
 func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructured.Unstructured, error) {
 	p := gw.Spec.ForProvider
+	link := map[string]any{
+		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
+		"master":       orDefault(p.NetworkAttachment.Master, "eth1"),
+		"mode":         orDefault(p.NetworkAttachment.MacvlanMode, "bridge"),
+		"capabilities": map[string]bool{"mac": true},
+		"ipam": map[string]any{
+			"type": "static",
+			"addresses": []map[string]string{{
+				"address": fmt.Sprintf("%s/%d", p.Endpoint.PrivateAddress, p.Endpoint.PrefixLength),
+				"gateway": string(p.Endpoint.Gateway),
+			}},
+		},
+	}
+	sysctl := map[string]string{"net.ipv4.ip_forward": "1"}
+	if pods(gw) > 1 {
+		// Active/standby: the active agent adds the address
+		// (activeStandby); and no IPv6 on net1, whose link-local
+		// address would send neighbour discovery with the gateway's MAC
+		// from the standby while the CNI has the link up.
+		delete(link, "ipam")
+		sysctl["net.ipv6.conf."+SecondaryInterface+".disable_ipv6"] = "1"
+	}
 	cfg, err := json.Marshal(map[string]any{
 		"cniVersion": "0.3.1",
 		"name":       meta.Name,
-		"plugins": []map[string]any{
-			{
-				"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
-				"master":       orDefault(p.NetworkAttachment.Master, "eth1"),
-				"mode":         orDefault(p.NetworkAttachment.MacvlanMode, "bridge"),
-				"capabilities": map[string]bool{"mac": true},
-				"ipam": map[string]any{
-					"type": "static",
-					"addresses": []map[string]string{{
-						"address": fmt.Sprintf("%s/%d", p.Endpoint.PrivateAddress, p.Endpoint.PrefixLength),
-						"gateway": string(p.Endpoint.Gateway),
-					}},
-				},
-			},
-			{"type": "tuning", "sysctl": map[string]string{"net.ipv4.ip_forward": "1"}},
-		},
+		"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
 	})
 	if err != nil {
 		return nil, err

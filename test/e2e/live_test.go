@@ -220,11 +220,16 @@ func podStart(pod corev1.Pod) time.Duration {
 // output; it fails t when kubectl fails.
 func (s *stack) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...)
-	cmd.Env = append(slices.Clone(s.env), "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"))
-	out, err := cmd.CombinedOutput()
+	out, err := s.kubectlCommand(args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// kubectlCommand is the toolchain's kubectl with args on the stack.
+func (s *stack) kubectlCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...)
+	cmd.Env = append(slices.Clone(s.env), "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"))
+	return cmd
 }

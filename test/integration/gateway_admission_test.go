@@ -208,3 +208,41 @@ func admission(t *testing.T, gw *gwv1alpha1.Gateway, reason, want string) {
 		t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", reason, err, want)
 	}
 }
+
+// TestGatewayAdmissionReplicas proves spec.forProvider.replicas at
+// admission: 1 by default, 1 and 2 admitted, anything else refused naming
+// the field.
+func TestGatewayAdmissionReplicas(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		replicas *int32
+		want     int32
+		wantErr  string
+	}{
+		"Default": {reason: "Left out, replicas is 1: one pod, as before the field.", want: 1},
+		"One":     {reason: "1 is admitted.", replicas: ptr.To[int32](1), want: 1},
+		"Two":     {reason: "2, active/standby, is admitted.", replicas: ptr.To[int32](2), want: 2},
+		"Three": {reason: "More than two pods is refused: one active and one standby.", replicas: ptr.To[int32](3),
+			wantErr: "spec.forProvider.replicas: Invalid value: 3: spec.forProvider.replicas in body should be less than or equal to 2"},
+		"Zero": {reason: "0 is refused: active false pre-stages a gateway.", replicas: ptr.To[int32](0),
+			wantErr: "spec.forProvider.replicas: Invalid value: 0: spec.forProvider.replicas in body should be greater than or equal to 1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := gatewaySpec("tenant-admission")
+			spec.Replicas = tc.replicas
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "replicas-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			err := kube.Create(context.Background(), gw, client.DryRunAll)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("\n%s\nrefused: %v", tc.reason, err)
+			case tc.wantErr != "" && err == nil:
+				t.Errorf("\n%s\nadmitted, want refused with %q", tc.reason, tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Errorf("\n%s\nrefused with\n%v\nwant a message containing %q", tc.reason, err, tc.wantErr)
+			case err == nil && (gw.Spec.ForProvider.Replicas == nil || *gw.Spec.ForProvider.Replicas != tc.want):
+				t.Errorf("\n%s\nadmitted with replicas %v, want %d", tc.reason, gw.Spec.ForProvider.Replicas, tc.want)
+			}
+		})
+	}
+}

@@ -109,6 +109,8 @@ type Applier struct {
 	shared map[string]*vici.Message
 	// order keeps document order for Reapply.
 	connOrder, sharedOrder []string
+	// passive loads every set as a standby's (Passive).
+	passive bool
 }
 
 type applied struct {
@@ -176,7 +178,58 @@ func (a *Applier) Apply(ctx context.Context, conf, secrets []byte) (Result, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.passive {
+		passive(s)
+	}
 	return a.apply(ctx, s)
+}
+
+// SetPassive makes every later Apply load its set as the standby of an
+// active/standby pair does (passive true) or as given (false). A passive
+// set is the validated set with every child's start_action none,
+// close_action none and dpd_action clear: charon holds the configuration
+// and initiates nothing, and the watchdog finds no child to keep up
+// (Started). The next Apply of the same files loads every connection
+// again, since its requests changed: with start_action start, charon
+// initiates the children when their connection is loaded.
+func (a *Applier) SetPassive(p bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.passive = p
+}
+
+// passive rewrites the children of every connection of s as SetPassive
+// says.
+func passive(s *Set) {
+	for _, c := range s.Conns {
+		ch := children(c.Name, c.Message)
+		if ch == nil {
+			continue
+		}
+		for _, name := range ch.Keys() {
+			child, ok := ch.Get(name).(*vici.Message)
+			if !ok {
+				continue
+			}
+			for k, v := range map[string]string{"start_action": "none", "close_action": "none", "dpd_action": "clear"} {
+				_ = child.Set(k, v) // a string value always marshals
+			}
+		}
+	}
+}
+
+// TerminateAll asks charon to close the IKE SAs (and with them the
+// CHILD_SAs) of every connection the Applier has loaded, without waiting:
+// what a standby does once it is no longer active. Connections without SAs
+// are not an error; the errors of the others are joined.
+func (a *Applier) TerminateAll(ctx context.Context) error {
+	var errs []error
+	for _, name := range a.Applied() {
+		if _, err := a.terminate(ctx, "ike", name, ""); err != nil {
+			errs = append(errs, fmt.Errorf("terminate %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func duplicates(s *Set) error {

@@ -9,6 +9,8 @@
 //	ipsec_child_sa_packets_total{tunnel,child,direction}   ESP packets of the CHILD_SA
 //	ipsec_config_reloads_total{result}                     configuration loads into charon, result "success" or "failure"
 //	ipsec_tunnel_reinitiations_total{tunnel}               times the agent initiated the tunnel again (TunnelStatus.Reinitiations)
+//	ipsec_gateway_leader                                   1 while this pod is the active one of an active/standby pair (or the only pod), else 0
+//	ipsec_gateway_failovers_total{cause}                   times this pod became active after another: cause "released" (handed over) or "expired" (the other stopped renewing the Lease)
 //
 // The CHILD_SA counters are charon's: they count since the CHILD_SA was
 // installed and so restart from 0 when it is rekeyed, which Prometheus'
@@ -52,10 +54,18 @@ type Collector struct {
 	// Now defaults to time.Now; it dates ipsec_ike_sa_established_seconds.
 	Now func() time.Time
 
-	mu      sync.Mutex
-	tunnels []v1alpha1.TunnelStatus
-	reloads *prometheus.CounterVec
+	mu        sync.Mutex
+	tunnels   []v1alpha1.TunnelStatus
+	reloads   *prometheus.CounterVec
+	leader    prometheus.Gauge
+	failovers *prometheus.CounterVec
 }
+
+// Causes of a failover, the cause label of ipsec_gateway_failovers_total.
+const (
+	CauseReleased = "released"
+	CauseExpired  = "expired"
+)
 
 // New returns a Collector with no tunnels. Register it with a
 // prometheus.Registerer.
@@ -63,7 +73,18 @@ func New() *Collector {
 	c := &Collector{reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ipsec_config_reloads_total",
 		Help: "Configuration loads into charon, by result.",
-	}, []string{"result"})}
+	}, []string{"result"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ipsec_gateway_leader",
+			Help: "Whether this gateway pod is the active one (1), holding the gateway's address and tunnels, or a standby (0).",
+		}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ipsec_gateway_failovers_total",
+			Help: "Times this gateway pod became active after another pod held the gateway's Lease, by cause.",
+		}, []string{"cause"}),
+	}
+	c.failovers.WithLabelValues(CauseReleased)
+	c.failovers.WithLabelValues(CauseExpired)
 	// Both results are exported from the start, so that a failure rate
 	// can be computed before the first failure.
 	c.reloads.WithLabelValues(ResultSuccess)
@@ -92,6 +113,21 @@ func (c *Collector) Reloaded(ok bool) {
 	c.reloads.WithLabelValues(r).Inc()
 }
 
+// Leader sets ipsec_gateway_leader: whether this pod is active.
+func (c *Collector) Leader(active bool) {
+	v := 0.0
+	if active {
+		v = 1
+	}
+	c.leader.Set(v)
+}
+
+// FailedOver counts a takeover from another pod, with cause CauseReleased
+// or CauseExpired.
+func (c *Collector) FailedOver(cause string) {
+	c.failovers.WithLabelValues(cause).Inc()
+}
+
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descUp
@@ -100,6 +136,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descPackets
 	ch <- descReinitiations
 	c.reloads.Describe(ch)
+	c.leader.Describe(ch)
+	c.failovers.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -130,4 +168,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.reloads.Collect(ch)
+	c.leader.Collect(ch)
+	c.failovers.Collect(ch)
 }

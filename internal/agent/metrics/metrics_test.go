@@ -87,7 +87,7 @@ ipsec_tunnel_up{tunnel="branch-d"} 0
 			for _, ok := range tc.reloads {
 				c.Reloaded(ok)
 			}
-			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want)); err != nil {
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), tunnelMetrics...); err != nil {
 				t.Errorf("\n%s\n%v", tc.reason, err)
 			}
 			problems, err := testutil.CollectAndLint(c)
@@ -116,5 +116,60 @@ func TestCollectorForgets(t *testing.T) {
 	}
 	if _, err := reg.Gather(); err != nil {
 		t.Errorf("Gather: %v", err)
+	}
+}
+
+// tunnelMetrics are the metrics TestCollector compares; TestLeader
+// compares the others.
+var tunnelMetrics = []string{"ipsec_tunnel_up", "ipsec_ike_sa_established_seconds", "ipsec_child_sa_bytes_total",
+	"ipsec_child_sa_packets_total", "ipsec_tunnel_reinitiations_total", "ipsec_config_reloads_total"}
+
+func TestLeader(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		leader    []bool
+		failovers []string
+		want      string
+	}{
+		"Standby": {
+			reason: "A pod that never became active: leader 0 and both failover causes at 0, so that rates work before the first failover.",
+			want: `
+# HELP ipsec_gateway_failovers_total Times this gateway pod became active after another pod held the gateway's Lease, by cause.
+# TYPE ipsec_gateway_failovers_total counter
+ipsec_gateway_failovers_total{cause="expired"} 0
+ipsec_gateway_failovers_total{cause="released"} 0
+# HELP ipsec_gateway_leader Whether this gateway pod is the active one (1), holding the gateway's address and tunnels, or a standby (0).
+# TYPE ipsec_gateway_leader gauge
+ipsec_gateway_leader 0
+`,
+		},
+		"TookOverTwice": {
+			reason:    "A pod active again after two takeovers counts each by its cause and shows 1.",
+			leader:    []bool{true, false, true},
+			failovers: []string{CauseExpired, CauseReleased},
+			want: `
+# HELP ipsec_gateway_failovers_total Times this gateway pod became active after another pod held the gateway's Lease, by cause.
+# TYPE ipsec_gateway_failovers_total counter
+ipsec_gateway_failovers_total{cause="expired"} 1
+ipsec_gateway_failovers_total{cause="released"} 1
+# HELP ipsec_gateway_leader Whether this gateway pod is the active one (1), holding the gateway's address and tunnels, or a standby (0).
+# TYPE ipsec_gateway_leader gauge
+ipsec_gateway_leader 1
+`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := New()
+			for _, l := range tc.leader {
+				c.Leader(l)
+			}
+			for _, f := range tc.failovers {
+				c.FailedOver(f)
+			}
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), "ipsec_gateway_leader", "ipsec_gateway_failovers_total"); err != nil {
+				t.Errorf("\n%s\n%v", tc.reason, err)
+			}
+		})
 	}
 }

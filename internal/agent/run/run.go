@@ -53,7 +53,11 @@ type Options struct {
 	// an always-on tunnel (start action start) or CHILD_SA that is down
 	// while charon is not trying (see package watchdog); 0 turns that off.
 	ReinitiateAfter time.Duration
-	Log             logging.Logger
+	// Standby starts the agent as the standby of an active/standby pair:
+	// it loads the configuration passive (apply.Applier.SetPassive) and
+	// publishes no status until SetActive(true).
+	Standby bool
+	Log     logging.Logger
 }
 
 // An Agent runs the loop; Ready says whether a configuration is loaded and
@@ -68,6 +72,10 @@ type Agent struct {
 	reinitiated chan struct{}
 	// applier is the current session's.
 	applier atomic.Pointer[apply.Applier]
+	// active is false while the agent is a standby; switched tells the
+	// session of a change (SetActive).
+	active   atomic.Bool
+	switched chan struct{}
 }
 
 // New returns an Agent for o.
@@ -78,7 +86,8 @@ func New(o Options) *Agent {
 	if o.Log == nil {
 		o.Log = logging.NewNopLogger()
 	}
-	a := &Agent{o: o}
+	a := &Agent{o: o, switched: make(chan struct{}, 1)}
+	a.active.Store(!o.Standby)
 	if o.ReinitiateAfter > 0 {
 		a.reinitiated = make(chan struct{}, 1)
 		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.reinitiated}
@@ -93,6 +102,19 @@ func (a *Agent) started(conn string) []string {
 		return ap.Started(conn)
 	}
 	return nil
+}
+
+// SetActive makes the agent the active pod of an active/standby pair
+// (true: the configuration loaded as rendered, so that charon initiates
+// the tunnels, and the status published) or a standby (false: the
+// configuration loaded passive and every IKE SA closed). It does not wait:
+// the session applies it next.
+func (a *Agent) SetActive(active bool) {
+	a.active.Store(active)
+	select {
+	case a.switched <- struct{}{}:
+	default:
+	}
 }
 
 // Ready reports whether the current configuration is loaded into a charon
@@ -152,6 +174,7 @@ func (a *Agent) session(ctx context.Context) error {
 	}
 	defer s.close()
 	applier := apply.New(s.cmd, apply.WithValidator(a.o.Validator))
+	applier.SetPassive(!a.active.Load())
 	a.applier.Store(applier)
 	w := &status.Watcher{
 		Events:   s.events,
@@ -196,11 +219,27 @@ func (a *Agent) session(ctx context.Context) error {
 			return nil
 		case err := <-watched:
 			return err
+		case <-a.switched:
+			a.changeRole(ctx, applier, &last)
 		case <-tick.C:
 			if _, err := s.cmd.Call(ctx, "version", nil); err != nil {
 				return fmt.Errorf("charon does not answer: %w", err)
 			}
 			a.reload(ctx, applier, &last)
+		}
+	}
+}
+
+// changeRole loads the mounted configuration again as the agent's role says
+// (SetActive) and, for a standby, closes every IKE SA.
+func (a *Agent) changeRole(ctx context.Context, applier *apply.Applier, last *[]byte) {
+	active := a.active.Load()
+	applier.SetPassive(!active)
+	*last = nil
+	a.reload(ctx, applier, last)
+	if !active {
+		if err := applier.TerminateAll(ctx); err != nil {
+			a.o.Log.Info("Cannot close the SAs of a standby", "error", err)
 		}
 	}
 }
@@ -226,7 +265,8 @@ func (a *Agent) sink(ctx context.Context, ts []v1alpha1.TunnelStatus) (time.Dura
 	if a.o.Metrics != nil {
 		a.o.Metrics.Update(ts)
 	}
-	if a.o.Publisher == nil {
+	// A standby's tunnels are down by design: the active pod publishes.
+	if a.o.Publisher == nil || !a.active.Load() {
 		return 0, nil
 	}
 	return a.o.Publisher.Publish(ctx, ts)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -20,10 +21,14 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
-// KeyTunnels is the status ConfigMap's only key: a JSON array of
-// v1alpha1.TunnelStatus sorted by name (the provider's Gateway controller
-// reads it; the key is internal/workload's).
+// KeyTunnels is the status ConfigMap's key of the tunnels: a JSON array
+// of v1alpha1.TunnelStatus sorted by name (the provider's Gateway
+// controller reads it; the key is internal/workload's).
 const KeyTunnels = workload.KeyTunnels
+
+// kept are the keys beside KeyTunnels that a Publisher leaves as they are:
+// the active pod of an active/standby gateway (leader.Report writes it).
+var kept = []string{workload.KeyLeader}
 
 // DefaultMinInterval is the least time between a Publisher's writes once
 // its burst is spent.
@@ -38,8 +43,9 @@ const PublishBurst = 2
 // (<gateway>-status in the gateway's namespace), with the pod's own
 // identity: it creates the ConfigMap if it is missing, writes only when the
 // content changed, and at most PublishBurst times at once, then once per
-// MinInterval (a token bucket). The ConfigMap holds KeyTunnels and nothing
-// else; TunnelStatus carries no secret.
+// MinInterval (a token bucket). The ConfigMap holds KeyTunnels and, with
+// replicas 2, the active pod (kept) and nothing else; TunnelStatus carries
+// no secret.
 type Publisher struct {
 	Client    client.Client
 	Namespace string
@@ -109,12 +115,12 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	case err != nil:
 		p.written = nil
 		return 0, fmt.Errorf("cannot get the status ConfigMap %s: %w", nn, err)
-	case cm.Data[KeyTunnels] == string(data) && len(cm.Data) == 1 && len(cm.BinaryData) == 0:
+	case cm.Data[KeyTunnels] == string(data) && maps.Equal(cm.Data, agentData(cm, data)) && len(cm.BinaryData) == 0:
 		// Already there (the agent restarted): no write.
 		p.written = data
 		return 0, nil
 	default:
-		cm.Data = map[string]string{KeyTunnels: string(data)}
+		cm.Data = agentData(cm, data)
 		cm.BinaryData = nil
 		if err := p.Client.Update(ctx, cm); err != nil {
 			p.written = nil
@@ -124,4 +130,16 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	p.written = data
 	p.writes.AllowN(at, 1)
 	return 0, nil
+}
+
+// agentData is the data the status ConfigMap cm is to hold with tunnels:
+// KeyTunnels, and the kept keys cm holds.
+func agentData(cm *corev1.ConfigMap, tunnels []byte) map[string]string {
+	d := map[string]string{KeyTunnels: string(tunnels)}
+	for _, k := range kept {
+		if v, ok := cm.Data[k]; ok {
+			d[k] = v
+		}
+	}
+	return d
 }

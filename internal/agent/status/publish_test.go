@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 func TestPublisher(t *testing.T) {
@@ -50,6 +51,18 @@ func TestPublisher(t *testing.T) {
 			existing: cm(map[string]string{"other": "x", KeyTunnels: "[]"}),
 			tunnels:  down,
 			want:     want{data: map[string]string{KeyTunnels: downJSON}, writes: 1},
+		},
+		"KeepsActivePod": {
+			reason:   "The active pod of an active/standby gateway, which the agent reports beside the tunnels, stays.",
+			existing: cm(map[string]string{"other": "x", KeyTunnels: "[]", workload.KeyLeader: `{"pod":"vpn-a"}`}),
+			tunnels:  down,
+			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}, writes: 1},
+		},
+		"SameWithActivePod": {
+			reason:   "A ConfigMap that already holds the status beside the active pod is not written.",
+			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}),
+			tunnels:  down,
+			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}},
 		},
 		"Same": {
 			reason:   "A ConfigMap that already holds the status is not written.",

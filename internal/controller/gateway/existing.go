@@ -2,6 +2,7 @@ package gateway
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,6 +35,7 @@ func existing(gw *v1alpha1.Gateway) []client.Object {
 		&rbacv1.Role{ObjectMeta: m(n.Gateway)},
 		&rbacv1.RoleBinding{ObjectMeta: m(n.Gateway)},
 		&networkingv1.NetworkPolicy{ObjectMeta: m(n.Gateway)},
+		&coordinationv1.Lease{ObjectMeta: m(n.Gateway)},
 		&appsv1.Deployment{ObjectMeta: m(n.Gateway)},
 	}
 }

@@ -87,6 +87,14 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
+	ls, err := e.leader(ctx, gw)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if ev := leaderEvent(gw.Status.AtProvider.Leader, ls); ev != nil {
+		e.recorder.Event(gw, *ev)
+	}
+	gw.Status.AtProvider.Leader = ls
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
@@ -110,7 +118,7 @@ func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
 		gw.SetConditions(v1alpha1.DeploymentReady(), xpv2.Available())
 	default:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPodNotReady,
-			fmt.Sprintf("the gateway pod is not ready (%d of 1 replicas ready)", dep.Status.ReadyReplicas)), xpv2.Unavailable())
+			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", dep.Status.ReadyReplicas, workload.Replicas(gw))), xpv2.Unavailable())
 	}
 }
 
@@ -202,19 +210,27 @@ func differs(want, got client.Object) string {
 			return "data differs from the rendered secrets"
 		}
 	case *appsv1.Deployment:
-		g := got.(*appsv1.Deployment)
-		switch {
-		case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
-			return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
-		case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-			return "the pod template is for another configuration"
-		case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
-			return "the pod template is for another network attachment"
-		}
-		for i, c := range w.Spec.Template.Spec.Containers {
-			if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
-				return "container images differ"
-			}
+		return deploymentDiffers(w, got.(*appsv1.Deployment))
+	}
+	return ""
+}
+
+// deploymentDiffers describes how g, the cluster's gateway Deployment,
+// differs from w in what the provider owns, or returns "".
+func deploymentDiffers(w, g *appsv1.Deployment) string {
+	switch {
+	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
+		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
+		return "the pod template is for another configuration"
+	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
+		return "the pod template is for another network attachment"
+	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
+		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
+	}
+	for i, c := range w.Spec.Template.Spec.Containers {
+		if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
+			return "container images differ"
 		}
 	}
 	return ""
@@ -277,8 +293,13 @@ func (e *external) Create(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 	return managed.ExternalCreation{}, e.apply(ctx)
 }
 
-// Update applies every object of the Gateway, correcting any drift.
+// Update applies every object of the Gateway, correcting any drift; with
+// replicas 2 it first ranks the pods for the rollout it may start
+// (rankPods).
 func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalUpdate, error) {
+	if err := e.rankPods(ctx, gw); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	return managed.ExternalUpdate{}, e.apply(ctx)
 }
 
@@ -289,12 +310,37 @@ func (e *external) apply(ctx context.Context) error {
 		return errors.New("nothing rendered to apply")
 	}
 	for _, o := range e.objects {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			if live, err := e.get(ctx, d); err == nil {
+				d = d.DeepCopy()
+				d.Spec.Strategy = strategy(live.(*appsv1.Deployment), d)
+				o = d
+			}
+		}
 		//nolint:staticcheck // Patch with client.Apply keeps typed objects; the ApplyConfiguration API needs generated types per kind.
 		if err := e.target.Patch(ctx, o, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// strategy returns the strategy to apply want, the gateway's Deployment,
+// over live, the cluster's: want's, except while a Deployment of one pod
+// (Recreate, static address from the CNI) becomes active/standby (a
+// rolling update, the address taken by the elected agent): a rolling
+// update would start a new pod, which finds the Lease free and takes the
+// address, beside the old pod that still holds it. That change of network
+// attachment rolls out with Recreate, and the next update, with the pods
+// on the new attachment, sets the rolling update (which alone rolls no
+// pod).
+func strategy(live, want *appsv1.Deployment) appsv1.DeploymentStrategy {
+	netHash := workload.AnnotationNetworkHash
+	if live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType &&
+		live.Spec.Template.Annotations[netHash] != want.Spec.Template.Annotations[netHash] {
+		return appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	return want.Spec.Strategy
 }
 
 // Delete removes every object the Gateway created, newest first, and only

@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -31,15 +28,11 @@ const (
 // report yet; content that does not parse is an error naming the
 // ConfigMap.
 func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha1.TunnelStatus, error) {
-	nn := types.NamespacedName{Namespace: gw.Spec.ForProvider.Namespace, Name: workload.NamesOf(gw.Name).Status}
-	got, err := e.get(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}})
-	if err != nil {
-		if kerrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("cannot get the agent's status ConfigMap %s: %w", nn, err)
+	cm, err := e.statusConfigMap(ctx, gw)
+	if cm == nil {
+		return nil, err
 	}
-	cm := got.(*corev1.ConfigMap)
+	nn := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
 	raw, ok := cm.Data[workload.KeyTunnels]
 	if !ok {
 		return nil, nil

@@ -26,6 +26,7 @@ type GatewayStatus struct {
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="RENDERED",type="string",JSONPath=".status.conditions[?(@.type=='ConfigRendered')].status"
 // +kubebuilder:printcolumn:name="ACTIVE",type="boolean",JSONPath=".spec.forProvider.active"
+// +kubebuilder:printcolumn:name="ACTIVE-NODE",type="string",JSONPath=".status.atProvider.leader.node"
 // +kubebuilder:printcolumn:name="LOCAL-ID",type="string",JSONPath=".spec.forProvider.endpoint.localId"
 // +kubebuilder:printcolumn:name="TUNNELS",type="string",JSONPath=".status.atProvider.tunnelsUp"
 // +kubebuilder:printcolumn:name="BYTES-IN",type="integer",JSONPath=".status.atProvider.bytesIn"

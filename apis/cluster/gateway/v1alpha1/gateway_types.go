@@ -64,6 +64,22 @@ type GatewayParameters struct {
 	// +kubebuilder:default=true
 	Active *bool `json:"active,omitempty"`
 
+	// Replicas of the gateway pod: 1 (default), or 2 for active/standby,
+	// two pods on different nodes of which the one holding the gateway's
+	// Lease (in Namespace, named as the gateway) is active. Only the
+	// active pod holds the endpoint's address on the tenant network,
+	// announced with gratuitous ARP, and talks IKE; the standby has the
+	// same configuration validated and loaded and takes over when the
+	// active pod or its node is lost (within the Lease's duration, 6 s, and a retry period).
+	// With 2, the cluster needs two schedulable nodes that may run the
+	// gateway (nodeSelector, tolerations) and that attach to the tenant
+	// network (networkAttachment.master).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2
+	Replicas *int32 `json:"replicas,omitempty"`
+
 	// DataPlane is where the gateway's ESP packets are processed:
 	// KernelXFRM (default), the node's kernel, or Libipsec, charon in
 	// userspace with the node's /dev/net/tun, for nodes whose kernel has

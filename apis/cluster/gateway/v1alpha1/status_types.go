@@ -11,8 +11,8 @@ type GatewayObservation struct {
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
 
-	// Replicas the Deployment asks for: 1, or 0 while the gateway is not
-	// active.
+	// Replicas the Deployment asks for: spec.forProvider.replicas, or 0
+	// while the gateway is not active.
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
@@ -40,11 +40,42 @@ type GatewayObservation struct {
 	// +optional
 	Warnings []string `json:"warnings,omitempty"`
 
+	// Leader is the active pod of an active/standby gateway (replicas
+	// 2), as its agent last reported it; absent with replicas 1.
+	// +optional
+	Leader *LeaderStatus `json:"leader,omitempty"`
+
 	// Tunnels as the gateway's agent last reported them.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Tunnels []TunnelStatus `json:"tunnels,omitempty"`
+}
+
+// A LeaderStatus is the active pod of an active/standby gateway: the one
+// holding the gateway's Lease and, with it, its address and tunnels.
+type LeaderStatus struct {
+	// Pod is the active pod's name.
+	Pod string `json:"pod"`
+
+	// Node is the node the active pod runs on.
+	// +optional
+	Node string `json:"node,omitempty"`
+
+	// Since is when the pod became active.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// Cause is how it became active: first (the Lease had never been
+	// held), released (the pod before it handed over, as on a rollout or
+	// a deleted pod) or expired (the pod before it, Previous, stopped
+	// renewing the Lease: its pod or node was lost or cut off).
+	// +optional
+	Cause string `json:"cause,omitempty"`
+
+	// Previous is the pod that was active before, when its Lease expired.
+	// +optional
+	Previous string `json:"previous,omitempty"`
 }
 
 // IKE SA states a TunnelStatus reports: strongSwan's own names, and DOWN

@@ -1,0 +1,137 @@
+package leader
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// An Address is the gateway's address on the tenant network as the active
+// pod holds it: Up and Down are shell scripts (rendered by the provider,
+// run with /bin/sh -euc) that bring Interface up with the address and its
+// routes, and take them away.
+type Address struct {
+	Interface string
+	// IP is the gateway's fixed IP, announced with gratuitous ARP.
+	IP       netip.Addr
+	Up, Down string
+	// Announcements are the gratuitous ARP requests sent after Up, at
+	// these delays after it (default: at once, 0.5 s and 2 s), so that
+	// the router and the peers on the tenant network learn the MAC even
+	// if one is lost.
+	Announcements []time.Duration
+}
+
+// Take runs Up and announces IP from Interface's MAC.
+func (a *Address) Take(ctx context.Context) error {
+	if err := sh(ctx, a.Up); err != nil {
+		return fmt.Errorf("cannot bring %s up with %s: %w", a.Interface, a.IP, err)
+	}
+	ifi, err := net.InterfaceByName(a.Interface)
+	if err != nil {
+		return fmt.Errorf("cannot find %s: %w", a.Interface, err)
+	}
+	delays := a.Announcements
+	if delays == nil {
+		delays = []time.Duration{0, 500 * time.Millisecond, 2 * time.Second}
+	}
+	if err := announce(ifi, a.IP); err != nil {
+		return fmt.Errorf("cannot announce %s on %s: %w", a.IP, a.Interface, err)
+	}
+	go func() {
+		start := time.Now()
+		for _, d := range delays[1:] {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(d))):
+			}
+			_ = announce(ifi, a.IP) // the first one went; these are for a lost one
+		}
+	}()
+	return nil
+}
+
+// Release sets Interface down first, with one ioctl and no process to
+// start, so that it answers no ARP at once, then runs Down.
+func (a *Address) Release(ctx context.Context) error {
+	errDown := linkDown(a.Interface)
+	if err := sh(ctx, a.Down); err != nil {
+		return errors.Join(errDown, fmt.Errorf("cannot take %s down: %w", a.Interface, err))
+	}
+	return errDown
+}
+
+func sh(ctx context.Context, script string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-euc", script).CombinedOutput() //nolint:gosec // G204: the provider's rendered script, as the init container's
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+// linkDown clears IFF_UP of the interface named name.
+func linkDown(name string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot set %s down: %w", name, err)
+	}
+	defer unix.Close(fd) //nolint:errcheck // a datagram socket that sent nothing
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return fmt.Errorf("cannot set %s down: %w", name, err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("cannot set %s down: %w", name, err)
+	}
+	ifr.SetUint16(ifr.Uint16() &^ unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("cannot set %s down: %w", name, err)
+	}
+	return nil
+}
+
+// announce broadcasts one gratuitous ARP request for ip from ifi's MAC
+// (sender and target address ip, RFC 5227's ARP announcement), which
+// updates the ARP caches and bridges' forwarding tables that know ip.
+func announce(ifi *net.Interface, ip netip.Addr) error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ARP)))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd) //nolint:errcheck // nothing buffered to lose
+	to := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ARP), Ifindex: ifi.Index, Halen: 6}
+	copy(to.Addr[:], broadcast)
+	return unix.Sendto(fd, garp(ifi.HardwareAddr, ip), 0, to)
+}
+
+var broadcast = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// garp returns the Ethernet frame of a gratuitous ARP request for ip from
+// mac.
+func garp(mac net.HardwareAddr, ip netip.Addr) []byte {
+	f := make([]byte, 0, 42)
+	f = append(f, broadcast...)
+	f = append(f, mac...)
+	f = binary.BigEndian.AppendUint16(f, unix.ETH_P_ARP)
+	f = binary.BigEndian.AppendUint16(f, 1)      // hardware: Ethernet
+	f = binary.BigEndian.AppendUint16(f, 0x0800) // protocol: IPv4
+	f = append(f, 6, 4)
+	f = binary.BigEndian.AppendUint16(f, 1) // request
+	a := ip.As4()
+	f = append(f, mac...)
+	f = append(f, a[:]...)
+	f = append(f, 0, 0, 0, 0, 0, 0)
+	return append(f, a[:]...)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

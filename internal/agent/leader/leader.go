@@ -1,0 +1,314 @@
+// Package leader elects the active pod of an active/standby gateway (a
+// Gateway with replicas 2) with client-go's leader election on the
+// gateway's Lease, and makes sure that at no moment two pods hold the
+// gateway's address: the active pod takes it (a Holder) only once it holds
+// the Lease, and gives it up before the Lease can pass to the other pod.
+//
+// Timing: the Lease lasts LeaseDuration; the holder renews it every
+// RetryPeriod and gives up (address down first, then its SAs) when it has
+// not renewed it for RenewDeadline, LeaseDuration-RenewDeadline before the
+// other pod may take it. A pod frozen while active (its node lost) finds,
+// when it runs again, that it has not renewed for longer than RenewDeadline
+// and gives up at once, before its links come back. On SIGTERM the active
+// pod gives up and then releases the Lease, so that the standby takes over
+// within a RetryPeriod rather than a LeaseDuration.
+package leader
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Default timings of the election (see the package comment). A lost node
+// is taken over within LeaseDuration + RetryPeriod of its last renewal.
+const (
+	DefaultLeaseDuration = 6 * time.Second
+	DefaultRenewDeadline = 4 * time.Second
+	DefaultRetryPeriod   = time.Second
+)
+
+// Causes of a takeover, as Takeover.Cause says them.
+const (
+	// CauseFirst: the Lease had never been held.
+	CauseFirst = "first"
+	// CauseReleased: the last holder released the Lease (it stopped, as a
+	// pod being replaced or deleted does).
+	CauseReleased = "released"
+	// CauseExpired: the last holder stopped renewing the Lease (its pod or
+	// node was lost, or it could not reach the API server).
+	CauseExpired = "expired"
+)
+
+// A Takeover is how this pod became active.
+type Takeover struct {
+	// Previous is the pod that held the Lease before, when it was not
+	// released; empty otherwise.
+	Previous string
+	// Cause is CauseFirst, CauseReleased or CauseExpired.
+	Cause string
+	// At is when this pod acquired the Lease.
+	At time.Time
+}
+
+// A Holder takes and gives up what only the active pod may hold: the
+// gateway's address and its tunnels.
+type Holder interface {
+	// Take makes this pod the active one. An error gives the Lease up.
+	Take(ctx context.Context) error
+	// Release makes this pod a standby again. It must not wait on the API
+	// server: it runs before the Lease can pass to the other pod. Errors
+	// are logged; Release is called again at the next loss.
+	Release(ctx context.Context) error
+}
+
+// An Elector runs the election of one pod.
+type Elector struct {
+	// Lock is the gateway's Lease, with this pod's identity (its name).
+	Lock resourcelock.Interface
+	// Holder is what this pod takes while active.
+	Holder Holder
+	// LeaseDuration, RenewDeadline and RetryPeriod default to the
+	// Default timings.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Active, when set, is told of every change: true with the takeover
+	// once Holder.Take succeeded, false once Holder.Release returned.
+	Active func(ctx context.Context, active bool, t Takeover)
+	Log    logging.Logger
+
+	// mu serialises Holder's calls.
+	mu sync.Mutex
+	// held: Holder.Take succeeded and Holder.Release has not run since.
+	held bool
+
+	// rmu guards renewed, when the last successful write of the Lease by
+	// this pod started, and last, the last record read of the Lease that
+	// named another holder or none.
+	rmu     sync.Mutex
+	renewed time.Time
+	last    resourcelock.LeaderElectionRecord
+}
+
+// Run runs the election until ctx ends: it gives up the address before it
+// can lose the Lease, and when ctx ends gives it up and then releases the
+// Lease. Holder.Release runs once at the start, so that a restarted agent
+// holds nothing it does not hold the Lease for.
+func (e *Elector) Run(ctx context.Context) error {
+	e.defaults()
+	if err := e.Holder.Release(ctx); err != nil {
+		e.Log.Info("Cannot give up the gateway's address at start", "error", err)
+	}
+	for ctx.Err() == nil {
+		if err := e.term(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Elector) defaults() {
+	if e.LeaseDuration == 0 {
+		e.LeaseDuration, e.RenewDeadline, e.RetryPeriod = DefaultLeaseDuration, DefaultRenewDeadline, DefaultRetryPeriod
+	}
+	if e.Log == nil {
+		e.Log = logging.NewNopLogger()
+	}
+}
+
+// A term is one client-go LeaderElector's life: it campaigns, leads until
+// it cannot renew or ctx ends, and ends. closed says that this term gave
+// up: it must not take the address again.
+type term struct{ closed bool }
+
+func (e *Elector) term(ctx context.Context) error {
+	// The elector's context is not ctx: when ctx ends, the address must go
+	// before the Lease is released (release).
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	t := &term{}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          &lock{Interface: e.Lock, e: e},
+		LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
+		Name: e.Lock.Describe(),
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) { e.lead(lctx, t, cancel) },
+			OnStoppedLeading: func() { e.release(ctx, t, "the Lease could not be renewed") },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		le.Run(ectx)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	held := e.release(ctx, t, "the agent is stopping")
+	cancel()
+	<-done
+	if held {
+		e.releaseLease(ctx)
+	}
+	return nil
+}
+
+// lead takes the address for term t, then gives it up as soon as the Lease
+// was not renewed for RenewDeadline (end ends the term).
+func (e *Elector) lead(ctx context.Context, t *term, end context.CancelFunc) {
+	e.mu.Lock()
+	if t.closed || ctx.Err() != nil {
+		e.mu.Unlock()
+		return
+	}
+	tk := e.takeover()
+	if err := e.Holder.Take(ctx); err != nil {
+		e.Log.Info("Cannot become the active gateway pod; giving the Lease up", "error", err)
+		if rerr := e.Holder.Release(context.WithoutCancel(ctx)); rerr != nil {
+			e.Log.Info("Cannot give up the gateway's address", "error", rerr)
+		}
+		t.closed = true
+		e.mu.Unlock()
+		end()
+		return
+	}
+	e.held = true
+	e.mu.Unlock()
+	e.Log.Info("Active: holding the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
+	if e.Active != nil {
+		e.Active(ctx, true, tk)
+	}
+	tick := time.NewTicker(e.RetryPeriod / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if e.overdue() {
+				e.release(ctx, t, "the Lease was not renewed within the renew deadline")
+				end()
+				return
+			}
+		}
+	}
+}
+
+// overdue says whether the Lease was last renewed longer than
+// RenewDeadline ago (monotonic time: a frozen process finds it so).
+func (e *Elector) overdue() bool {
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	return time.Since(e.renewed) > e.RenewDeadline
+}
+
+// release gives up the address of term t, once; it returns whether this
+// pod held it.
+func (e *Elector) release(ctx context.Context, t *term, why string) bool {
+	e.mu.Lock()
+	t.closed = true
+	held := e.held
+	if held {
+		if err := e.Holder.Release(context.WithoutCancel(ctx)); err != nil {
+			e.Log.Info("Cannot give up the gateway's address", "error", err)
+		}
+		e.held = false
+	}
+	e.mu.Unlock()
+	if held {
+		e.Log.Info("Standby: gave up the gateway's address", "reason", why)
+		if e.Active != nil {
+			e.Active(ctx, false, Takeover{})
+		}
+	}
+	return held
+}
+
+// releaseLease hands the Lease over after the address went: it empties the
+// holder, as client-go's ReleaseOnCancel does, but only while this pod's
+// hold is still valid (renewed within RenewDeadline) and the Lease still
+// names it. client-go's own release writes over the Lease whoever holds it.
+func (e *Elector) releaseLease(ctx context.Context) {
+	if e.overdue() {
+		return
+	}
+	// ctx has ended (the agent stops): the release has its own deadline.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.RenewDeadline)
+	defer cancel()
+	rec, _, err := e.Lock.Get(ctx)
+	if err != nil || rec.HolderIdentity != e.Lock.Identity() {
+		return
+	}
+	now := rec.RenewTime
+	now.Time = time.Now()
+	if err := e.Lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	}); err != nil {
+		e.Log.Info("Cannot release the Lease; the standby takes over when it expires", "error", err)
+		return
+	}
+	e.Log.Info("Released the Lease")
+}
+
+// takeover says how this pod got the Lease, from the last record read
+// that did not name it.
+func (e *Elector) takeover() Takeover {
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	tk := Takeover{At: e.renewed}
+	switch {
+	case e.last.HolderIdentity != "" && e.last.HolderIdentity != e.Lock.Identity():
+		tk.Previous, tk.Cause = e.last.HolderIdentity, CauseExpired
+	case e.last.AcquireTime.IsZero():
+		tk.Cause = CauseFirst
+	default:
+		tk.Cause = CauseReleased
+	}
+	return tk
+}
+
+// lock is the Lease, recording for its Elector the last record read and
+// when the last successful write started.
+type lock struct {
+	resourcelock.Interface
+	e *Elector
+}
+
+func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err == nil {
+		l.e.rmu.Lock()
+		if rec.HolderIdentity != l.Identity() {
+			l.e.last = *rec
+		}
+		l.e.rmu.Unlock()
+	}
+	return rec, raw, err
+}
+
+func (l *lock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.write(func() error { return l.Interface.Create(ctx, r) })
+}
+
+func (l *lock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.write(func() error { return l.Interface.Update(ctx, r) })
+}
+
+func (l *lock) write(f func() error) error {
+	start := time.Now()
+	err := f()
+	if err == nil {
+		l.e.rmu.Lock()
+		l.e.renewed = start
+		l.e.rmu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,289 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// memLease is a Lease in memory shared by the locks of several pods, with
+// the API server's optimistic concurrency: a write must carry the version
+// its pod last read or wrote.
+type memLease struct {
+	mu      sync.Mutex
+	rec     resourcelock.LeaderElectionRecord
+	version int
+}
+
+// memLock is one pod's view of a memLease; down makes its calls fail, as
+// a pod cut off from the API server.
+type memLock struct {
+	l    *memLease
+	id   string
+	seen int
+	down bool
+	mu   sync.Mutex
+}
+
+var errCut = errors.New("cut off")
+
+func (m *memLock) cut(v bool) { m.mu.Lock(); m.down = v; m.mu.Unlock() }
+func (m *memLock) isDown() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.down
+}
+
+func (m *memLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	if m.isDown() {
+		return nil, nil, errCut
+	}
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	m.seen = m.l.version
+	r := m.l.rec
+	return &r, []byte(r.HolderIdentity + r.RenewTime.String()), nil
+}
+
+func (m *memLock) Create(context.Context, resourcelock.LeaderElectionRecord) error {
+	return errors.New("the Lease exists")
+}
+
+func (m *memLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord) error {
+	if m.isDown() {
+		return errCut
+	}
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	if m.seen != m.l.version {
+		return errors.New("conflict")
+	}
+	m.l.rec, m.l.version = r, m.l.version+1
+	m.seen = m.l.version
+	return nil
+}
+
+func (m *memLock) RecordEvent(string) {}
+func (m *memLock) Identity() string   { return m.id }
+func (m *memLock) Describe() string   { return "test/vpn" }
+
+// log is the order in which the pods took and released the address, and
+// how many times two held it at once.
+type log struct {
+	mu       sync.Mutex
+	events   []string
+	holding  map[string]bool
+	overlaps int
+}
+
+func (l *log) add(pod, what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if what == "take" {
+		l.holding[pod] = true
+		if len(l.holding) > 1 {
+			l.overlaps++
+		}
+	} else {
+		delete(l.holding, pod)
+	}
+	l.events = append(l.events, pod+" "+what)
+}
+
+func (l *log) holder() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range l.holding {
+		return p
+	}
+	return ""
+}
+
+type recHolder struct {
+	pod string
+	l   *log
+}
+
+func (h recHolder) Take(context.Context) error    { h.l.add(h.pod, "take"); return nil }
+func (h recHolder) Release(context.Context) error { h.l.add(h.pod, "release"); return nil }
+
+// Short timings: client-go writes the Lease's duration in whole seconds.
+const (
+	lease, renew, retry = time.Second, 700 * time.Millisecond, 200 * time.Millisecond
+)
+
+type pod struct {
+	lock *memLock
+	stop context.CancelFunc
+	done chan struct{}
+	mu   sync.Mutex
+	tks  []Takeover
+}
+
+func start(l *memLease, lg *log, id string) *pod {
+	p := &pod{lock: &memLock{l: l, id: id}, done: make(chan struct{})}
+	e := &Elector{Lock: p.lock, Holder: recHolder{pod: id, l: lg}, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+		Active: func(_ context.Context, active bool, t Takeover) {
+			if active {
+				p.mu.Lock()
+				p.tks = append(p.tks, t)
+				p.mu.Unlock()
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.stop = cancel
+	go func() { defer close(p.done); _ = e.Run(ctx) }()
+	return p
+}
+
+func (p *pod) causes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var c []string
+	for _, t := range p.tks {
+		c = append(c, t.Cause+" "+t.Previous)
+	}
+	return c
+}
+
+func waitFor(t *testing.T, lg *log, pod string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); lg.holder() != pod; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not hold the address; events %v", pod, lg.events)
+		}
+	}
+}
+
+// TestElector proves the election's order of events: the address is taken
+// only with the Lease, given up before the Lease can pass, and a pod
+// that stops hands over at once.
+func TestElector(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		// act does to a, the active pod, and b what the case is about and
+		// returns the pod expected to hold the address then.
+		act        func(a, b *pod) string
+		wantEvents []string
+		wantA      []string
+		wantB      []string
+	}{
+		"Standby": {
+			reason:     "The second pod stays standby while the first renews: each releases once at start, the first takes the address.",
+			act:        func(a, b *pod) string { time.Sleep(2 * lease); return "a" },
+			wantEvents: []string{"a release", "a take", "b release"},
+			wantA:      []string{"first "},
+		},
+		"CutOff": {
+			reason: "The active pod cut off from the API server gives the address up before the other takes it (the Lease expired), and does not take it back when it is reachable again.",
+			act: func(a, b *pod) string {
+				a.lock.cut(true)
+				time.Sleep(2 * lease)
+				a.lock.cut(false)
+				time.Sleep(2 * lease)
+				return "b"
+			},
+			wantEvents: []string{"a release", "a take", "b release", "a release", "b take"},
+			wantA:      []string{"first "},
+			wantB:      []string{"expired a"},
+		},
+		"Stopped": {
+			reason: "The active pod that stops gives the address up, then releases the Lease: the other takes over with cause released.",
+			act: func(a, b *pod) string {
+				time.Sleep(lease)
+				a.stop()
+				<-a.done
+				return "b"
+			},
+			wantEvents: []string{"a release", "a take", "b release", "a release", "b take"},
+			wantA:      []string{"first "},
+			wantB:      []string{"released "},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := &memLease{}
+			lg := &log{holding: map[string]bool{}}
+			a := start(l, lg, "a")
+			waitFor(t, lg, "a")
+			b := start(l, lg, "b")
+			want := tc.act(a, b)
+			waitFor(t, lg, want)
+			a.stop()
+			b.stop()
+			<-a.done
+			<-b.done
+			lg.mu.Lock()
+			events, overlaps := lg.events, lg.overlaps
+			lg.mu.Unlock()
+			// Both stopped: the last holder released; drop what stopping added.
+			events = events[:len(tc.wantEvents)]
+			if diff := cmp.Diff(tc.wantEvents, events); diff != "" {
+				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
+			}
+			if overlaps != 0 {
+				t.Errorf("%s\ntwo pods held the address at once %d time(s)", tc.reason, overlaps)
+			}
+			if diff := cmp.Diff(tc.wantA, a.causes()); diff != "" {
+				t.Errorf("%s\na's takeovers: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantB, b.causes()); diff != "" {
+				t.Errorf("%s\nb's takeovers: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTakeover(t *testing.T) {
+	at := metav1.NewTime(time.Unix(1795990000, 0))
+	cases := map[string]struct {
+		reason string
+		last   resourcelock.LeaderElectionRecord
+		want   Takeover
+	}{
+		"Never": {
+			reason: "A Lease that was never held (the provider's, without holder) is a first takeover.",
+			want:   Takeover{Cause: CauseFirst},
+		},
+		"Released": {
+			reason: "A Lease without holder that was acquired before was released.",
+			last:   resourcelock.LeaderElectionRecord{AcquireTime: at, RenewTime: at, LeaseDurationSeconds: 1},
+			want:   Takeover{Cause: CauseReleased},
+		},
+		"Expired": {
+			reason: "A Lease that still named another pod expired: that pod is the previous one.",
+			last:   resourcelock.LeaderElectionRecord{HolderIdentity: "vpn-a", AcquireTime: at, RenewTime: at},
+			want:   Takeover{Cause: CauseExpired, Previous: "vpn-a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := &Elector{Lock: &memLock{id: "vpn-b"}, last: tc.last}
+			if diff := cmp.Diff(tc.want, e.takeover()); diff != "" {
+				t.Errorf("%s\ntakeover(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestGARP(t *testing.T) {
+	mac, _ := net.ParseMAC("fa:16:3e:00:00:0a")
+	got := garp(mac, netip.MustParseAddr("10.20.0.10"))
+	want := []byte{
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa, 0x16, 0x3e, 0, 0, 0x0a, 0x08, 0x06, // Ethernet: broadcast from the MAC, ARP
+		0, 1, 0x08, 0, 6, 4, 0, 1, // Ethernet/IPv4, request
+		0xfa, 0x16, 0x3e, 0, 0, 0x0a, 10, 20, 0, 10, // sender: the MAC and the address
+		0, 0, 0, 0, 0, 0, 10, 20, 0, 10, // target: the address itself (gratuitous)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the gratuitous ARP request for 10.20.0.10 from fa:16:3e:00:00:0a: -want, +got:\n%s", diff)
+	}
+}

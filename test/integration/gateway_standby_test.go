@@ -1,0 +1,138 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/leader"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+// TestGatewayActiveStandby runs the provider against a Gateway with
+// replicas 2: it creates the Lease the agents elect on and grants them get
+// and update on it only; the active pod an agent reports (leader.Report,
+// as the agent writes it) reaches status.atProvider.leader with an event,
+// a Warning Failover when the Lease expired; before an update the active
+// pod gets the higher pod-deletion-cost.
+func TestGatewayActiveStandby(t *testing.T) {
+	ctx := context.Background()
+	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	ns := "tenant-standby"
+	create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+	)
+	// A ProviderConfig of its own: TestGatewayLifecycle creates default.
+	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "standby"}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}})
+	spec := gatewaySpec(ns)
+	spec.Replicas = ptr.To[int32](2)
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-ha"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: "standby"}
+	create(t, gw)
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+	names := workload.NamesOf(gw.Name)
+
+	dep, lease, role := &appsv1.Deployment{}, &coordinationv1.Lease{}, &rbacv1.Role{}
+	eventually(t, 30*time.Second, "the Deployment, the Lease and the Role", func() error {
+		for _, o := range []client.Object{dep, lease, role} {
+			if err := kube.Get(ctx, key(names.Gateway), o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if *dep.Spec.Replicas != 2 || dep.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Errorf("Deployment replicas %d strategy %s, want 2 and RollingUpdate", *dep.Spec.Replicas, dep.Spec.Strategy.Type)
+	}
+	if lease.Spec.HolderIdentity != nil {
+		t.Errorf("the provider's Lease names holder %s, want none", *lease.Spec.HolderIdentity)
+	}
+	want := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{names.Gateway}, Verbs: []string{"get", "update"}}
+	if r := role.Rules[len(role.Rules)-1]; fmt.Sprint(r) != fmt.Sprint(want) {
+		t.Errorf("the agent's Role's last rule is %v, want %v", r, want)
+	}
+
+	// The pods, as the ReplicaSet would make them, and the Deployment's
+	// status as its controller would write it (envtest runs neither).
+	for _, p := range []string{"gw-ha-a", "gw-ha-b"} {
+		create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p, Labels: workload.Labels(gw.Name)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "gw:1"}}}})
+	}
+	eventually(t, 10*time.Second, "the Deployment's status says 2 ready", func() error {
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 2, 2, 2
+		return kube.Status().Update(ctx, dep)
+	})
+
+	report := func(pod, node string, tk leader.Takeover) {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		leader.Report(rctx, kube, ns, names.Status, pod, node, tk, logging.NewNopLogger())
+	}
+	report("gw-ha-a", "node-1", leader.Takeover{Cause: leader.CauseFirst, At: time.Now()})
+	eventually(t, 30*time.Second, "the active pod in status, with an ActivePod event", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if l := gw.Status.AtProvider.Leader; l == nil || l.Pod != "gw-ha-a" || l.Node != "node-1" || l.Cause != "first" {
+			return fmt.Errorf("leader %+v", l)
+		}
+		return gatewayEvent(gw, "ActivePod", "pod gw-ha-a on node node-1 is active")
+	})
+	report("gw-ha-b", "node-2", leader.Takeover{Cause: leader.CauseExpired, Previous: "gw-ha-a", At: time.Now()})
+	eventually(t, 30*time.Second, "the failover in status, with a Failover warning naming the lost pod", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if l := gw.Status.AtProvider.Leader; l == nil || l.Pod != "gw-ha-b" || l.Previous != "gw-ha-a" {
+			return fmt.Errorf("leader %+v", l)
+		}
+		return gatewayEvent(gw, "Failover", "the Lease of gw-ha-a expired")
+	})
+
+	// An edit that changes the pod template: the provider ranks the pods
+	// before it updates the Deployment.
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		t.Fatal(err)
+	}
+	gw.Spec.ForProvider.Images.Agent = "gw:2"
+	if err := kube.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the active pod gw-ha-b has the higher pod-deletion-cost, gw-ha-a none", func() error {
+		a, b := &corev1.Pod{}, &corev1.Pod{}
+		if err := kube.Get(ctx, key("gw-ha-a"), a); err != nil {
+			return err
+		}
+		if err := kube.Get(ctx, key("gw-ha-b"), b); err != nil {
+			return err
+		}
+		if _, ok := a.Annotations[workload.AnnotationDeletionCost]; ok || b.Annotations[workload.AnnotationDeletionCost] != workload.ActiveDeletionCost {
+			return fmt.Errorf("gw-ha-a %v, gw-ha-b %v", a.Annotations, b.Annotations)
+		}
+		return nil
+	})
+}
