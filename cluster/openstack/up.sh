@@ -380,6 +380,9 @@ wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
 say "Neutron answers on $NEUTRON_URL"
 
 # ---------------------------------------------------------------- fixtures
+if with_agents; then
+	agent_start linuxbridge-agent
+fi
 "$PY" "$OS_DIR/fixtures.py" >"$OS_STATE/log/fixtures.log" 2>&1 ||
 	die "creating the fixtures failed: see $OS_STATE/log/fixtures.log"
 say "fixtures created: $OS_STATE/fixtures.json"
