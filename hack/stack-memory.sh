@@ -2,7 +2,7 @@
 # Prints the memory (resident set size, MiB) of a running local stack, one
 # line per process it recorded a pid file for — in $STATE (control plane,
 # Crossplane, function, provider, node, site) and in $OS_STATE (Keystone,
-# Neutron) — each with every process below it (the node's containerd holds
+# Neutron, MariaDB) — each with every process below it (the node's containerd holds
 # the pods' shims and containers), and the total. Pages shared between
 # processes count in each, so the total is an upper bound. The same STATE and
 # OS_STATE as the stack's scripts (cluster/lib.sh).

@@ -40,8 +40,9 @@ transport_url = rabbit://guest:guest@127.0.0.1:5672/
 state_path = $OS_STATE/agents
 [agent]
 root_helper = sudo
-# Seconds between the agents' reports: a report lost to SQLite's "database
-# is locked" (the first ones may be) is made again soon.
+# Seconds between the agents' reports (30 by default): one that did not
+# get through at the start is made again soon, and up.sh waits for both
+# agents to be alive.
 report_interval = 10
 [oslo_concurrency]
 lock_path = $OS_STATE/lock
@@ -165,12 +166,11 @@ agent_wait() {
 	done
 }
 
-# agents_ready starts the L2 agent and waits until it is alive, then does
-# the same for the L3 agent. (Started while Neutron takes other writes,
-# such as the fixtures', an agent's registration makes those fail with
-# SQLite's "database is locked".)
+# agents_ready starts the L2 agent unless up.sh did (it starts it before
+# the fixtures, which it then registers beside) and waits until it is
+# alive, then does the same for the L3 agent.
 agents_ready() {
-	agent_start linuxbridge-agent
+	running linuxbridge-agent || agent_start linuxbridge-agent
 	agent_wait linuxbridge-agent "Linux bridge agent"
 	agent_start l3-agent
 	agent_wait l3-agent "L3 agent"

@@ -3,7 +3,8 @@
 # (SIGTERM, then SIGKILL after 20 s), together with the other processes of
 # their sessions (the uwsgi worker), and the agents, their broker and relay
 # if they run (agents.sh), deletes the agents' namespaces (with them every
-# bridge, tap and rule the agents made), and removes $OS_STATE. The golden
+# bridge, tap and rule the agents made); then their MariaDB, and any other
+# mariadbd of this $OS_STATE (db_strays); and removes $OS_STATE. The golden
 # database cache is kept. Does nothing harmful when nothing runs.
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
@@ -24,5 +25,8 @@ halt neutron &
 halt keystone &
 agents_stop &
 wait
+# The database last: its clients log errors while it is gone.
+halt mariadb
+db_strays_stop
 rm -rf "$OS_STATE"
 say "OpenStack down; golden cache kept in $OS_GOLDEN_ROOT"

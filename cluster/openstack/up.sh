@@ -12,13 +12,17 @@
 # instance without them adds them (Neutron restarts). Off by default: the
 # integration tests' API alone needs none of it, and they cost ~0.8 GiB.
 #
-# Both keep their data in SQLite files under $OS_STATE. The first start on a
-# given set of package versions builds the databases and saves them in the
-# golden cache (see lib.sh); later starts copy them from there. Every start
+# Both keep their data in a MariaDB server of their own (Debian's mariadbd,
+# its data in $OS_STATE/mysql, listening only on the unix socket
+# $OS_STATE/db.sock) and connect to it as production does (mysql+pymysql).
+# The first start on a given set of package versions creates the databases
+# (Neutron's by its migrations) and saves the server's data directory in the
+# golden cache (see lib.sh); later starts copy it from there. Every start
 # then creates the test fixtures (fixtures.py) and writes $OS_STATE/clouds.yaml
-# and $OS_STATE/fixtures.json. A second run while both servers answer says so
+# and $OS_STATE/fixtures.json. A second run while the servers answer says so
 # and changes nothing. A failed run keeps its logs in $OS_STATE.failed and
-# stops what it started.
+# stops what it started; a mariadbd left by a killed run of the same
+# $OS_STATE is stopped before a new one starts.
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -69,7 +73,7 @@ dhcp_agent_notification = false
 # A test server: on SIGTERM, give the RPC consumers 5 s, not 60.
 graceful_shutdown_timeout = 5
 [database]
-connection = sqlite:///$OS_STATE/db/neutron.sqlite
+connection = $(db_url neutron "$OS_DB_NEUTRON_PASSWORD")
 [oslo_concurrency]
 lock_path = $OS_STATE/lock
 [oslo_messaging_notifications]
@@ -110,6 +114,59 @@ firewall_driver = $firewall
 EOF
 }
 neutron_confs=(--config-file "$OS_STATE/etc/neutron.conf" --config-file "$OS_STATE/etc/ml2_conf.ini")
+
+# db_url NAME PASSWORD prints the SQLAlchemy URL of the database NAME as
+# its user NAME: the driver and charset of production's (and devstack's)
+# URLs; the host is the server's unix socket.
+db_url() { echo "mysql+pymysql://$1:$2@localhost/$1?unix_socket=$DB_SOCKET&charset=utf8"; }
+# db_conf writes MariaDB's configuration, which mariadbd, mariadb-install-db
+# and the clients read alone (--defaults-file; Debian's /etc/mysql is not
+# read).
+db_conf() {
+	cat >"$DB_CNF" <<EOF
+[mysqld]
+datadir = $DB_DATA
+tmpdir = $OS_STATE/db-tmp
+socket = $DB_SOCKET
+pid-file = $DB_DATA/mariadbd.pid
+# The unix socket only: nothing listens on TCP, so stacks side by side
+# need nothing of their own but their state directories.
+skip-networking
+skip-name-resolve
+# Root runs the stack and its state directory may be where only root can
+# go (under /root): the server runs as root too.
+user = root
+# What OpenStack's installation guide sets for its databases.
+character-set-server = utf8
+collation-server = utf8_general_ci
+default-storage-engine = innodb
+innodb_file_per_table = on
+# Sized for a test stack's few MiB of data (the defaults: 128 MiB of
+# buffer pool, 96 MiB of redo log, which every start would copy).
+innodb_buffer_pool_size = 64M
+innodb_log_file_size = 16M
+aria_pagecache_buffer_size = 8M
+key_buffer_size = 1M
+innodb_buffer_pool_dump_at_shutdown = off
+innodb_buffer_pool_load_at_startup = off
+# A transaction's log is written at commit and flushed to disk once a
+# second: the stack's data does not outlive it, and a test's hundreds
+# of writes do not each wait for an fsync. Locking and isolation are the
+# server's defaults, as in production.
+innodb_flush_log_at_trx_commit = 2
+[client]
+socket = $DB_SOCKET
+user = root
+EOF
+}
+# db_start starts MariaDB on the data directory there is and waits until
+# it answers.
+db_start() {
+	start mariadb /usr/sbin/mariadbd "--defaults-file=$DB_CNF"
+	wait_ready mariadb MariaDB 60 mariadb-admin "--defaults-file=$DB_CNF" ping
+}
+# db_sql runs the SQL on its standard input as MariaDB's root.
+db_sql() { mariadb "--defaults-file=$DB_CNF"; }
 # start_neutron starts neutron-server with the configuration for the agents
 # or without them.
 start_neutron() {
@@ -129,7 +186,7 @@ agents_up() {
 summary() {
 	local agents=''
 	! with_agents || agents=", L2 $(pss linuxbridge-agent), L3 $(pss l3-agent), RabbitMQ $(pss rabbitmq)"
-	say "up in $(elapsed "$OS_T0") s; PSS Keystone $(pss keystone), Neutron $(pss neutron)$agents"
+	say "up in $(elapsed "$OS_T0") s; PSS Keystone $(pss keystone), Neutron $(pss neutron), MariaDB $(pss mariadb)$agents"
 	cat <<EOF
   Keystone: $KS_URL/v3   Neutron: $NEUTRON_URL   region RegionOne
   export OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml   # clouds: tenant-a, tenant-a-appcred, admin
@@ -153,7 +210,7 @@ pss() {
 		awk '{s += $1} END {printf "%d MiB", s / 1024}'
 }
 
-if running keystone && running neutron && urls && answers "$KS_URL/v3" && answers "$NEUTRON_URL/"; then
+if running mariadb && running keystone && running neutron && urls && answers "$KS_URL/v3" && answers "$NEUTRON_URL/"; then
 	if ! with_agents || agents_running; then
 		say "already running: Keystone $KS_URL/v3, Neutron $NEUTRON_URL; OS_CLIENT_CONFIG_FILE=$OS_STATE/clouds.yaml ('cluster/openstack/down.sh' stops it)"
 		exit 0
@@ -174,8 +231,9 @@ if running keystone && running neutron && urls && answers "$KS_URL/v3" && answer
 	exit 0
 fi
 
-# Leftovers of an instance that died or was half stopped.
-if [ -d "$OS_STATE" ]; then
+# Leftovers of an instance that died or was half stopped: its state, and a
+# mariadbd of it that may have lost its pid file.
+if [ -d "$OS_STATE" ] || [ -n "$(db_strays)" ]; then
 	"$OS_DIR/down.sh" >/dev/null
 fi
 
@@ -188,14 +246,15 @@ if with_agents; then
 	amqp_port
 fi
 on_failure "$OS_DIR/down.sh" "OpenStack bring-up" "$OS_STATE.failed" 'log/*' etc
-mkdir -p "$OS_STATE"/{etc,db,log,lock,neutron,keys/fernet,keys/credential}
+mkdir -p "$OS_STATE"/{etc,db-tmp,log,lock,neutron,keys/fernet,keys/credential}
+[ ${#DB_SOCKET} -le 107 ] || die "MariaDB's socket path $DB_SOCKET is longer than a unix socket's 107 bytes: set OS_STATE to a shorter directory"
 
 "$OS_DIR/install.sh"
 
 # ---------------------------------------------------------------- configuration
 cat >"$OS_STATE/etc/keystone.conf" <<EOF
 [database]
-connection = sqlite:///$OS_STATE/db/keystone.sqlite
+connection = $(db_url keystone "$OS_DB_KEYSTONE_PASSWORD")
 [token]
 provider = fernet
 [fernet_tokens]
@@ -217,7 +276,7 @@ enabled = true
 backend = dogpile.cache.memory
 EOF
 neutron_conf
-
+db_conf
 
 keystone_manage() { keystone-manage --config-file "$OS_STATE/etc/keystone.conf" "$@"; }
 
@@ -238,53 +297,54 @@ init_keystone() {
 			--bootstrap-public-url "$KS_URL/v3"
 }
 
-# Creates the Neutron database in $OS_STATE. The migrations cannot run on
-# SQLite (they ALTER constraints), so the schema comes from the models, as in
-# Neutron's own unit tests, and is then stamped as fully migrated.
-init_neutron() {
-	"$PY" - "$OS_STATE/db/neutron.sqlite" <<'PYEOF' &&
-import sys
-import sqlalchemy
-from neutron.db.migration.models import head
-head.get_metadata().create_all(sqlalchemy.create_engine("sqlite:///" + sys.argv[1]))
-PYEOF
-		neutron-db-manage "${neutron_confs[@]}" stamp heads
-}
+# Creates Neutron's schema in its database as production does: by its
+# migrations.
+init_neutron() { neutron-db-manage "${neutron_confs[@]}" upgrade heads; }
 
-# sqlite_wal FILE: puts the database in WAL mode (readers do not block the
-# writer) and folds the log back into the file, so that the file alone is a
-# complete copy.
-sqlite_wal() {
-	"$PY" - "$1" <<'PYEOF'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-db.execute("PRAGMA journal_mode=WAL")
-db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-db.close()
-PYEOF
+# init_db makes a new data directory and starts MariaDB on it, with a
+# database and a user of its own for each of Keystone and Neutron; root
+# connects through the socket as the system's root (unix_socket
+# authentication), nobody without a password.
+init_db() {
+	mariadb-install-db "--defaults-file=$DB_CNF" --auth-root-authentication-method=socket --skip-test-db \
+		>"$OS_STATE/log/mariadb-install.log" 2>&1 ||
+		die "creating MariaDB's data directory failed: see $OS_STATE/log/mariadb-install.log"
+	db_start
+	db_sql <<EOF
+CREATE DATABASE keystone;
+CREATE DATABASE neutron;
+CREATE USER 'keystone'@'localhost' IDENTIFIED BY '$OS_DB_KEYSTONE_PASSWORD';
+CREATE USER 'neutron'@'localhost' IDENTIFIED BY '$OS_DB_NEUTRON_PASSWORD';
+GRANT ALL PRIVILEGES ON keystone.* TO 'keystone'@'localhost';
+GRANT ALL PRIVILEGES ON neutron.* TO 'neutron'@'localhost';
+EOF
 }
 
 golden=$(golden_dir)
 if [ -f "$golden/complete" ]; then
-	cp "$golden/keystone.sqlite" "$golden/neutron.sqlite" "$OS_STATE/db/"
+	cp -a "$golden/mysql" "$DB_DATA"
 	cp -a "$golden/fernet/." "$OS_STATE/keys/fernet/"
 	cp -a "$golden/credential/." "$OS_STATE/keys/credential/"
 	say "databases copied from $golden"
+	db_start
+	say "MariaDB answers on $DB_SOCKET"
 else
 	say "initialising the databases (first start with these package versions)"
+	init_db
+	say "MariaDB answers on $DB_SOCKET; migrating Keystone's and Neutron's databases"
 	init_keystone >"$OS_STATE/log/keystone-init.log" 2>&1 &
 	ks_init=$!
 	init_neutron >"$OS_STATE/log/neutron-init.log" 2>&1 ||
 		die "Neutron database initialisation failed: see $OS_STATE/log/neutron-init.log"
 	wait "$ks_init" || die "Keystone database initialisation failed: see $OS_STATE/log/keystone-init.log"
-	sqlite_wal "$OS_STATE/db/keystone.sqlite"
-	sqlite_wal "$OS_STATE/db/neutron.sqlite"
+	# A clean shutdown leaves a data directory that a copy alone restores.
+	stop mariadb
 	# Built aside and renamed, so that a concurrent or interrupted run never
 	# sees half a cache.
 	tmp=$golden.tmp.$$
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
-	cp "$OS_STATE/db/keystone.sqlite" "$OS_STATE/db/neutron.sqlite" "$tmp/"
+	cp -a "$DB_DATA" "$tmp/mysql"
 	cp -a "$OS_STATE/keys/fernet" "$OS_STATE/keys/credential" "$tmp/"
 	dpkg-query -W -f='${Package} ${Version}\n' "${OS_VERSIONED_PACKAGES[@]}" >"$tmp/versions"
 	touch "$tmp/complete"
@@ -296,13 +356,14 @@ else
 		case "$old" in "$golden" | *.tmp.*) ;; *) rm -rf "$old" ;; esac
 	done
 	say "databases initialised and saved in $golden"
+	db_start
 fi
 
 # ---------------------------------------------------------------- servers
 # Each logs to standard output, into $OS_STATE/log/NAME.log (start).
 say "starting Keystone and Neutron"
-# One uwsgi process: several processes writing one SQLite file fail with
-# "database is locked". 'Connection: close': uwsgi's plain HTTP socket does
+# One uwsgi process, so that the in-memory cache stays coherent (several
+# would need memcached). 'Connection: close': uwsgi's plain HTTP socket does
 # not do keep-alive properly, and clients reusing connections see resets.
 # --no-orphans: a worker whose master died goes too.
 start keystone env "OS_KEYSTONE_CONFIG_FILES=$OS_STATE/etc/keystone.conf" uwsgi --plugin python3 \
@@ -319,6 +380,9 @@ wait_ready neutron Neutron 120 answers "$NEUTRON_URL/"
 say "Neutron answers on $NEUTRON_URL"
 
 # ---------------------------------------------------------------- fixtures
+if with_agents; then
+	agent_start linuxbridge-agent
+fi
 "$PY" "$OS_DIR/fixtures.py" >"$OS_STATE/log/fixtures.log" 2>&1 ||
 	die "creating the fixtures failed: see $OS_STATE/log/fixtures.log"
 say "fixtures created: $OS_STATE/fixtures.json"

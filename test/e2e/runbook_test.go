@@ -294,25 +294,18 @@ func (s *stack) fipPort(t *testing.T) string {
 
 // setFIPPort associates the runbook's floating IP with a port, or
 // disassociates it for "" (openstack floating ip set/unset --port).
-// Neutron's SQLite backend answers 500 to concurrent writes now and then, so
-// a failure is retried.
 func (s *stack) setFIPPort(t *testing.T, port string) {
 	t.Helper()
 	setFIPPort(t, s.network, s.runbook.FloatingIPID, port)
 }
 
 // setFIPPort associates floating IP id with a port, or disassociates it
-// for "", retrying what Neutron's SQLite backend refuses now and then.
+// for "".
 func setFIPPort(t *testing.T, network *gophercloud.ServiceClient, id, port string) {
 	t.Helper()
-	var err error
-	for range 5 {
-		if _, err = floatingips.Update(context.Background(), network, id, floatingips.UpdateOpts{PortID: &port}).Extract(); err == nil {
-			return
-		}
-		time.Sleep(300 * time.Millisecond)
+	if _, err := floatingips.Update(context.Background(), network, id, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+		t.Fatalf("set the floating IP's port to %q: %v", port, err)
 	}
-	t.Fatalf("set the floating IP's port to %q: %v", port, err)
 }
 
 // replicas returns the gateway Deployment's spec.replicas, -1 while there is

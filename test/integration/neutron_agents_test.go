@@ -45,9 +45,8 @@ var (
 // startAgents starts, once, a Keystone and Neutron of their own with
 // Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
 // plus 100, recording the host's network before; TestMain stops them
-// (down.sh). The package's Neutron stays API-only: the agents' writes meet
-// its SQLite with the odd "database is locked", which would make every
-// other test's creates wait out the crash-safety settling.
+// (down.sh). The package's Neutron stays API-only: the other tests need no
+// data plane, and the agents cost ~0.8 GiB.
 func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 	t.Helper()
 	startOpenStack(t) // skips when not root
@@ -284,10 +283,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 			if pairs == nil {
 				pairs = []ports.AddressPair{}
 			}
-			if err := retryLocked(func() error {
-				_, err := ports.Update(ctx, sc, vmPort.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract()
-				return err
-			}); err != nil {
+			if _, err := ports.Update(ctx, sc, vmPort.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
 				t.Fatal(err)
 			}
 			got := map[string]bool{}
@@ -341,10 +337,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	}
 	for _, tc := range floating {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := retryLocked(func() error {
-				_, err := floatingips.Update(ctx, sc, fip.ID, floatingips.UpdateOpts{PortID: &tc.port}).Extract()
-				return err
-			}); err != nil {
+			if _, err := floatingips.Update(ctx, sc, fip.ID, floatingips.UpdateOpts{PortID: &tc.port}).Extract(); err != nil {
 				t.Fatal(err)
 			}
 			var got nat
@@ -404,20 +397,6 @@ func portRules(h vif.Host, tap string) string {
 		}
 	}
 	return b.String()
-}
-
-// retryLocked runs write up to five times while it fails with a 500: the
-// lab's Neutron keeps SQLite, where a write that meets the agents' own
-// (their state reports, port status) fails with "database is locked".
-func retryLocked(write func() error) error {
-	var err error
-	for range 5 {
-		if err = write(); !gophercloud.ResponseCodeIs(err, 500) {
-			return err
-		}
-		time.Sleep(time.Second)
-	}
-	return err
 }
 
 // settles probes until it gives want, for 30 s at most, and returns the

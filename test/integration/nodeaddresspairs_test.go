@@ -84,11 +84,7 @@ func TestNodeAddressPairs(t *testing.T) {
 	t.Cleanup(func() { _ = groups.Delete(context.Background(), admin, sg.ID).ExtractErr() })
 	newPort := func(name string, sgs []string) *ports.Port {
 		t.Helper()
-		var p *ports.Port
-		err := retryLocked(func() (err error) {
-			p, err = ports.Create(ctx, admin, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, ProjectID: project, SecurityGroups: &sgs}).Extract()
-			return err
-		})
+		p, err := ports.Create(ctx, admin, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, ProjectID: project, SecurityGroups: &sgs}).Extract()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,10 +122,7 @@ func TestNodeAddressPairs(t *testing.T) {
 	for i, f := range []string{foreignA, foreignB} {
 		ip, mac, _ := strings.Cut(f, "@")
 		pairs := []ports.AddressPair{{IPAddress: ip, MACAddress: mac}}
-		if err := retryLocked(func() error {
-			_, err := ports.Update(ctx, admin, nodes[i].port.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract()
-			return err
-		}); err != nil {
+		if _, err := ports.Update(ctx, admin, nodes[i].port.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract(); err != nil {
 			t.Fatal(err)
 		}
 	}
