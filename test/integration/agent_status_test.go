@@ -27,7 +27,8 @@ import (
 
 // TestAgentStatusPublisher checks the agent's status ConfigMap against a
 // real API server: created when missing, written only when the content
-// changed, at most once per MinInterval, and holding only tunnels.json.
+// changed, two writes at once and then at most one per MinInterval (a token
+// bucket), and holding only tunnels.json.
 func TestAgentStatusPublisher(t *testing.T) {
 	ctx := context.Background()
 	ns := "agent-status"
@@ -90,7 +91,7 @@ func TestAgentStatusPublisher(t *testing.T) {
 		t.Errorf("unchanged status rewritten: resourceVersion %s -> %s", rv1, rv)
 	}
 
-	// Changed: written once the interval has passed since the last write.
+	// Changed: written at once (a minute on, the bucket is full).
 	publish(p, more)
 	rv2, got := read()
 	if rv2 == rv1 {
@@ -99,30 +100,43 @@ func TestAgentStatusPublisher(t *testing.T) {
 	if diff := cmp.Diff(more, got); diff != "" {
 		t.Errorf("updated: -want, +got:\n%s", diff)
 	}
+	// Changed again 2 s later: the burst's second write, at once.
 	clock = clock.Add(2 * time.Second)
-	if wait := publish(p, up); wait != 3*time.Second {
-		t.Errorf("Publish 2s after a write: wait %s, want 3s", wait)
-	}
-	if rv, _ := read(); rv != rv2 {
-		t.Errorf("rate limit not respected: resourceVersion %s -> %s", rv2, rv)
-	}
-	clock = clock.Add(3 * time.Second)
 	if wait := publish(p, up); wait != 0 {
-		t.Errorf("Publish after the interval: wait %s", wait)
+		t.Errorf("Publish 2s after a write, within the burst: wait %s, want 0", wait)
 	}
 	rv3, got := read()
 	if rv3 == rv2 {
-		t.Error("held-back change not written after the interval")
+		t.Error("the burst's second change not written")
 	}
 	if diff := cmp.Diff(up, got); diff != "" {
-		t.Errorf("after the interval: -want, +got:\n%s", diff)
+		t.Errorf("the burst's second write: -want, +got:\n%s", diff)
+	}
+	// A third change at once: held back until the bucket has a token
+	// again (0.4 of one left: 3 s at one per 5 s).
+	if wait := publish(p, more); (wait - 3*time.Second).Abs() > time.Millisecond {
+		t.Errorf("Publish with the burst spent: wait %s, want 3s", wait)
+	}
+	if rv, _ := read(); rv != rv3 {
+		t.Errorf("rate limit not respected: resourceVersion %s -> %s", rv3, rv)
+	}
+	clock = clock.Add(3 * time.Second)
+	if wait := publish(p, more); wait != 0 {
+		t.Errorf("Publish once the bucket has a token: wait %s", wait)
+	}
+	rv4, got := read()
+	if rv4 == rv3 {
+		t.Error("held-back change not written after the wait")
+	}
+	if diff := cmp.Diff(more, got); diff != "" {
+		t.Errorf("after the wait: -want, +got:\n%s", diff)
 	}
 
 	// A restarted agent finds its content in place: no write.
 	restarted := &status.Publisher{Client: kube, Namespace: ns, Name: "gw1-status"}
-	publish(restarted, up)
-	if rv, _ := read(); rv != rv3 {
-		t.Errorf("restarted agent rewrote unchanged status: resourceVersion %s -> %s", rv3, rv)
+	publish(restarted, more)
+	if rv, _ := read(); rv != rv4 {
+		t.Errorf("restarted agent rewrote unchanged status: resourceVersion %s -> %s", rv4, rv)
 	}
 
 	// With the pod's identity: the gateway's ServiceAccount may only get
@@ -144,11 +158,11 @@ func TestAgentStatusPublisher(t *testing.T) {
 	}
 	asPod := &status.Publisher{Client: pod, Namespace: ns, Name: "gw1-status"}
 	eventually(t, 10*time.Second, "the gateway's ServiceAccount updates its status", func() error {
-		_, err := asPod.Publish(ctx, more)
+		_, err := asPod.Publish(ctx, up)
 		return err
 	})
-	if _, got := read(); !cmp.Equal(more, got) {
-		t.Errorf("as the pod: -want, +got:\n%s", cmp.Diff(more, got))
+	if _, got := read(); !cmp.Equal(up, got) {
+		t.Errorf("as the pod: -want, +got:\n%s", cmp.Diff(up, got))
 	}
 	other := &status.Publisher{Client: pod, Namespace: ns, Name: "gw2-status"}
 	if _, err := other.Publish(ctx, up); err == nil {
