@@ -54,11 +54,15 @@ type site struct {
 	mu sync.Mutex
 	// vm and client are their charons; gw the stand-in's, nil without.
 	vm, client, gw *topology.Charon
+	// agents is nil without Neutron's real agents: then the site's NAT
+	// stands in for the L3 agent and the tenant network is its bridge.
+	agents *agents
 }
 
 // up builds the site, serves the verbs on p's socket until ctx ends and
-// removes everything, also when the bring-up fails.
-func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error) {
+// removes everything, also when the bring-up fails. With withAgents, the
+// site lives in the world of Neutron's real agents (agents.go).
+func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents bool) (err error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	psk, err := readPSK(pskFile)
 	if err != nil {
@@ -73,27 +77,41 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 		return err
 	}
 	began := time.Now()
-	tp, err := topology.Build(topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1})
+	o := topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1}
+	var ag *agents
+	if withAgents {
+		if ag, err = newAgents(ctx, clouds); err != nil {
+			return err
+		}
+		o.Uplink = ag.uplink()
+	}
+	tp, err := topology.Build(o)
 	if err != nil {
 		return err
 	}
+	s := &site{tp: tp, log: log, psk: psk, agents: ag}
 	defer func() {
+		if ag != nil {
+			// A context of its own: ctx has ended.
+			err = errors.Join(err, ag.close(context.Background())) //nolint:contextcheck // teardown after ctx ended
+		}
 		err = errors.Join(err, tp.Close())
 		log.Info("site down", "error", err)
 	}()
-	tp.NAT.Log = log
-	s := &site{tp: tp, log: log, psk: psk}
-	m, err := list(ctx)
-	if err != nil {
-		return err
-	}
-	if err := tp.NAT.Apply(m); err != nil {
-		return err
-	}
 	nat := make(chan error, 1)
-	go func() { nat <- tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
+	if ag == nil {
+		tp.NAT.Log = log
+		m, err := list(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tp.NAT.Apply(m); err != nil {
+			return err
+		}
+		go func() { nat <- tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
+	}
 
-	svc, err := tp.AddHost("svc", serviceAddress, "eth0", "")
+	svc, err := s.tenantHost(ctx, "svc", servicePortName, serviceAddress, true)
 	if err != nil {
 		return err
 	}
@@ -104,7 +122,7 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 	defer ln.Close() //nolint:errcheck // the site is ending: its listener has nothing left to report
 	go topology.AnswerWhoAmI(ln)
 
-	if s.vm, err = s.gateway(ctx, "vm", vmAddress); err != nil {
+	if s.vm, err = s.gateway(ctx, "vm", vmPortName, vmAddress); err != nil {
 		return err
 	}
 	peer := tp.Peers[0]
@@ -137,8 +155,8 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 // it responds to the client site as the floating IP's identity, and its
 // nftables rules publish the tenant service to the client as the example
 // claim's exposure does.
-func (s *site) gateway(ctx context.Context, role string, addr netip.Addr) (*topology.Charon, error) {
-	ns, err := s.tp.AddHost(role, addr, "eth0", "")
+func (s *site) gateway(ctx context.Context, role, portName string, addr netip.Addr) (*topology.Charon, error) {
+	ns, err := s.tenantHost(ctx, role, portName, addr, false)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +173,20 @@ func (s *site) gateway(ctx context.Context, role string, addr netip.Addr) (*topo
 		return nil, err
 	}
 	return c, s.loadGateway(ctx, c, addr)
+}
+
+// tenantHost adds the namespace of role on the tenant network at addr,
+// interface eth0: on the router's tenant bridge, or with the agents
+// plugged into the Neutron port portName (made if create) as a VM.
+func (s *site) tenantHost(ctx context.Context, role, portName string, addr netip.Addr, create bool) (string, error) {
+	if s.agents == nil {
+		return s.tp.AddHost(role, addr, "eth0", "")
+	}
+	ns, err := s.tp.AddNamespace(role)
+	if err != nil {
+		return "", err
+	}
+	return ns, s.agents.plug(ctx, ns, portName, addr, create)
 }
 
 // loadGateway loads the hand-built gateway's swanctl.conf into c.
@@ -224,7 +256,10 @@ func (s *site) handler() http.Handler {
 			if s.gw != nil {
 				return "", errors.New("the stand-in runs already (" + s.gw.NS + ")")
 			}
-			c, err := s.gateway(ctx, "gw", topology.PrivateAddress)
+			if s.agents != nil {
+				return "", errors.New("no stand-in with the agents: the gateway's port is the provider's, a stand-in cannot plug into it")
+			}
+			c, err := s.gateway(ctx, "gw", "", topology.PrivateAddress)
 			s.gw = c
 			return fmt.Sprintf("stand-in gateway %s up (%s, log %s)\n", topology.PrivateAddress, s.tp.NS("gw"), filepath.Join(s.tp.Dir, "gw", "charon.log")), err
 		},
@@ -240,8 +275,11 @@ func (s *site) handler() http.Handler {
 			}
 			return "stand-in gateway down\n", os.RemoveAll(filepath.Join(s.tp.Dir, "gw"))
 		},
-		"attach": func(_ context.Context, r *http.Request) (string, error) {
+		"attach": func(ctx context.Context, r *http.Request) (string, error) {
 			netns, link := r.URL.Query().Get("netns"), r.URL.Query().Get("link")
+			if s.agents != nil {
+				return s.agents.attach(ctx, netns, link, r.URL.Query().Get("instance"))
+			}
 			if err := s.tp.Attach(netns, link); err != nil {
 				return "", err
 			}
@@ -288,6 +326,9 @@ func (s *site) status(ctx context.Context, _ *http.Request) (string, error) {
 		}
 	}
 	table, err := s.tp.NAT.Table()
+	if s.agents != nil {
+		table, err = s.agents.status(ctx)
+	}
 	b.WriteString("\n" + table)
 	if err != nil {
 		return b.String(), err
