@@ -116,9 +116,12 @@ func (a *agents) ensureGroup(ctx context.Context) (string, error) {
 	if len(found) > 0 {
 		return found[0].ID, nil
 	}
-	g, err := groups.Create(ctx, a.tenant, groups.CreateOpts{Name: siteGroup,
-		Description: "the local site's VM gateway, tenant service and nodes: IKE, NAT-T, ESP, 443, ICMP"}).Extract()
-	if err != nil {
+	var g *groups.SecGroup
+	if err := vif.RetryLocked(func() (err error) {
+		g, err = groups.Create(ctx, a.tenant, groups.CreateOpts{Name: siteGroup,
+			Description: "the local site's VM gateway, tenant service and nodes: IKE, NAT-T, ESP, 443, ICMP"}).Extract()
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("cannot create security group %s: %w", siteGroup, err)
 	}
 	for _, r := range []rules.CreateOpts{
@@ -129,8 +132,10 @@ func (a *agents) ensureGroup(ctx context.Context) (string, error) {
 		{Protocol: rules.ProtocolICMP},
 	} {
 		r.SecGroupID, r.Direction, r.EtherType = g.ID, rules.DirIngress, rules.EtherType4
-		if _, err := rules.Create(ctx, a.tenant, r).Extract(); err != nil {
-			return "", fmt.Errorf("cannot add a rule to security group %s: %w", siteGroup, err)
+		if err := vif.RetryLocked(func() error { _, err := rules.Create(ctx, a.tenant, r).Extract(); return err }); err != nil {
+			// Not half made: the next site finds the group by its name.
+			return "", errors.Join(fmt.Errorf("cannot add a rule to security group %s: %w", siteGroup, err),
+				groups.Delete(ctx, a.tenant, g.ID).ExtractErr())
 		}
 	}
 	return g.ID, nil
@@ -150,8 +155,11 @@ func (a *agents) port(ctx context.Context, name string, addr netip.Addr, create 
 	}
 	groups := []string{a.group}
 	if len(found) > 0 {
-		p, err := ports.Update(ctx, a.tenant, found[0].ID, ports.UpdateOpts{SecurityGroups: &groups}).Extract()
-		if err != nil {
+		var p *ports.Port
+		if err := vif.RetryLocked(func() (err error) {
+			p, err = ports.Update(ctx, a.tenant, found[0].ID, ports.UpdateOpts{SecurityGroups: &groups}).Extract()
+			return err
+		}); err != nil {
 			return nil, fmt.Errorf("cannot set the security group of port %s: %w", name, err)
 		}
 		return p, nil
@@ -159,9 +167,12 @@ func (a *agents) port(ctx context.Context, name string, addr netip.Addr, create 
 	if !create {
 		return nil, fmt.Errorf("no port %s on tenant-net (cluster/openstack/runbook.py vm-up makes the VM's)", name)
 	}
-	p, err := ports.Create(ctx, a.tenant, ports.CreateOpts{Name: name, NetworkID: a.fx.TenantNet.ID, SecurityGroups: &groups,
-		FixedIPs: []ports.IP{{SubnetID: a.fx.TenantSubnet.ID, IPAddress: addr.String()}}}).Extract()
-	if err != nil {
+	var p *ports.Port
+	if err := vif.RetryLocked(func() (err error) {
+		p, err = ports.Create(ctx, a.tenant, ports.CreateOpts{Name: name, NetworkID: a.fx.TenantNet.ID, SecurityGroups: &groups,
+			FixedIPs: []ports.IP{{SubnetID: a.fx.TenantSubnet.ID, IPAddress: addr.String()}}}).Extract()
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("cannot create port %s: %w", name, err)
 	}
 	a.made = append(a.made, p.ID)
@@ -229,7 +240,7 @@ func (a *agents) close(ctx context.Context) error {
 		errs = append(errs, vif.Unplug(ctx, a.admin, a.host, v))
 	}
 	for _, id := range a.made {
-		if err := ports.Delete(ctx, a.tenant, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+		if err := vif.RetryLocked(func() error { return ports.Delete(ctx, a.tenant, id).ExtractErr() }); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
 			errs = append(errs, fmt.Errorf("cannot delete port %s: %w", id, err))
 		}
 	}

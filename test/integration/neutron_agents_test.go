@@ -282,7 +282,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 			if pairs == nil {
 				pairs = []ports.AddressPair{}
 			}
-			if err := retryLocked(func() error {
+			if err := vif.RetryLocked(func() error {
 				_, err := ports.Update(ctx, sc, vmPort.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs}).Extract()
 				return err
 			}); err != nil {
@@ -339,7 +339,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	}
 	for _, tc := range floating {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := retryLocked(func() error {
+			if err := vif.RetryLocked(func() error {
 				_, err := floatingips.Update(ctx, sc, fip.ID, floatingips.UpdateOpts{PortID: &tc.port}).Extract()
 				return err
 			}); err != nil {
@@ -378,20 +378,6 @@ func portRules(h vif.Host, tap string) string {
 		}
 	}
 	return b.String()
-}
-
-// retryLocked runs write up to five times while it fails with a 500: the
-// lab's Neutron keeps SQLite, where a write that meets the agents' own
-// (their state reports, port status) fails with "database is locked".
-func retryLocked(write func() error) error {
-	var err error
-	for range 5 {
-		if err = write(); !gophercloud.ResponseCodeIs(err, 500) {
-			return err
-		}
-		time.Sleep(time.Second)
-	}
-	return err
 }
 
 // settles probes until it gives want, for 30 s at most, and returns the

@@ -219,7 +219,11 @@ func Release(ctx context.Context, sc *gophercloud.ServiceClient, h Host, v *VIF,
 // bind binds the port portID to h for inst and returns it with its
 // network's MTU.
 func bind(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Instance, portID string) (*ports.Port, string, error) {
-	p, err := ports.Update(ctx, sc, portID, bindOpts(h.Name, DeviceOwner, inst.ID)).Extract()
+	var p *ports.Port
+	err := RetryLocked(func() (err error) {
+		p, err = ports.Update(ctx, sc, portID, bindOpts(h.Name, DeviceOwner, inst.ID)).Extract()
+		return err
+	})
 	if err != nil {
 		return nil, "", errors.Wrap(err, errBind)
 	}
@@ -272,7 +276,10 @@ func Unplug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, v *VIF) 
 			return errors.Wrap(err, errWire)
 		}
 	}
-	_, err := ports.Update(ctx, sc, v.Port.ID, bindOpts("", "", "")).Extract()
+	err := RetryLocked(func() error {
+		_, err := ports.Update(ctx, sc, v.Port.ID, bindOpts("", "", "")).Extract()
+		return err
+	})
 	if gophercloud.ResponseCodeIs(err, 404) {
 		return nil
 	}
@@ -299,6 +306,21 @@ func WaitActive(ctx context.Context, sc *gophercloud.ServiceClient, portID strin
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// RetryLocked runs write until it does not fail with a 500, at most 5
+// times a second apart: the lab's Neutron keeps its database in SQLite,
+// which meets the agents' concurrent writes with the odd "database is
+// locked", a 500 that a retry resolves.
+func RetryLocked(write func() error) error {
+	var err error
+	for range 5 {
+		if err = write(); !gophercloud.ResponseCodeIs(err, 500) {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+	return err
 }
 
 // ip runs ip(8) with args.
