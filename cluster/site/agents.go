@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +48,7 @@ const (
 	// servicePortName names the tenant service's port, which the site
 	// makes and deletes; nodePortPrefix + the node's namespace a node's.
 	servicePortName = "site-service"
+	standinPortName = "gateway-standin"
 	nodePortPrefix  = "node-"
 	vmPortName      = "vm-gateway" // made by cluster/openstack/runbook.py vm-up
 	plugTimeout     = time.Minute
@@ -197,6 +200,32 @@ func (a *agents) plug(ctx context.Context, ns, name string, addr netip.Addr, cre
 	return err
 }
 
+// unplug unplugs the namespace ns and deletes its port if the site made it.
+func (a *agents) unplug(ctx context.Context, ns string) error {
+	for i, v := range a.vifs {
+		if v.Instance.Namespace != ns {
+			continue
+		}
+		a.vifs = slices.Delete(a.vifs, i, i+1)
+		err := vif.Unplug(ctx, a.admin, a.host, v)
+		if j := slices.Index(a.made, v.Port.ID); j >= 0 {
+			a.made = slices.Delete(a.made, j, j+1)
+			err = errors.Join(err, a.deletePort(ctx, v.Port.ID))
+		}
+		return err
+	}
+	return nil
+}
+
+// deletePort deletes the port id; one that is gone is not an error.
+func (a *agents) deletePort(ctx context.Context, id string) error {
+	err := vif.RetryLocked(func() error { return ports.Delete(ctx, a.tenant, id).ExtractErr() })
+	if err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+		return fmt.Errorf("cannot delete port %s: %w", id, err)
+	}
+	return nil
+}
+
 // attach makes a node's tenant interface a port of tenant-net bound to the
 // agents' host for the node's instance: the veth end link of netns (the
 // node's macvlan parent's peer) becomes the port's tap. Attaching a link
@@ -240,9 +269,7 @@ func (a *agents) close(ctx context.Context) error {
 		errs = append(errs, vif.Unplug(ctx, a.admin, a.host, v))
 	}
 	for _, id := range a.made {
-		if err := vif.RetryLocked(func() error { return ports.Delete(ctx, a.tenant, id).ExtractErr() }); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
-			errs = append(errs, fmt.Errorf("cannot delete port %s: %w", id, err))
-		}
+		errs = append(errs, a.deletePort(ctx, id))
 	}
 	return errors.Join(errs...)
 }
@@ -257,7 +284,53 @@ func (a *agents) status(ctx context.Context) (string, error) {
 			b.WriteString(l)
 		}
 	}
-	return b.String(), err
+	if err != nil {
+		return b.String(), err
+	}
+	return b.String() + a.nodeRules(ctx), nil
+}
+
+// nodeRules is what the linuxbridge agent enforces on the nodes' ports,
+// with its counters: the ebtables MAC and ARP chains of their taps and the
+// iptables rules (port security, security groups) of their ports. Frames
+// a node's port does not own (a gateway pod's net1 without an allowed
+// address pair) are what the DROP policies and rules count.
+func (a *agents) nodeRules(ctx context.Context) string {
+	if len(a.nodes) == 0 {
+		return ""
+	}
+	in := func(args ...string) string {
+		out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.host.Namespace}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("%s: %v\n", strings.Join(args, " "), err)
+		}
+		return string(out)
+	}
+	var b strings.Builder
+	eb := in("ebtables", "-t", "nat", "-L", "--Lc")
+	ipt := in("iptables-save", "-c")
+	for link, v := range a.nodes {
+		pairs := "unknown"
+		if p, err := ports.Get(ctx, a.admin, v.Port.ID).Extract(); err == nil {
+			pairs = fmt.Sprint(p.AllowedAddressPairs)
+		}
+		fmt.Fprintf(&b, "\nnode port %s (%s of %s, tap %s): allowed address pairs %s\n", v.Port.ID, link, v.Instance.Namespace, v.Tap, pairs)
+		chain := ""
+		for l := range strings.Lines(eb) {
+			if strings.HasPrefix(l, "Bridge chain: ") {
+				chain = l
+			}
+			if strings.Contains(chain, v.Tap) || strings.Contains(l, v.Tap) {
+				b.WriteString("ebtables " + l)
+			}
+		}
+		for l := range strings.Lines(ipt) {
+			if strings.Contains(l, v.Tap) || strings.Contains(l, v.Port.ID[:10]) {
+				b.WriteString("iptables " + l)
+			}
+		}
+	}
+	return b.String()
 }
 
 // uplink is the router's place on ext-net's wire.

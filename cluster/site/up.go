@@ -151,12 +151,14 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents
 }
 
 // gateway adds a gateway built by hand as the runbook's VM was, in a
-// namespace of role on the tenant network at addr, and starts its charon:
+// namespace of role on the tenant network at addr (with the agents: on the
+// port portName, which the site makes unless it is the VM's), and starts
+// its charon:
 // it responds to the client site as the floating IP's identity, and its
 // nftables rules publish the tenant service to the client as the example
 // claim's exposure does.
 func (s *site) gateway(ctx context.Context, role, portName string, addr netip.Addr) (*topology.Charon, error) {
-	ns, err := s.tenantHost(ctx, role, portName, addr, false)
+	ns, err := s.tenantHost(ctx, role, portName, addr, portName != vmPortName)
 	if err != nil {
 		return nil, err
 	}
@@ -256,17 +258,19 @@ func (s *site) handler() http.Handler {
 			if s.gw != nil {
 				return "", errors.New("the stand-in runs already (" + s.gw.NS + ")")
 			}
-			if s.agents != nil {
-				return "", errors.New("no stand-in with the agents: the gateway's port is the provider's, a stand-in cannot plug into it")
-			}
-			c, err := s.gateway(ctx, "gw", "", topology.PrivateAddress)
+			c, err := s.gateway(ctx, "gw", standinPortName, topology.PrivateAddress)
 			s.gw = c
 			return fmt.Sprintf("stand-in gateway %s up (%s, log %s)\n", topology.PrivateAddress, s.tp.NS("gw"), filepath.Join(s.tp.Dir, "gw", "charon.log")), err
 		},
-		"standin-down": func(context.Context, *http.Request) (string, error) {
+		"standin-down": func(ctx context.Context, _ *http.Request) (string, error) {
 			if s.gw != nil {
 				s.gw.Stop(syscall.SIGKILL)
 				s.gw = nil
+			}
+			if s.agents != nil {
+				if err := s.agents.unplug(ctx, s.tp.NS("gw")); err != nil {
+					return "", err
+				}
 			}
 			if _, err := os.Stat("/run/netns/" + s.tp.NS("gw")); err == nil {
 				if err := s.tp.RemoveHost("gw"); err != nil {
