@@ -56,10 +56,15 @@ const (
 
 // fixtures is what the site reads of $OS_STATE/fixtures.json.
 type fixtures struct {
-	Project      struct{ ID string } `json:"project"`
-	TenantNet    struct{ ID string } `json:"tenant_net"`
-	TenantSubnet struct{ ID string } `json:"tenant_subnet"`
-	Router       struct{ ID string } `json:"router"`
+	Project      ref `json:"project"`
+	TenantNet    ref `json:"tenant_net"`
+	TenantSubnet ref `json:"tenant_subnet"`
+	Router       ref `json:"router"`
+}
+
+// ref is an object of fixtures.json.
+type ref struct {
+	ID string `json:"id"`
 }
 
 // agents is the site's part in Neutron's real agents' world.
@@ -261,7 +266,7 @@ func (a *agents) attach(ctx context.Context, netns, link, instance string) (stri
 // close hands the nodes' links back, unplugs the VM and the service and
 // deletes the ports the site made.
 func (a *agents) close(ctx context.Context) error {
-	var errs []error
+	errs := make([]error, 0, len(a.nodes)+len(a.vifs)+len(a.made))
 	for link, v := range a.nodes {
 		errs = append(errs, vif.Release(ctx, a.admin, a.host, v, link))
 	}
@@ -300,6 +305,7 @@ func (a *agents) nodeRules(ctx context.Context) string {
 		return ""
 	}
 	in := func(args ...string) string {
+		//nolint:gosec // G702: the agents' namespace of agents.json and this function's own commands
 		out, err := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", a.host.Namespace}, args...)...).CombinedOutput()
 		if err != nil {
 			return fmt.Sprintf("%s: %v\n", strings.Join(args, " "), err)

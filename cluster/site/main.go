@@ -74,14 +74,7 @@ func run(p paths, tp *topology.Topology, verb string, args []string) error {
 	case "status", "vm-stop", "vm-start", "standin-up", "standin-down":
 		return call(p, verb, nil)
 	case "attach":
-		if len(args) != 2 && len(args) != 3 {
-			return fmt.Errorf("usage: attach NETNS LINK [INSTANCE]")
-		}
-		q := url.Values{"netns": {args[0]}, "link": {args[1]}}
-		if len(args) == 3 {
-			q.Set("instance", args[2])
-		}
-		return call(p, verb, q)
+		return attach(p, args)
 	case "client-sas":
 		return sas(p, "client")
 	case "sas":
@@ -123,6 +116,19 @@ func upVerb(p paths, tp *topology.Topology, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	return up(ctx, p, tp.Prefix, *clouds, *psk, *withAgents)
+}
+
+// attach asks the running site to attach NETNS's LINK (args: NETNS LINK
+// [INSTANCE]).
+func attach(p paths, args []string) error {
+	if len(args) != 2 && len(args) != 3 {
+		return fmt.Errorf("usage: attach NETNS LINK [INSTANCE]")
+	}
+	q := url.Values{"netns": {args[0]}, "link": {args[1]}}
+	if len(args) == 3 {
+		q.Set("instance", args[2])
+	}
+	return call(p, "attach", q)
 }
 
 // execVerb replaces this process with args[1:] run in the namespace of

@@ -68,10 +68,6 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents
 	if err != nil {
 		return err
 	}
-	list, err := newNeutron(ctx, clouds, "admin")
-	if err != nil {
-		return fmt.Errorf("cannot connect to Neutron: %w", err)
-	}
 	// Leftovers of a site that was killed.
 	if err := topology.Remove(prefix, p.dir); err != nil {
 		return err
@@ -100,37 +96,16 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents
 	}()
 	nat := make(chan error, 1)
 	if ag == nil {
-		tp.NAT.Log = log
-		m, err := list(ctx)
-		if err != nil {
+		if err := s.startNAT(ctx, clouds, nat); err != nil {
 			return err
 		}
-		if err := tp.NAT.Apply(m); err != nil {
-			return err
-		}
-		go func() { nat <- tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
 	}
-
-	svc, err := s.tenantHost(ctx, "svc", servicePortName, serviceAddress, true)
+	ln, err := s.serveTenant(ctx)
 	if err != nil {
 		return err
 	}
-	var ln net.Listener
-	if err := tp.Do(svc, func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", servicePort)); return err }); err != nil {
-		return err
-	}
 	defer ln.Close() //nolint:errcheck // the site is ending: its listener has nothing left to report
-	go topology.AnswerWhoAmI(ln)
-
-	if s.vm, err = s.gateway(ctx, "vm", vmPortName, vmAddress); err != nil {
-		return err
-	}
-	peer := tp.Peers[0]
-	s.client = peer.Charon
-	if err := s.startClient(ctx); err != nil {
-		return err
-	}
-	if _, err := s.client.AwaitSA(conn, readyTimeout, topology.Up()); err != nil {
+	if err := s.startCharons(ctx); err != nil {
 		return err
 	}
 
@@ -147,6 +122,56 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents
 	case err = <-nat:
 	}
 	_ = srv.Close()
+	return err
+}
+
+// startNAT applies the floating IPs of the Neutron of the clouds.yaml at
+// clouds and keeps them applied until ctx ends; the loop's end is sent to
+// done.
+func (s *site) startNAT(ctx context.Context, clouds string, done chan<- error) error {
+	list, err := newNeutron(ctx, clouds, "admin")
+	if err != nil {
+		return fmt.Errorf("cannot connect to Neutron: %w", err)
+	}
+	s.tp.NAT.Log = s.log
+	m, err := list(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.tp.NAT.Apply(m); err != nil {
+		return err
+	}
+	go func() { done <- s.tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
+	return nil
+}
+
+// serveTenant adds the tenant service and answers on it; the caller
+// closes the listener.
+func (s *site) serveTenant(ctx context.Context) (net.Listener, error) {
+	svc, err := s.tenantHost(ctx, "svc", servicePortName, serviceAddress, true)
+	if err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	if err := s.tp.Do(svc, func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", servicePort)); return err }); err != nil {
+		return nil, err
+	}
+	go topology.AnswerWhoAmI(ln)
+	return ln, nil
+}
+
+// startCharons starts the VM gateway and the client site and waits for
+// the client's tunnel.
+func (s *site) startCharons(ctx context.Context) error {
+	var err error
+	if s.vm, err = s.gateway(ctx, "vm", vmPortName, vmAddress); err != nil {
+		return err
+	}
+	s.client = s.tp.Peers[0].Charon
+	if err := s.startClient(ctx); err != nil {
+		return err
+	}
+	_, err = s.client.AwaitSA(conn, readyTimeout, topology.Up())
 	return err
 }
 

@@ -156,9 +156,9 @@ func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Insta
 	}
 	steps := [][]string{
 		{"-n", h.Namespace, "link", "add", v.Tap, "type", "veth", "peer", "name", ifname, "netns", inst.Namespace},
-		{"-n", inst.Namespace, "link", "set", ifname, "address", p.MACAddress, "mtu", mtu},
-		{"-n", inst.Namespace, "link", "set", ifname, "up"},
-		{"-n", h.Namespace, "link", "set", v.Tap, "mtu", mtu, "up"},
+		linkSet(inst.Namespace, ifname, "address", p.MACAddress, "mtu", mtu),
+		linkSet(inst.Namespace, ifname, "up"),
+		linkSet(h.Namespace, v.Tap, "mtu", mtu, "up"),
 	}
 	for _, a := range addrs {
 		steps = append(steps, []string{"-n", inst.Namespace, "addr", "add", a, "dev", ifname})
@@ -189,11 +189,11 @@ func Adopt(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Inst
 	}
 	v := &VIF{Port: *p, Tap: TapName(p.ID), Bridge: BridgeName(p.NetworkID), Instance: inst, Interface: peer}
 	if err := ipAll(ctx, [][]string{
-		{"-n", inst.Namespace, "link", "set", peer, "down"},
-		{"-n", inst.Namespace, "link", "set", peer, "address", p.MACAddress, "mtu", mtu, "up"},
-		{"-n", inst.Namespace, "link", "set", link, "down"},
-		{"-n", inst.Namespace, "link", "set", link, "netns", h.Namespace},
-		{"-n", h.Namespace, "link", "set", link, "name", v.Tap, "mtu", mtu, "up"},
+		linkSet(inst.Namespace, peer, "down"),
+		linkSet(inst.Namespace, peer, "address", p.MACAddress, "mtu", mtu, "up"),
+		linkSet(inst.Namespace, link, "down"),
+		linkSet(inst.Namespace, link, "netns", h.Namespace),
+		linkSet(h.Namespace, link, "name", v.Tap, "mtu", mtu, "up"),
 	}); err != nil {
 		return v, errors.Wrap(err, errWire)
 	}
@@ -206,9 +206,9 @@ func Adopt(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Inst
 func Release(ctx context.Context, sc *gophercloud.ServiceClient, h Host, v *VIF, link string) error {
 	if ip(ctx, "-n", h.Namespace, "link", "show", v.Tap) == nil {
 		if err := ipAll(ctx, [][]string{
-			{"-n", h.Namespace, "link", "set", v.Tap, "nomaster", "down"},
-			{"-n", h.Namespace, "link", "set", v.Tap, "netns", v.Instance.Namespace},
-			{"-n", v.Instance.Namespace, "link", "set", v.Tap, "name", link, "up"},
+			linkSet(h.Namespace, v.Tap, "nomaster", "down"),
+			linkSet(h.Namespace, v.Tap, "netns", v.Instance.Namespace),
+			linkSet(v.Instance.Namespace, v.Tap, "name", link, "up"),
 		}); err != nil {
 			return errors.Wrap(err, errWire)
 		}
@@ -321,6 +321,11 @@ func RetryLocked(write func() error) error {
 		time.Sleep(time.Second)
 	}
 	return err
+}
+
+// linkSet is the ip(8) arguments setting link dev of namespace ns: args.
+func linkSet(ns, dev string, args ...string) []string {
+	return append([]string{"-n", ns, "link", "set", dev}, args...)
 }
 
 // ip runs ip(8) with args.
