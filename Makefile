@@ -62,7 +62,7 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 # root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
 test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
+	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 -timeout 30m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
 
 .PHONY: test-e2e
 test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook.
@@ -112,10 +112,10 @@ SCRIPTS = $(shell { git ls-files '*.sh'; git ls-files -z | xargs -0 awk 'FNR == 
 lint: ## golangci-lint (.golangci.yml) every package with the tags it builds with, and shellcheck every shell script.
 	hack/apt-install.sh --host lint
 	lint=$$(hack/tools.sh dir golangci)/golangci-lint; \
-	$$lint run ./...; \
-	$$lint run --build-tags generate apis/generate.go; \
-	(cd hack/tools/crossplane && $$lint run ./xpkgcache); \
-	(cd hack/tools/etcd && $$lint run .)
+	$$lint run --allow-serial-runners ./...; \
+	$$lint run --allow-serial-runners --build-tags generate apis/generate.go; \
+	(cd hack/tools/crossplane && $$lint run --allow-serial-runners ./xpkgcache); \
+	(cd hack/tools/etcd && $$lint run --allow-serial-runners .)
 	shellcheck -x $(SCRIPTS)
 
 .PHONY: cluster-up

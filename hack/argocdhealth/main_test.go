@@ -136,6 +136,11 @@ func TestHealth(t *testing.T) {
 			file: "rollback-paused", kind: "IPsecGateway", name: "branch-office",
 			want: health{"Progressing", "gateway: " + podUnready + "; tunnels 0/1 up"},
 		},
+		"node ports hold the gateway's pairs": {file: "node-pairs", kind: "NodeAddressPairs", name: "vpn-gateway-node-pairs", want: healthy},
+		"a node that cannot be mapped to its port": {
+			file: "node-pairs", kind: "NodeAddressPairs", name: "unmapped-node-pairs",
+			want: health{"Progressing", `Ready: node node-2: spec.providerID "kind://docker/node-2" is not openstack:///<instance UUID>: run the OpenStack cloud provider (or set it so), or leave the node out with spec.forProvider.nodeSelector`},
+		},
 		"claim paused": {
 			file: "claim-paused", kind: "IPsecGateway", name: "branch-office",
 			want: health{"Suspended", "Reconciliation (including deletion) is paused via the pause annotation"},

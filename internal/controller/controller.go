@@ -10,6 +10,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/nodeaddresspairs"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/providerconfig"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
@@ -34,6 +35,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		func(m ctrl.Manager, o controller.Options) error { return port.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(m, o, d.OpenStack) },
 		func(m ctrl.Manager, o controller.Options) error { return routerroutes.Setup(m, o, d.OpenStack) },
+		func(m ctrl.Manager, o controller.Options) error { return nodeaddresspairs.Setup(m, o, d.OpenStack) },
 	} {
 		if err := setup(mgr, o); err != nil {
 			return err

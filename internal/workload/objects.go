@@ -27,7 +27,12 @@ const (
 	LabelName      = "app.kubernetes.io/name"
 	LabelGateway   = "gateway.ipsecgw.io/name"
 	ManagedBy      = "provider-ipsec"
-	AnnotationHash = "gateway.ipsecgw.io/config-hash"
+	// LabelComponent tells the agent's status ConfigMap (ComponentStatus)
+	// from the gateway's other ConfigMaps, so that the provider watches
+	// only the status ConfigMaps.
+	LabelComponent  = "app.kubernetes.io/component"
+	ComponentStatus = "tunnel-status"
+	AnnotationHash  = "gateway.ipsecgw.io/config-hash"
 	// AnnotationNetworkHash on the pod template is the hex SHA-256 of the
 	// NetworkAttachmentDefinition's config: CNI plugins run only when a
 	// pod is made, so a changed attachment (address, gateway, MAC, plugin)
@@ -109,7 +114,7 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 		},
 		// The agent fills data; the provider applies only the metadata, so
 		// the two never fight over a field.
-		&corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: meta(n.Status)},
+		&corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: statusMeta(meta(n.Status))},
 		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(n.Gateway)},
 		&rbacv1.Role{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
@@ -132,6 +137,12 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 		networkPolicy(gw, meta(n.Gateway)),
 		deployment(gw, f, n, meta(n.Gateway), networkHash(nad)),
 	}, nil
+}
+
+// statusMeta is m with the status ConfigMap's LabelComponent.
+func statusMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.Labels[LabelComponent] = ComponentStatus
+	return m
 }
 
 // Labels returns the labels of every object of the gateway named name.

@@ -25,6 +25,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,10 +79,17 @@ func startProvider(t *testing.T, setup func(ctrl.Manager, controller.Options) er
 // provider's --poll).
 func startProviderPolling(t *testing.T, setup func(ctrl.Manager, controller.Options) error, poll time.Duration) *syncBuffer {
 	t.Helper()
+	return startProviderWith(t, setup, poll, cfg)
+}
+
+// startProviderWith is startProviderPolling talking to the API server
+// through c (cfg with a transport of the test's).
+func startProviderWith(t *testing.T, setup func(ctrl.Manager, controller.Options) error, poll time.Duration, c *rest.Config) *syncBuffer {
+	t.Helper()
 	logs := &syncBuffer{}
 	zl := zap.New(zap.UseDevMode(true), zap.WriteTo(logs))
 	ctrl.SetLogger(zl)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(c, ctrl.Options{
 		Scheme:                 kube.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

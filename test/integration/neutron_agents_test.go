@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 var (
 	agentsOnce sync.Once
+	agentsEnv  *openStackEnv
 	agentsHost vif.Host
 	agentsErr  error
 	// hostBefore is the host's network before the agents started (empty
@@ -42,11 +42,15 @@ var (
 	hostBefore, hostBeforeNets string
 )
 
-// startAgents starts Neutron's real L2 and L3 agents (AGENTS=1 up.sh) on
-// the package's OpenStack once, recording the host's network before.
+// startAgents starts, once, a Keystone and Neutron of their own with
+// Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
+// plus 100, recording the host's network before; TestMain stops them
+// (down.sh). The package's Neutron stays API-only: the agents' writes meet
+// its SQLite with the odd "database is locked", which would make every
+// other test's creates wait out the crash-safety settling.
 func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 	t.Helper()
-	e := startOpenStack(t)
+	startOpenStack(t) // skips when not root
 	agentsOnce.Do(func() {
 		if hostBefore, agentsErr = hostNetwork(true); agentsErr != nil {
 			return
@@ -54,19 +58,20 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 		if hostBeforeNets, agentsErr = hostNetwork(false); agentsErr != nil {
 			return
 		}
-		cmd := exec.Command(filepath.Join(repoRoot, "cluster", "openstack", "up.sh"))
-		cmd.Env = append(e.env(), "AGENTS=1")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if agentsErr = cmd.Run(); agentsErr != nil {
-			agentsErr = fmt.Errorf("AGENTS=1 cluster/openstack/up.sh: %w", agentsErr)
+		// TestMain stops it (stopOpenStack), also when up.sh failed half way.
+		agentsEnv, agentsErr = upOpenStack("itest-openstack-agents", itestPort("ITEST_KEYSTONE_PORT", 15000)+100, itestPort("ITEST_NEUTRON_PORT", 19696)+100, "AGENTS=1")
+		if agentsErr != nil {
 			return
 		}
-		agentsHost, agentsErr = vif.LoadHost(e.State)
+		if agentsErr = agentsEnv.providerConfigsNamed("openstack-agents-clouds", "openstack-agents", nil); agentsErr != nil {
+			return
+		}
+		agentsHost, agentsErr = vif.LoadHost(agentsEnv.State)
 	})
 	if agentsErr != nil {
 		t.Fatalf("cannot start the Neutron agents: %v", agentsErr)
 	}
-	return e, agentsHost
+	return agentsEnv, agentsHost
 }
 
 // counters are iptables-save's packet and byte counts, which traffic changes.
@@ -213,21 +218,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	mustRun(t, "ip", "-n", extNS, "link", "set", "eth0", "up")
 
 	inst := vif.Instance{ID: string(uuid.NewUUID()), Namespace: vmNS}
-	v, err := vif.Plug(ctx, sc, h, inst, vmPort.ID, "eth0", time.Minute)
-	t.Cleanup(func() {
-		if v != nil {
-			if err := vif.Unplug(context.Background(), sc, h, v); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatalf("cannot plug port %s: %v", vmPort.ID, err)
-	}
-	bound, err := vif.WaitActive(ctx, sc, vmPort.ID, time.Minute)
-	if err != nil {
-		t.Fatalf("port %s bound to %s: %v", vmPort.ID, h.Name, err)
-	}
+	v, bound := plugVM(t, sc, h, inst, vmPort.ID)
 	if diff := cmp.Diff([]string{inst.ID, vif.DeviceOwner}, []string{bound.DeviceID, bound.DeviceOwner}); diff != "" {
 		t.Errorf("bound port's device_id, device_owner (-want +got):\n%s", diff)
 	}
@@ -247,6 +238,17 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	pings := func(ns, src string) bool {
 		return exec.Command("ip", "netns", "exec", ns, "ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "1", "-I", src, router).Run() == nil
 	}
+	// The L3 agent wires the fixtures' router (made before it started)
+	// at its first sync, which takes a while on a busy machine: wait for
+	// the router to answer the port's own address before the table.
+	wired := time.Now()
+	for !pings(vmNS, fixedIP) {
+		if time.Since(wired) > 2*time.Minute {
+			t.Fatalf("the router %s does not answer the VM's fixed IP %s after 2 min: is the router wired in its qrouter namespace?", router, fixedIP)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the router answers the VM %s after it was plugged", time.Since(wired).Round(100*time.Millisecond))
 	spoofing := []struct {
 		name, reason string
 		pairs        []ports.AddressPair
@@ -365,6 +367,30 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	}
 }
 
+// plugVM plugs the namespace of inst into the port portID as Nova and
+// os-vif would (its eth0), unplugged when t ends, and waits until the
+// agent has made the port ACTIVE.
+func plugVM(t *testing.T, sc *gophercloud.ServiceClient, h vif.Host, inst vif.Instance, portID string) (*vif.VIF, *ports.Port) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := vif.Plug(ctx, sc, h, inst, portID, "eth0", time.Minute)
+	t.Cleanup(func() {
+		if v != nil {
+			if err := vif.Unplug(context.Background(), sc, h, v); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("cannot plug port %s: %v", portID, err)
+	}
+	bound, err := vif.WaitActive(ctx, sc, portID, time.Minute)
+	if err != nil {
+		t.Fatalf("port %s bound to %s: %v", portID, h.Name, err)
+	}
+	return v, bound
+}
+
 // portRules prints the linuxbridge agent's ebtables and iptables rules
 // that mention the tap (truncated to its first 11 characters in chain names).
 func portRules(h vif.Host, tap string) string {
@@ -384,7 +410,12 @@ func portRules(h vif.Host, tap string) string {
 // last result. A drop must be seen twice in a row: one lost exchange
 // could be a slow start.
 func settles(want bool, probe func() bool) bool {
-	deadline := time.Now().Add(30 * time.Second)
+	return settlesWithin(30*time.Second, want, probe)
+}
+
+// settlesWithin is settles with the bound d.
+func settlesWithin(d time.Duration, want bool, probe func() bool) bool {
+	deadline := time.Now().Add(d)
 	seen := 0
 	for {
 		got := probe()

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,8 +32,14 @@ import (
 // cluster/openstack/up.sh for these tests, with its fixtures.
 type openStackEnv struct {
 	// State is the scripts' OS_STATE; down.sh removes it.
-	State    string
-	Fixtures struct {
+	State string
+	// KeystonePort and NeutronPort are the loopback ports of its
+	// Keystone and Neutron.
+	KeystonePort, NeutronPort int
+	// ProviderConfig names the ProviderConfig of tenant-a's password
+	// on this Keystone and Neutron.
+	ProviderConfig string
+	Fixtures       struct {
 		NeutronURL string  `json:"neutron_url"`
 		Project    fixture `json:"project"`
 		ExtNet     fixture `json:"ext_net"`
@@ -63,13 +71,20 @@ var (
 	osSkip string
 )
 
-// stopOpenStack stops what startOpenStack started; TestMain calls it.
+// stopOpenStack stops what startOpenStack and startAgents started;
+// TestMain calls it.
 func stopOpenStack() {
-	if osEnv == nil {
-		return
+	for _, e := range []*openStackEnv{agentsEnv, osEnv} {
+		if e != nil {
+			e.stop()
+		}
 	}
+}
+
+// stop runs down.sh for e, saying on stderr when it fails.
+func (e *openStackEnv) stop() {
 	cmd := exec.Command(filepath.Join(repoRoot, "cluster", "openstack", "down.sh"))
-	cmd.Env = osEnv.env()
+	cmd.Env = e.env()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "cluster/openstack/down.sh: %v\n%s", err, out)
 	}
@@ -79,15 +94,35 @@ var repoRoot = filepath.Join("..", "..")
 
 func (e *openStackEnv) env() []string {
 	return append(os.Environ(), "OS_STATE="+e.State,
-		"OS_KEYSTONE_PORT="+envOr("ITEST_KEYSTONE_PORT", "15000"),
-		"OS_NEUTRON_PORT="+envOr("ITEST_NEUTRON_PORT", "19696"))
+		"OS_KEYSTONE_PORT="+strconv.Itoa(e.KeystonePort), "OS_NEUTRON_PORT="+strconv.Itoa(e.NeutronPort))
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+// itestPort is the port the environment variable k names, def when unset
+// or not a number.
+func itestPort(k string, def int) int {
+	if p, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return p
 	}
 	return def
+}
+
+// upOpenStack starts Keystone and Neutron (cluster/openstack/up.sh, with
+// the extra environment env) in state directory .work/<name>-<Neutron's
+// port> on the given ports, and loads its fixtures.
+func upOpenStack(name string, keystonePort, neutronPort int, env ...string) (*openStackEnv, error) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		return nil, err
+	}
+	repoRoot = root
+	e := &openStackEnv{State: filepath.Join(root, ".work", name+"-"+strconv.Itoa(neutronPort)), KeystonePort: keystonePort, NeutronPort: neutronPort}
+	cmd := exec.Command(filepath.Join(root, "cluster", "openstack", "up.sh"))
+	cmd.Env = append(e.env(), env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return e, fmt.Errorf("cluster/openstack/up.sh: %w", err)
+	}
+	return e, e.load()
 }
 
 // startOpenStack starts Keystone and Neutron once for the package, on
@@ -102,25 +137,10 @@ func startOpenStack(t *testing.T) *openStackEnv {
 			osSkip = "the real Keystone and Neutron need root to install and start: run the tests as root"
 			return
 		}
-		root, err := filepath.Abs(repoRoot)
-		if err != nil {
-			osErr = err
+		if osEnv, osErr = upOpenStack("itest-openstack", itestPort("ITEST_KEYSTONE_PORT", 15000), itestPort("ITEST_NEUTRON_PORT", 19696)); osErr != nil {
 			return
 		}
-		repoRoot = root
-		e := &openStackEnv{State: filepath.Join(root, ".work", "itest-openstack-"+envOr("ITEST_NEUTRON_PORT", "19696"))}
-		cmd := exec.Command(filepath.Join(root, "cluster", "openstack", "up.sh"))
-		cmd.Env = e.env()
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		osEnv = e
-		if osErr = cmd.Run(); osErr != nil {
-			osErr = fmt.Errorf("cluster/openstack/up.sh: %w", osErr)
-			return
-		}
-		if osErr = e.load(); osErr != nil {
-			return
-		}
-		osErr = e.providerConfigs()
+		osErr = osEnv.providerConfigs()
 	})
 	switch {
 	case osSkip != "":
@@ -160,21 +180,32 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// providerConfigs creates the credentials Secret and two ProviderConfigs.
+// providerConfigs creates the credentials Secret openstack-clouds and two
+// ProviderConfigs, openstack (password) and openstack-appcred.
 func (e *openStackEnv) providerConfigs() error {
+	return e.providerConfigsNamed("openstack-clouds", "openstack", map[string]string{"openstack-appcred": "tenant-a-appcred"})
+}
+
+// providerConfigsNamed creates the credentials Secret secret in
+// crossplane-system, the ProviderConfig pc of tenant-a's password (which
+// becomes e.ProviderConfig) and one per name in more using its cloud.
+func (e *openStackEnv) providerConfigsNamed(secret, pc string, more map[string]string) error {
+	e.ProviderConfig = pc
+	pcs := map[string]string{pc: "tenant-a"}
+	maps.Copy(pcs, more)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
 	if err := kube.Create(ctx, ns); err != nil && !kerrors.IsAlreadyExists(err) {
 		return err
 	}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "openstack-clouds"},
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: secret},
 		Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
 	if err := kube.Create(ctx, s); err != nil {
 		return err
 	}
-	ref := secretRef("openstack-clouds", "clouds.yaml")
+	ref := secretRef(secret, "clouds.yaml")
 	ref.Namespace = "crossplane-system"
-	for name, cloud := range map[string]string{"openstack": "tenant-a", "openstack-appcred": "tenant-a-appcred"} {
+	for name, cloud := range pcs {
 		pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ProviderConfigSpec{
 			Credentials: v1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: cloud},
 		}}

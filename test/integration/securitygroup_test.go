@@ -29,12 +29,12 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
-// neutron returns a Neutron client of the ProviderConfig "openstack", for
-// the test's own reads and hand-made changes.
+// neutron returns a Neutron client of e.ProviderConfig, for the test's own
+// reads and hand-made changes.
 func neutron(t *testing.T, e *openStackEnv) *gophercloud.ServiceClient {
 	t.Helper()
 	pc := &pcv1alpha1.ProviderConfig{}
-	if err := kube.Get(context.Background(), client.ObjectKey{Name: "openstack"}, pc); err != nil {
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: e.ProviderConfig}, pc); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := e.Clients.Network(context.Background(), kube, pc)

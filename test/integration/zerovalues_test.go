@@ -136,6 +136,11 @@ func minimalObjects(fx *fixtures) []minimal {
 			fx.Router, hostIn(fx.TenantCIDR, 250), fx.ProviderConfig),
 		optional: with(pcRef, "forProvider.routes[*].nexthop", "every route needs a nexthop: its own, nexthop or a Port's"),
 	}, {
+		gk: schema.GroupKind{Group: "networking.ipsecgw.io", Kind: "NodeAddressPairs"},
+		object: fmt.Sprintf(`{apiVersion: networking.ipsecgw.io/v1alpha1, kind: NodeAddressPairs, spec: {forProvider: {portId: %s}, providerConfigRef: {name: %s}}}`,
+			fx.Port(), fx.ProviderConfig),
+		optional: with(pcRef, "forProvider.portId", "the gateway's port, whose address the pairs carry (one without waits for it and is never Synced)"),
+	}, {
 		gk: schema.GroupKind{Group: "gateway.ipsecgw.io", Kind: "Gateway"},
 		object: fmt.Sprintf(`{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, spec: {providerConfigRef: {name: %s}, forProvider: {
 			namespace: %s,
@@ -346,6 +351,13 @@ func renameRefs(v any, prefix string) {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
+// beyondDefaultNeutron are the goldens that a Neutron with its default
+// quotas refuses, as a real cloud with those defaults would, by case and
+// why: the lab's Neutron keeps the defaults.
+var beyondDefaultNeutron = map[string]string{
+	"many-subnets": "its Port asks for 20 allowed address pairs, Neutron's default max_allowed_address_pair is 10 (docs/api.md: a routed claim with more than 10 client subnets needs a cloud that allows them)",
+}
+
 // goldens returns the managed resources that the crossplane render goldens
 // compose, each named prefix + case + its composition resource name and
 // controlled by a stand-in for its composite (so that matchControllerRef
@@ -357,9 +369,14 @@ func goldens(t *testing.T, prefix string) []underTest {
 		t.Fatalf("no render goldens: %v", err)
 	}
 	var out []underTest
-	gateways := 0
+	gateways, cases := 0, 0
 	for _, f := range files {
 		c := filepath.Base(filepath.Dir(f))
+		if why, ok := beyondDefaultNeutron[c]; ok {
+			t.Logf("golden %s left out: %s", c, why)
+			continue
+		}
+		cases++
 		uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(out)+1))
 		for _, d := range documents(t, f) {
 			o := d.obj
@@ -373,8 +390,8 @@ func goldens(t *testing.T, prefix string) []underTest {
 			out = append(out, d)
 		}
 	}
-	if gateways != len(files) {
-		t.Fatalf("%d composed Gateways in %d goldens, want one each", gateways, len(files))
+	if gateways != cases {
+		t.Fatalf("%d composed Gateways in %d goldens, want one each", gateways, cases)
 	}
 	return out
 }

@@ -43,3 +43,22 @@ func RESTConfig(ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfi
 		return nil, fmt.Errorf("ProviderConfig %s: spec.cluster.source %q is not supported: use InjectedIdentity or Secret", pc.Name, cc.Source)
 	}
 }
+
+// Target returns the client of the cluster pc.spec.cluster names: own for
+// InjectedIdentity (the default), else the one newClient builds from the
+// kubeconfig in the Secret (see RESTConfig; ownConfig is own's config).
+// Errors name the ProviderConfig.
+func Target[C any](ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig, own C, ownConfig *rest.Config, newClient func(*rest.Config) (C, error)) (C, error) {
+	if pc.Spec.Cluster.Source != xpv2.CredentialsSourceSecret {
+		return own, nil
+	}
+	cfg, err := RESTConfig(ctx, c, pc, ownConfig)
+	if err != nil {
+		return own, err
+	}
+	target, err := newClient(cfg)
+	if err != nil {
+		return own, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
+	}
+	return target, nil
+}

@@ -281,11 +281,15 @@ type Settling struct {
 // the settling time and when to look again.
 const errUnsettled = "cannot conclude yet that the create attempted at %s made no Neutron object: Neutron may complete a create request up to %s after it was sent; looking again at %s"
 
-// AnnotationCreateRefused records, as an RFC 3339 time (whole seconds, as
-// crossplane-runtime's external-create annotations), when Neutron answered
-// the MR's create request with a 4xx status (RecordRefusal). A request
-// Neutron refused made nothing, so Settling.Check need not wait for it.
+// AnnotationCreateRefused records when Neutron answered the MR's create
+// request with a 4xx status (RecordRefusal), as an RFC 3339 time (whole
+// seconds, as crossplane-runtime's external-create annotations), a space
+// and Neutron's answer. A request Neutron refused made nothing, so
+// Settling.Check need not wait for it.
 const AnnotationCreateRefused = "openstack.ipsecgw.io/create-refused"
+
+// maxRefusalReason bounds the answer AnnotationCreateRefused keeps, in bytes.
+const maxRefusalReason = 300
 
 // RecordRefusal records on mg (AnnotationCreateRefused, now) that err is
 // Neutron's 4xx answer to mg's create request, or that the request was
@@ -297,7 +301,14 @@ const AnnotationCreateRefused = "openstack.ipsecgw.io/create-refused"
 // nothing.
 func RecordRefusal(mg resource.Object, err error) error {
 	if a, ok := AsAPIError(err); NotSent(err) || ok && a.Code >= 400 && a.Code < 500 {
-		meta.AddAnnotations(mg, map[string]string{AnnotationCreateRefused: time.Now().UTC().Format(time.RFC3339)})
+		reason := err.Error()
+		if ok {
+			reason = a.Error()
+		}
+		if len(reason) > maxRefusalReason {
+			reason = reason[:maxRefusalReason] + "…"
+		}
+		meta.AddAnnotations(mg, map[string]string{AnnotationCreateRefused: time.Now().UTC().Format(time.RFC3339) + " " + reason})
 	}
 	return err
 }
@@ -318,9 +329,10 @@ func (s Settling) Check(mg resource.Object) error {
 	if s.Now != nil {
 		now = s.Now
 	}
-	if refused, err := time.Parse(time.RFC3339, mg.GetAnnotations()[AnnotationCreateRefused]); err == nil && !refused.Before(pending) {
+	refusedAt, reason, _ := strings.Cut(mg.GetAnnotations()[AnnotationCreateRefused], " ")
+	if refused, err := time.Parse(time.RFC3339, refusedAt); err == nil && !refused.Before(pending) {
 		if until := refused.Add(time.Second); now().Before(until) {
-			return fmt.Errorf(errRefusedNow, refused.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
+			return fmt.Errorf(errRefusedNow, refused.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), reason)
 		}
 		return nil
 	}
@@ -331,8 +343,8 @@ func (s Settling) Check(mg resource.Object) error {
 }
 
 // errRefusedNow is Settling.Check's error in the second of a refusal; the
-// %s are the refusal's time and when to look again.
-const errRefusedNow = "cannot create again before %[2]s: Neutron refused the create at %[1]s"
+// %s are the refusal's time, when to look again and Neutron's answer.
+const errRefusedNow = "cannot create again before %[2]s: Neutron refused the create at %[1]s: %[3]s"
 
 // errUnknown is LookupCreated's error when Neutron hides descriptions.
 const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"

@@ -240,7 +240,7 @@ func TestLookupCreated(t *testing.T) {
 		return Settling{Within: 90 * time.Second, Now: func() time.Time { return failed.Add(after) }}
 	}
 	refused := func(o *v1alpha1.ProviderConfig, at time.Time) *v1alpha1.ProviderConfig {
-		meta.AddAnnotations(o, map[string]string{AnnotationCreateRefused: at.Format(time.RFC3339)})
+		meta.AddAnnotations(o, map[string]string{AnnotationCreateRefused: at.Format(time.RFC3339) + " Neutron 409 IpAddressAlreadyAllocated: m"})
 		return o
 	}
 	cases := map[string]struct {
@@ -292,7 +292,7 @@ func TestLookupCreated(t *testing.T) {
 			mg:     refused(mg(true), failed),
 			settle: settle(500 * time.Millisecond),
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
-			err:    "cannot create again before 2026-12-01T12:00:01Z: Neutron refused the create at 2026-12-01T12:00:00Z",
+			err:    "cannot create again before 2026-12-01T12:00:01Z: Neutron refused the create at 2026-12-01T12:00:00Z: Neutron 409 IpAddressAlreadyAllocated: m",
 			kept:   true,
 		},
 		"RefusedInTheAttemptsSecond": {

@@ -30,6 +30,8 @@ type connector struct {
 	newClient func(*rest.Config) (client.Client, error)
 	// recorder emits the Gateway's tunnel events.
 	recorder event.Recorder
+	// targets learns which ProviderConfigs target another cluster.
+	targets *targets
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -46,15 +48,10 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
-	target := c.own
-	if pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret {
-		cfg, err := cluster.RESTConfig(ctx, c.kube, pc, c.ownConfig)
-		if err != nil {
-			return nil, err
-		}
-		if target, err = c.newClient(cfg); err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
-		}
+	c.targets.set(pc.Name, pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret)
+	target, err := cluster.Target(ctx, c.kube, pc, c.own, c.ownConfig, c.newClient)
+	if err != nil {
+		return nil, err
 	}
 	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -42,6 +43,42 @@ func TestDiffers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.diff, differs(tc.want, tc.got)); diff != "" {
 				t.Errorf("differs(): -want, +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMissingLabel(t *testing.T) {
+	cm := func(l map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: l}}
+	}
+	cases := map[string]struct {
+		reason    string
+		want, got client.Object
+		diff      string
+	}{
+		"Removed": {
+			reason: "A label of the provider's removed by hand (or never set, by an older provider) is drift, named.",
+			want:   cm(map[string]string{workload.LabelComponent: workload.ComponentStatus, workload.LabelGateway: "gw"}),
+			got:    cm(map[string]string{workload.LabelGateway: "gw", "other": "x"}),
+			diff:   "label app.kubernetes.io/component is not tunnel-status",
+		},
+		"Changed": {
+			reason: "A label of the provider's with another value is drift.",
+			want:   cm(map[string]string{workload.LabelGateway: "gw"}),
+			got:    cm(map[string]string{workload.LabelGateway: "other"}),
+			diff:   "label gateway.ipsecgw.io/name is not gw",
+		},
+		"OthersLabels": {
+			reason: "Labels others added are left alone.",
+			want:   cm(map[string]string{workload.LabelGateway: "gw"}),
+			got:    cm(map[string]string{workload.LabelGateway: "gw", "other": "x"}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.diff, missingLabel(tc.want, tc.got)); diff != "" {
+				t.Errorf("%s\nmissingLabel(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

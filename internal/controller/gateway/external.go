@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -154,13 +155,32 @@ func (e *external) drift(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if d := differs(want, got); d != "" {
+		d := missingLabel(want, got)
+		if d == "" {
+			d = differs(want, got)
+		}
+		if d != "" {
 			return fmt.Sprintf("%s %s/%s: %s", kind(want), want.GetNamespace(), want.GetName(), d), nil
 		}
 	}
 	return "", nil
 }
 
+// missingLabel names the first label of want (by key) that got, the
+// cluster's copy of want, lacks or holds another value of, or returns "".
+// Every label want carries counts: Delete and the watches (watched) find
+// the objects by them.
+func missingLabel(want, got client.Object) string {
+	for _, k := range slices.Sorted(maps.Keys(want.GetLabels())) {
+		if v := want.GetLabels()[k]; got.GetLabels()[k] != v {
+			return fmt.Sprintf("label %s is not %s", k, v)
+		}
+	}
+	return ""
+}
+
+// differs describes how got, the cluster's copy of want, differs from it
+// in what the provider owns besides labels, or returns "".
 func differs(want, got client.Object) string {
 	switch w := want.(type) {
 	case *corev1.ConfigMap:

@@ -5,8 +5,6 @@
 package gateway
 
 import (
-	"time"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -18,15 +16,14 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// tuning: a Gateway reads its agent's tunnel status (the status ConfigMap)
-// when it is observed, so it is observed every 15 s: a tunnel that comes up
-// at a cutover shows on the Gateway and the claim within 15 s, not a
-// minute later. Each observation is a handful of uncached GETs in the
-// gateway's namespace.
-var tuning = mrsetup.Tuning{PollInterval: 15 * time.Second}
-
-// Setup adds the Gateway controller to mgr. It returns an error when a
-// client or the controller cannot be built.
+// Setup adds the Gateway controller to mgr. A Gateway reads its agent's
+// tunnel status (the status ConfigMap) when it is observed. In the
+// provider's own cluster it is observed when that ConfigMap's data or its
+// Deployment's ready replicas change (watches), else at the provider's
+// --poll as a safety poll and drift check; a Gateway whose ProviderConfig
+// targets another cluster is polled every remotePoll instead. It returns
+// an error when a client, the watches' cache or the controller cannot be
+// built.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
 	newClient := func(cfg *rest.Config) (client.Client, error) {
 		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
@@ -37,14 +34,20 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 	if err != nil {
 		return err
 	}
+	w, err := watches(mgr)
+	if err != nil {
+		return err
+	}
+	t := &targets{}
 	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, tuning,
+	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: t.poll, Watches: w},
 		managed.WithTypedExternalConnector[*v1alpha1.Gateway](&connector{
 			kube:      own,
 			own:       own,
 			ownConfig: mgr.GetConfig(),
 			usage:     mrsetup.UsageTracker(mgr),
 			newClient: newClient,
+			targets:   t,
 			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 		}),
 		// Reads go to the API server uncached, so a created object is seen

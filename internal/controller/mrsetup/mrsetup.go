@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
@@ -32,6 +34,11 @@ type Tuning struct {
 	// successful reconcile, given the controller's (PollInterval or
 	// --poll): a kind that polls faster only in some states.
 	Poll managed.PollIntervalHook
+	// Watches enqueue a resource when something it reports on changes,
+	// besides the resource itself (the Gateway: its agent's status), so
+	// that the kind need not poll fast for it. The controller's event
+	// filter does not apply to them.
+	Watches []source.TypedSource[reconcile.Request]
 }
 
 // Register adds a controller named name that reconciles the managed
@@ -69,12 +76,15 @@ func register(mgr ctrl.Manager, o controller.Options, name string, gvk schema.Gr
 	r := managed.NewReconciler(mgr, resource.ManagedKind(gvk), all...)
 	co := o.ForControllerRuntime()
 	co.RateLimiter = b
-	return ctrl.NewControllerManagedBy(mgr).
+	c := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(co).
 		WithEventFilter(resource.DesiredStateChanged()).
-		For(obj).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+		For(obj)
+	for _, src := range t.Watches {
+		c = c.WatchesRawSource(src)
+	}
+	return c.Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
 // UncachedClient returns a client that reads straight from the API server:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,11 +102,12 @@ func refusalRecorded(p *v1alpha1.Port) {
 	meta.AddAnnotations(p, map[string]string{openstack.AnnotationCreateRefused: "recorded"})
 }
 
-// recordedRefusal replaces the time of p's refusal annotation by
-// "recorded" when it is a time of the last minute.
+// recordedRefusal replaces p's refusal annotation by "recorded" when it
+// is a time of the last minute and Neutron's 409.
 func recordedRefusal(p *v1alpha1.Port) *v1alpha1.Port {
-	at, err := time.Parse(time.RFC3339, p.GetAnnotations()[openstack.AnnotationCreateRefused])
-	if err == nil && time.Since(at) < time.Minute {
+	at, reason, _ := strings.Cut(p.GetAnnotations()[openstack.AnnotationCreateRefused], " ")
+	t, err := time.Parse(time.RFC3339, at)
+	if err == nil && time.Since(t) < time.Minute && strings.HasPrefix(reason, "Neutron 409 IpAddressAlreadyAllocated") {
 		refusalRecorded(p)
 	}
 	return p

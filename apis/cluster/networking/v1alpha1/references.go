@@ -84,6 +84,13 @@ func (mg *FloatingIPBinding) ClearResolvedReferences() {
 	unresolve(&p.PortID, &p.PortIDRef, p.PortIDSelector)
 }
 
+// ClearResolvedReferences clears portId where portIdRef or portIdSelector
+// resolves it again (see following).
+func (mg *NodeAddressPairs) ClearResolvedReferences() {
+	p := &mg.Spec.ForProvider
+	unresolve(&p.PortID, &p.PortIDRef, p.PortIDSelector)
+}
+
 // ClearResolvedReferences clears networkId and securityGroupIds where
 // their references or selectors resolve them again (see following).
 func (mg *Port) ClearResolvedReferences() {

@@ -125,7 +125,7 @@ func TestEveryReferencingKindFollows(t *testing.T) {
 			t.Errorf("%s resolves references but has no ClearResolvedReferences", gvk.Kind)
 		}
 	}
-	if referencing != 3 {
-		t.Errorf("%d kinds with references, want FloatingIPBinding, Port and RouterRoutes", referencing)
+	if referencing != 4 {
+		t.Errorf("%d kinds with references, want FloatingIPBinding, NodeAddressPairs, Port and RouterRoutes", referencing)
 	}
 }

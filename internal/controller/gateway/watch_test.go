@@ -1,0 +1,161 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
+)
+
+func TestGatewayOf(t *testing.T) {
+	om := func(name string, l map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "tenant-a", Name: name, Labels: l}
+	}
+	cases := map[string]struct {
+		reason string
+		obj    client.Object
+		want   []reconcile.Request
+	}{
+		"StatusConfigMap": {
+			reason: "The agent's status ConfigMap enqueues the Gateway its label names (cluster-scoped: no namespace).",
+			obj:    &corev1.ConfigMap{ObjectMeta: om("vpn-status", map[string]string{workload.LabelGateway: "vpn"})},
+			want:   []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "vpn"}}},
+		},
+		"ConfigConfigMap": {
+			reason: "A ConfigMap of the gateway that is not its status ConfigMap enqueues nothing.",
+			obj:    &corev1.ConfigMap{ObjectMeta: om("vpn-config", map[string]string{workload.LabelGateway: "vpn"})},
+		},
+		"OtherGatewaysName": {
+			reason: "A status ConfigMap whose name is not the one its label's Gateway gives it enqueues nothing.",
+			obj:    &corev1.ConfigMap{ObjectMeta: om("other-status", map[string]string{workload.LabelGateway: "vpn"})},
+		},
+		"NoLabel": {
+			reason: "A ConfigMap without the gateway label enqueues nothing.",
+			obj:    &corev1.ConfigMap{ObjectMeta: om("vpn-status", nil)},
+		},
+		"Deployment": {
+			reason: "The gateway's Deployment enqueues its Gateway.",
+			obj:    &appsv1.Deployment{ObjectMeta: om("vpn", map[string]string{workload.LabelGateway: "vpn"})},
+			want:   []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "vpn"}}},
+		},
+		"OtherDeployment": {
+			reason: "A Deployment not named as its label's Gateway names it enqueues nothing.",
+			obj:    &appsv1.Deployment{ObjectMeta: om("vpn-status", map[string]string{workload.LabelGateway: "vpn"})},
+		},
+		"OtherKind": {
+			reason: "An object of another kind (a Secret named like the status ConfigMap) enqueues nothing.",
+			obj:    &corev1.Secret{ObjectMeta: om("vpn-status", map[string]string{workload.LabelGateway: "vpn"})},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, gatewayOf(context.Background(), tc.obj)); diff != "" {
+				t.Errorf("%s\ngatewayOf(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestWatchedSelectsRendered proves that the watches' label selectors
+// select the status ConfigMap and the Deployment the Gateway renders, and
+// no other object of it.
+func TestWatchedSelectsRendered(t *testing.T) {
+	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
+	gw.Spec.ForProvider.Namespace = "tenant-a"
+	objs, err := workload.Objects(gw, &render.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := workload.NamesOf("vpn")
+	want := map[string]bool{"*v1.ConfigMap " + n.Status: true, "*v1.Deployment " + n.Gateway: true}
+	got := map[string]bool{}
+	for _, o := range objs {
+		for w, sel := range watched {
+			if fmt.Sprintf("%T", w) == fmt.Sprintf("%T", o) && sel.Matches(labels.Set(o.GetLabels())) {
+				got[fmt.Sprintf("%T %s", o, o.GetName())] = true
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objects the watches select: -want, +got:\n%s", diff)
+	}
+}
+
+func TestWatchPredicates(t *testing.T) {
+	cm := func(data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{Data: map[string]string{workload.KeyTunnels: data}}
+	}
+	dep := func(ready int32) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		d.Status.ReadyReplicas = ready
+		return d
+	}
+	relabelled := cm("[]")
+	relabelled.Labels = map[string]string{"x": "y"}
+	cases := map[string]struct {
+		reason string
+		pass   func(event.UpdateEvent) bool
+		old    client.Object
+		now    client.Object
+		want   bool
+	}{
+		"NewReport":      {reason: "A new report of the agent passes.", pass: dataChanged, old: cm("[]"), now: cm(`[{"name":"a"}]`), want: true},
+		"Resync":         {reason: "The same data (a resync) does not pass.", pass: dataChanged, old: cm("[]"), now: cm("[]")},
+		"MetadataOnly":   {reason: "A metadata edit (the provider's apply) does not pass.", pass: dataChanged, old: cm("[]"), now: relabelled},
+		"PodReady":       {reason: "A gateway pod becoming ready passes.", pass: readinessChanged, old: dep(0), now: dep(1), want: true},
+		"PodLost":        {reason: "A gateway pod no longer ready passes.", pass: readinessChanged, old: dep(1), now: dep(0), want: true},
+		"SameReadiness":  {reason: "A Deployment change that leaves ready replicas alone does not pass.", pass: readinessChanged, old: dep(1), now: dep(1)},
+		"WrongKindForCM": {reason: "A Deployment given to the ConfigMap predicate does not pass.", pass: dataChanged, old: dep(0), now: dep(1)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.pass(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.now})); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTargetsPoll(t *testing.T) {
+	gw := func(pc string) *v1alpha1.Gateway {
+		g := &v1alpha1.Gateway{}
+		g.SetProviderConfigReference(&xpv2.Reference{Name: pc})
+		return g
+	}
+	tg := &targets{}
+	tg.set("local", false)
+	tg.set("remote", true)
+	cases := map[string]struct {
+		reason string
+		gw     *v1alpha1.Gateway
+		poll   time.Duration
+		want   time.Duration
+	}{
+		"Watched":        {reason: "A Gateway of the provider's own cluster is watched: it polls at --poll.", gw: gw("local"), poll: time.Minute, want: time.Minute},
+		"Remote":         {reason: "A Gateway of another cluster polls at remotePoll.", gw: gw("remote"), poll: time.Minute, want: remotePoll},
+		"RemoteFastPoll": {reason: "remotePoll never lengthens a shorter --poll.", gw: gw("remote"), poll: time.Second, want: time.Second},
+		"NotConnected":   {reason: "A Gateway whose ProviderConfig was not connected yet polls at remotePoll.", gw: gw("new"), poll: time.Minute, want: remotePoll},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tg.poll(tc.gw, tc.poll)); diff != "" {
+				t.Errorf("%s\npoll(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+// Package nodeaddresspairs runs the NodeAddressPairs managed resource's
+// controller: it keeps allowed address pairs for a gateway's address on the
+// tenant-network Neutron ports of the nodes that may run the gateway's pod,
+// and removes the pairs it added, and only those, when a node no longer
+// may (deleted, relabelled) or the resource is deleted.
+package nodeaddresspairs
+
+import (
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
+)
+
+// Setup adds the NodeAddressPairs controller to mgr, taking Neutron clients
+// from clients. Nodes are read, uncached, from the cluster the
+// ProviderConfig's spec.cluster names (the one the Gateways run in), once
+// per reconcile: a node that joins, leaves or changes labels is seen at
+// the next poll (--poll). It returns an error when a client or the
+// controller cannot be built.
+//
+// The reconciler takes the OpenStack kinds' options without create
+// recovery: the external name is the gateway port's ID, known before any
+// call, and adding a pair a port already has is skipped, so an
+// interrupted create is simply repeated.
+func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	own, err := mrsetup.UncachedClient(mgr)
+	if err != nil {
+		return err
+	}
+	newClient := func(cfg *rest.Config) (client.Reader, error) {
+		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	}
+	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
+		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
+			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), newClient)
+		})
+}
