@@ -25,7 +25,7 @@ import os
 import sys
 
 import yaml
-from keystoneauth1 import session
+from keystoneauth1 import adapter, session
 from keystoneauth1.identity import v3
 
 STATE = os.environ.get("OS_STATE") or os.path.join(
@@ -43,11 +43,16 @@ def load():
 
 
 def sess(cloud):
+    """A session of cloud's credentials whose requests retry a 500 up to 5
+    times a second apart: the lab's Neutron keeps SQLite, which meets a
+    write beside the agents' own (AGENTS=1) with "database is locked", as
+    vif.RetryLocked does for the Go side."""
     a = cloud["auth"]
-    return session.Session(auth=v3.Password(
+    return adapter.Adapter(session.Session(auth=v3.Password(
         auth_url=a["auth_url"], username=a["username"], password=a["password"],
         project_name=a["project_name"], user_domain_name=a["user_domain_name"],
-        project_domain_name=a["project_domain_name"]))
+        project_domain_name=a["project_domain_name"])),
+        status_code_retries=5, retriable_status_codes=[500], status_code_retry_delay=1.0)
 
 
 def fip_by_address(s, net, address):
