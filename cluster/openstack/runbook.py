@@ -25,7 +25,7 @@ import os
 import sys
 
 import yaml
-from keystoneauth1 import adapter, session
+from keystoneauth1 import adapter, exceptions, session
 from keystoneauth1.identity import v3
 
 STATE = os.environ.get("OS_STATE") or os.path.join(
@@ -62,17 +62,34 @@ def fip_by_address(s, net, address):
     return found[0]
 
 
+def find_or_create(find, create):
+    """find()'s object, else create()'s. A create that meets a 409 looks
+    again: a retried 500 (sess) may have been made before its answer."""
+    found = find()
+    if found:
+        return found[0]
+    try:
+        return create()
+    except exceptions.Conflict:
+        found = find()
+        if found:
+            return found[0]
+        raise
+
+
 def vm_up(fixtures, tenant, admin, net):
-    ports = tenant.get(net + "/ports", params={"name": "vm-gateway"}).json()["ports"]
-    port = ports[0] if ports else tenant.post(net + "/ports", json={"port": {
-        "name": "vm-gateway", "network_id": fixtures["tenant_net"]["id"],
-        "description": "the hand-built VM gateway of the migration runbook",
-        "fixed_ips": [{"subnet_id": fixtures["tenant_subnet"]["id"], "ip_address": VM_FIXED_IP}]}}).json()["port"]
-    found = tenant.get(net + "/floatingips", params={"floating_ip_address": VM_FLOATING_IP}).json()["floatingips"]
+    port = find_or_create(
+        lambda: tenant.get(net + "/ports", params={"name": "vm-gateway"}).json()["ports"],
+        lambda: tenant.post(net + "/ports", json={"port": {
+            "name": "vm-gateway", "network_id": fixtures["tenant_net"]["id"],
+            "description": "the hand-built VM gateway of the migration runbook",
+            "fixed_ips": [{"subnet_id": fixtures["tenant_subnet"]["id"], "ip_address": VM_FIXED_IP}]}}).json()["port"])
     # Only an admin may choose a floating IP's address; the project owns it.
-    fip = found[0] if found else admin.post(net + "/floatingips", json={"floatingip": {
-        "floating_network_id": fixtures["ext_net"]["id"], "floating_ip_address": VM_FLOATING_IP,
-        "project_id": fixtures["project"]["id"], "description": "the customer's floating IP"}}).json()["floatingip"]
+    fip = find_or_create(
+        lambda: tenant.get(net + "/floatingips", params={"floating_ip_address": VM_FLOATING_IP}).json()["floatingips"],
+        lambda: admin.post(net + "/floatingips", json={"floatingip": {
+            "floating_network_id": fixtures["ext_net"]["id"], "floating_ip_address": VM_FLOATING_IP,
+            "project_id": fixtures["project"]["id"], "description": "the customer's floating IP"}}).json()["floatingip"])
     if fip["port_id"] is None:
         fip = tenant.put("%s/floatingips/%s" % (net, fip["id"]),
                          json={"floatingip": {"port_id": port["id"]}}).json()["floatingip"]
