@@ -92,6 +92,15 @@ wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.con
 
 gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.gateway.name}')
 
+# With Neutron's real agents the node's port drops the gateway pod's
+# frames (its net1 has the gateway port's MAC and fixed IP) unless they are
+# an allowed address pair of the node's port. HAND_PAIRS=1 grants it by
+# hand, as a cluster's operator would, while the provider does not.
+if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
+	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
+	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')"
+fi
+
 if [ "$STOP_AT" = cutover ]; then
 	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null

@@ -9,6 +9,11 @@
     runbook.py set FIP PORT_ID    floating ip set --port (rollback)
     runbook.py show FIP           prints the port the floating IP is on, or
                                   "unassociated"
+    runbook.py node-pairs PORT_ID by hand, what a cluster's operator (or the
+                                  provider) must grant on a cloud with port
+                                  security: the port's fixed IP and MAC as an
+                                  allowed address pair of every node's port
+                                  (ports node-*: AGENTS=1 cluster/site)
 
 Reads $OS_STATE/clouds.yaml and fixtures.json (cluster/openstack/up.sh);
 runs with Debian's python3 like fixtures.py. Only talks to the loopback
@@ -87,6 +92,17 @@ def main(argv):
     elif argv[:1] == ["set"] and len(argv) == 3:
         fip = fip_by_address(tenant, net, argv[1])
         tenant.put("%s/floatingips/%s" % (net, fip["id"]), json={"floatingip": {"port_id": argv[2]}})
+    elif argv[:1] == ["node-pairs"] and len(argv) == 2:
+        gw = tenant.get("%s/ports/%s" % (net, argv[1])).json()["port"]
+        pair = {"ip_address": gw["fixed_ips"][0]["ip_address"], "mac_address": gw["mac_address"]}
+        nodes = [p for p in tenant.get(net + "/ports", params={"network_id": gw["network_id"]}).json()["ports"]
+                 if p["name"].startswith("node-")]
+        if not nodes:
+            sys.exit("no node ports (node-*) on the network: AGENTS=1 cluster/site/site.sh up makes them")
+        for p in nodes:
+            pairs = [x for x in p["allowed_address_pairs"] if x != pair] + [pair]
+            tenant.put("%s/ports/%s" % (net, p["id"]), json={"port": {"allowed_address_pairs": pairs}})
+            print("%s %s: allowed address pair %s %s" % (p["name"], p["id"], pair["ip_address"], pair["mac_address"]))
     elif argv[:1] == ["show"] and len(argv) == 2:
         print(fip_by_address(tenant, net, argv[1])["port_id"] or "unassociated")
     else:

@@ -28,7 +28,7 @@ import (
 
 // usage is what site.sh prints for a verb it does not know.
 const usage = `usage: site -state STATE -prefix PREFIX VERB
-  up -clouds F -psk F   bring the site up and run it until SIGTERM
+  up -clouds F -psk F [-agents]  bring the site up and run it until SIGTERM (-agents: Neutron's real agents)
   status                namespaces, charons, the floating-IP NAT's table, the client's SAs
   vm-stop, vm-start     stop the VM gateway's charon (SIGTERM: its IKE DELETEs go out), start it again
   client-sas, sas ROLE  swanctl --list-sas of the client site's charon, or of ROLE's (client, vm, gw)
@@ -37,7 +37,7 @@ const usage = `usage: site -state STATE -prefix PREFIX VERB
   exec ROLE CMD...      run CMD in the namespace of ROLE (router, client, host, vm, svc, gw)
   standin-up            a stand-in gateway at 10.20.0.10 (namespace gw, a charon like the VM's)
   standin-down          remove it
-  attach NETNS LINK     move NETNS's LINK (a node's macvlan parent's peer) onto the tenant network
+  attach NETNS LINK [INSTANCE]  move NETNS's LINK (a node's macvlan parent's peer) onto the tenant network (-agents: a port of INSTANCE)
   remove                remove what a killed site left (namespaces, attached links)
   echo [-listen :443]   answer each TCP connection with its source address, here (the tenant app's image)
 `
@@ -74,10 +74,7 @@ func run(p paths, tp *topology.Topology, verb string, args []string) error {
 	case "status", "vm-stop", "vm-start", "standin-up", "standin-down":
 		return call(p, verb, nil)
 	case "attach":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: attach NETNS LINK")
-		}
-		return call(p, verb, url.Values{"netns": {args[0]}, "link": {args[1]}})
+		return attach(p, args)
 	case "client-sas":
 		return sas(p, "client")
 	case "sas":
@@ -114,10 +111,24 @@ func upVerb(p paths, tp *topology.Topology, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	clouds := fs.String("clouds", "", "the clouds.yaml of the local Neutron")
 	psk := fs.String("psk", "", "the YAML holding the PSK both ends share (psk: VALUE)")
+	withAgents := fs.Bool("agents", false, "live with Neutron's real agents (AGENTS=1 cluster/openstack/up.sh): their external network, tenant ports and floating IPs")
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return up(ctx, p, tp.Prefix, *clouds, *psk)
+	return up(ctx, p, tp.Prefix, *clouds, *psk, *withAgents)
+}
+
+// attach asks the running site to attach NETNS's LINK (args: NETNS LINK
+// [INSTANCE]).
+func attach(p paths, args []string) error {
+	if len(args) != 2 && len(args) != 3 {
+		return fmt.Errorf("usage: attach NETNS LINK [INSTANCE]")
+	}
+	q := url.Values{"netns": {args[0]}, "link": {args[1]}}
+	if len(args) == 3 {
+		q.Set("instance", args[2])
+	}
+	return call(p, "attach", q)
 }
 
 // execVerb replaces this process with args[1:] run in the namespace of

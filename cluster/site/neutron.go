@@ -15,9 +15,20 @@ import (
 
 // newNeutron returns a function listing the associated floating IPs of
 // Neutron, as mappings keyed by floating IP address, with the credentials
-// of cloud in the clouds.yaml at path. The client re-authenticates when its
-// token expires.
+// of cloud in the clouds.yaml at path.
 func newNeutron(ctx context.Context, path, cloud string) (func(context.Context) (map[string]topology.Mapping, error), error) {
+	client, err := networkClient(ctx, path, cloud)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (map[string]topology.Mapping, error) {
+		return associated(ctx, client)
+	}, nil
+}
+
+// networkClient returns a Neutron client with the credentials of cloud in
+// the clouds.yaml at path. It re-authenticates when its token expires.
+func networkClient(ctx context.Context, path, cloud string) (*gophercloud.ServiceClient, error) {
 	ao, eo, tlsConfig, err := clouds.Parse(clouds.WithLocations(path), clouds.WithCloudName(cloud))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read cloud %s of %s: %w", cloud, path, err)
@@ -31,9 +42,7 @@ func newNeutron(ctx context.Context, path, cloud string) (func(context.Context) 
 	if err != nil {
 		return nil, fmt.Errorf("cannot find the network endpoint: %w", err)
 	}
-	return func(ctx context.Context) (map[string]topology.Mapping, error) {
-		return associated(ctx, client)
-	}, nil
+	return client, nil
 }
 
 // associated lists every floating IP and returns those associated with a

@@ -14,16 +14,26 @@ SITE_DIR=$STATE/site
 BIN=$SITE_DIR/bin/site
 SITE=("$BIN" -state "$STATE" -prefix "ipsec-site-$STATE_ID-")
 
+# AGENTS=1: the site lives with Neutron's real agents (AGENTS=1
+# cluster/openstack/up.sh; docs/neutron-agents.md): ext-net is its router's
+# uplink, the VM, the tenant service and each node's tenant interface are
+# ports of tenant-net, the L3 agent does the floating IPs.
+AGENTS=${AGENTS:-0}
+[[ $AGENTS == [01] ]] || die "AGENTS=$AGENTS: want 0 or 1"
+
 # attach_nodes moves each running node's tenant link (its macvlan parent's
 # peer, "NETNS LINK" in $STATE/node/N/tenant-link: cluster/node/lib.sh)
-# onto the tenant network, when it is not there yet.
+# onto the tenant network, when it is not there yet; with the agents, as
+# a port of the node's instance ($STATE/node/N/instance-id).
 attach_nodes() {
-	local f netns link
+	local f netns link id
 	for f in "$STATE"/node/*/tenant-link; do
 		[ -f "$f" ] || continue
 		read -r netns link <"$f"
 		ip -n "$netns" link show "$link" >/dev/null 2>&1 || continue
-		"${SITE[@]}" attach "$netns" "$link"
+		id=()
+		[ "$AGENTS" = 0 ] || id=("$(cat "$(dirname "$f")/instance-id")")
+		"${SITE[@]}" attach "$netns" "$link" "${id[@]}"
 	done
 }
 
@@ -43,7 +53,12 @@ up)
 	t0=$(date +%s%N)
 	mkdir -p "$SITE_DIR/bin"
 	(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$BIN" ./cluster/site)
-	start site "${SITE[@]}" up -clouds "$OS_STATE/clouds.yaml" -psk "$ROOT/examples/claim/psk.yaml"
+	with=()
+	if [ "$AGENTS" = 1 ]; then
+		[ -f "$OS_STATE/agents.json" ] || die "AGENTS=1 but no $OS_STATE/agents.json: run AGENTS=1 cluster/openstack/up.sh"
+		with=(-agents)
+	fi
+	start site "${SITE[@]}" up -clouds "$OS_STATE/clouds.yaml" -psk "$ROOT/examples/claim/psk.yaml" "${with[@]}"
 	(wait_ready site "the site" 60 "${SITE[@]}" status) || { stop site; die "the site did not come up; see $STATE/site.log"; }
 	attach_nodes
 	log "site up in $(elapsed "$t0")s: the client's tunnel to 203.0.113.10 is ESTABLISHED ('cluster/site/site.sh status')"

@@ -54,65 +54,58 @@ type site struct {
 	mu sync.Mutex
 	// vm and client are their charons; gw the stand-in's, nil without.
 	vm, client, gw *topology.Charon
+	// agents is nil without Neutron's real agents: then the site's NAT
+	// stands in for the L3 agent and the tenant network is its bridge.
+	agents *agents
 }
 
 // up builds the site, serves the verbs on p's socket until ctx ends and
-// removes everything, also when the bring-up fails.
-func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error) {
+// removes everything, also when the bring-up fails. With withAgents, the
+// site lives in the world of Neutron's real agents (agents.go).
+func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents bool) (err error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	psk, err := readPSK(pskFile)
 	if err != nil {
 		return err
-	}
-	list, err := newNeutron(ctx, clouds, "admin")
-	if err != nil {
-		return fmt.Errorf("cannot connect to Neutron: %w", err)
 	}
 	// Leftovers of a site that was killed.
 	if err := topology.Remove(prefix, p.dir); err != nil {
 		return err
 	}
 	began := time.Now()
-	tp, err := topology.Build(topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1})
+	o := topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1}
+	var ag *agents
+	if withAgents {
+		if ag, err = newAgents(ctx, clouds); err != nil {
+			return err
+		}
+		o.Uplink = ag.uplink()
+	}
+	tp, err := topology.Build(o)
 	if err != nil {
 		return err
 	}
+	s := &site{tp: tp, log: log, psk: psk, agents: ag}
 	defer func() {
+		if ag != nil {
+			// A context of its own: ctx has ended.
+			err = errors.Join(err, ag.close(context.Background())) //nolint:contextcheck // teardown after ctx ended
+		}
 		err = errors.Join(err, tp.Close())
 		log.Info("site down", "error", err)
 	}()
-	tp.NAT.Log = log
-	s := &site{tp: tp, log: log, psk: psk}
-	m, err := list(ctx)
-	if err != nil {
-		return err
-	}
-	if err := tp.NAT.Apply(m); err != nil {
-		return err
-	}
 	nat := make(chan error, 1)
-	go func() { nat <- tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
-
-	svc, err := tp.AddHost("svc", serviceAddress, "eth0", "")
-	if err != nil {
-		return err
+	if ag == nil {
+		if err := s.startNAT(ctx, clouds, nat); err != nil {
+			return err
+		}
 	}
-	var ln net.Listener
-	if err := tp.Do(svc, func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", servicePort)); return err }); err != nil {
+	ln, err := s.serveTenant(ctx)
+	if err != nil {
 		return err
 	}
 	defer ln.Close() //nolint:errcheck // the site is ending: its listener has nothing left to report
-	go topology.AnswerWhoAmI(ln)
-
-	if s.vm, err = s.gateway(ctx, "vm", vmAddress); err != nil {
-		return err
-	}
-	peer := tp.Peers[0]
-	s.client = peer.Charon
-	if err := s.startClient(ctx); err != nil {
-		return err
-	}
-	if _, err := s.client.AwaitSA(conn, readyTimeout, topology.Up()); err != nil {
+	if err := s.startCharons(ctx); err != nil {
 		return err
 	}
 
@@ -132,13 +125,65 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error
 	return err
 }
 
+// startNAT applies the floating IPs of the Neutron of the clouds.yaml at
+// clouds and keeps them applied until ctx ends; the loop's end is sent to
+// done.
+func (s *site) startNAT(ctx context.Context, clouds string, done chan<- error) error {
+	list, err := newNeutron(ctx, clouds, "admin")
+	if err != nil {
+		return fmt.Errorf("cannot connect to Neutron: %w", err)
+	}
+	s.tp.NAT.Log = s.log
+	m, err := list(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.tp.NAT.Apply(m); err != nil {
+		return err
+	}
+	go func() { done <- s.tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
+	return nil
+}
+
+// serveTenant adds the tenant service and answers on it; the caller
+// closes the listener.
+func (s *site) serveTenant(ctx context.Context) (net.Listener, error) {
+	svc, err := s.tenantHost(ctx, "svc", servicePortName, serviceAddress, true)
+	if err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	if err := s.tp.Do(svc, func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf(":%d", servicePort)); return err }); err != nil {
+		return nil, err
+	}
+	go topology.AnswerWhoAmI(ln)
+	return ln, nil
+}
+
+// startCharons starts the VM gateway and the client site and waits for
+// the client's tunnel.
+func (s *site) startCharons(ctx context.Context) error {
+	var err error
+	if s.vm, err = s.gateway(ctx, "vm", vmPortName, vmAddress); err != nil {
+		return err
+	}
+	s.client = s.tp.Peers[0].Charon
+	if err := s.startClient(ctx); err != nil {
+		return err
+	}
+	_, err = s.client.AwaitSA(conn, readyTimeout, topology.Up())
+	return err
+}
+
 // gateway adds a gateway built by hand as the runbook's VM was, in a
-// namespace of role on the tenant network at addr, and starts its charon:
+// namespace of role on the tenant network at addr (with the agents: on the
+// port portName, which the site makes unless it is the VM's), and starts
+// its charon:
 // it responds to the client site as the floating IP's identity, and its
 // nftables rules publish the tenant service to the client as the example
 // claim's exposure does.
-func (s *site) gateway(ctx context.Context, role string, addr netip.Addr) (*topology.Charon, error) {
-	ns, err := s.tp.AddHost(role, addr, "eth0", "")
+func (s *site) gateway(ctx context.Context, role, portName string, addr netip.Addr) (*topology.Charon, error) {
+	ns, err := s.tenantHost(ctx, role, portName, addr, portName != vmPortName)
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +200,20 @@ func (s *site) gateway(ctx context.Context, role string, addr netip.Addr) (*topo
 		return nil, err
 	}
 	return c, s.loadGateway(ctx, c, addr)
+}
+
+// tenantHost adds the namespace of role on the tenant network at addr,
+// interface eth0: on the router's tenant bridge, or with the agents
+// plugged into the Neutron port portName (made if create) as a VM.
+func (s *site) tenantHost(ctx context.Context, role, portName string, addr netip.Addr, create bool) (string, error) {
+	if s.agents == nil {
+		return s.tp.AddHost(role, addr, "eth0", "")
+	}
+	ns, err := s.tp.AddNamespace(role)
+	if err != nil {
+		return "", err
+	}
+	return ns, s.agents.plug(ctx, ns, portName, addr, create)
 }
 
 // loadGateway loads the hand-built gateway's swanctl.conf into c.
@@ -224,14 +283,19 @@ func (s *site) handler() http.Handler {
 			if s.gw != nil {
 				return "", errors.New("the stand-in runs already (" + s.gw.NS + ")")
 			}
-			c, err := s.gateway(ctx, "gw", topology.PrivateAddress)
+			c, err := s.gateway(ctx, "gw", standinPortName, topology.PrivateAddress)
 			s.gw = c
 			return fmt.Sprintf("stand-in gateway %s up (%s, log %s)\n", topology.PrivateAddress, s.tp.NS("gw"), filepath.Join(s.tp.Dir, "gw", "charon.log")), err
 		},
-		"standin-down": func(context.Context, *http.Request) (string, error) {
+		"standin-down": func(ctx context.Context, _ *http.Request) (string, error) {
 			if s.gw != nil {
 				s.gw.Stop(syscall.SIGKILL)
 				s.gw = nil
+			}
+			if s.agents != nil {
+				if err := s.agents.unplug(ctx, s.tp.NS("gw")); err != nil {
+					return "", err
+				}
 			}
 			if _, err := os.Stat("/run/netns/" + s.tp.NS("gw")); err == nil {
 				if err := s.tp.RemoveHost("gw"); err != nil {
@@ -240,8 +304,11 @@ func (s *site) handler() http.Handler {
 			}
 			return "stand-in gateway down\n", os.RemoveAll(filepath.Join(s.tp.Dir, "gw"))
 		},
-		"attach": func(_ context.Context, r *http.Request) (string, error) {
+		"attach": func(ctx context.Context, r *http.Request) (string, error) {
 			netns, link := r.URL.Query().Get("netns"), r.URL.Query().Get("link")
+			if s.agents != nil {
+				return s.agents.attach(ctx, netns, link, r.URL.Query().Get("instance"))
+			}
 			if err := s.tp.Attach(netns, link); err != nil {
 				return "", err
 			}
@@ -288,6 +355,9 @@ func (s *site) status(ctx context.Context, _ *http.Request) (string, error) {
 		}
 	}
 	table, err := s.tp.NAT.Table()
+	if s.agents != nil {
+		table, err = s.agents.status(ctx)
+	}
 	b.WriteString("\n" + table)
 	if err != nil {
 		return b.String(), err

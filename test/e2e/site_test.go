@@ -73,16 +73,10 @@ func TestSiteCutover(t *testing.T) {
 	// binding would attach it after `floating ip unset`), the VM's charon
 	// stops.
 	mustRun(t, s.env, "cluster/site/site.sh", "standin-up")
-	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
-		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
-		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteGateway}},
-	}).Extract()
-	if err != nil {
-		t.Fatalf("cannot create the stand-in's port: %v", err)
-	}
+	port := s.standinPort(ctx, t)
 	moved := s.moveFIP(t, port.ID)
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
-	applied := fipMapped(t, s.state, s.runbook.FloatingIP, siteGateway, 10*time.Second)
+	applied := fipMapped(t, s.env, s.state, s.runbook.FloatingIP, siteGateway, 10*time.Second)
 	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	standin := siteCharon(t, s.state, "gw")
 	standin.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
@@ -98,7 +92,7 @@ func TestSiteCutover(t *testing.T) {
 	for _, cmd := range []string{"standin-down", "vm-start"} {
 		mustRun(t, s.env, "cluster/site/site.sh", cmd)
 	}
-	applied = fipMapped(t, s.state, s.runbook.FloatingIP, siteVM, 10*time.Second)
+	applied = fipMapped(t, s.env, s.state, s.runbook.FloatingIP, siteVM, 10*time.Second)
 	t.Logf("rollback: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
@@ -235,12 +229,52 @@ func (s *site) moveFIP(t *testing.T, port string) time.Time {
 	return sent
 }
 
-// fipMapped waits until the floating-IP NAT of the site on state directory
-// state logs floating IP fip mapped to fixed, and returns when the mapping
-// was in place.
-func fipMapped(t *testing.T, state, fip, fixed string, timeout time.Duration) time.Time {
+// agents is whether the stack runs Neutron's real agents (AGENTS=1): then
+// the L3 agent's qrouter does the floating IPs, not the site's NAT.
+var agents = os.Getenv("AGENTS") == "1"
+
+// standinPort returns the stand-in's port at siteGateway: with the agents
+// the site made it (it plugged the stand-in into it), else the test makes
+// it, as the binding would find the gateway's.
+func (s *site) standinPort(ctx context.Context, t *testing.T) *ports.Port {
+	t.Helper()
+	if agents {
+		pages, err := ports.List(s.network, ports.ListOpts{Name: "gateway-standin"}).AllPages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := ports.ExtractPorts(pages)
+		if err != nil || len(found) != 1 {
+			t.Fatalf("the site's port gateway-standin: %d found, %v", len(found), err)
+		}
+		return &found[0]
+	}
+	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
+		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
+		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteGateway}},
+	}).Extract()
+	if err != nil {
+		t.Fatalf("cannot create the stand-in's port: %v", err)
+	}
+	return port
+}
+
+// fipMapped waits until floating IP fip is mapped to fixed and returns
+// when the mapping was in place: as the floating-IP NAT of the site on
+// state directory state logs it, or with the agents when the qrouter's
+// DNAT rule (site.sh status, with environment env) is first seen.
+func fipMapped(t *testing.T, env []string, state, fip, fixed string, timeout time.Duration) time.Time {
 	t.Helper()
 	var at time.Time
+	if agents {
+		rule := "-d " + fip + "/32 -j DNAT --to-destination " + fixed + "\n"
+		eventually(t, "the qrouter DNATs "+fip+" to "+fixed, timeout, func() (bool, string) {
+			out, err := runScript(env, "cluster/site/site.sh", "status")
+			at = time.Now()
+			return err == nil && strings.Contains(out, rule), "site.sh status:\n" + out
+		})
+		return at
+	}
 	eventually(t, "the floating-IP NAT maps "+fip+" to "+fixed, timeout, func() (bool, string) {
 		b, err := os.ReadFile(filepath.Join(state, "site.log"))
 		if err != nil {

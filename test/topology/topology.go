@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -105,7 +106,29 @@ type Options struct {
 	Dir string
 	// Peers is the number of client sites; 1 when zero, at most 8.
 	Peers int
+	// Uplink, when set, puts the router in front of a real Neutron's
+	// external network instead of standing in for it: the router has no
+	// tenant bridge and no NAT, plugs a veth into Uplink.Bridge and routes
+	// between the client sites and Neutron's routers (whose gateways and
+	// floating IPs answer on that network), and tenant hosts are plugged
+	// into Neutron's ports by the caller (AddNamespace).
+	Uplink *Uplink
 }
+
+// An Uplink is a real Neutron's external network, as the lab's agents
+// make it (cluster/openstack/agents.sh): a bridge in a namespace of its own.
+type Uplink struct {
+	// NS and Bridge are the namespace and the bridge of the external
+	// network's wire.
+	NS, Bridge string
+	// Address is the router's address there: the external subnet's
+	// gateway, which Neutron's routers route to.
+	Address netip.Prefix
+}
+
+// UplinkInterface is the router's interface on an Uplink; its peer in the
+// uplink's namespace is UplinkPeer(Prefix).
+const UplinkInterface = "uplink"
 
 // A Topology is the running world: the router and the client sites, and
 // what joins the tenant network.
@@ -124,6 +147,7 @@ type Topology struct {
 	Peers []*Peer
 
 	t       testing.TB
+	uplink  *Uplink
 	mu      sync.Mutex
 	charons []*Charon
 }
@@ -177,6 +201,7 @@ func Build(o Options) (*Topology, error) {
 		return nil, fmt.Errorf("at most 8 client sites, not %d", o.Peers)
 	}
 	tp := Open(o.Prefix, o.Dir)
+	tp.uplink = o.Uplink
 	for i := range o.Peers {
 		site, host := PeerRoles(i)
 		tp.Peers = append(tp.Peers, &Peer{
@@ -209,11 +234,24 @@ func (tp *Topology) build() error {
 	}
 	r := tp.Router
 	var s steps
-	for _, br := range []string{TenantBridge, ExternalBridge} {
+	bridges := []string{ExternalBridge}
+	if tp.uplink == nil {
+		bridges = append(bridges, TenantBridge)
+	}
+	for _, br := range bridges {
 		s.ip(r, "link", "add", br, "type", "bridge")
 		s.ip(r, "link", "set", br, "up")
 	}
-	s.ip(r, "addr", "add", prefix(Router, PrivatePrefixLength), "dev", TenantBridge)
+	if u := tp.uplink; u != nil {
+		// Made in the uplink's namespace, its peer directly in the
+		// router's: deleting the router's namespace deletes both ends.
+		s.ip(u.NS, "link", "add", UplinkPeer(tp.Prefix), "type", "veth", "peer", "name", UplinkInterface, "netns", r)
+		s.ip(u.NS, "link", "set", UplinkPeer(tp.Prefix), "master", u.Bridge, "up")
+		s.ip(r, "link", "set", UplinkInterface, "up")
+		s.ip(r, "addr", "add", u.Address.String(), "dev", UplinkInterface)
+	} else {
+		s.ip(r, "addr", "add", prefix(Router, PrivatePrefixLength), "dev", TenantBridge)
+	}
 	s.ip(r, "addr", "add", prefix(ExternalRouter, 24), "dev", ExternalBridge)
 	s.sysctl(r)
 	for i, p := range tp.Peers {
@@ -233,6 +271,26 @@ func (tp *Topology) build() error {
 		s.sysctl(p.NS)
 	}
 	return s.run()
+}
+
+// UplinkPeer is the name of the router's veth peer in an Uplink's
+// namespace for the topology with namespace prefix prefix: "up" and a
+// hash of the prefix, unique per topology and short enough for a link.
+func UplinkPeer(prefix string) string {
+	return fmt.Sprintf("up%08x", crc32.ChecksumIEEE([]byte(prefix)))
+}
+
+// AddNamespace adds the namespace of role (loopback up, forwarding) with
+// no link: the caller plugs it (a real Neutron port, Options.Uplink). It
+// returns the namespace.
+func (tp *Topology) AddNamespace(role string) (string, error) {
+	ns := tp.NS(role)
+	if err := tp.addNamespace(ns); err != nil {
+		return "", err
+	}
+	var s steps
+	s.sysctl(ns)
+	return ns, s.run()
 }
 
 // AddHost adds a namespace of role on the tenant network, its interface

@@ -133,16 +133,11 @@ func bindOpts(host, owner, device string) portsbinding.UpdateOptsExt {
 // vxlan network), as os-vif sets it. The port's status is left to
 // WaitActive.
 func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Instance, portID, ifname string, timeout time.Duration) (*VIF, error) {
-	p, err := ports.Update(ctx, sc, portID, bindOpts(h.Name, DeviceOwner, inst.ID)).Extract()
+	p, mtu, err := bind(ctx, sc, h, inst, portID)
 	if err != nil {
-		return nil, errors.Wrap(err, errBind)
+		return nil, err
 	}
 	v := &VIF{Port: *p, Tap: TapName(p.ID), Bridge: BridgeName(p.NetworkID), Instance: inst, Interface: ifname}
-	var network mtu.NetworkMTUExt
-	if err := networks.Get(ctx, sc, p.NetworkID).ExtractInto(&network); err != nil {
-		return nil, errors.Wrap(err, errNetwork)
-	}
-	mtu := fmt.Sprint(network.MTU)
 	var addrs []string
 	gateway := ""
 	for i, ip := range p.FixedIPs {
@@ -161,9 +156,9 @@ func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Insta
 	}
 	steps := [][]string{
 		{"-n", h.Namespace, "link", "add", v.Tap, "type", "veth", "peer", "name", ifname, "netns", inst.Namespace},
-		{"-n", inst.Namespace, "link", "set", ifname, "address", p.MACAddress, "mtu", mtu},
-		{"-n", inst.Namespace, "link", "set", ifname, "up"},
-		{"-n", h.Namespace, "link", "set", v.Tap, "mtu", mtu, "up"},
+		linkSet(inst.Namespace, ifname, "address", p.MACAddress, "mtu", mtu),
+		linkSet(inst.Namespace, ifname, "up"),
+		linkSet(h.Namespace, v.Tap, "mtu", mtu, "up"),
 	}
 	for _, a := range addrs {
 		steps = append(steps, []string{"-n", inst.Namespace, "addr", "add", a, "dev", ifname})
@@ -174,18 +169,98 @@ func Plug(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Insta
 	if err := ipAll(ctx, steps); err != nil {
 		return v, errors.Wrap(err, errWire)
 	}
-	// The agent makes the bridge once it has seen the tap and asked Neutron
-	// for the port's details; it does not enslave a compute port's tap.
+	return v, enslave(ctx, h, v, timeout)
+}
+
+// Adopt is Plug for an instance whose interface exists already, without
+// addresses: link is a veth end in inst.Namespace whose peer is the
+// instance's interface (a local node's macvlan parent, cluster/node). The
+// peer gets the port's MAC and the network's MTU; link is moved into
+// h.Namespace as TapName(port) and enslaved into the network's bridge.
+// Release hands it back.
+func Adopt(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Instance, portID, link string, timeout time.Duration) (*VIF, error) {
+	peer, err := vethPeer(ctx, inst.Namespace, link)
+	if err != nil {
+		return nil, errors.Wrap(err, errWire)
+	}
+	p, mtu, err := bind(ctx, sc, h, inst, portID)
+	if err != nil {
+		return nil, err
+	}
+	v := &VIF{Port: *p, Tap: TapName(p.ID), Bridge: BridgeName(p.NetworkID), Instance: inst, Interface: peer}
+	if err := ipAll(ctx, [][]string{
+		linkSet(inst.Namespace, peer, "down"),
+		linkSet(inst.Namespace, peer, "address", p.MACAddress, "mtu", mtu, "up"),
+		linkSet(inst.Namespace, link, "down"),
+		linkSet(inst.Namespace, link, "netns", h.Namespace),
+		linkSet(h.Namespace, link, "name", v.Tap, "mtu", mtu, "up"),
+	}); err != nil {
+		return v, errors.Wrap(err, errWire)
+	}
+	return v, enslave(ctx, h, v, timeout)
+}
+
+// Release undoes Adopt: the tap goes back to the instance's namespace
+// under its name link, and the port is unbound (Unplug). A tap that is
+// gone (the agents' namespace deleted) is not an error.
+func Release(ctx context.Context, sc *gophercloud.ServiceClient, h Host, v *VIF, link string) error {
+	if ip(ctx, "-n", h.Namespace, "link", "show", v.Tap) == nil {
+		if err := ipAll(ctx, [][]string{
+			linkSet(h.Namespace, v.Tap, "nomaster", "down"),
+			linkSet(h.Namespace, v.Tap, "netns", v.Instance.Namespace),
+			linkSet(v.Instance.Namespace, v.Tap, "name", link, "up"),
+		}); err != nil {
+			return errors.Wrap(err, errWire)
+		}
+	}
+	return Unplug(ctx, sc, h, v)
+}
+
+// bind binds the port portID to h for inst and returns it with its
+// network's MTU.
+func bind(ctx context.Context, sc *gophercloud.ServiceClient, h Host, inst Instance, portID string) (*ports.Port, string, error) {
+	p, err := ports.Update(ctx, sc, portID, bindOpts(h.Name, DeviceOwner, inst.ID)).Extract()
+	if err != nil {
+		return nil, "", errors.Wrap(err, errBind)
+	}
+	var network mtu.NetworkMTUExt
+	if err := networks.Get(ctx, sc, p.NetworkID).ExtractInto(&network); err != nil {
+		return nil, "", errors.Wrap(err, errNetwork)
+	}
+	return p, fmt.Sprint(network.MTU), nil
+}
+
+// enslave waits (up to timeout) for the bridge of v's network and
+// enslaves v's tap into it. The agent makes the bridge once it has seen
+// the tap and asked Neutron for the port's details; it does not enslave a
+// compute port's tap.
+func enslave(ctx context.Context, h Host, v *VIF, timeout time.Duration) error {
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for ip(wait, "-n", h.Namespace, "link", "show", v.Bridge) != nil {
 		select {
 		case <-wait.Done():
-			return v, errors.Errorf("%s %s in namespace %s after %s", errBridge, v.Bridge, h.Namespace, timeout)
+			return errors.Errorf("%s %s in namespace %s after %s", errBridge, v.Bridge, h.Namespace, timeout)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return v, errors.Wrap(ip(ctx, "-n", h.Namespace, "link", "set", v.Tap, "master", v.Bridge), errWire)
+	return errors.Wrap(ip(ctx, "-n", h.Namespace, "link", "set", v.Tap, "master", v.Bridge), errWire)
+}
+
+// vethPeer returns the name of the peer of the veth link in namespace ns,
+// which must be in ns too.
+func vethPeer(ctx context.Context, ns, link string) (string, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-j", "-n", ns, "link", "show", link).Output()
+	if err != nil {
+		return "", fmt.Errorf("ip -n %s link show %s: %w", ns, link, err)
+	}
+	var l []struct {
+		Link string `json:"link"`
+	}
+	if err := json.Unmarshal(out, &l); err != nil || len(l) != 1 || l[0].Link == "" {
+		return "", fmt.Errorf("%s in namespace %s is not a veth whose peer is there too", link, ns)
+	}
+	return l[0].Link, nil
 }
 
 // Unplug deletes the VIF's veth (both ends) and unbinds the port as Nova
@@ -224,6 +299,11 @@ func WaitActive(ctx context.Context, sc *gophercloud.ServiceClient, portID strin
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// linkSet is the ip(8) arguments setting link dev of namespace ns: args.
+func linkSet(ns, dev string, args ...string) []string {
+	return append([]string{"-n", ns, "link", "set", dev}, args...)
 }
 
 // ip runs ip(8) with args.
