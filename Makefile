@@ -70,8 +70,9 @@ test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own p
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 .PHONY: test-nodes
-test-nodes: build xpkg $(NODE_IMAGES) ## The stack e2e with two nodes (root): a pod on each, node-2 lost (NotReady, unreachable) and returned (Ready).
+test-nodes: build xpkg $(NODE_IMAGES) ## The e2e with two nodes (root): a pod on each, node-2 lost and returned; then the active/standby gateway (TestActiveStandby).
 	NODES=2 test/e2e/dev-stack.sh
+	NODES=2 KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v -run 'TestActiveStandby$$' ./test/e2e/...
 
 .PHONY: xpkg
 xpkg: tools ## Build the provider image, the provider and Configuration packages into _output/xpkg (offline, reproducible).
