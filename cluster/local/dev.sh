@@ -94,8 +94,9 @@ gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.ga
 
 # With Neutron's real agents the node's port drops the gateway pod's
 # frames (its net1 has the gateway port's MAC and fixed IP) unless they are
-# an allowed address pair of the node's port. HAND_PAIRS=1 grants it by
-# hand, as a cluster's operator would, while the provider does not.
+# an allowed address pair of the node's port. The claim's NodeAddressPairs
+# keeps it; HAND_PAIRS=1 grants it by hand as well, as a cluster's operator
+# would (for a claim with nodePorts: Unmanaged).
 if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
 	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')"

@@ -76,7 +76,10 @@ type Elector struct {
 	// Default timings.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Active, when set, is told of every change: true with the takeover
-	// once Holder.Take succeeded, false once Holder.Release returned.
+	// once Holder.Take succeeded, false once Holder.Release returned. It is
+	// called with the Elector's lock held, so that a loss of the Lease
+	// cannot report false before true: it must return quickly and not call
+	// the Elector.
 	Active func(ctx context.Context, active bool, t Takeover)
 	Log    logging.Logger
 
@@ -181,11 +184,11 @@ func (e *Elector) lead(ctx context.Context, t *term, end context.CancelFunc) {
 		return
 	}
 	e.held = true
-	e.mu.Unlock()
-	e.Log.Info("Active: holding the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
 	if e.Active != nil {
 		e.Active(ctx, true, tk)
 	}
+	e.mu.Unlock()
+	e.Log.Info("Active: holding the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
 	tick := time.NewTicker(e.RetryPeriod / 4)
 	defer tick.Stop()
 	for {
@@ -221,13 +224,13 @@ func (e *Elector) release(ctx context.Context, t *term, why string) bool {
 			e.Log.Info("Cannot give up the gateway's address", "error", err)
 		}
 		e.held = false
+		if e.Active != nil {
+			e.Active(ctx, false, Takeover{})
+		}
 	}
 	e.mu.Unlock()
 	if held {
 		e.Log.Info("Standby: gave up the gateway's address", "reason", why)
-		if e.Active != nil {
-			e.Active(ctx, false, Takeover{})
-		}
 	}
 	return held
 }
