@@ -30,8 +30,10 @@ const DefaultSecretSyncTimeout = 10 * time.Second
 // kind is read through Reader. The ProviderConfigs' credentials are the
 // Secrets it is for: a few per cluster, read at every reconcile.
 //
-// Informers run until Stop; a Secret no longer read keeps its informer
-// (one watch) until then. Safe for concurrent use.
+// Informers run until Stop, except that of a Secret that does not exist or
+// cannot be listed, which is stopped at that read, so that the informers
+// are bounded by the Secrets that exist and are read (the next read of a
+// missing one lists it again). Safe for concurrent use.
 type WatchedSecrets struct {
 	// Reader reads every kind but Secrets.
 	Reader client.Reader
@@ -48,6 +50,7 @@ type WatchedSecrets struct {
 
 type watchedSecret struct {
 	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
 	mu       sync.Mutex
 	// lastErr is the informer's last list or watch error, reported when
 	// the first list does not complete in time.
@@ -86,6 +89,7 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 	sync, cancel := context.WithTimeout(ctx, w.syncTimeout())
 	defer cancel()
 	if !cache.WaitForCacheSync(sync.Done(), ws.informer.HasSynced) {
+		w.forget(key, ws)
 		ws.mu.Lock()
 		last := ws.lastErr
 		ws.mu.Unlock()
@@ -102,6 +106,7 @@ func (w *WatchedSecrets) Get(ctx context.Context, key client.ObjectKey, obj clie
 		return fmt.Errorf("cannot read Secret %s from its informer: %w", key, err)
 	}
 	if !exists {
+		w.forget(key, ws)
 		return kerrors.NewNotFound(corev1.Resource("secrets"), key.Name)
 	}
 	item.(*corev1.Secret).DeepCopyInto(s)
@@ -140,7 +145,8 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) *watchedSecret {
 			return secrets.Watch(ctx, o)
 		},
 	}
-	ws := &watchedSecret{informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.core), &corev1.Secret{}, 0, cache.Indexers{})}
+	ctx, stop := context.WithCancel(w.ctx)
+	ws := &watchedSecret{stop: stop, informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.core), &corev1.Secret{}, 0, cache.Indexers{})}
 	_ = ws.informer.SetTransform(func(o any) (any, error) {
 		if s, ok := o.(*corev1.Secret); ok {
 			s.ManagedFields = nil
@@ -153,6 +159,17 @@ func (w *WatchedSecrets) watch(key types.NamespacedName) *watchedSecret {
 		ws.mu.Unlock()
 	})
 	w.byName[key] = ws
-	go ws.informer.Run(w.ctx.Done())
+	go ws.informer.Run(ctx.Done())
 	return ws
+}
+
+// forget stops ws, the informer of key's Secret, and drops it unless
+// another has replaced it.
+func (w *WatchedSecrets) forget(key types.NamespacedName, ws *watchedSecret) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byName[key] == ws {
+		delete(w.byName, key)
+	}
+	ws.stop()
 }

@@ -114,13 +114,30 @@ func TestWatchedSecretsGet(t *testing.T) {
 	}
 }
 
+// TestWatchedSecretsAbsent: an absent Secret reads as NotFound and keeps
+// no informer; made later, it is read.
 func TestWatchedSecretsAbsent(t *testing.T) {
 	cs := fake.NewClientset(secret("other", "x"))
 	w := NewWatchedSecrets(cs, nil)
 	t.Cleanup(w.Stop)
-	err := w.Get(context.Background(), types.NamespacedName{Namespace: "crossplane-system", Name: "missing"}, &corev1.Secret{})
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: "crossplane-system", Name: "missing"}
+	err := w.Get(ctx, key, &corev1.Secret{})
 	if !kerrors.IsNotFound(err) {
 		t.Errorf("Get of an absent Secret: got %v, want NotFound", err)
+	}
+	w.mu.Lock()
+	informers := len(w.byName)
+	w.mu.Unlock()
+	if informers != 0 {
+		t.Errorf("after the NotFound: %d informers, want 0", informers)
+	}
+	if _, err := cs.CoreV1().Secrets(key.Namespace).Create(ctx, secret(key.Name, "late"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Secret{}
+	if err := w.Get(ctx, key, got); err != nil || string(got.Data["k"]) != "late" {
+		t.Errorf("Get of the Secret made later: got %q, %v; want \"late\"", got.Data["k"], err)
 	}
 }
 
