@@ -87,13 +87,9 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
-	// Only a gateway with replicas 2 and a pod running has an active pod:
-	// one scaled back to 1 leaves its last report in the ConfigMap.
-	var ls *v1alpha1.LeaderStatus
-	if workload.Replicas(gw) >= 2 && dep.Status.ReadyReplicas > 0 {
-		if ls, err = e.leader(ctx, gw); err != nil {
-			return managed.ExternalObservation{}, err
-		}
+	ls, err := e.leader(ctx, gw, dep.Status.ReadyReplicas)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	if ev := leaderEvent(gw.Status.AtProvider.Leader, ls); ev != nil {
 		e.recorder.Event(gw, *ev)

@@ -29,8 +29,14 @@ const errDeletionCost = "cannot set the pod-deletion-cost of the gateway's pods"
 
 // leader reads the active pod the agent of a gateway with replicas 2
 // reports in the status ConfigMap (key leader.json), nil when there is
-// none; content that does not parse is an error naming the ConfigMap.
-func (e *external) leader(ctx context.Context, gw *v1alpha1.Gateway) (*v1alpha1.LeaderStatus, error) {
+// none; content that does not parse is an error naming the ConfigMap. With
+// replicas 1, or no pod ready (ready is the Deployment's ready replicas),
+// there is no active pod whatever the ConfigMap still holds: a gateway
+// scaled back to 1 leaves its last report there.
+func (e *external) leader(ctx context.Context, gw *v1alpha1.Gateway, ready int32) (*v1alpha1.LeaderStatus, error) {
+	if workload.Replicas(gw) < 2 || ready == 0 {
+		return nil, nil
+	}
 	cm, err := e.statusConfigMap(ctx, gw)
 	if cm == nil {
 		return nil, err
