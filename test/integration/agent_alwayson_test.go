@@ -336,8 +336,10 @@ func withinBound(t *testing.T, what string, took, bound time.Duration) {
 
 // watchdogLate is how late after its bound the watchdog may re-initiate: a
 // tick (a tenth of the bound) and the test's 50 ms polling, with margin for
-// a busy machine; the status reads every 10 s would make it up to 10 s.
-const watchdogLate = 2 * time.Second
+// a busy machine (2.7 s late seen in a CI run beside the other integration
+// tests); a watchdog acting at the status reads every 10 s would be up to
+// 10 s late.
+const watchdogLate = 5 * time.Second
 
 // noSAFrom polls the gateway's charon until connection conn has no IKE SA
 // and returns when it saw that.
