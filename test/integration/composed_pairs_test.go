@@ -113,9 +113,17 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 		return rrReady(pairs)
 	})
 	t.Logf("composed resources created to the node pairs Ready: %s", time.Since(start).Round(time.Millisecond))
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
-		t.Fatal(err)
-	}
+	// The pairs resolve the Port by its external name, which the Port has
+	// before its status is written: wait for the status.
+	eventually(t, 30*time.Second, "the Port's status.atProvider.id", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if gw.Status.AtProvider.ID == "" {
+			return fmt.Errorf("not written yet")
+		}
+		return nil
+	})
 	if got, want := ptr.Deref(pairs.Spec.ForProvider.PortID, ""), gw.Status.AtProvider.ID; got == "" || got != want {
 		t.Fatalf("the NodeAddressPairs' portId is %q, want the composite's Port's %q (by controller reference)", got, want)
 	}
