@@ -11,18 +11,9 @@
 #   N=100000 SEED=42 hack/parity.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(hack/tools.sh bindir)}
+# shellcheck source=hack/long-test.sh
+source hack/long-test.sh
 export PARITY_N=${N:-20000}
 [ -n "${SEED:-}" ] && export PARITY_SEED=$SEED
-log=$(mktemp -t parity.XXXXXX.log)
-start=$(date +%s)
-rc=0
-go test -tags integration -count=1 -v -timeout 0 -run '^TestValidatorCharonParity$' ./test/integration/ >"$log" 2>&1 || rc=$?
-grep -E '^\s+parity_test\.go:[0-9]+: [0-9]+ specs|validator accepted' "$log" | sed -E 's/^\s+parity_test\.go:[0-9]+: //'
-echo "wall time $(($(date +%s) - start)) s (build and API server start included)"
-if [ $rc != 0 ]; then
-	echo "FAILED; the whole log: $log" >&2
-	grep -E -A3 'charon refuses|FAIL' "$log" | head -60 >&2
-	exit $rc
-fi
-rm -f "$log"
+refusals() { grep -E -A3 'charon refuses|FAIL' | head -60; }
+long_test TestValidatorCharonParity '[0-9]+ specs|.*validator accepted' refusals
