@@ -66,11 +66,12 @@ const (
 	errComposeGateway = "cannot compose the Gateway"
 	errStatus         = "cannot set the composite resource's status"
 	errSetDesired     = "cannot set the desired state"
+	errProviderConfig = "cannot use the ProviderConfig"
 )
 
-// advisory starts the warning result of each of the Gateway's advisories
-// (its status.atProvider.warnings), so that the claim's events say them
-// beside its status.gateway.warnings.
+// advisory starts the warning result of each new advisory of the Gateway
+// (its status.atProvider.warnings), so that the claim's events say it when
+// it appears, beside its status.gateway.warnings.
 const advisory = "the Gateway's configuration is accepted but advised against"
 
 // Why the Gateway cannot be composed, when waiting will not fix it (the
@@ -129,13 +130,40 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 
 	xr := &XIPsecGateway{}
-	if err := convert(req.GetObserved().GetComposite().GetResource().AsMap(), xr); err != nil {
+	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
+	if err := convert(oxr, xr); err != nil {
 		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
 	}
+
+	ns := claimNamespace(xr)
+	var pins []*fieldpath.Paved
+	if ns != "" {
+		// The pins of the claim's namespace: Crossplane fetches them and
+		// runs the function again; until then there is nothing to decide.
+		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{pinRequirement: pinSelector(ns)}}
+		got, ok := req.GetRequiredResources()[pinRequirement]
+		if !ok {
+			return rsp, nil
+		}
+		for _, r := range got.GetItems() {
+			pins = append(pins, fieldpath.Pave(r.GetResource().AsMap()))
+		}
+	}
+	pc, refused := providerConfig(xr, ns, pins, observed)
+	if refused != nil {
+		setStepsReady(rsp, fnv1.Status_STATUS_CONDITION_FALSE, refused.Reason, refused.Message)
+		rsp.Results = append(rsp.Results, &fnv1.Result{
+			Severity: fnv1.Severity_SEVERITY_FATAL,
+			Message:  errProviderConfig + ": " + refused.Message,
+			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+		})
+		return rsp, nil
+	}
+	xr.Spec.ProviderConfigName = pc
 
 	objs, warnings := Compose(xr, observed)
 	for _, w := range warnings {
@@ -145,7 +173,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
-	rsp.Results = append(rsp.Results, advisories(observed)...)
+	rsp.Results = append(rsp.Results, advisories(fieldpath.Pave(oxr), observed)...)
+	st, reason, msg := stepsReady(objs, observed, warnings)
+	setStepsReady(rsp, st, reason, msg)
 	for name, o := range objs {
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
@@ -172,28 +202,6 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	rsp.Desired.Composite.Resource = s
 	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
 	return rsp, nil
-}
-
-// advisories returns a warning result, to the composite and its claim, for
-// each advisory of the observed Gateway (status.atProvider.warnings).
-func advisories(observed Observed) []*fnv1.Result {
-	gw, ok := observed[GatewayName]
-	if !ok {
-		return nil
-	}
-	var ws []string
-	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
-		return nil
-	}
-	out := make([]*fnv1.Result, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, &fnv1.Result{
-			Severity: fnv1.Severity_SEVERITY_WARNING,
-			Message:  advisory + ": " + w,
-			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
-		})
-	}
-	return out
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.
