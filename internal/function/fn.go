@@ -111,8 +111,11 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // simply not composed yet, without a result; a Gateway that cannot be
 // composed until someone acts (a subnet without a gateway IP, a composite
 // without a claim) is a warning, to the composite and its claim, naming the
-// resource, the field and the fix. So is each advisory the observed Gateway
-// reports (status.atProvider.warnings).
+// resource, the field and the fix. So is each new advisory the observed
+// Gateway reports (status.atProvider.warnings). The ProviderConfig of every
+// composed resource is the one the platform pins to the claim's namespace
+// (pinProviderConfig; a refused one is fatal), and condition StepsReady on
+// the composite and its claim says the first failing step.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -139,31 +142,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
 	}
 
-	ns := claimNamespace(xr)
-	var pins []*fieldpath.Paved
-	if ns != "" {
-		// The pins of the claim's namespace: Crossplane fetches them and
-		// runs the function again; until then there is nothing to decide.
-		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{pinRequirement: pinSelector(ns)}}
-		got, ok := req.GetRequiredResources()[pinRequirement]
-		if !ok {
-			return rsp, nil
-		}
-		for _, r := range got.GetItems() {
-			pins = append(pins, fieldpath.Pave(r.GetResource().AsMap()))
-		}
-	}
-	pc, refused := providerConfig(xr, ns, pins, observed)
-	if refused != nil {
-		setStepsReady(rsp, fnv1.Status_STATUS_CONDITION_FALSE, refused.Reason, refused.Message)
-		rsp.Results = append(rsp.Results, &fnv1.Result{
-			Severity: fnv1.Severity_SEVERITY_FATAL,
-			Message:  errProviderConfig + ": " + refused.Message,
-			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
-		})
+	if !pinProviderConfig(req, rsp, xr, observed) {
 		return rsp, nil
 	}
-	xr.Spec.ProviderConfigName = pc
 
 	objs, warnings := Compose(xr, observed)
 	for _, w := range warnings {

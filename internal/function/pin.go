@@ -51,6 +51,40 @@ type refusal struct {
 	Reason, Message string
 }
 
+// pinProviderConfig sets xr's spec.providerConfigName to the ProviderConfig
+// its composed resources use (see providerConfig), from the pins of its
+// claim's namespace among the required resources of req. It returns false
+// when rsp is complete without composing: the pins are not fetched yet (rsp
+// requires them: Crossplane fetches them and runs the function again), or
+// the ProviderConfig is refused (a fatal result, so that Crossplane changes
+// nothing, and condition StepsReady saying why).
+func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *XIPsecGateway, observed Observed) bool {
+	ns := claimNamespace(xr)
+	var pins []*fieldpath.Paved
+	if ns != "" {
+		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{pinRequirement: pinSelector(ns)}}
+		got, ok := req.GetRequiredResources()[pinRequirement]
+		if !ok {
+			return false
+		}
+		for _, r := range got.GetItems() {
+			pins = append(pins, fieldpath.Pave(r.GetResource().AsMap()))
+		}
+	}
+	pc, refused := providerConfig(xr, ns, pins, observed)
+	if refused != nil {
+		setStepsReady(rsp, fnv1.Status_STATUS_CONDITION_FALSE, refused.Reason, refused.Message)
+		rsp.Results = append(rsp.Results, &fnv1.Result{
+			Severity: fnv1.Severity_SEVERITY_FATAL,
+			Message:  errProviderConfig + ": " + refused.Message,
+			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
+		})
+		return false
+	}
+	xr.Spec.ProviderConfigName = pc
+	return true
+}
+
 // pinSelector requires the pins of the claim namespace ns.
 func pinSelector(ns string) *fnv1.ResourceSelector {
 	return &fnv1.ResourceSelector{

@@ -66,38 +66,49 @@ func stepsReady(objs map[string]runtime.Object, observed Observed, blocked []str
 			continue
 		}
 		o := observed[s.Resource]
-		if o == nil {
-			if s.Resource == GatewayName && len(blocked) > 0 {
-				return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", fmt.Sprintf("step %s: %s", s.Status, blocked[0])
-			}
-			if waiting == "" {
-				waiting = fmt.Sprintf("step %s: not made yet", s.Status)
-			}
-			continue
+		if o == nil && s.Resource == GatewayName && len(blocked) > 0 {
+			return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", fmt.Sprintf("step %s: %s", s.Status, blocked[0])
 		}
-		cs := []xpv2.Condition{}
-		_ = o.GetValueInto(conditions, &cs)
-		what := fmt.Sprintf("step %s (%s %s)", s.Status, str(o, "kind"), str(o, "metadata.name"))
-		for _, c := range cs {
-			if c.Status == corev1.ConditionFalse && (c.Type == xpv2.TypeSynced || c.Type == gwv1alpha1.TypeConfigRendered) {
-				return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", fmt.Sprintf("%s: %s %s: %s", what, c.Type, c.Reason, c.Message)
-			}
+		failed, wait := judge(s, o)
+		if failed != "" {
+			return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", failed
 		}
-		if waiting != "" || ready(o) == fnv1.Ready_READY_TRUE {
-			continue
-		}
-		waiting = what + ": not Ready"
-		if i := slices.IndexFunc(cs, func(c xpv2.Condition) bool { return c.Status != corev1.ConditionTrue }); i >= 0 {
-			waiting = fmt.Sprintf("%s: %s %s", what, cs[i].Type, cs[i].Reason)
-			if cs[i].Message != "" {
-				waiting += ": " + cs[i].Message
-			}
+		if waiting == "" {
+			waiting = wait
 		}
 	}
 	if waiting != "" {
 		return fnv1.Status_STATUS_CONDITION_FALSE, ReasonWaiting, waiting
 	}
 	return fnv1.Status_STATUS_CONDITION_TRUE, ReasonAllStepsReady, "every step of the runbook is Ready"
+}
+
+// judge says why the step s, whose resource is o as observed (nil: not
+// observed yet), fails or else waits; both empty once it is Ready.
+func judge(s step, o *fieldpath.Paved) (failed, waiting string) {
+	if o == nil {
+		return "", fmt.Sprintf("step %s: not made yet", s.Status)
+	}
+	cs := []xpv2.Condition{}
+	_ = o.GetValueInto(conditions, &cs)
+	what := fmt.Sprintf("step %s (%s %s)", s.Status, str(o, "kind"), str(o, "metadata.name"))
+	for _, c := range cs {
+		if c.Status == corev1.ConditionFalse && (c.Type == xpv2.TypeSynced || c.Type == gwv1alpha1.TypeConfigRendered) {
+			return fmt.Sprintf("%s: %s %s: %s", what, c.Type, c.Reason, c.Message), ""
+		}
+	}
+	if ready(o) == fnv1.Ready_READY_TRUE {
+		return "", ""
+	}
+	i := slices.IndexFunc(cs, func(c xpv2.Condition) bool { return c.Status != corev1.ConditionTrue })
+	if i < 0 {
+		return "", what + ": not Ready"
+	}
+	waiting = fmt.Sprintf("%s: %s %s", what, cs[i].Type, cs[i].Reason)
+	if cs[i].Message != "" {
+		waiting += ": " + cs[i].Message
+	}
+	return "", waiting
 }
 
 // setStepsReady adds condition StepsReady to rsp, for the composite and its
