@@ -314,6 +314,20 @@ func withForProvider(t *testing.T, y, key string, v any) map[string]any {
 	return m
 }
 
+// resultStrings are the results of rsp as "SEVERITY TARGET: message", each
+// that starts with the one of want at its index as that one.
+func resultStrings(rsp *fnv1.RunFunctionResponse, want []string) []string {
+	var out []string
+	for i, r := range rsp.GetResults() {
+		g := r.GetSeverity().String() + " " + r.GetTarget().String() + ": " + r.GetMessage()
+		if i < len(want) && strings.HasPrefix(g, want[i]) {
+			g = want[i]
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 // conditionString is condition StepsReady of rsp as "STATUS TARGET Reason:
 // message", empty when rsp has none.
 func conditionString(rsp *fnv1.RunFunctionResponse) string {
@@ -654,15 +668,7 @@ gateway:
 			if err != nil {
 				t.Fatal(err)
 			}
-			var results []string
-			for i, r := range rsp.GetResults() {
-				g := r.GetSeverity().String() + " " + r.GetTarget().String() + ": " + r.GetMessage()
-				if i < len(tc.want.results) && strings.HasPrefix(g, tc.want.results[i]) {
-					g = tc.want.results[i]
-				}
-				results = append(results, g)
-			}
-			if diff := cmp.Diff(tc.want.results, results); diff != "" {
+			if diff := cmp.Diff(tc.want.results, resultStrings(rsp, tc.want.results)); diff != "" {
 				t.Errorf("%s\nresults: -want +got:\n%s", tc.reason, diff)
 			}
 			if tc.want.stepsReady != "" {

@@ -224,15 +224,7 @@ func TestRunFunctionPins(t *testing.T) {
 			if diff := cmp.Diff(tc.want.pcs, pcs); diff != "" {
 				t.Errorf("%s\nProviderConfigs of the desired resources: -want, +got:\n%s", tc.reason, diff)
 			}
-			var results []string
-			for i, r := range rsp.GetResults() {
-				g := r.GetSeverity().String() + " " + r.GetTarget().String() + ": " + r.GetMessage()
-				if i < len(tc.want.results) && strings.HasPrefix(g, tc.want.results[i]) {
-					g = tc.want.results[i]
-				}
-				results = append(results, g)
-			}
-			if diff := cmp.Diff(tc.want.results, results); diff != "" {
+			if diff := cmp.Diff(tc.want.results, resultStrings(rsp, tc.want.results)); diff != "" {
 				t.Errorf("%s\nresults: -want, +got:\n%s", tc.reason, diff)
 			}
 			got := conditionString(rsp)

@@ -293,20 +293,28 @@ func TestValidateClaimVariants(t *testing.T) {
 // claim).
 func validateClaim(t *testing.T, cache string, claim map[string]any) (string, error) {
 	t.Helper()
-	b, err := yaml.Marshal(claim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "claim.yaml")
-	if err := os.WriteFile(f, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeYAML(t, "claim.yaml", claim)
 	var out bytes.Buffer
 	cmd := exec.Command(bin(t, "crank"), "beta", "validate", filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"), f,
 		"--cache-dir", cache, "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	return out.String(), err
+}
+
+// writeYAML writes v as YAML to a file name of a temporary directory and
+// returns its path.
+func writeYAML(t *testing.T, name string, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // parseMinimalClaim is minimalClaim as an object, and its spec.
@@ -456,15 +464,7 @@ func TestRenderProviderConfigPins(t *testing.T) {
 		if pc != "" {
 			spec["providerConfigName"] = pc
 		}
-		out, err := yaml.Marshal(xr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(t.TempDir(), "xr.yaml")
-		if err := os.WriteFile(f, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
+		return writeYAML(t, "xr.yaml", xr)
 	}
 	cases := map[string]struct {
 		reason string
