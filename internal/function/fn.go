@@ -66,11 +66,12 @@ const (
 	errComposeGateway = "cannot compose the Gateway"
 	errStatus         = "cannot set the composite resource's status"
 	errSetDesired     = "cannot set the desired state"
+	errProviderConfig = "cannot use the ProviderConfig"
 )
 
-// advisory starts the warning result of each of the Gateway's advisories
-// (its status.atProvider.warnings), so that the claim's events say them
-// beside its status.gateway.warnings.
+// advisory starts the warning result of each new advisory of the Gateway
+// (its status.atProvider.warnings), so that the claim's events say it when
+// it appears, beside its status.gateway.warnings.
 const advisory = "the Gateway's configuration is accepted but advised against"
 
 // Why the Gateway cannot be composed, when waiting will not fix it (the
@@ -110,8 +111,11 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // simply not composed yet, without a result; a Gateway that cannot be
 // composed until someone acts (a subnet without a gateway IP, a composite
 // without a claim) is a warning, to the composite and its claim, naming the
-// resource, the field and the fix. So is each advisory the observed Gateway
-// reports (status.atProvider.warnings).
+// resource, the field and the fix. So is each new advisory the observed
+// Gateway reports (status.atProvider.warnings). The ProviderConfig of every
+// composed resource is the one the platform pins to the claim's namespace
+// (pinProviderConfig; a refused one is fatal), and condition StepsReady on
+// the composite and its claim says the first failing step.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -129,12 +133,17 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 
 	xr := &XIPsecGateway{}
-	if err := convert(req.GetObserved().GetComposite().GetResource().AsMap(), xr); err != nil {
+	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
+	if err := convert(oxr, xr); err != nil {
 		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
+	}
+
+	if !pinProviderConfig(req, rsp, xr, observed) {
+		return rsp, nil
 	}
 
 	objs, warnings := Compose(xr, observed)
@@ -145,7 +154,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
-	rsp.Results = append(rsp.Results, advisories(observed)...)
+	rsp.Results = append(rsp.Results, advisories(fieldpath.Pave(oxr), observed)...)
+	st, reason, msg := stepsReady(objs, observed, warnings)
+	setStepsReady(rsp, st, reason, msg)
 	for name, o := range objs {
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
@@ -172,28 +183,6 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	rsp.Desired.Composite.Resource = s
 	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
 	return rsp, nil
-}
-
-// advisories returns a warning result, to the composite and its claim, for
-// each advisory of the observed Gateway (status.atProvider.warnings).
-func advisories(observed Observed) []*fnv1.Result {
-	gw, ok := observed[GatewayName]
-	if !ok {
-		return nil
-	}
-	var ws []string
-	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
-		return nil
-	}
-	out := make([]*fnv1.Result, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, &fnv1.Result{
-			Severity: fnv1.Severity_SEVERITY_WARNING,
-			Message:  advisory + ": " + w,
-			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
-		})
-	}
-	return out
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.

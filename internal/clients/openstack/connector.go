@@ -8,6 +8,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,12 +42,19 @@ type Connector struct {
 	Clients *Clients
 }
 
-// Network tracks mg's use of its ProviderConfig and returns a Neutron
+// Network resolves mg's ProviderConfig, tracks mg's use of it and returns a Neutron
 // client for it: for a cluster-scoped mg its ProviderConfig (ipsecgw.io),
 // for a namespaced one its ProviderConfig of its own namespace or its
 // ClusterProviderConfig (m.ipsecgw.io; see ResolveConfig). Errors name the
 // ProviderConfig and what failed.
 func (c *Connector) Network(ctx context.Context, mg resource.Managed) (*gophercloud.ServiceClient, error) {
+	// Resolved first: a config mg may not use (another namespace's, a
+	// ClusterProviderConfig that does not select mg's namespace) gets no
+	// usage that would hold it.
+	cfg, err := ResolveConfig(ctx, c.Kube, mg)
+	if err != nil {
+		return nil, err
+	}
 	switch m := mg.(type) {
 	case resource.ModernManaged:
 		if err := c.ModernUsage.Track(ctx, m); err != nil {
@@ -54,10 +64,6 @@ func (c *Connector) Network(ctx context.Context, mg resource.Managed) (*gophercl
 		if err := c.Usage.Track(ctx, m); err != nil {
 			return nil, fmt.Errorf(errTrackUsage+": %w", err)
 		}
-	}
-	cfg, err := ResolveConfig(ctx, c.Kube, mg)
-	if err != nil {
-		return nil, err
 	}
 	return c.Clients.NetworkFor(ctx, c.Kube, cfg)
 }
@@ -90,7 +96,8 @@ func ClusterConfig(pc *v1alpha1.ProviderConfig) Config {
 // names a ProviderConfig of ipsecgw.io. A namespaced mg names, by
 // spec.providerConfigRef.kind, a ProviderConfig of m.ipsecgw.io in mg's
 // own namespace (the reference has no namespace: another namespace's
-// cannot be named) or a ClusterProviderConfig; a namespaced
+// cannot be named) or a ClusterProviderConfig whose spec.namespaceSelector
+// selects mg's namespace; a namespaced
 // ProviderConfig whose Secrets are in another namespace is refused, so
 // that a tenant's ProviderConfig cannot read another namespace's
 // credentials. Errors name the field at fault and the fix.
@@ -121,6 +128,9 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, cpc); err != nil {
 			return Config{}, fmt.Errorf("cannot get ClusterProviderConfig %s: %w", ref.Name, err)
 		}
+		if err := selects(ctx, kube, cpc, m.GetNamespace()); err != nil {
+			return Config{}, err
+		}
 		return Config{Key: nsv1alpha1.ClusterProviderConfigKind + "/" + ref.Name, Name: nsv1alpha1.ClusterProviderConfigKind + " " + ref.Name,
 			Credentials: cpc.Spec.Credentials}, nil
 	case nsv1alpha1.ProviderConfigKind:
@@ -138,6 +148,32 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 		return Config{}, fmt.Errorf("spec.providerConfigRef.kind %q is not %s or %s: name a %s of namespace %s or a %s",
 			ref.Kind, nsv1alpha1.ProviderConfigKind, nsv1alpha1.ClusterProviderConfigKind, nsv1alpha1.ProviderConfigKind, m.GetNamespace(), nsv1alpha1.ClusterProviderConfigKind)
 	}
+}
+
+// selects refuses a ClusterProviderConfig whose spec.namespaceSelector does
+// not select the namespace ns by its labels (unset: none), naming the field
+// and the fix, so that a tenant cannot use credentials the platform offers
+// to other namespaces only.
+func selects(ctx context.Context, kube client.Reader, cpc *nsv1alpha1.ClusterProviderConfig, ns string) error {
+	if cpc.Spec.NamespaceSelector == nil {
+		return fmt.Errorf("%s %s has no spec.namespaceSelector, so no namespace may use it: "+
+			"name a ProviderConfig of namespace %s in spec.providerConfigRef, or have the platform select namespace %s in the ClusterProviderConfig's spec.namespaceSelector ({} selects every namespace)",
+			nsv1alpha1.ClusterProviderConfigKind, cpc.Name, ns, ns)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(cpc.Spec.NamespaceSelector)
+	if err != nil {
+		return fmt.Errorf("%s %s: spec.namespaceSelector: %w", nsv1alpha1.ClusterProviderConfigKind, cpc.Name, err)
+	}
+	n := &corev1.Namespace{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return fmt.Errorf("cannot get Namespace %s to match it against %s %s's spec.namespaceSelector: %w", ns, nsv1alpha1.ClusterProviderConfigKind, cpc.Name, err)
+	}
+	if !sel.Matches(labels.Set(n.GetLabels())) {
+		return fmt.Errorf("%s %s: spec.namespaceSelector (%s) does not select namespace %s: "+
+			"name a ProviderConfig of namespace %s in spec.providerConfigRef, or have the platform label the namespace or widen the selector",
+			nsv1alpha1.ClusterProviderConfigKind, cpc.Name, sel, ns, ns)
+	}
+	return nil
 }
 
 // ownNamespace refuses a namespaced ProviderConfig's Secret of another
