@@ -136,9 +136,9 @@ func (e *Elector) defaults() {
 	}
 }
 
-// errLate: the renewal took so long that the address, kept for another
-// RenewDeadline, could outlive the Lease.
-const errLate = "the Lease's renewal took longer than the refresh slack"
+// errLate: the refresh ended so long after its renewal started that the
+// address, kept for another RenewDeadline, could outlive the Lease.
+const errLate = "the refresh ended later than the slack after the Lease's renewal started"
 
 // A term is one client-go LeaderElector's life: it campaigns, leads until
 // it cannot renew or ctx ends, and ends. closed says that this term gave
@@ -258,22 +258,23 @@ func (e *Elector) releaseLocked(ctx context.Context, t *term, why string) bool {
 }
 
 // refresh keeps the address of term t for another RenewDeadline after this
-// pod renewed the Lease in a write that started at start, and gives it up
-// (ending the term) when the refresh fails or the renewal took longer than
-// slack, before or after the refresh: the other pod may take the Lease
-// LeaseDuration after the write, and the address lives RenewDeadline (and
-// the kernel's rounding, under a second) after the refresh. Under e.mu, so
-// that nothing is refreshed after a release or before a take.
+// pod renewed the Lease in a write that started at start. The other pod
+// may take the Lease LeaseDuration after the write, and the address lives
+// RenewDeadline (and the kernel's rounding, under a second) after the
+// refresh, so a refresh must end within slack of start. One that would
+// start later is skipped: the address keeps the lifetime of the last
+// refresh, which an earlier write covers (the renewal waited on a Take or
+// the agent was frozen). One that fails or ended later gives the address
+// up and ends the term. Under e.mu, so that nothing is refreshed after a
+// release or before a take.
 func (e *Elector) refresh(ctx context.Context, t *term, end context.CancelFunc, start time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.held || t.closed {
+	if !e.held || t.closed || time.Since(start) > e.slack() {
 		return
 	}
-	err := error(nil)
-	if time.Since(start) > e.slack() {
-		err = errors.New(errLate)
-	} else if err = e.Holder.Refresh(ctx, e.RenewDeadline); err == nil && time.Since(start) > e.slack() {
+	err := e.Holder.Refresh(ctx, e.RenewDeadline)
+	if err == nil && time.Since(start) > e.slack() {
 		err = errors.New(errLate)
 	}
 	if err != nil {

@@ -88,7 +88,7 @@ func parseAddr(m syscall.NetlinkMessage) (ifAddr, error) {
 			x.peer, _ = netip.AddrFromSlice(a.Value)
 		case unix.IFA_CACHEINFO:
 			if len(a.Value) >= unix.SizeofIfaCacheinfo {
-				x.valid = binary.NativeEndian.Uint32(a.Value[4:8]) // ifa_prefered, then ifa_valid
+				x.valid = binary.NativeEndian.Uint32(a.Value[4:8]) // the preferred lifetime, then the valid one
 			}
 		}
 	}
@@ -106,8 +106,8 @@ func (r *rtnl) replace(x ifAddr, secs uint32) error {
 	b = attr(b, unix.IFA_LOCAL, x.local.AsSlice())
 	b = attr(b, unix.IFA_ADDRESS, x.peer.AsSlice())
 	ci := make([]byte, unix.SizeofIfaCacheinfo)
-	binary.NativeEndian.PutUint32(ci[0:], secs) // ifa_prefered
-	binary.NativeEndian.PutUint32(ci[4:], secs) // ifa_valid
+	binary.NativeEndian.PutUint32(ci[0:], secs) // preferred
+	binary.NativeEndian.PutUint32(ci[4:], secs) // valid
 	b = attr(b, unix.IFA_CACHEINFO, ci)
 	_, err := r.request(unix.RTM_NEWADDR, unix.NLM_F_REPLACE|unix.NLM_F_ACK, b)
 	return err
@@ -148,8 +148,8 @@ func (r *rtnl) request(typ, flags uint16, payload []byte) ([]syscall.NetlinkMess
 				if len(m.Data) < 4 {
 					return nil, errors.New("short netlink error")
 				}
-				if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 { //nolint:gosec // G115: the kernel's negative errno
-					return nil, unix.Errno(-errno)
+				if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno < 0 { //nolint:gosec // G115: the kernel's negative errno
+					return nil, unix.Errno(uint32(-errno))
 				}
 				return out, nil
 			default:
