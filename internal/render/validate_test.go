@@ -114,6 +114,25 @@ func TestValidate(t *testing.T) {
 			mod:    func(in *Input) { in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s") },
 			want:   Errors{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
 		},
+		"MOBIKEReplicas2": {
+			reason: "With replicas 2 a pod that gives the address up must not move its IKE SAs to the pod network: MOBIKE is refused.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](2)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+			want: Errors{{"tunnels[a].mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1"}},
+		},
+		"MOBIKEReplicas1": {
+			reason: "One pod keeps MOBIKE as the user asked for it.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](1)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+		},
+		"NoMOBIKEReplicas2": {
+			reason: "Replicas 2 with MOBIKE off (the default) is valid.",
+			mod:    func(in *Input) { in.Spec.Replicas = ptr.To[int32](2) },
+		},
 		"DPDTimeoutIKEv1": {
 			reason: "An IKEv1 tunnel takes a DPD timeout.",
 			mod: func(in *Input) {

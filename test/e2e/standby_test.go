@@ -5,20 +5,14 @@ package e2e
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,7 +85,7 @@ func TestActiveStandby(t *testing.T) {
 	// Today's one pod: the ReplicaSet starts the new pod, with the static
 	// address, while the old one is still terminating with it. Reported,
 	// not asserted: it is what replicas 2 fixes.
-	requests, twice, unanswered := arp1.stop()
+	requests, twice, unanswered := arp1.Stop()
 	t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered by two pods (%v), %d unanswered", requests, siteGateway, len(twice), twice, unanswered)
 	arp := startARPWatch(t, s.state, siteGateway)
 
@@ -164,7 +158,7 @@ func TestActiveStandby(t *testing.T) {
 	if now := s.leader(t, "", 10*time.Second); now.pod != next.pod || now.since != next.since {
 		t.Errorf("after node %s returned the active pod is %+v, want %s still", active.node, now, next.pod)
 	}
-	requests, twice, unanswered = arp.stop()
+	requests, twice, unanswered = arp.Stop()
 	t.Logf("ARP watch: %d requests for %s, %d answered by two pods, %d unanswered", requests, siteGateway, len(twice), unanswered)
 	if len(twice) > 0 {
 		t.Errorf("two pods answered ARP for %s: %v", siteGateway, twice)
@@ -248,159 +242,18 @@ func (p *probe) outage(t *testing.T, mark int, since time.Time, timeout time.Dur
 	return d
 }
 
-// An arpWatch asks, from the router's tenant bridge, every 100 ms who has
-// an address, and counts the answers to each request.
-type arpWatch struct {
-	mu                   sync.Mutex
-	requests, unanswered int
-	twice                []string
-	done                 chan struct{}
-	stopped              chan struct{}
-}
-
-// startARPWatch starts an arpWatch for ip in the router's namespace of the
-// site of the stack on state directory state.
-func startARPWatch(t *testing.T, state, ip string) *arpWatch {
+// startARPWatch starts a topology.ARPWatch for ip on the router's tenant
+// bridge in the site of the stack on state directory state, stopped when
+// t ends.
+func startARPWatch(t *testing.T, state, ip string) *topology.ARPWatch {
 	t.Helper()
 	id := fmt.Sprintf("%x", sha256.Sum256([]byte(state)))[:8]
-	ns := filepath.Join("/run/netns", "ipsec-site-"+id+"-router")
-	a := &arpWatch{done: make(chan struct{}), stopped: make(chan struct{})}
-	ready := make(chan error, 1)
-	go a.run(ns, netip.MustParseAddr(ip), ready)
-	if err := <-ready; err != nil {
-		t.Fatalf("ARP watch in %s: %v", ns, err)
+	a, err := topology.WatchARP("ipsec-site-"+id+"-router", topology.TenantBridge, netip.MustParseAddr(ip))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.stop() })
+	t.Cleanup(func() { a.Stop() })
 	return a
-}
-
-// stop ends the watch and returns its counts: requests sent, the requests
-// answered more than once (when, by which MACs) and those unanswered.
-func (a *arpWatch) stop() (requests int, twice []string, unanswered int) {
-	select {
-	case <-a.done:
-	default:
-		close(a.done)
-	}
-	<-a.stopped
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.requests, a.twice, a.unanswered
-}
-
-// run runs the watch on a thread of its own in namespace ns, and returns
-// the thread to the test's namespace at the end.
-func (a *arpWatch) run(ns string, ip netip.Addr, ready chan<- error) {
-	defer close(a.stopped)
-	runtime.LockOSThread()
-	// Back to the test's namespace before the thread is unlocked: a
-	// thread left in the router's namespace (the runtime keeps the main
-	// thread) puts the test's pid among the namespace's, which the site's
-	// teardown kills.
-	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		ready <- err
-		return
-	}
-	defer func() {
-		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		_ = unix.Close(home)
-	}()
-	sock, ifi, src, err := arpSocket(ns)
-	ready <- err
-	if err != nil {
-		return
-	}
-	defer unix.Close(sock) //nolint:errcheck // a raw socket
-	to := &unix.SockaddrLinklayer{Protocol: 0x0608, Ifindex: ifi.Index, Halen: 6}
-	copy(to.Addr[:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	buf := make([]byte, 128)
-	for {
-		select {
-		case <-a.done:
-			return
-		default:
-		}
-		sent := time.Now()
-		if err := unix.Sendto(sock, arpRequest(ifi.HardwareAddr, src, ip), 0, to); err != nil {
-			continue
-		}
-		var macs []string
-		for time.Since(sent) < 100*time.Millisecond {
-			n, _, err := unix.Recvfrom(sock, buf, 0)
-			if err != nil || n < 42 {
-				continue
-			}
-			f := buf[:n]
-			if binary.BigEndian.Uint16(f[12:]) == 0x0806 && binary.BigEndian.Uint16(f[20:]) == 2 && netip.AddrFrom4([4]byte(f[28:32])) == ip {
-				macs = append(macs, net.HardwareAddr(f[22:28]).String())
-			}
-		}
-		a.mu.Lock()
-		a.requests++
-		switch {
-		case len(macs) == 0:
-			a.unanswered++
-		case len(macs) > 1:
-			a.twice = append(a.twice, sent.Format("15:04:05.000")+" "+strings.Join(macs, ","))
-		}
-		a.mu.Unlock()
-	}
-}
-
-// arpSocket enters namespace ns (this thread) and opens a raw ARP socket
-// on the router's tenant bridge, whose interface and address it returns.
-func arpSocket(ns string) (int, *net.Interface, netip.Addr, error) {
-	fd, err := unix.Open(ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	defer unix.Close(fd) //nolint:errcheck // a namespace file
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	ifi, err := net.InterfaceByName(topology.TenantBridge)
-	if err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	if len(addrs) == 0 {
-		return 0, nil, netip.Addr{}, fmt.Errorf("no address on %s", topology.TenantBridge)
-	}
-	src, err := netip.ParsePrefix(addrs[0].String())
-	if err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	sock, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0x0608) // htons(ETH_P_ARP)
-	if err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	if err := unix.Bind(sock, &unix.SockaddrLinklayer{Protocol: 0x0608, Ifindex: ifi.Index}); err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	tv := unix.NsecToTimeval((20 * time.Millisecond).Nanoseconds())
-	if err := unix.SetsockoptTimeval(sock, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return 0, nil, netip.Addr{}, err
-	}
-	return sock, ifi, src.Addr(), nil
-}
-
-// arpRequest is the Ethernet frame of an ARP request from mac and src for
-// ip.
-func arpRequest(mac net.HardwareAddr, src, ip netip.Addr) []byte {
-	f := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	f = append(f, mac...)
-	f = append(f, 0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1)
-	s, d := src.As4(), ip.As4()
-	f = append(f, mac...)
-	f = append(f, s[:]...)
-	f = append(f, 0, 0, 0, 0, 0, 0)
-	return append(f, d[:]...)
 }
 
 // tryKubectl runs the toolchain's kubectl on the stack and returns its
