@@ -399,18 +399,19 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
-			Active:           ptr.To(attached),
-			Replicas:         s.Replicas,
-			DataPlane:        s.DataPlane,
-			Endpoint:         ep,
-			Tunnels:          s.Tunnels,
-			Mode:             s.Mode,
-			TenantSubnets:    s.TenantSubnets,
-			Exposures:        s.Exposures,
-			ReverseExposures: s.ReverseExposures,
-			NodeSelector:     s.NodeSelector,
-		},
+			Namespace: s.ClaimRef.Namespace, // not nil: blocked checks it
+			GatewayConfig: gwv1alpha1.GatewayConfig{
+				Active:           ptr.To(attached),
+				Replicas:         s.Replicas,
+				DataPlane:        s.DataPlane,
+				Endpoint:         ep,
+				Tunnels:          s.Tunnels,
+				Mode:             s.Mode,
+				TenantSubnets:    s.TenantSubnets,
+				Exposures:        s.Exposures,
+				ReverseExposures: s.ReverseExposures,
+				NodeSelector:     s.NodeSelector,
+			}},
 	}}, nil
 }
 
