@@ -40,6 +40,10 @@ func TestTwinFields(t *testing.T) {
 			reason: "RouterRoutesParameters has the fields of cluster.RouterRoutesParameters.",
 			ns:     RouterRoutesParameters{}, parent: cluster.RouterRoutesParameters{},
 		},
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairsParameters has the fields of cluster.NodeAddressPairsParameters.",
+			ns:     NodeAddressPairsParameters{}, parent: cluster.NodeAddressPairsParameters{},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,10 +87,28 @@ func TestTwinRoundTrip(t *testing.T) {
 		}},
 		Status: RouterRoutesStatus{ManagedResourceStatus: status, AtProvider: cluster.RouterRoutesObservation{RevisionNumber: 3}},
 	}
+	pairs := &NodeAddressPairs{ObjectMeta: meta,
+		Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{
+			PortID: ptr.To("port"), PortIDRef: &xpv2.NamespacedReference{Name: "gw", Policy: policy},
+			PortIDSelector: &xpv2.NamespacedSelector{MatchControllerRef: ptr.To(true)},
+			CIDRs:          []cluster.CIDR{"192.168.10.0/24"}, NodeSelector: map[string]string{"ipsec": "yes"},
+		}},
+		Status: NodeAddressPairsStatus{ManagedResourceStatus: status, AtProvider: cluster.NodeAddressPairsObservation{
+			NetworkID: "net", Nodes: 1, NodePorts: []cluster.NodePortPairs{{Node: "n1", PortID: "p1", Pairs: []cluster.ObservedAddressPair{{IPAddress: "10.0.0.5", MACAddress: "fa:16:3e:00:00:01"}}}},
+		}},
+	}
 	cases := map[string]struct {
 		reason string
 		trip   func() (before, after any)
 	}{
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairs convert to their twin and back without loss.",
+			trip: func() (any, any) {
+				back := &NodeAddressPairs{}
+				back.FromCluster(pairs.Cluster())
+				return pairs, back
+			},
+		},
 		"RouterRoutes": {
 			reason: "RouterRoutes convert to their twin and back without loss.",
 			trip: func() (any, any) {
