@@ -128,9 +128,14 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
 
+	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
 	xr := &XIPsecGateway{}
-	if err := convert(req.GetObserved().GetComposite().GetResource().AsMap(), xr); err != nil {
+	if err := convert(oxr, xr); err != nil {
 		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
+	}
+	nsPC, err := namespacedRef(oxr)
+	if err != nil {
+		return fatal(rsp, errors.Wrap(err, errScope)), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
@@ -147,6 +152,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	rsp.Results = append(rsp.Results, advisories(observed)...)
 	for name, o := range objs {
+		if nsPC != nil {
+			if o, err = Namespaced(o, nsPC); err != nil {
+				return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
+			}
+		}
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
@@ -237,7 +247,7 @@ func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, [
 // that an operator finds them in Neutron: ipsecgw-<namespace>-<name>; a
 // composite without a claim after itself.
 func neutronName(xr *XIPsecGateway) string {
-	if c := xr.Spec.ClaimRef; c != nil {
+	if c := xr.owner(); c != nil {
 		return fmt.Sprintf("ipsecgw-%s-%s", c.Namespace, c.Name)
 	}
 	return "ipsecgw-" + xr.Metadata.Name
@@ -399,7 +409,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace: s.ClaimRef.Namespace, // not nil: blocked checks it
+			Namespace: xr.owner().Namespace, // not nil: blocked checks it
 			GatewayConfig: gwv1alpha1.GatewayConfig{
 				Active:           ptr.To(attached),
 				Replicas:         s.Replicas,
@@ -422,7 +432,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 // no reason: it is waited for.
 func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
 	var w []string
-	if c := xr.Spec.ClaimRef; c == nil || c.Namespace == "" {
+	if c := xr.owner(); c == nil || c.Namespace == "" {
 		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
 	}
 	if ready(p) != fnv1.Ready_READY_TRUE {

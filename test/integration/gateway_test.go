@@ -416,13 +416,13 @@ func TestGatewayLifecycle(t *testing.T) {
 }
 
 // gatewayEvent finds an event of gw with reason and a message holding msg.
-func gatewayEvent(gw *gwv1alpha1.Gateway, reason, msg string) error {
+func gatewayEvent(gw client.Object, reason, msg string) error {
 	events := &corev1.EventList{}
 	if err := kube.List(context.Background(), events); err != nil {
 		return err
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.UID == gw.UID && e.Reason == reason && strings.Contains(e.Message, msg) {
+		if e.InvolvedObject.UID == gw.GetUID() && e.Reason == reason && strings.Contains(e.Message, msg) {
 			return nil
 		}
 	}
