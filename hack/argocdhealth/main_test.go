@@ -168,8 +168,8 @@ func TestHealth(t *testing.T) {
 			file: "prestaged", kind: "FloatingIPBinding", edit: namespaced,
 			want: health{"Degraded", notOnPort},
 		},
-		"namespaced: network imported":    {file: "network-imported", kind: "Network", edit: namespaced, want: healthy},
-		"namespaced: router routes ready": {file: "routed", kind: "RouterRoutes", edit: namespaced, want: healthy},
+		"namespaced: network imported":                    {file: "network-imported", kind: "Network", edit: namespaced, want: healthy},
+		"namespaced: router routes ready":                 {file: "routed", kind: "RouterRoutes", edit: namespaced, want: healthy},
 		"namespaced: node ports hold the gateway's pairs": {file: "node-pairs", kind: "NodeAddressPairs", name: "vpn-gateway-node-pairs", edit: namespaced, want: healthy},
 		"namespaced: pre-stage: gateway rendered, 0 replicas": {
 			file: "prestaged", kind: "Gateway", edit: namespaced,
