@@ -7,23 +7,29 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	nsgw "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
+	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/function"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -190,5 +196,126 @@ func TestNamespacedGateway(t *testing.T) {
 			return fmt.Errorf("the Gateway still exists (%v)", err)
 		}
 		return absent(nsA)
+	})
+}
+
+// TestNamespacedComposedNodeAddressPairs creates what the function composes
+// for a namespaced IPsecGateway in mode routed (Compose, then
+// function.Namespaced with the namespace's own ProviderConfig): a
+// SecurityGroup, a Port and NodeAddressPairs of one namespace, owned by
+// the composite, against the real Neutron. The NodeAddressPairs finds the
+// Port by controller reference in its namespace, reads the Nodes of its
+// ProviderConfig's cluster, and puts the port's fixed IP and the client
+// subnet, with its MAC, on the Neutron port of the selected node only
+// (recording them in its status mid-create through the namespaced twin);
+// deleting it removes them.
+func TestNamespacedComposedNodeAddressPairs(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	sc := neutron(t, e)
+	const ns = "ns-cnap"
+	id := fmt.Sprint(os.Getpid())
+	tenantNamespace(t, e, ns)
+	pc := nsProviderConfig(ns, "openstack", ns)
+	create(t, pc)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
+	selector := map[string]string{"itest-ns-composed-" + id: "gateway"}
+	xr := &function.XIPsecGateway{
+		Metadata: function.Metadata{Namespace: ns, Name: "cnap-" + id},
+		Spec: function.XIPsecGatewaySpec{
+			Endpoint:     function.Endpoint{FloatingNetworkID: e.Fixtures.ExtNet.ID},
+			Network:      function.Network{NetworkID: e.Fixtures.TenantNet.ID, SubnetID: e.Fixtures.TenantSub.ID},
+			Mode:         gwv1alpha1.ModeRouted,
+			Routed:       &function.Routed{RouterID: e.Fixtures.Router.ID, ClientSubnets: []string{"192.168.62.0/24"}},
+			NodeSelector: selector,
+		},
+	}
+	objs, warnings := function.Compose(xr, function.Observed{})
+	if len(warnings) > 0 {
+		t.Fatalf("compose: %v", warnings)
+	}
+	owner := []metav1.OwnerReference{{APIVersion: function.NamespacedGroup + "/v1alpha1", Kind: "IPsecGateway", Name: xr.Metadata.Name,
+		UID: uuid.NewUUID(), Controller: ptr.To(true)}}
+	twin := func(name string) client.Object {
+		o, err := function.Namespaced(objs[name], pcRef("ProviderConfig", "openstack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mg := o.(client.Object)
+		mg.SetNamespace(ns)
+		mg.SetName("cnap-" + id + "-" + name)
+		mg.SetOwnerReferences(owner)
+		return mg
+	}
+	sg := twin(function.SecurityGroupName).(*nsnet.SecurityGroup)
+	port := twin(function.PortName).(*nsnet.Port)
+	pairs := twin(function.NodePairsName).(*nsnet.NodeAddressPairs)
+
+	// Two node VMs' ports on the tenant network: a on a selected node, c
+	// on one the selector leaves out.
+	nodePorts := map[string]string{}
+	for _, n := range []string{"a", "c"} {
+		inst := string(uuid.NewUUID())
+		p, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "ns-cnap-node-" + n + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, DeviceID: inst}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ports.Delete(context.Background(), sc, p.ID).ExtractErr() })
+		k := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ns-cnap-" + n + "-" + id}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + inst}}
+		if n == "a" {
+			k.Labels = selector
+		}
+		create(t, k)
+		t.Cleanup(func() { _ = kube.Delete(context.Background(), k) })
+		nodePorts[n] = p.ID
+	}
+
+	startNamespacedProvider(t, e)
+	mrs := []client.Object{pairs, port, sg}
+	t.Cleanup(func() {
+		forgetMRs(mrs...)
+		deletePorts(t, sc, []client.Object{port})
+	})
+	start := time.Now()
+	create(t, sg, port, pairs)
+	eventually(t, 90*time.Second, "the namespaced NodeAddressPairs Ready", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pairs), pairs); err != nil {
+			return err
+		}
+		return rrReady(pairs)
+	})
+	t.Logf("namespaced composed resources created to the node pairs Ready: %s", time.Since(start).Round(time.Millisecond))
+	eventually(t, 30*time.Second, "the Port's status.atProvider.id", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(port), port); err != nil {
+			return err
+		}
+		if port.Status.AtProvider.ID == "" || len(port.Status.AtProvider.FixedIPs) == 0 {
+			return fmt.Errorf("not written yet")
+		}
+		return nil
+	})
+	if got, want := ptr.Deref(pairs.Spec.ForProvider.PortID, ""), port.Status.AtProvider.ID; got != want {
+		t.Fatalf("the NodeAddressPairs' portId is %q, want the namespace's composed Port's %q (by controller reference)", got, want)
+	}
+	mac := port.Status.AtProvider.MACAddress
+	if err := napWant(ctx, sc, nodePorts["a"], port.Status.AtProvider.FixedIPs[0].IPAddress+"@"+mac, "192.168.62.0/24@"+mac); err != nil {
+		t.Errorf("the selected node's port: %v", err)
+	}
+	if err := napWant(ctx, sc, nodePorts["c"]); err != nil {
+		t.Errorf("the node the selector leaves out: %v", err)
+	}
+	if pairs.Status.AtProvider.Nodes != 1 || len(pairs.Status.AtProvider.NodePorts) != 1 || pairs.Status.AtProvider.NodePorts[0].PortID != nodePorts["a"] {
+		t.Errorf("status.atProvider: nodes %d, nodePorts %+v; want the one selected node's port %s recorded", pairs.Status.AtProvider.Nodes,
+			pairs.Status.AtProvider.NodePorts, nodePorts["a"])
+	}
+
+	if err := kube.Delete(ctx, pairs); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "deleting the NodeAddressPairs removes its pairs", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pairs), pairs); err == nil {
+			return fmt.Errorf("%s still there", pairs.Name)
+		}
+		return napWant(ctx, sc, nodePorts["a"])
 	})
 }
