@@ -110,17 +110,18 @@ const (
 // which every managed resource it composes takes: the namespaced managed
 // resources' own reference (a ProviderConfig of their namespace or a
 // ClusterProviderConfig), with their default.
-var providerConfigRef = map[string]any{
-	"type":        "object",
-	"description": "The ProviderConfig (m.ipsecgw.io) of this IPsecGateway's namespace, or the ClusterProviderConfig, with the OpenStack credentials and the target cluster of every managed resource it composes.",
-	"default":     map[string]any{"kind": "ClusterProviderConfig", "name": "default"},
-	"required":    []any{"kind", "name"},
-	"properties": map[string]any{
-		"kind": map[string]any{"type": "string", "enum": []any{"ProviderConfig", "ClusterProviderConfig"},
-			"description": "ProviderConfig (of this namespace) or ClusterProviderConfig."},
-		"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 253},
-	},
-}
+const providerConfigRef = `
+type: object
+description: The ProviderConfig (m.ipsecgw.io) of this IPsecGateway's namespace, or the ClusterProviderConfig, with the OpenStack credentials and the target cluster of every managed resource it composes.
+default: {kind: ClusterProviderConfig, name: default}
+required: [kind, name]
+properties:
+  kind:
+    type: string
+    enum: [ProviderConfig, ClusterProviderConfig]
+    description: ProviderConfig (of this namespace) or ClusterProviderConfig.
+  name: {type: string, minLength: 1, maxLength: 253}
+`
 
 // namespaced turns the v1 XRD def (filled) into the namespaced XRD: v2,
 // scope Namespaced, nsGroup's IPsecGateway without claim names, its
@@ -138,6 +139,10 @@ func namespaced(def map[string]any) (map[string]any, error) {
 	spec["group"] = nsGroup
 	spec["names"] = map[string]any{"kind": "IPsecGateway", "plural": "ipsecgateways", "categories": []any{"crossplane", "composite", "ipsecgw"}}
 	spec["defaultCompositionRef"] = map[string]any{"name": nsName}
+	var ref map[string]any
+	if err := yaml.Unmarshal([]byte(providerConfigRef), &ref); err != nil {
+		return nil, err
+	}
 	versions, _ := spec["versions"].([]any)
 	for i := range versions {
 		p, err := lookup(versions[i], "schema", "openAPIV3Schema", "properties", "spec", "properties")
@@ -146,7 +151,7 @@ func namespaced(def map[string]any) (map[string]any, error) {
 		}
 		props := p.(map[string]any)
 		delete(props, "providerConfigName")
-		props["providerConfigRef"] = deepCopy(providerConfigRef)
+		props["providerConfigRef"] = deepCopy(ref)
 	}
 	return reword(def).(map[string]any), nil
 }

@@ -128,14 +128,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
 
-	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
-	xr := &XIPsecGateway{}
-	if err := convert(oxr, xr); err != nil {
-		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
-	}
-	nsPC, err := namespacedRef(oxr)
+	xr, nsPC, err := decode(req.GetObserved().GetComposite().GetResource().AsMap())
 	if err != nil {
-		return fatal(rsp, errors.Wrap(err, errScope)), nil
+		return fatal(rsp, err), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
@@ -152,10 +147,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	rsp.Results = append(rsp.Results, advisories(observed)...)
 	for name, o := range objs {
-		if nsPC != nil {
-			if o, err = Namespaced(o, nsPC); err != nil {
-				return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
-			}
+		if o, err = inScope(o, nsPC); err != nil {
+			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
 		}
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {

@@ -3,6 +3,7 @@ package function
 import (
 	"fmt"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,31 @@ func (xr *XIPsecGateway) owner() *ClaimReference {
 		return &ClaimReference{Namespace: xr.Metadata.Namespace, Name: xr.Metadata.Name}
 	}
 	return xr.Spec.ClaimRef
+}
+
+// decode returns the observed composite m as an XIPsecGateway and, for a
+// namespaced IPsecGateway, its spec.providerConfigRef (nil for a legacy
+// composite). Errors say which of the two could not be read.
+func decode(m map[string]any) (*XIPsecGateway, *xpv2.ProviderConfigReference, error) {
+	xr := &XIPsecGateway{}
+	if err := convert(m, xr); err != nil {
+		return nil, nil, errors.Wrap(err, errDecodeXR)
+	}
+	pc, err := namespacedRef(m)
+	if err != nil {
+		return nil, nil, errors.Wrap(err, errScope)
+	}
+	return xr, pc, nil
+}
+
+// inScope returns o, a managed resource Compose made, as the composite
+// whose namespaced ProviderConfig reference is pc composes it: o itself
+// for a legacy composite (pc nil), else its namespaced twin (Namespaced).
+func inScope(o runtime.Object, pc *xpv2.ProviderConfigReference) (runtime.Object, error) {
+	if pc == nil {
+		return o, nil
+	}
+	return Namespaced(o, pc)
 }
 
 // namespacedRef returns, for the observed composite m of group

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	appsv1 "k8s.io/api/apps/v1"
@@ -93,7 +94,7 @@ func TestNamespacedGateway(t *testing.T) {
 				name = names.Secrets
 			}
 			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("%T %s/%s exists or cannot be read (%v): want none", o, ns, name, err)
+				return fmt.Errorf("%T %s/%s exists or cannot be read (%w): want none", o, ns, name, err)
 			}
 		}
 		return nil
@@ -193,7 +194,7 @@ func TestNamespacedGateway(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "deleting the Gateway deletes its objects and then it", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); !kerrors.IsNotFound(err) {
-			return fmt.Errorf("the Gateway still exists (%v)", err)
+			return fmt.Errorf("the Gateway still exists (%w)", err)
 		}
 		return absent(nsA)
 	})
@@ -279,10 +280,15 @@ func TestNamespacedComposedNodeAddressPairs(t *testing.T) {
 	start := time.Now()
 	create(t, sg, port, pairs)
 	eventually(t, 90*time.Second, "the namespaced NodeAddressPairs Ready", func() error {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(pairs), pairs); err != nil {
-			return err
+		for _, mg := range []client.Object{sg, port, pairs} {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+				return err
+			}
+			if err := rrReady(mg.(resource.Managed)); err != nil {
+				return fmt.Errorf("%T %s: %w", mg, mg.GetName(), err)
+			}
 		}
-		return rrReady(pairs)
+		return nil
 	})
 	t.Logf("namespaced composed resources created to the node pairs Ready: %s", time.Since(start).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "the Port's status.atProvider.id", func() error {

@@ -85,7 +85,7 @@ type nsConnector struct {
 
 // errTaken is the error of a namespaced Gateway whose objects a
 // cluster-scoped Gateway of the same name already runs in its namespace.
-const errTaken = "Gateway %s/%s: the cluster-scoped Gateway %s runs its objects in namespace %s under the same names: " +
+const errTaken = "cannot run Gateway %s/%s: the cluster-scoped Gateway %s runs its objects in namespace %s under the same names: " +
 	"give this Gateway another name"
 
 // Connect tracks the Gateway's use of its ProviderConfig or
