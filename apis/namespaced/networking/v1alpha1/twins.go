@@ -249,3 +249,31 @@ func (mg *NodeAddressPairs) ClearResolvedReferences() {
 	c.ClearResolvedReferences()
 	mg.Spec.ForProvider = NodeAddressPairsParametersFromCluster(c.Spec.ForProvider)
 }
+
+// The namespaced resolvers record a reference they select with its
+// namespace, the resource's own, which the schema refuses (a reference
+// names a managed resource of the resource's own namespace by leaving the
+// namespace out): OmitReferenceNamespaces leaves it out again, before the
+// resolved references are saved. The resolvers look in the resource's own
+// namespace only (admission refuses a selector with a namespace), so
+// nothing else is lost.
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *Port) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = PortParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *FloatingIPBinding) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = FloatingIPBindingParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *RouterRoutes) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = RouterRoutesParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *NodeAddressPairs) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = NodeAddressPairsParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}

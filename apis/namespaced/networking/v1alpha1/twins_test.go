@@ -154,3 +154,46 @@ func TestTwinRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestOmitReferenceNamespaces proves that the references a namespaced
+// resolver selected, which it records with the resource's own namespace,
+// lose that namespace (which the schema refuses) and nothing else.
+func TestOmitReferenceNamespaces(t *testing.T) {
+	ref := func(ns string) *xpv2.NamespacedReference { return &xpv2.NamespacedReference{Name: "gw", Namespace: ns} }
+	sel := &xpv2.NamespacedSelector{MatchControllerRef: ptr.To(true)}
+	cases := map[string]struct {
+		reason    string
+		got, want interface{ OmitReferenceNamespaces() }
+	}{
+		"Port": {
+			reason: "A Port's network and security group references lose their namespace.",
+			got: &Port{Spec: PortSpec{ForProvider: PortParameters{NetworkIDRef: ref("tenant-a"), SecurityGroupIDRefs: []xpv2.NamespacedReference{*ref("tenant-a")},
+				SecurityGroupIDSelector: sel, SecurityGroupIDs: []string{"sg"}}}},
+			want: &Port{Spec: PortSpec{ForProvider: PortParameters{NetworkIDRef: ref(""), SecurityGroupIDRefs: []xpv2.NamespacedReference{*ref("")},
+				SecurityGroupIDSelector: sel, SecurityGroupIDs: []string{"sg"}}}},
+		},
+		"FloatingIPBinding": {
+			reason: "A binding's port reference loses its namespace.",
+			got:    &FloatingIPBinding{Spec: FloatingIPBindingSpec{ForProvider: FloatingIPBindingParameters{PortIDRef: ref("tenant-a"), PortIDSelector: sel}}},
+			want:   &FloatingIPBinding{Spec: FloatingIPBindingSpec{ForProvider: FloatingIPBindingParameters{PortIDRef: ref(""), PortIDSelector: sel}}},
+		},
+		"RouterRoutes": {
+			reason: "RouterRoutes' nexthop port reference loses its namespace.",
+			got:    &RouterRoutes{Spec: RouterRoutesSpec{ForProvider: RouterRoutesParameters{NexthopPortRef: ref("tenant-a"), NexthopPortSelector: sel}}},
+			want:   &RouterRoutes{Spec: RouterRoutesSpec{ForProvider: RouterRoutesParameters{NexthopPortRef: ref(""), NexthopPortSelector: sel}}},
+		},
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairs' port reference loses its namespace.",
+			got:    &NodeAddressPairs{Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{PortIDRef: ref("tenant-a"), PortIDSelector: sel}}},
+			want:   &NodeAddressPairs{Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{PortIDRef: ref(""), PortIDSelector: sel}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.got.OmitReferenceNamespaces()
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
