@@ -7,13 +7,14 @@
 # (as root), the site around it (cluster/site/site.sh up): the VM gateway's
 # charon, the client site whose tunnel is up with it, the floating-IP NAT.
 # Then the pinned-FIP example, applied with the local Neutron's IDs: the
-# runbook's pre-stage. That is the namespaced IPsecGateway
+# runbook's pre-stage. That is the legacy claim
+# (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io, with the cluster-scoped
+# ProviderConfig); CLAIM=0 applies the namespaced IPsecGateway instead
 # (examples/xr/pinned-fip.yaml, vpn.m.ipsecgw.io, with tenant-a's own
-# ProviderConfig, examples/namespaced/providerconfig.yaml); CLAIM=1 applies
-# the legacy claim instead (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io,
-# with the cluster-scoped ProviderConfig). "The claim" below is either.
+# ProviderConfig, examples/namespaced/providerconfig.yaml). "The claim"
+# below is either.
 #
-#   [CLAIM=1] cluster/local/dev.sh [prestage|cutover]
+#   [CLAIM=0] cluster/local/dev.sh [prestage|cutover]
 #
 # prestage (the default) leaves the claim pre-staged; cutover goes on with
 # the runbook's cutover — the floating IP off the VM's port, the VM's
@@ -29,11 +30,13 @@ source "$(dirname "$0")/lib.sh"
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
 SITE=$ROOT/cluster/site/site.sh
 STOP_AT=${1:-prestage}
-CLAIM=${CLAIM:-0}
+# The legacy claim stays the default until the runbook e2e has passed with
+# the namespaced IPsecGateway on the live stack.
+CLAIM=${CLAIM:-1}
 case $CLAIM in
 0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr composed="-n tenant-a floatingipbindings.networking.m.ipsecgw.io -l crossplane.io/composite=branch-office" ;;
 1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim composed="floatingipbindings.networking.ipsecgw.io -l crossplane.io/claim-name=branch-office" ;;
-*) die "CLAIM=$CLAIM: 0 (the namespaced IPsecGateway, the default) or 1 (the legacy claim)" ;;
+*) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
 esac
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
 if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then

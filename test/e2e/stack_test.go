@@ -193,13 +193,14 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 }
 
 // legacyClaim says whether the stack runs the legacy IPsecGateway claim
-// (CLAIM=1, which dev.sh reads too) instead of the namespaced IPsecGateway
-// (vpn.m.ipsecgw.io), which composes the namespaced managed resources.
-var legacyClaim = os.Getenv("CLAIM") == "1"
+// (the default) or, with CLAIM=0 (which dev.sh reads too), the namespaced
+// IPsecGateway (vpn.m.ipsecgw.io), which composes the namespaced managed
+// resources.
+var legacyClaim = os.Getenv("CLAIM") != "0"
 
 // claimGVK is the kind of the IPsecGateway the stack runs (the tests call
-// either "the claim"): the namespaced composite, or with CLAIM=1 the legacy
-// claim.
+// either "the claim"): the legacy claim, or with CLAIM=0 the namespaced
+// composite.
 var claimGVK = func() schema.GroupVersionKind {
 	if legacyClaim {
 		return schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
