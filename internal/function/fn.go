@@ -132,17 +132,20 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
 
-	xr := &XIPsecGateway{}
 	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
-	if err := convert(oxr, xr); err != nil {
-		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
+	xr, nsPC, err := decode(oxr)
+	if err != nil {
+		return fatal(rsp, err), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
 	}
 
-	if !pinProviderConfig(req, rsp, xr, observed) {
+	// A namespaced XR's managed resources take its spec.providerConfigRef,
+	// confined to its namespace by the provider (ResolveConfig); only the
+	// legacy claim's ProviderConfig is pinned by the platform.
+	if nsPC == nil && !pinProviderConfig(req, rsp, xr, observed) {
 		return rsp, nil
 	}
 
@@ -158,6 +161,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	st, reason, msg := stepsReady(objs, observed, warnings)
 	setStepsReady(rsp, st, reason, msg)
 	for name, o := range objs {
+		if o, err = inScope(o, nsPC); err != nil {
+			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
+		}
 		m, err := desiredObject(o, xr.Metadata.Labels)
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
@@ -226,7 +232,7 @@ func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, [
 // that an operator finds them in Neutron: ipsecgw-<namespace>-<name>; a
 // composite without a claim after itself.
 func neutronName(xr *XIPsecGateway) string {
-	if c := xr.Spec.ClaimRef; c != nil {
+	if c := xr.owner(); c != nil {
 		return fmt.Sprintf("ipsecgw-%s-%s", c.Namespace, c.Name)
 	}
 	return "ipsecgw-" + xr.Metadata.Name
@@ -388,18 +394,19 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
-			Active:           ptr.To(attached),
-			Replicas:         s.Replicas,
-			DataPlane:        s.DataPlane,
-			Endpoint:         ep,
-			Tunnels:          s.Tunnels,
-			Mode:             s.Mode,
-			TenantSubnets:    s.TenantSubnets,
-			Exposures:        s.Exposures,
-			ReverseExposures: s.ReverseExposures,
-			NodeSelector:     s.NodeSelector,
-		},
+			Namespace: xr.owner().Namespace, // not nil: blocked checks it
+			GatewayConfig: gwv1alpha1.GatewayConfig{
+				Active:           ptr.To(attached),
+				Replicas:         s.Replicas,
+				DataPlane:        s.DataPlane,
+				Endpoint:         ep,
+				Tunnels:          s.Tunnels,
+				Mode:             s.Mode,
+				TenantSubnets:    s.TenantSubnets,
+				Exposures:        s.Exposures,
+				ReverseExposures: s.ReverseExposures,
+				NodeSelector:     s.NodeSelector,
+			}},
 	}}, nil
 }
 
@@ -410,7 +417,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 // no reason: it is waited for.
 func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
 	var w []string
-	if c := xr.Spec.ClaimRef; c == nil || c.Namespace == "" {
+	if c := xr.owner(); c == nil || c.Namespace == "" {
 		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
 	}
 	if ready(p) != fnv1.Ready_READY_TRUE {

@@ -22,16 +22,17 @@ func valid() Input {
 	return Input{
 		Spec: v1alpha1.GatewayParameters{
 			Namespace: "tenant-a",
-			Endpoint: v1alpha1.Endpoint{
-				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-			},
-			TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
-			Tunnels: []v1alpha1.Tunnel{
-				tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
-				tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
-			},
-		},
+			GatewayConfig: v1alpha1.GatewayConfig{
+				Endpoint: v1alpha1.Endpoint{
+					PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+					MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+				},
+				TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
+				Tunnels: []v1alpha1.Tunnel{
+					tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
+					tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
+				},
+			}},
 		PSKs: map[string][]byte{"a": []byte("psk-key-a"), "b": []byte("psk-key-b")},
 	}
 }

@@ -162,20 +162,29 @@ func validate(t *testing.T, cache, resources string) {
 	extensions := strings.Join([]string{
 		filepath.Join(root, "package", "crds"),
 		filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"),
+		filepath.Join(root, "package", "configuration", "zz_generated_definition_namespaced.yaml"),
 	}, ",")
 	// It exits non-zero on any schema or CEL error.
 	run(t, "crank", "beta", "validate", extensions, resources, "--cache-dir", cache, "--crossplane-image", crossplaneImage)
+}
+
+// compositions are the Configuration's Compositions by the apiVersion of
+// the composite they compose: the legacy claim's XIPsecGateway and the
+// namespaced IPsecGateway.
+var compositions = map[string]string{
+	"vpn.ipsecgw.io/v1alpha1":   filepath.Join(root, "package", "configuration", "composition.yaml"),
+	"vpn.m.ipsecgw.io/v1alpha1": filepath.Join(root, "package", "configuration", "composition-namespaced.yaml"),
 }
 
 // TestRender renders each testdata case (xr.yaml, the composite as
 // Crossplane last saw it, observed.yaml, its composed resources, and
 // required.yaml, the resources the function requires: the platform's
 // EnvironmentConfigs pinning ProviderConfigs to namespaces) with the
-// Composition, compares the result with rendered.yaml and validates it.
+// Composition of its kind of composite, compares the result with
+// rendered.yaml and validates it.
 func TestRender(t *testing.T) {
 	functions := startFunction(t)
 	cache := validateCache(t)
-	composition := filepath.Join(root, "package", "configuration", "composition.yaml")
 	cases, err := filepath.Glob(filepath.Join("testdata", "*", "xr.yaml"))
 	if err != nil || len(cases) == 0 {
 		t.Fatalf("no test cases in testdata: %v", err)
@@ -183,6 +192,20 @@ func TestRender(t *testing.T) {
 	for _, xr := range cases {
 		dir := filepath.Dir(xr)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b, err := os.ReadFile(xr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+			}
+			if err := yaml.Unmarshal(b, &head); err != nil {
+				t.Fatal(err)
+			}
+			composition, ok := compositions[head.APIVersion]
+			if !ok {
+				t.Fatalf("%s: no Composition composes apiVersion %q", xr, head.APIVersion)
+			}
 			args := []string{"render", xr, composition, functions, "--include-full-xr", "--include-function-results"}
 			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 				args = append(args, "--observed-resources", filepath.Join(dir, "observed.yaml"))

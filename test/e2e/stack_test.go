@@ -192,8 +192,21 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 	return 0
 }
 
-// claimGVK is the IPsecGateway claim's kind.
-var claimGVK = schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+// legacyClaim says whether the stack runs the legacy IPsecGateway claim
+// (the default) or, with CLAIM=0 (which dev.sh reads too), the namespaced
+// IPsecGateway (vpn.m.ipsecgw.io), which composes the namespaced managed
+// resources.
+var legacyClaim = os.Getenv("CLAIM") != "0"
+
+// claimGVK is the kind of the IPsecGateway the stack runs (the tests call
+// either "the claim"): the legacy claim, or with CLAIM=0 the namespaced
+// composite.
+var claimGVK = func() schema.GroupVersionKind {
+	if legacyClaim {
+		return schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+	}
+	return schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+}()
 
 // get reads an object into an unstructured of gvk; it returns nil when
 // it does not exist.

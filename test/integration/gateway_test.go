@@ -152,21 +152,22 @@ func gatewaySpec(ns string) gwv1alpha1.GatewayParameters {
 	target := gwv1alpha1.IPv4("10.96.0.20")
 	return gwv1alpha1.GatewayParameters{
 		Namespace: ns,
-		Endpoint: gwv1alpha1.Endpoint{
-			PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-			MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-		},
-		Tunnels: []gwv1alpha1.Tunnel{{
-			Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
-			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
-			PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
-			TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
-		}},
-		Exposures: []gwv1alpha1.Exposure{{
-			Name: "web", InsideAddress: "100.64.0.10", Port: 443,
-			Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
-		}},
-	}
+		GatewayConfig: gwv1alpha1.GatewayConfig{
+			Endpoint: gwv1alpha1.Endpoint{
+				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+			},
+			Tunnels: []gwv1alpha1.Tunnel{{
+				Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
+				IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
+				PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
+				TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
+			}},
+			Exposures: []gwv1alpha1.Exposure{{
+				Name: "web", InsideAddress: "100.64.0.10", Port: 443,
+				Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
+			}},
+		}}
 }
 
 func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
@@ -415,13 +416,13 @@ func TestGatewayLifecycle(t *testing.T) {
 }
 
 // gatewayEvent finds an event of gw with reason and a message holding msg.
-func gatewayEvent(gw *gwv1alpha1.Gateway, reason, msg string) error {
+func gatewayEvent(gw client.Object, reason, msg string) error {
 	events := &corev1.EventList{}
 	if err := kube.List(context.Background(), events); err != nil {
 		return err
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.UID == gw.UID && e.Reason == reason && strings.Contains(e.Message, msg) {
+		if e.InvolvedObject.UID == gw.GetUID() && e.Reason == reason && strings.Contains(e.Message, msg) {
 			return nil
 		}
 	}

@@ -332,7 +332,7 @@ func TestNamespacedExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	// providerconfig.yaml first: it makes the namespace the others use.
-	order := []string{"providerconfig.yaml", "clusterproviderconfig.yaml", "networking.yaml"}
+	order := []string{"providerconfig.yaml", "clusterproviderconfig.yaml", "networking.yaml", "gateway.yaml"}
 	all, err := filepath.Glob(filepath.Join(repoRoot, "examples", "namespaced", "*.yaml"))
 	if err != nil || len(all) != len(order) {
 		t.Fatalf("examples/namespaced has %d files (%v), want %v: add a new one to this test", len(all), err, order)
@@ -375,7 +375,8 @@ func TestNamespacedExamples(t *testing.T) {
 			applied[u.GetKind()]++
 		}
 	}
-	want := map[string]int{"Secret": 1, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1, "RouterRoutes": 1}
+	want := map[string]int{"Secret": 2, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1,
+		"RouterRoutes": 1, "NodeAddressPairs": 1, "Gateway": 1}
 	if diff := gocmp.Diff(want, applied); diff != "" {
 		t.Errorf("objects of examples/namespaced by kind: -want, +got:\n%s", diff)
 	}

@@ -84,12 +84,16 @@ type Config struct {
 	// Credentials are its OpenStack credentials. A namespaced
 	// ProviderConfig's Secrets are in its own namespace.
 	Credentials v1alpha1.OpenStackCredentials
+	// Cluster is the cluster its Gateways run in and whose Nodes its
+	// NodeAddressPairs read; a namespaced ProviderConfig's kubeconfig
+	// Secret is in its own namespace.
+	Cluster v1alpha1.ClusterCredentials
 }
 
 // ClusterConfig is the Config of a cluster-scoped ProviderConfig
 // (ipsecgw.io), whose Secrets may be in any namespace.
 func ClusterConfig(pc *v1alpha1.ProviderConfig) Config {
-	return Config{Key: pc.Name, Name: "ProviderConfig " + pc.Name, Credentials: pc.Spec.Credentials}
+	return Config{Key: pc.Name, Name: "ProviderConfig " + pc.Name, Credentials: pc.Spec.Credentials, Cluster: pc.Spec.Cluster}
 }
 
 // ResolveConfig reads the ProviderConfig mg names. A cluster-scoped mg
@@ -116,7 +120,7 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 		if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 			return Config{}, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 		}
-		return ClusterConfig(pc), nil
+		return ClusterConfig(pc), nil // its Key is ConfigKey(mg), the name
 	}
 	ref := m.GetProviderConfigReference()
 	if ref == nil {
@@ -131,15 +135,15 @@ func ResolveConfig(ctx context.Context, kube client.Reader, mg resource.Managed)
 		if err := selects(ctx, kube, cpc, m.GetNamespace()); err != nil {
 			return Config{}, err
 		}
-		return Config{Key: nsv1alpha1.ClusterProviderConfigKind + "/" + ref.Name, Name: nsv1alpha1.ClusterProviderConfigKind + " " + ref.Name,
-			Credentials: cpc.Spec.Credentials}, nil
+		return Config{Key: ConfigKey(mg), Name: nsv1alpha1.ClusterProviderConfigKind + " " + ref.Name,
+			Credentials: cpc.Spec.Credentials, Cluster: cpc.Spec.Cluster}, nil
 	case nsv1alpha1.ProviderConfigKind:
 		ns := m.GetNamespace()
 		pc := &nsv1alpha1.ProviderConfig{}
 		if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, pc); err != nil {
 			return Config{}, fmt.Errorf("cannot get ProviderConfig %s/%s (spec.providerConfigRef names a ProviderConfig of the resource's own namespace): %w", ns, ref.Name, err)
 		}
-		cfg := Config{Key: ns + "/" + ref.Name, Name: "ProviderConfig " + ns + "/" + ref.Name, Credentials: pc.Spec.Credentials}
+		cfg := Config{Key: ConfigKey(mg), Name: "ProviderConfig " + ns + "/" + ref.Name, Credentials: pc.Spec.Credentials, Cluster: pc.Spec.Cluster}
 		if err := ownNamespace(cfg, ns); err != nil {
 			return Config{}, err
 		}
@@ -176,7 +180,33 @@ func selects(ctx context.Context, kube client.Reader, cpc *nsv1alpha1.ClusterPro
 	return nil
 }
 
-// ownNamespace refuses a namespaced ProviderConfig's Secret of another
+// ConfigKey is the Config.Key of the config mg names, known without reading
+// it: the name of a cluster-scoped mg's ProviderConfig,
+// "<namespace>/<name>" of a namespaced mg's ProviderConfig,
+// "ClusterProviderConfig/<name>" of its ClusterProviderConfig; "" when mg
+// names none.
+func ConfigKey(mg resource.Managed) string {
+	switch m := mg.(type) {
+	case resource.ModernManaged:
+		ref := m.GetProviderConfigReference()
+		switch {
+		case ref == nil:
+			return ""
+		case ref.Kind == nsv1alpha1.ClusterProviderConfigKind:
+			return nsv1alpha1.ClusterProviderConfigKind + "/" + ref.Name
+		default:
+			return m.GetNamespace() + "/" + ref.Name
+		}
+	case resource.LegacyManaged: //nolint:staticcheck // SA1019: the cluster-scoped kinds are legacy managed resources
+		if ref := m.GetProviderConfigReference(); ref != nil {
+			return ref.Name
+		}
+	}
+	return ""
+}
+
+// ownNamespace refuses a namespaced ProviderConfig's Secret (of OpenStack
+// credentials, CA bundle or the target cluster's kubeconfig) of another
 // namespace than ns, naming the field and the fix.
 func ownNamespace(cfg Config, ns string) error {
 	cr := cfg.Credentials
@@ -186,6 +216,7 @@ func ownNamespace(cfg Config, ns string) error {
 	}{
 		{"spec.credentials.secretRef.namespace", cr.SecretRef},
 		{"spec.credentials.caBundleSecretRef.namespace", cr.CABundleSecretRef},
+		{"spec.cluster.secretRef.namespace", cfg.Cluster.SecretRef},
 	} {
 		if s.ref != nil && s.ref.Namespace != ns {
 			return fmt.Errorf("%s: %s is %q, but a namespaced ProviderConfig reads Secrets of its own namespace only: "+

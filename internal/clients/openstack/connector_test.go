@@ -38,6 +38,9 @@ func TestResolveConfig(t *testing.T) {
 	cpc := func(sel *metav1.LabelSelector) nsv1alpha1.ClusterProviderConfigSpec {
 		return nsv1alpha1.ClusterProviderConfigSpec{ProviderConfigSpec: spec("crossplane-system"), NamespaceSelector: sel}
 	}
+	kubeconfigElsewhere := spec("tenant-a")
+	kubeconfigElsewhere.Cluster = v1alpha1.ClusterCredentials{Source: xpv2.CredentialsSourceSecret,
+		SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "tenant-b", Name: "kubeconfig"}, Key: "kubeconfig"}}
 	// Every kind has a config named default; tenant-b has one named
 	// other that tenant-a does not. Namespace tenant-a is labelled a
 	// tenant of the shared project, which ClusterProviderConfig default
@@ -55,6 +58,7 @@ func TestResolveConfig(t *testing.T) {
 		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "default"}, Spec: spec("tenant-a")},
 		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "borrowed"}, Spec: spec("tenant-b")},
 		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "ca-elsewhere"}, Spec: withCA},
+		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "kubeconfig-elsewhere"}, Spec: kubeconfigElsewhere},
 		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "other"}, Spec: spec("tenant-b")},
 	).Build()
 	port := func(ref *xpv2.ProviderConfigReference) *nsnet.Port {
@@ -119,6 +123,12 @@ func TestResolveConfig(t *testing.T) {
 			reason: "The CA bundle's Secret is confined to the namespace as the credentials' is.",
 			mg:     port(&xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "ca-elsewhere"}),
 			want: want{Err: `ProviderConfig tenant-a/ca-elsewhere: spec.credentials.caBundleSecretRef.namespace is "tenant-b", but a namespaced ProviderConfig reads Secrets of its own namespace only: ` +
+				`set it to "tenant-a" and keep the Secret there, or use a ClusterProviderConfig`},
+		},
+		"KubeconfigOfAnotherNamespace": {
+			reason: "The target cluster's kubeconfig Secret (the Gateways' and NodeAddressPairs') is confined to the namespace as the credentials' is.",
+			mg:     port(&xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "kubeconfig-elsewhere"}),
+			want: want{Err: `ProviderConfig tenant-a/kubeconfig-elsewhere: spec.cluster.secretRef.namespace is "tenant-b", but a namespaced ProviderConfig reads Secrets of its own namespace only: ` +
 				`set it to "tenant-a" and keep the Secret there, or use a ClusterProviderConfig`},
 		},
 		"UnknownKind": {
