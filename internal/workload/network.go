@@ -65,12 +65,14 @@ func networkScript(gw *v1alpha1.Gateway) string {
 }
 
 // agentAddressUp returns the shell commands with which the active agent of
-// replicas 2 takes the gateway's address: net1 up with the endpoint's
-// address, which the static IPAM gives the single pod, then networkScript's
-// routing and addresses, which need the address.
+// replicas 2 takes the gateway's address: net1 gets the port's MAC (the
+// CNI gives the pods of replicas 2 a random one, deployment), then up
+// with the endpoint's address, which the static IPAM gives the single pod,
+// then networkScript's routing and addresses, which need the address.
 func agentAddressUp(gw *v1alpha1.Gateway) string {
 	e := gw.Spec.ForProvider.Endpoint
-	return fmt.Sprintf("ip link set %s up\nip address replace %s/%d dev %s\n", SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface) +
+	return fmt.Sprintf("ip link set %s address %s\nip link set %s up\nip address replace %s/%d dev %s\n",
+		SecondaryInterface, e.MACAddress, SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface) +
 		networkScript(gw)
 }
 

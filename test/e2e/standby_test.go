@@ -207,7 +207,9 @@ func TestActiveStandby(t *testing.T) {
 		t.Logf("replicas 2, rollout to %s (round %d): active pod %s on %s (cause %s); outages %v ms, %d ms in all; ARP watch: %s",
 			images[image], r+1, now.pod, now.node, now.cause, millis(outages), total.Milliseconds(), arp.since(before))
 		if total > 2*time.Second {
-			t.Errorf("replicas 2, rollout to %s: the client's connections unanswered for %s, want at most 2 s", images[image], total)
+			t.Errorf("replicas 2, rollout to %s: the client's connections unanswered for %s, want at most 2 s; the active pod's agent's log:\n%s",
+				images[image], total, s.tryKubectl("-n", tenant, "logs", now.pod, "-c", "agent", "--tail", "40"))
+			siteLogTails(t, s.state)
 		}
 		if now.cause != "released" {
 			t.Errorf("replicas 2, rollout to %s: the active pod's cause is %q, want released (the old active pod handed over)", images[image], now.cause)
