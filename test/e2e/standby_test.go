@@ -115,7 +115,9 @@ func TestActiveStandby(t *testing.T) {
 		if err := s.kube.Delete(ctx, &single); err != nil {
 			t.Fatal(err)
 		}
-		single = s.readyPod(t, gw, 3*time.Minute)
+		// Its replacement Ready and the deleted pod gone (readyPod would
+		// take the terminating one).
+		single = s.readyPods(t, gw, 1, 3*time.Minute)[0]
 		outages := p.outages(t, mark, time.Minute)
 		rec.add("single pod deleted", sum(outages))
 		t.Logf("replicas 1, the pod deleted (round %d): the client's connections answered again after an outage of %d ms (outages %v ms)",
