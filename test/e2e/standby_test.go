@@ -208,7 +208,7 @@ func TestActiveStandby(t *testing.T) {
 		outages := s.rollout(t, p, gw, images[image], 2)
 		total := sum(outages)
 		rec.add("rollout, 2 replicas", total)
-		now := s.leader(t, "", 10*time.Second)
+		now := s.leader(t, active.pod, 30*time.Second)
 		t.Logf("replicas 2, rollout to %s (round %d): active pod %s on %s (cause %s); outages %v ms, %d ms in all; ARP watch: %s",
 			images[image], r+1, now.pod, now.node, now.cause, millis(outages), total.Milliseconds(), arp.since(before))
 		// The target is 2 s; a rollout's one handover is a
