@@ -77,15 +77,17 @@ func addressScript(gw *v1alpha1.Gateway, lifetime string) string {
 }
 
 // agentAddressUp returns the shell commands with which the active agent of
-// replicas 2 takes the gateway's address: net1 up with the endpoint's
-// address, which the static IPAM gives the single pod, then networkScript's
-// routing and addresses, which need the address. Every address has the
-// lifetime AddressLifetime: none is ever permanent, not even before the
-// agent's first refresh.
+// replicas 2 takes the gateway's address: net1 gets the port's MAC (the
+// CNI gives the pods of replicas 2 a random one, deployment), then up
+// with the endpoint's address, which the static IPAM gives the single pod,
+// then networkScript's routing and addresses, which need the address.
+// Every address has the lifetime AddressLifetime: none is ever permanent,
+// not even before the agent's first refresh.
 func agentAddressUp(gw *v1alpha1.Gateway) string {
 	e := gw.Spec.ForProvider.Endpoint
 	lft := fmt.Sprintf(" valid_lft %d preferred_lft %d", AddressLifetime, AddressLifetime)
-	return fmt.Sprintf("ip link set %s up\nip address replace %s/%d dev %s%s\n", SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface, lft) +
+	return fmt.Sprintf("ip link set %s address %s\nip link set %s up\nip address replace %s/%d dev %s%s\n",
+		SecondaryInterface, e.MACAddress, SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface, lft) +
 		addressScript(gw, lft)
 }
 

@@ -59,7 +59,9 @@ func TestNamespacedGateway(t *testing.T) {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsB}},
 		// Only ns-gw-b holds a Secret of the name the Gateway names.
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: nsB, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": pskB}},
-		&nsv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "ns-gw-platform"}, Spec: unused},
+		// The platform's, offered to every namespace.
+		&nsv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "ns-gw-platform"},
+			Spec: nsv1alpha1.ClusterProviderConfigSpec{ProviderConfigSpec: unused, NamespaceSelector: &metav1.LabelSelector{}}},
 		&nsv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "kube-elsewhere"}, Spec: kubeElsewhere},
 		&pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "ns-gw-cluster"}, Spec: unused},
 	}

@@ -53,17 +53,11 @@ func (a *ARPWatch) Rounds() []ARPRound {
 	return append([]ARPRound(nil), a.rounds...)
 }
 
-// Stop ends the watch (again: nothing) and returns its counts: requests
-// sent, the requests answered more than once (when, by which MACs) and
-// those unanswered.
-func (a *ARPWatch) Stop() (requests int, twice []string, unanswered int) {
-	select {
-	case <-a.done:
-	default:
-		close(a.done)
-	}
-	<-a.stopped
-	for _, r := range a.Rounds() {
+// Counts returns the watch's counts so far: requests sent, the requests
+// answered more than once (when, by which MACs) and those unanswered.
+func (a *ARPWatch) Counts() (requests int, twice []string, unanswered int) {
+	rounds := a.Rounds()
+	for _, r := range rounds {
 		switch {
 		case len(r.MACs) == 0:
 			unanswered++
@@ -71,7 +65,18 @@ func (a *ARPWatch) Stop() (requests int, twice []string, unanswered int) {
 			twice = append(twice, r.At.Format("15:04:05.000")+" "+strings.Join(r.MACs, ","))
 		}
 	}
-	return len(a.Rounds()), twice, unanswered
+	return len(rounds), twice, unanswered
+}
+
+// Stop ends the watch (again: nothing) and returns its Counts.
+func (a *ARPWatch) Stop() (requests int, twice []string, unanswered int) {
+	select {
+	case <-a.done:
+	default:
+		close(a.done)
+	}
+	<-a.stopped
+	return a.Counts()
 }
 
 // run runs the watch on a thread of its own in the namespace at path ns,
