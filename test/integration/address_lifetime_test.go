@@ -33,7 +33,9 @@ import (
 )
 
 // The pods' MACs on the tenant network: different, so that the router's
-// ARP watch tells them apart (both pods of a real gateway have the port's).
+// ARP watch tells them apart. Both pods of a real gateway take the port's
+// MAC with the address (the rendered Up script's first line): each agent
+// here runs the rendered script with its own MAC in its place.
 const (
 	macA = "fa:16:3e:00:00:0a"
 	macB = "fa:16:3e:00:00:0b"
@@ -93,10 +95,10 @@ func TestAddressExpiresWithTheAgent(t *testing.T) {
 			}
 			t.Cleanup(func() { arp.Stop() })
 
-			a := startElectedAgent(t, tp, bin, nsA, kns, "vpn-a", up, down)
+			a := startElectedAgent(t, tp, bin, nsA, kns, "vpn-a", withMAC(t, up, macA), down)
 			took := waitFor(t, 15*time.Second, "vpn-a answering ARP for the address", func() bool { return answered(arp.Rounds(), time.Time{}, macA) })
 			t.Logf("vpn-a active %s after start", took.Round(time.Millisecond))
-			startElectedAgent(t, tp, bin, nsB, kns, "vpn-b", up, down)
+			startElectedAgent(t, tp, bin, nsB, kns, "vpn-b", withMAC(t, up, macB), down)
 			// Longer than the address's lifetime: only the refreshes keep it.
 			standby := time.Now()
 			time.Sleep(leader.DefaultRenewDeadline + 2*time.Second)
@@ -217,6 +219,17 @@ func replicas2Scripts(t *testing.T) (up, down string) {
 // network namespace ns, elected on the Lease vpn of namespace kns of the
 // API server (through a proxy in ns), with no charon; it is killed when t
 // ends and its log shown if t failed.
+// withMAC returns the rendered Up script up with mac in place of the
+// port's MAC that it sets on net1.
+func withMAC(t *testing.T, up, mac string) string {
+	t.Helper()
+	first, rest, ok := strings.Cut(up, "\n")
+	if !ok || !strings.HasPrefix(first, "ip link set "+workload.SecondaryInterface+" address ") {
+		t.Fatalf("the rendered Up script does not begin by setting %s's MAC:\n%s", workload.SecondaryInterface, up)
+	}
+	return "ip link set " + workload.SecondaryInterface + " address " + mac + "\n" + rest
+}
+
 func startElectedAgent(t *testing.T, tp *topology.Topology, bin, ns, kns, pod, up, down string) *exec.Cmd {
 	t.Helper()
 	dir := t.TempDir()
