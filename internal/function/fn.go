@@ -161,18 +161,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	st, reason, msg := stepsReady(objs, observed, warnings)
 	setStepsReady(rsp, st, reason, msg)
 	for name, o := range objs {
-		if o, err = inScope(o, nsPC); err != nil {
-			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
-		}
-		m, err := desiredObject(o, xr.Metadata.Labels)
+		r, err := desiredResource(o, nsPC, xr.Metadata.Labels, observed[name])
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
 		}
-		s, err := structpb.NewStruct(m)
-		if err != nil {
-			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
-		}
-		rsp.Desired.Resources[name] = &fnv1.Resource{Resource: s, Ready: ready(observed[name])}
+		rsp.Desired.Resources[name] = r
 	}
 
 	dxr := rsp.Desired.Composite.GetResource().AsMap()
@@ -619,4 +612,24 @@ func convert(in map[string]any, out any) error {
 		return err
 	}
 	return json.Unmarshal(b, out)
+}
+
+// desiredResource is the desired resource of composed object o: in the
+// composite's scope (nsPC, the namespaced composite's ProviderConfig
+// reference; nil for the claim's), with the composite's labels, ready as
+// its observed state says.
+func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, labels map[string]string, observed *fieldpath.Paved) (*fnv1.Resource, error) {
+	o, err := inScope(o, nsPC)
+	if err != nil {
+		return nil, err
+	}
+	m, err := desiredObject(o, labels)
+	if err != nil {
+		return nil, err
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, err
+	}
+	return &fnv1.Resource{Resource: s, Ready: ready(observed)}, nil
 }
