@@ -17,6 +17,9 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/gophercloud/gophercloud/v2"
+	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -187,7 +190,10 @@ type scaleStack struct {
 	proxy               *neutronproxy.Proxy
 	fixtures            struct {
 		NeutronURL string `json:"neutron_url"`
-		ExtNet     struct {
+		Project    struct {
+			ID string `json:"id"`
+		} `json:"project"`
+		ExtNet struct {
 			ID string `json:"id"`
 		} `json:"ext_net"`
 		TenantNet struct {
@@ -256,6 +262,7 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	raiseQuotas(t, clouds, s.fixtures.Project.ID, b.n)
 	if s.proxy, err = neutronproxy.Start(s.fixtures.NeutronURL, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +272,7 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = remove() })
+	t.Cleanup(func() { _ = remove(context.Background()) })
 
 	s.kube = stackClient(t, state)
 	ctx := context.Background()
@@ -289,6 +296,27 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// raiseQuotas gives the tenant's project Neutron quotas for n claims (and
+// a margin for the fixtures): by default a project may have 10 security
+// groups, 100 rules and 50 floating IPs, as a real cloud's defaults
+// refuse.
+func raiseQuotas(t *testing.T, clouds []byte, project string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := neutronproxy.Admin(ctx, clouds, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := gopenstack.NewNetworkV2(admin, gophercloud.EndpointOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgs, rules, ports, fips := n+10, 10*(n+10), n+100, n+10
+	if _, err := quotas.Update(ctx, sc, project, quotas.UpdateOpts{SecurityGroup: &sgs, SecurityGroupRule: &rules, Port: &ports, FloatingIP: &fips}).Extract(); err != nil {
+		t.Fatalf("raise the tenant's Neutron quotas: %v", err)
+	}
 }
 
 // claim is examples/claim/allocated-fip.yaml named name, with the local

@@ -23,7 +23,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -206,11 +205,7 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 // adminProvider is an authenticated client of the cloud "admin".
 func adminProvider(t *testing.T, e *openStackEnv) *gophercloud.ProviderClient {
 	t.Helper()
-	creds, err := openstack.ParseCloudsYAML(e.CloudsYAML, openstack.CloudOptions{Cloud: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := gopenstack.AuthenticatedClient(context.Background(), creds.Auth)
+	p, err := neutronproxy.Admin(context.Background(), e.CloudsYAML, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +220,7 @@ func registerEndpoint(t *testing.T, e *openStackEnv, region, u string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = remove() })
+	t.Cleanup(func() { _ = remove(context.Background()) })
 }
 
 // start runs the provider process; its output goes to the log file.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -146,13 +147,16 @@ func Start(neutronURL string, intercept func(next http.Handler) http.Handler) (*
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	p := &Proxy{URL: "http://" + l.Addr().String(), Tap: &Tap{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = p.Tap.Wrap(http.DefaultTransport)
+	// A request whose client gave up (its time-out, a killed provider)
+	// is no finding of the proxy's: the client reports its own error.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	rp.ModifyResponse = func(r *http.Response) error {
 		if r.Request.Method != http.MethodGet || r.Request.URL.Path != "/" {
 			return nil
@@ -178,20 +182,32 @@ func Start(neutronURL string, intercept func(next http.Handler) http.Handler) (*
 // Close stops the proxy and closes its connections.
 func (p *Proxy) Close() error { return p.srv.Close() }
 
-// Register adds region to Keystone with a public network endpoint at u,
-// as the cloud named admin of cloudsYAML (a clouds.yaml document; the
-// cloud must be allowed to manage regions and endpoints), and returns the
-// function that removes both again. A ProviderConfig whose credentials
-// name the region then reaches Neutron at u; the region's name should say
-// what it is for.
-func Register(ctx context.Context, cloudsYAML []byte, admin, region, u string) (remove func() error, err error) {
-	creds, err := openstack.ParseCloudsYAML(cloudsYAML, openstack.CloudOptions{Cloud: admin})
+// Admin is a client logged in to Keystone as the cloud named cloud of
+// cloudsYAML (a clouds.yaml document): the lab's admin, for what the
+// provider's tenant may not do (regions, endpoints, quotas).
+func Admin(ctx context.Context, cloudsYAML []byte, cloud string) (*gophercloud.ProviderClient, error) {
+	creds, err := openstack.ParseCloudsYAML(cloudsYAML, openstack.CloudOptions{Cloud: cloud})
 	if err != nil {
 		return nil, err
 	}
 	pc, err := gopenstack.AuthenticatedClient(ctx, creds.Auth)
 	if err != nil {
-		return nil, fmt.Errorf("cannot log in to Keystone as %s: %w", admin, err)
+		return nil, fmt.Errorf("cannot log in to Keystone as %s: %w", cloud, err)
+	}
+	return pc, nil
+}
+
+// Register adds region to Keystone with a public network endpoint at u,
+// as the cloud named admin of cloudsYAML (a clouds.yaml document; the
+// cloud must be allowed to manage regions and endpoints), and returns the
+// function that removes both again (with a context of its own: a
+// cleanup's). A ProviderConfig whose credentials
+// name the region then reaches Neutron at u; the region's name should say
+// what it is for.
+func Register(ctx context.Context, cloudsYAML []byte, admin, region, u string) (remove func(context.Context) error, err error) {
+	pc, err := Admin(ctx, cloudsYAML, admin)
+	if err != nil {
+		return nil, err
 	}
 	identity, err := gopenstack.NewIdentityV3(pc, gophercloud.EndpointOpts{})
 	if err != nil {
@@ -200,21 +216,24 @@ func Register(ctx context.Context, cloudsYAML []byte, admin, region, u string) (
 	if _, err := regions.Create(ctx, identity, regions.CreateOpts{ID: region}).Extract(); err != nil {
 		return nil, fmt.Errorf("cannot create region %s: %w", region, err)
 	}
-	removeRegion := func() error { return regions.Delete(context.Background(), identity, region).ExtractErr() }
+	removeRegion := func(ctx context.Context) error { return regions.Delete(ctx, identity, region).ExtractErr() }
 	pages, err := services.List(identity, services.ListOpts{ServiceType: "network"}).AllPages(ctx)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("cannot list the network services: %w", err), removeRegion())
+		return nil, errors.Join(fmt.Errorf("cannot list the network services: %w", err), removeRegion(ctx))
 	}
 	svcs, err := services.ExtractServices(pages)
-	if err != nil || len(svcs) != 1 {
-		return nil, errors.Join(fmt.Errorf("cannot find the one network service (found %d): %v", len(svcs), err), removeRegion())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("cannot read the network services: %w", err), removeRegion(ctx))
+	}
+	if len(svcs) != 1 {
+		return nil, errors.Join(fmt.Errorf("cannot choose a network service: Keystone has %d, want 1", len(svcs)), removeRegion(ctx))
 	}
 	ep, err := endpoints.Create(ctx, identity, endpoints.CreateOpts{Availability: gophercloud.AvailabilityPublic, Name: "neutron-proxy-" + region,
 		Region: region, URL: u, ServiceID: svcs[0].ID}).Extract()
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("cannot create the network endpoint of region %s: %w", region, err), removeRegion())
+		return nil, errors.Join(fmt.Errorf("cannot create the network endpoint of region %s: %w", region, err), removeRegion(ctx))
 	}
-	return func() error {
-		return errors.Join(endpoints.Delete(context.Background(), identity, ep.ID).ExtractErr(), removeRegion())
+	return func(ctx context.Context) error {
+		return errors.Join(endpoints.Delete(ctx, identity, ep.ID).ExtractErr(), removeRegion(ctx))
 	}, nil
 }
