@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by the hack/ scripts that run one long test with its own knobs
-# (hack/crash-rounds.sh, hack/parity.sh, hack/failover-rounds.sh).
+# (hack/crash-rounds.sh, hack/parity.sh, hack/failover-rounds.sh,
+# hack/scale.sh).
 #
 # long_test TEST SUMMARY FAILURES [TAGS PACKAGE]: runs test TEST of
 # PACKAGE (default ./test/integration/) with build tag TAGS (default
