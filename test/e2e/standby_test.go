@@ -203,7 +203,7 @@ func TestActiveStandby(t *testing.T) {
 		outages := s.rollout(t, p, gw, images[image], 2)
 		total := sum(outages)
 		rec.add("rollout, 2 replicas", total)
-		now := s.leader(t, active.pod, 30*time.Second)
+		now := s.leader(t, active.pod, 2*time.Minute)
 		t.Logf("replicas 2, rollout to %s (round %d): active pod %s on %s (cause %s); outages %v ms, %d ms in all; ARP watch: %s",
 			images[image], r+1, now.pod, now.node, now.cause, millis(outages), total.Milliseconds(), arpSince(arp, before))
 		// The target is 2 s; a rollout's one handover is a
@@ -295,7 +295,7 @@ func (s *stack) deleteActive(t *testing.T, p *probe, rec *outageLog, gw string, 
 	if err := s.kube.Delete(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	next := s.leader(t, a.pod, 30*time.Second)
+	next := s.leader(t, a.pod, 2*time.Minute)
 	s.readyPods(t, gw, 2, 3*time.Minute)
 	outages := p.outages(t, mark, 30*time.Second)
 	outage := sum(outages)
@@ -472,7 +472,9 @@ func (s *stack) readyPods(t *testing.T, gw string, n int, timeout time.Duration)
 type activePod struct{ pod, node, since, cause, previous string }
 
 // leader waits until the claim reports an active pod other than not and
-// returns it.
+// returns it. The Gateway shows a takeover within seconds (the status
+// ConfigMap's watch); the claim only when Crossplane next reconciles the
+// composite, which can take up to its poll interval: callers wait minutes.
 func (s *stack) leader(t *testing.T, not string, timeout time.Duration) activePod {
 	t.Helper()
 	var a activePod
