@@ -69,8 +69,8 @@ test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own p
 	test/e2e/dev-stack.sh
 	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
-# Failovers in a row in make test-nodes: none until the stalled takeover
-# (docs/active-standby.md, Limits: seen in 2 of 35 failovers) is fixed;
+# Failovers in a row in make test-nodes: none until the claim names a new
+# active pod at once (docs/active-standby.md, Limits);
 # hack/failover-rounds.sh runs the issue's 20.
 E2E_FAILOVERS ?= 0
 
