@@ -393,13 +393,7 @@ func TestGatewayLifecycle(t *testing.T) {
 		nad.SetGroupVersionKind(workload.NADKind)
 		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &appsv1.Deployment{}, &corev1.ServiceAccount{},
 			&rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.NetworkPolicy{}, nad} {
-			name := names.Gateway
-			switch o.(type) {
-			case *corev1.ConfigMap:
-				name = names.Config
-			case *corev1.Secret:
-				name = names.Secrets
-			}
+			name := objectName(names, o)
 			if err := kube.Get(ctx, key(name), o); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s still exists (err %w)", o, name, err)
 			}
@@ -564,4 +558,16 @@ func TestGatewayWarnings(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// objectName is the name of a gateway's object o among names: its
+// ConfigMap's, its Secret's, or the gateway's own that the rest share.
+func objectName(names workload.Names, o client.Object) string {
+	switch o.(type) {
+	case *corev1.ConfigMap:
+		return names.Config
+	case *corev1.Secret:
+		return names.Secrets
+	}
+	return names.Gateway
 }

@@ -88,13 +88,7 @@ func TestNamespacedGateway(t *testing.T) {
 	names := workload.NamesOf("vpn")
 	absent := func(ns string) error {
 		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &appsv1.Deployment{}} {
-			name := names.Gateway
-			switch o.(type) {
-			case *corev1.ConfigMap:
-				name = names.Config
-			case *corev1.Secret:
-				name = names.Secrets
-			}
+			name := objectName(names, o)
 			if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s/%s exists or cannot be read (%w): want none", o, ns, name, err)
 			}
