@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -69,8 +70,12 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			conn.Set("keyingtries", "0")
 		}
 		conn.Set("unique", cmp.Or(t.Unique, v1alpha1.UniqueNo))
-		conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
-		conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
+		if t.Certificate != nil {
+			certAuth(conn, secs, certsOf(secrets), t, c, in.Certs[t.Name])
+		} else {
+			conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
+			conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
+		}
 		children := conn.Section("children")
 		for _, ch := range childSAs(t, c.pairs) {
 			child := children.Section(ch.name)
@@ -89,12 +94,48 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 				child.Set("close_action", a)
 			}
 		}
+		if t.Certificate != nil {
+			continue
+		}
 		secs.Section("ike-"+t.Name).
 			Set("id-local", string(ep.LocalID)).
 			Set("id-remote", peerID(t)).
 			Set("secret", "0x"+hex.EncodeToString(in.PSKs[t.Name]))
 	}
 	return conf, secrets
+}
+
+// certAuth renders certificate tunnel t's authentication (swanctl auth
+// pubkey): its local and remote sections in conn, which name the
+// certificates (local.certs, remote.cacerts) that certs holds, and its
+// private key in secs.
+func certAuth(conn, secs, certs *swanctl.Section, t v1alpha1.Tunnel, c *checked, tc *TunnelCert) {
+	local := conn.Section("local").Set("auth", "pubkey").Set("certs", "cert-"+t.Name)
+	if id := c.ids[t.Name][0]; id != "" {
+		local.Set("id", id)
+	}
+	cas := make([]string, len(tc.CAs))
+	for i := range tc.CAs {
+		cas[i] = fmt.Sprintf("cacert-%s-%d", t.Name, i)
+	}
+	conn.Section("remote").Set("auth", "pubkey").Set("id", c.ids[t.Name][1]).Set("cacerts", strings.Join(cas, ","))
+	secs.Section("private-"+t.Name).Set("type", tc.KeyType).Set("data", "0x"+hex.EncodeToString(tc.Key))
+	certs.Set("cert-"+t.Name, "0x"+hex.EncodeToString(tc.Cert.Raw))
+	for i, der := range tc.Chain {
+		certs.Set(fmt.Sprintf("chain-%s-%d", t.Name, i+1), "0x"+hex.EncodeToString(der))
+	}
+	for i, ca := range tc.CAs {
+		certs.Set(cas[i], "0x"+hex.EncodeToString(ca.Raw))
+	}
+}
+
+// certsOf returns the certs section of the secrets document, adding it
+// after the secrets section when it is not there yet.
+func certsOf(secrets *swanctl.Section) *swanctl.Section {
+	if s := secrets.Lookup("certs"); s != nil {
+		return s
+	}
+	return secrets.Section("certs")
 }
 
 // child is one CHILD_SA to render.

@@ -215,7 +215,7 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 		Name: fmt.Sprintf("t%d", i), Peer: gwv1alpha1.Peer{Address: fmt.Sprintf("198.51.100.%d", i+1)},
 		IKEVersion: 2, StartAction: g.pick("", "start", "trap", "respond"), Unique: g.pick("", "no", "replace", "keep"),
 		Fragmentation: g.pick("", "yes", "accept", "force", "no"), ForceEncapsulation: g.chance(0.3),
-		PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
+		PreSharedKeySecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
 	}
 	if g.chance(0.3) {
 		t.IKEVersion = 1
