@@ -41,10 +41,11 @@ type Files struct {
 	// Secrets is a swanctl.conf fragment with the secrets section: the PSKs,
 	// hex-encoded, and the private keys of certificate tunnels
 	// (private-<tunnel>: type, hex DER data); with certificate tunnels also
-	// a certs section holding, hex DER, the certificates swanctl.conf
-	// names (cert-<tunnel>, cacert-<tunnel>-<i>) and the intermediates of
-	// the gateway's certificates (chain-<tunnel>-<i>), the contents of
-	// swanctl's x509 and x509ca directories. It goes into a Secret.
+	// a certs section holding, hex DER, the peer CA certificates
+	// swanctl.conf names (cacert-<tunnel>-<i>), the gateway's certificates
+	// (cert-<tunnel>) and their intermediates (chain-<tunnel>-<i>), the
+	// contents of swanctl's x509ca and x509 directories. It goes into a
+	// Secret.
 	Secrets []byte
 	// NATRules is an nftables script that atomically replaces the table
 	// ipsecgw; in mode routed the table is empty.

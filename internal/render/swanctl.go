@@ -106,14 +106,23 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 }
 
 // certAuth renders certificate tunnel t's authentication (swanctl auth
-// pubkey): its local and remote sections in conn, which name the
-// certificates (local.certs, remote.cacerts) that certs holds, and its
-// private key in secs.
+// pubkey): its local and remote sections in conn, the remote one naming
+// the peer's CA certificates (remote.cacerts) that certs holds, and its
+// private key in secs. The gateway's certificate is in certs too, but no
+// connection names it (no local.certs): charon finds it by the local
+// identity among the loaded certificates. So a renewed certificate with
+// the same identity leaves the connection as it was, and charon keeps its
+// IKE SAs (a changed connection's would be closed and initiated again)
+// until they are reauthenticated, with the new certificate. It is sent
+// whether or not the peer asks for it (send_cert always): not every
+// peer sends a certificate request.
 func certAuth(conn, secs, certs *swanctl.Section, t v1alpha1.Tunnel, c *checked, tc *TunnelCert) {
-	local := conn.Section("local").Set("auth", "pubkey").Set("certs", "cert-"+t.Name)
-	if id := c.ids[t.Name][0]; id != "" {
-		local.Set("id", id)
+	id := c.ids[t.Name][0]
+	if id == "" {
+		id = asn1dn(tc.Cert.RawSubject)
 	}
+	conn.Set("send_cert", "always")
+	conn.Section("local").Set("auth", "pubkey").Set("id", id)
 	cas := make([]string, len(tc.CAs))
 	for i := range tc.CAs {
 		cas[i] = fmt.Sprintf("cacert-%s-%d", t.Name, i)

@@ -36,8 +36,8 @@ type checked struct {
 	pairs   []pair
 	private netip.Addr
 	// ids are the local and remote identities of each certificate
-	// tunnel, by name, as swanctl's id takes them; local is "" for the
-	// certificate's subject.
+	// tunnel, by name, as swanctl's id takes them; local is "" when
+	// certificate.localId is not given (the certificate's subject).
 	ids map[string][2]string
 }
 
