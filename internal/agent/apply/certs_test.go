@@ -91,9 +91,9 @@ func TestApplyCertificates(t *testing.T) {
 		wantCalls: []string{"load-key ecdsa k02", "unload-key k01", "load-cert NONE ab"},
 		want:      Result{Unchanged: []string{"a"}, Keys: []string{"private-a"}, Certs: []string{"cert-a"}},
 	}, {
-		reason:    "The same set again sends nothing.",
-		secrets:   certSecrets("02", "ab"),
-		want:      Result{Unchanged: []string{"a"}},
+		reason:  "The same set again sends nothing.",
+		secrets: certSecrets("02", "ab"),
+		want:    Result{Unchanged: []string{"a"}},
 	}, {
 		reason:    "A set without the key unloads it.",
 		secrets:   certSecrets("", "ab"),
