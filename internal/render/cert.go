@@ -155,7 +155,6 @@ func privateKey(data []byte, pub crypto.PublicKey) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("the private key does not parse: %w", err)
 	}
-	type publicKey interface{ Equal(crypto.PublicKey) bool }
 	switch k := k.(type) {
 	case *rsa.PrivateKey:
 		if !k.PublicKey.Equal(pub) {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
@@ -88,8 +89,8 @@ func TestParseTunnelCert(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got, err := ParseTunnelCert(tc.crt, tc.key, tc.ca, "ca.crt", certNow)
 			if tc.wantErr != "" {
-				ce, ok := err.(*CertError)
-				if !ok || ce.Key != tc.wantKey || !strings.Contains(err.Error(), tc.wantErr) {
+				var ce *CertError
+				if !errors.As(err, &ce) || ce.Key != tc.wantKey || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s\nParseTunnelCert: error %v, want one naming key %s with %q", tc.reason, err, tc.wantKey, tc.wantErr)
 				}
 				for _, k := range [][]byte{sec1, other, pkcs8Ed} {

@@ -20,8 +20,8 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -75,7 +75,7 @@ func TestGatewayCertificate(t *testing.T) {
 			if kerrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("still there: %v", err)
+			return fmt.Errorf("still there: %w", err)
 		})
 		if err := kube.Create(ctx, o); err != nil {
 			t.Fatal(err)
