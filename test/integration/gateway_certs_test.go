@@ -40,11 +40,10 @@ func TestGatewayCertificate(t *testing.T) {
 	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
 	ns := "tenant-certs"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+	// A ProviderConfig of its own: TestGatewayLifecycle makes default.
+	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "certs"}, Spec: v1alpha1.ProviderConfigSpec{
 		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}}); err != nil && !kerrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	}})
 	subject := pkix.Name{Country: []string{"DE"}, Organization: []string{"Example AG"}, CommonName: "gw.example.com"}
 	ca := topology.NewCA(t, pkix.Name{CommonName: "Gateway CA"})
 	peerCA := topology.NewCA(t, pkix.Name{CommonName: "Peer CA"})
@@ -60,6 +59,7 @@ func TestGatewayCertificate(t *testing.T) {
 		RemoteID: gwv1alpha1.Identity{DN: ptr.To("C=CH, O=Zürich Peer AG, CN=vpn.peer.example")},
 	}
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-certs"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: "certs"}
 	create(t, gw)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
 
