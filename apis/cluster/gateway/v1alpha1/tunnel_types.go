@@ -206,12 +206,14 @@ type CARef struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	SecretName *string `json:"secretName,omitempty"`
 
 	// ConfigMapName of a ConfigMap holding the CA certificates.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ConfigMapName *string `json:"configMapName,omitempty"`
 
 	// Key holding the PEM certificates; ca.crt by default.
