@@ -75,7 +75,8 @@ func mustTunnelCert(t *testing.T, gw topology.Issued, peerCA []byte) *render.Tun
 // escaped characters (',' and '+' in values). The tunnel to site 0 comes
 // up and carries traffic; the tunnel to site 1 names site 0's CA as the
 // peer's CA, and the published status says that site 1's certificate is
-// not trusted while the site itself accepts the gateway. Then the gateway's
+// not trusted while the site itself accepts the gateway, which presents its
+// certificate's subject there (no localId). Then the gateway's
 // certificate is rotated in the Secret (a new key, from the same CA): the
 // agent loads it live, the established IKE SA stays up and carries
 // traffic, and the reauthentication that follows presents the new
@@ -104,8 +105,10 @@ func TestAgentCertificates(t *testing.T) {
 	}
 	loadSheets(t, tp, certSheet(p0, child(p0)), certSheet(p1, child(p1)))
 
-	spec := tunnelGateway("agent-certs", v1alpha1.ModeRouted,
-		certTunnel("site0", p0, "site0-ca", site0DN), certTunnel("wrong-ca", p1, "site0-ca", site1DN))
+	// wrong-ca presents the certificate's subject by default (no localId).
+	wrongCA := certTunnel("wrong-ca", p1, "site0-ca", site1DN)
+	wrongCA.Certificate.LocalID = nil
+	spec := tunnelGateway("agent-certs", v1alpha1.ModeRouted, certTunnel("site0", p0, "site0-ca", site0DN), wrongCA)
 	certs := map[string]*render.TunnelCert{"site0": mustTunnelCert(t, issued, ca0), "wrong-ca": mustTunnelCert(t, issued, ca0)}
 	start := time.Now()
 	g := startAgentCerts(t, tp, spec, nil, certs, nil)
@@ -124,6 +127,9 @@ func TestAgentCertificates(t *testing.T) {
 		t.Errorf("tunnel wrong-ca is reported up: %+v", w)
 	}
 	ping(t, tp, "client host 0 → tenant service", p0.HostNS, topology.Service)
+	if !strings.Contains(p1.Log(), "authentication of '"+gatewayDN+"' with ECDSA_WITH_SHA256_DER successful") {
+		t.Errorf("site 1 did not authenticate the gateway by its certificate's subject (wrong-ca has no localId)")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
