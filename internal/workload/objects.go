@@ -20,6 +20,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // Labels and annotations on every object of a gateway.
@@ -50,6 +51,9 @@ const (
 	// KeyStrongSwanConf holds the rendered strongswan.conf fragment, when
 	// there is one (render.Files.StrongSwanConf).
 	KeyStrongSwanConf = "strongswan.conf"
+	// KeyXFRMInterfaces holds the XFRM interfaces and routes of the
+	// route-mode tunnels, when there is one (render.Files.XFRMInterfaces).
+	KeyXFRMInterfaces = xfrmi.File
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
@@ -102,6 +106,9 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	config := map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)}
 	if f.StrongSwanConf != nil {
 		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
+	}
+	if f.XFRMInterfaces != nil {
+		config[KeyXFRMInterfaces] = string(f.XFRMInterfaces)
 	}
 	objs := []client.Object{
 		nad,

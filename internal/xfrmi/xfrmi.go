@@ -16,6 +16,10 @@ import (
 	"fmt"
 )
 
+// File is the key of the rendered Config, as JSON, in the gateway's
+// ConfigMap, and its name in the agent's configuration directory.
+const File = "xfrm.json"
+
 // Config is the whole set of XFRM interfaces and routes of a gateway, in
 // the order the renderer found them (tunnels in spec order; routes sorted
 // by destination, then metric).
