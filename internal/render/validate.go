@@ -245,8 +245,11 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		if okL && okR {
 			anyNet := p.local.Bits() == 0 || p.remote.Bits() == 0
 			if anyNet && t.Mode != v1alpha1.TunnelModeRoute {
+				// Refused here alone: it would overlap everything.
 				errs.add(p.path(), "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries")
-			} else if p.local.Overlaps(p.remote) && !anyNet {
+				continue
+			}
+			if p.local.Overlaps(p.remote) && !anyNet {
 				errs.add(p.path(), "local %s overlaps remote %s: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it", p.local, p.remote)
 			}
 			pairs = append(pairs, p)
