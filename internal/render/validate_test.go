@@ -358,14 +358,21 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := valid()
 			tc.mod(&in)
-			_, err := Render(in)
-			var got Errors
-			if err != nil && !errors.As(err, &got) {
-				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
-			}
+			renderErrors(t, tc.reason, in, tc.want)
 		})
+	}
+}
+
+// renderErrors renders in and fails t unless Render returns exactly the
+// Errors want (none for a nil want).
+func renderErrors(t *testing.T, reason string, in Input, want Errors) {
+	t.Helper()
+	_, err := Render(in)
+	var got Errors
+	if err != nil && !errors.As(err, &got) {
+		t.Fatalf("%s\nRender() error %v is not Errors", reason, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s\nRender() errors: -want, +got:\n%s", reason, diff)
 	}
 }

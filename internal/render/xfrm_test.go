@@ -2,7 +2,6 @@ package render
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"testing"
 
@@ -143,14 +142,7 @@ func TestValidateRouteMode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := routeBased()
 			tc.mod(&in)
-			_, err := Render(in)
-			var got Errors
-			if err != nil && !errors.As(err, &got) {
-				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
-			}
+			renderErrors(t, tc.reason, in, tc.want)
 		})
 	}
 }
