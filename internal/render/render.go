@@ -80,10 +80,7 @@ func Render(in Input) (*Files, error) {
 		h.Write([]byte{0})
 		h.Write(f.StrongSwanConf)
 	}
-	if f.XFRMInterfaces, err = xfrmConf(in, c); err != nil {
-		return nil, err
-	}
-	if f.XFRMInterfaces != nil {
+	if f.XFRMInterfaces = xfrmConf(in, c); f.XFRMInterfaces != nil {
 		h.Write([]byte{1})
 		h.Write(f.XFRMInterfaces)
 	}

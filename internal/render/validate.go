@@ -321,11 +321,7 @@ func checkRoutes(errs *Errors, t v1alpha1.Tunnel, path string, pairs []pair) []r
 }
 
 // checkRouted checks the route-mode tunnels across the gateway: their
-// interface IDs must differ, and no route may cover a tenant subnet, the
-// gateway's own network (own, when valid), a peer's address (IKE and ESP
-// would enter a tunnel) or a policy-mode tunnel's remote selector (the
-// route would win over that tunnel's policy, whose traffic would then
-// leave through the XFRM interface).
+// interface IDs must differ, and each route must pass checkRoute.
 func checkRouted(errs *Errors, in Input, c *checked, tenant []netip.Prefix, own netip.Prefix, route map[string]bool) {
 	ids := map[uint32]string{}
 	for _, t := range in.Spec.Tunnels {
@@ -339,23 +335,32 @@ func checkRouted(errs *Errors, in Input, c *checked, tenant []netip.Prefix, own 
 		ids[id] = t.Name
 	}
 	for _, r := range c.routes {
-		for _, t := range tenant {
-			if r.dst.Overlaps(t) {
-				errs.add(r.path(), "%s overlaps tenant subnet %s", r.dst, t)
-			}
+		checkRoute(errs, in, r, c.pairs, tenant, own, route)
+	}
+}
+
+// checkRoute reports a route that covers a tenant subnet, the gateway's
+// own network (own, when valid), a peer's address (IKE and ESP would enter
+// a tunnel) or a policy-mode tunnel's remote selector (the route would win
+// over that tunnel's policy, whose traffic would then leave through the
+// XFRM interface).
+func checkRoute(errs *Errors, in Input, r route, pairs []pair, tenant []netip.Prefix, own netip.Prefix, routed map[string]bool) {
+	for _, t := range tenant {
+		if r.dst.Overlaps(t) {
+			errs.add(r.path(), "%s overlaps tenant subnet %s", r.dst, t)
 		}
-		if own.IsValid() && r.dst.Overlaps(own) {
-			errs.add(r.path(), "%s overlaps the gateway's own network %s", r.dst, own)
+	}
+	if own.IsValid() && r.dst.Overlaps(own) {
+		errs.add(r.path(), "%s overlaps the gateway's own network %s", r.dst, own)
+	}
+	for _, t := range in.Spec.Tunnels {
+		if a, err := netip.ParseAddr(t.Peer.Address); err == nil && r.dst.Contains(a) {
+			errs.add(r.path(), "%s holds the address %s of tunnel %s's peer: IKE and ESP to it would enter the tunnel; route the peer's subnets, not its address", r.dst, a, t.Name)
 		}
-		for _, t := range in.Spec.Tunnels {
-			if a, err := netip.ParseAddr(t.Peer.Address); err == nil && r.dst.Contains(a) {
-				errs.add(r.path(), "%s holds the address %s of tunnel %s's peer: IKE and ESP to it would enter the tunnel; route the peer's subnets, not its address", r.dst, a, t.Name)
-			}
-		}
-		for _, p := range c.pairs {
-			if !route[p.tunnel] && r.dst.Overlaps(p.remote) {
-				errs.add(r.path(), "%s overlaps %s.remote %s of a tunnel in mode policy: the route would take that tunnel's traffic into the XFRM interface", r.dst, p.path(), p.remote)
-			}
+	}
+	for _, p := range pairs {
+		if !routed[p.tunnel] && r.dst.Overlaps(p.remote) {
+			errs.add(r.path(), "%s overlaps %s.remote %s of a tunnel in mode policy: the route would take that tunnel's traffic into the XFRM interface", r.dst, p.path(), p.remote)
 		}
 	}
 }

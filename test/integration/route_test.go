@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -254,4 +256,81 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestXFRMLinkInNamespace runs the agent's XFRM interface setup
+// (xfrmlink.Applier, real rtnetlink) in a network namespace of its own
+// with net1 a veth, on route-active-backup's xfrm.json. On a kernel with
+// XFRM interfaces it must create both interfaces with their IDs on net1,
+// up, route 172.16.5.0/24 and 172.31.0.0/16 over them with metrics 100 and
+// 200, change nothing when applied again, and remove everything for an
+// empty file. On this machine's kernel, which has none (`ip link add ...
+// type xfrm`: Unknown device type), it must fail naming each interface and
+// the kernel's refusal, leave net1 and its route alone and create nothing;
+// the test then says the data plane could not be tried.
+func TestXFRMLinkInNamespace(t *testing.T) {
+	needRoot(t)
+	ns := agentsNetns(t, "ipsecgw-xfrmlink-test")
+	mustRun(t, "ip", "-n", ns, "link", "add", "net1", "type", "veth", "peer", "name", "peer1")
+	mustRun(t, "ip", "-n", ns, "link", "set", "net1", "up")
+	mustRun(t, "ip", "-n", ns, "address", "add", "10.20.0.10/24", "dev", "net1")
+	file := readFile(t, filepath.Join(goldenDir, "route-active-backup", xfrmi.File))
+	var conf xfrmi.Config
+	if err := json.Unmarshal(file, &conf); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		return mustRun(t, "ip", "-n", ns, "-d", "link", "show", "type", "xfrm") + mustRun(t, "ip", "-n", ns, "route", "show", "table", "main")
+	}
+	var res xfrmlink.Result
+	var err error
+	apply := func(b []byte) {
+		t.Helper()
+		if derr := topology.Do(ns, func() error {
+			a, nerr := xfrmlink.New("net1")
+			if nerr != nil {
+				return nerr
+			}
+			res, err = a.Apply(b)
+			return nil
+		}); derr != nil {
+			t.Fatal(derr)
+		}
+	}
+	apply(file)
+	if err != nil {
+		for _, i := range conf.Interfaces {
+			if want := fmt.Sprintf("cannot create XFRM interface %s (if_id %d): ", i.Name, i.IfID); !strings.Contains(err.Error(), want) {
+				t.Errorf("Apply on a kernel without XFRM interfaces: %v\nwant an error holding %q", err, want)
+			}
+		}
+		got := state()
+		if strings.Contains(got, "xfrm") || !strings.Contains(got, "10.20.0.0/24 dev net1") {
+			t.Errorf("after the failed Apply the namespace holds:\n%s\nwant no XFRM interface and net1's route as it was", got)
+		}
+		t.Logf("this kernel has no XFRM interfaces: the route-based data plane cannot be tried here; the agent reports: %v", err)
+		return
+	}
+	if diff := cmp.Diff([]string{conf.Interfaces[0].Name, conf.Interfaces[1].Name}, res.Created); diff != "" {
+		t.Errorf("created interfaces: -want, +got:\n%s", diff)
+	}
+	got := state()
+	for _, i := range conf.Interfaces {
+		if want := fmt.Sprintf("if_id %#x", i.IfID); !strings.Contains(got, i.Name) || !strings.Contains(got, want) {
+			t.Errorf("the namespace holds:\n%s\nwant %s with %s", got, i.Name, want)
+		}
+	}
+	for _, r := range conf.Routes {
+		if want := fmt.Sprintf("%s dev %s proto static scope link metric %d", r.Destination, r.Interfaces[0], r.Metric); !strings.Contains(got, want) {
+			t.Errorf("the namespace's routes:\n%s\nwant %q", got, want)
+		}
+	}
+	apply(file)
+	if err != nil || res.Changed() {
+		t.Errorf("Apply again: %+v, %v; want nothing changed", res, err)
+	}
+	apply(nil)
+	if err != nil || strings.Contains(state(), "xfrm") {
+		t.Errorf("Apply of no file: %v; the namespace still holds:\n%s", err, state())
+	}
 }

@@ -341,7 +341,7 @@ func (a *Agent) read() (conf, secrets, rules []byte, err error) {
 
 // readOptional reads the file at path, nil when there is none.
 func readOptional(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a file of the mounted ConfigMap, named by the agent
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
