@@ -56,7 +56,7 @@ func TestValidatorCharonParity(t *testing.T) {
 	g := specGen{r: r, keywords: byKind(render.Keywords())}
 	c := topology.StartValidator(t)
 	ctx := context.Background()
-	accepted, reasons := 0, map[string]int{}
+	accepted, routeMode, reasons := 0, 0, map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -65,6 +65,9 @@ func TestValidatorCharonParity(t *testing.T) {
 			continue
 		}
 		accepted++
+		if files.XFRMInterfaces != nil {
+			routeMode++
+		}
 		doc, err := swanctl.Parse(files.SwanctlConf)
 		if err != nil {
 			t.Fatalf("spec %d: rendered swanctl.conf does not parse: %v", i, err)
@@ -101,7 +104,7 @@ func TestValidatorCharonParity(t *testing.T) {
 			_, _ = c.Call(ctx, "unload-conn", vicitest.Msg("name", conn.Name))
 		}
 	}
-	t.Logf("validator accepted %d of %d specs, all loaded by charon; refusals by first field: %v", accepted, n, reasons)
+	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon; refusals by first field: %v", accepted, n, routeMode, reasons)
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
@@ -250,6 +253,18 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 			Remote: gwv1alpha1.CIDR(g.prefix(clients, 16)),
 		})
 	}
+	// Route mode, for the parity of if_id_in and if_id_out: mostly
+	// 0.0.0.0/0 selectors, a route in the client range.
+	if g.chance(0.3) {
+		t.Mode = gwv1alpha1.TunnelModeRoute
+		if g.chance(0.7) {
+			t.TrafficSelectors = []gwv1alpha1.TrafficSelector{{Local: "0.0.0.0/0", Remote: "0.0.0.0/0"}}
+		}
+		t.Routes = []gwv1alpha1.CIDR{gwv1alpha1.CIDR(g.prefix(clients, 24))}
+		if g.chance(0.5) {
+			t.RouteMetric = ptr.To(int32(g.r.IntN(300)))
+		}
+	}
 	psk := make([]byte, g.r.IntN(48))
 	for j := range psk {
 		if g.chance(0.9) {
@@ -276,6 +291,10 @@ func (g specGen) input() render.Input {
 		t, psk := g.tunnel(i)
 		spec.Tunnels = append(spec.Tunnels, t)
 		in.PSKs[t.Name] = psk
+	}
+	// Mostly what route mode needs, so that some are accepted.
+	if slices.ContainsFunc(spec.Tunnels, func(t gwv1alpha1.Tunnel) bool { return t.Mode == gwv1alpha1.TunnelModeRoute }) && g.chance(0.9) {
+		spec.Mode, spec.DataPlane = gwv1alpha1.ModeRouted, ""
 	}
 	in.Spec = spec
 	return in
