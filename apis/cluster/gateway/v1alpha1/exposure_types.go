@@ -106,15 +106,15 @@ type HideNAT struct {
 	// the gateway's tenantSubnets. Traffic from other tenant subnets is not
 	// translated, and the tunnel does not carry it.
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=set
 	TenantSubnets []CIDR `json:"tenantSubnets"`
 
 	// RemoteSubnets the connections go to, each inside a remote traffic
 	// selector of the tunnel whose local subnet holds the presented
-	// addresses.
+	// addresses (checked when the configuration is rendered).
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=8
 	// +listType=set
 	RemoteSubnets []CIDR `json:"remoteSubnets"`
 
