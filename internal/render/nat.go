@@ -30,7 +30,8 @@ const clusterInterface = "eth0"
 // remote subnets is SNATed to the presented address (or pool), after the
 // reverse exposures, whose own SNAT a connection to a client address
 // through the gateway's port must keep; conntrack translates the replies
-// back.
+// back. The gateway's own packets (IKE to a peer whose address lies in a
+// remote subnet, say) keep their source: fib saddr type local.
 func natRules(in Input, c *checked) []byte {
 	var pre, post bytes.Buffer
 	for _, e := range in.Spec.Exposures {
@@ -62,7 +63,7 @@ func natRules(in Input, c *checked) []byte {
 
 	for _, h := range c.hides {
 		fmt.Fprintf(&post, "\t\t# hide NAT %s\n", h.path)
-		fmt.Fprintf(&post, "\t\tip saddr { %s } ip daddr { %s } snat to %s\n", prefixes(h.tenant), prefixes(h.remote), presented(h.presented))
+		fmt.Fprintf(&post, "\t\tfib saddr type != local ip saddr { %s } ip daddr { %s } snat to %s\n", prefixes(h.tenant), prefixes(h.remote), presented(h.presented))
 	}
 
 	var b bytes.Buffer
