@@ -408,7 +408,7 @@ func TestValidateHideNAT(t *testing.T) {
 		"PresentedOutsideLocal": {
 			reason: "An address of another tunnel's local subnet is not carried by this tunnel to the client subnet.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedAddress = addr("100.64.1.20") },
-			want: Errors{{path + ".presentedAddress", "100.64.1.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+			want:   Errors{{path + ".presentedAddress", "100.64.1.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
 		},
 		"PoolBeyondLocal": {
 			reason: "A pool larger than the local subnet is not carried whole.",
@@ -420,7 +420,7 @@ func TestValidateHideNAT(t *testing.T) {
 		"RemoteOfAnotherTunnel": {
 			reason: "A remote subnet the tunnel does not carry is refused.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].RemoteSubnets[0] = "192.168.2.0/24" },
-			want: Errors{{path + ".presentedAddress", "100.64.0.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.2.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+			want:   Errors{{path + ".presentedAddress", "100.64.0.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.2.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
 		},
 		"PresentedOverlapsTenant": {
 			reason: "A presented address among the tenant's real ones is refused, beside the local subnet's own overlap.",
