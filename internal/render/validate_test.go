@@ -358,14 +358,7 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := valid()
 			tc.mod(&in)
-			_, err := Render(in)
-			var got Errors
-			if err != nil && !errors.As(err, &got) {
-				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
-			}
+			wantErrors(t, tc.reason, in, tc.want)
 		})
 	}
 }
@@ -471,14 +464,21 @@ func TestValidateHideNAT(t *testing.T) {
 			in := valid()
 			in.Spec.Tunnels[0].HideNAT = []v1alpha1.HideNAT{rule("out", "10.244.0.0/16", "192.168.1.0/24", addr("100.64.0.20"), nil)}
 			tc.mod(&in)
-			_, err := Render(in)
-			var got Errors
-			if err != nil && !errors.As(err, &got) {
-				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
-			}
+			wantErrors(t, tc.reason, in, tc.want)
 		})
+	}
+}
+
+// wantErrors renders in and fails t unless Render returns exactly want
+// (nil: no error), saying reason.
+func wantErrors(t *testing.T, reason string, in Input, want Errors) {
+	t.Helper()
+	_, err := Render(in)
+	var got Errors
+	if err != nil && !errors.As(err, &got) {
+		t.Fatalf("%s\nRender() error %v is not Errors", reason, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s\nRender() errors: -want, +got:\n%s", reason, diff)
 	}
 }
