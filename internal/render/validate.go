@@ -420,11 +420,10 @@ func checkHideNAT(errs *Errors, in Input, tenant []netip.Prefix, pairs []pair) [
 			if !validName.MatchString(r.Name) || len(r.Name) > 63 {
 				errs.add(h.path+".name", "must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
 			}
-			ok := true
+			var ok bool
 			switch {
 			case (r.PresentedAddress == nil) == (r.PresentedPool == nil):
 				errs.add(h.path, "needs exactly one of presentedAddress or presentedPool")
-				ok = false
 			case r.PresentedAddress != nil:
 				a := ipv4(errs, h.path+".presentedAddress", string(*r.PresentedAddress))
 				ok = a.IsValid()
