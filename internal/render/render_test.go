@@ -54,6 +54,7 @@ func TestGolden(t *testing.T) {
 		"pairs-single-child":  "Several subnet pairs carried by one CHILD_SA.",
 		"ikev1":               "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
 		"nat-exposures":       "Mode nat with exposures (by address and by Service) and reverse exposures.",
+		"hide-nat":            "Mode nat with hide NAT (a presented address for one tenant subnet, a pool for another; a third, unlisted, untranslated) beside an exposure and a reverse exposure, whose SNAT comes first.",
 		"routed":              "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
 		"psk-special-chars":   "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
 		"libipsec":            "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",

@@ -37,9 +37,18 @@ func (p pair) path() string {
 type checked struct {
 	pairs   []pair
 	private netip.Addr
+	hides   []hide
 	// routes are the parsed routes of the route-mode tunnels, in spec
 	// order.
 	routes []route
+}
+
+// hide is one parsed hideNAT rule of a tunnel: connections from tenant to
+// remote get a source address of presented (one address: a /32).
+type hide struct {
+	path           string
+	tenant, remote []netip.Prefix
+	presented      netip.Prefix
 }
 
 // route is one parsed route of a route-mode tunnel.
@@ -149,6 +158,7 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 
 	checkRouted(&errs, in, c, tenant, own, route)
 	checkExposures(&errs, in, c.pairs)
+	c.hides = checkHideNAT(&errs, in, tenant, c.pairs)
 	return c, errs.err()
 }
 
@@ -536,4 +546,117 @@ func childRekeySeconds(lt v1alpha1.ChildLifetime) int64 {
 		return 10
 	}
 	return seconds(d)
+}
+
+// checkHideNAT checks the tunnels' hideNAT rules against the gateway's
+// tenant subnets and every tunnel's traffic selectors, and returns them
+// parsed, in the spec's order.
+func checkHideNAT(errs *Errors, in Input, tenant []netip.Prefix, pairs []pair) []hide { //nolint:gocyclo // one check per rule of a hideNAT, in its order
+	var out []hide
+	for _, t := range in.Spec.Tunnels {
+		for _, r := range t.HideNAT {
+			h := hide{path: fmt.Sprintf("tunnels[%s].hideNAT[%s]", t.Name, r.Name)}
+			if in.Spec.Mode == v1alpha1.ModeRouted {
+				errs.add(h.path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated")
+				continue
+			}
+			if !validName.MatchString(r.Name) || len(r.Name) > 63 {
+				errs.add(h.path+".name", "must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
+			}
+			var ok bool
+			switch {
+			case (r.PresentedAddress == nil) == (r.PresentedPool == nil):
+				errs.add(h.path, "needs exactly one of presentedAddress or presentedPool")
+			case r.PresentedAddress != nil:
+				a := ipv4(errs, h.path+".presentedAddress", string(*r.PresentedAddress))
+				ok = a.IsValid()
+				h.presented = netip.PrefixFrom(a, 32)
+			default:
+				h.presented, ok = cidr(errs, h.path+".presentedPool", string(*r.PresentedPool))
+			}
+			field, shown := h.path+".presentedAddress", h.presented.Addr().String()
+			if r.PresentedPool != nil {
+				field, shown = h.path+".presentedPool", h.presented.String()
+			}
+			for i, s := range r.TenantSubnets {
+				p, pok := cidr(errs, fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), string(s))
+				if !pok {
+					continue
+				}
+				if !within(tenant, p) {
+					errs.add(fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), "%s lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)", p)
+				}
+				h.tenant = append(h.tenant, p)
+			}
+			for i, s := range r.RemoteSubnets {
+				p, pok := cidr(errs, fmt.Sprintf("%s.remoteSubnets[%d]", h.path, i), string(s))
+				if !pok {
+					continue
+				}
+				if ok && !carriedNets(pairs, t.Name, h.presented, p) {
+					errs.add(field, "%s lies in no local subnet of a traffic selector of tunnel %s whose remote subnet holds %s (remoteSubnets[%d]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors", shown, t.Name, p, i)
+				}
+				h.remote = append(h.remote, p)
+			}
+			if len(h.tenant) == 0 {
+				errs.add(h.path+".tenantSubnets", "at least one tenant subnet is needed")
+			}
+			if len(h.remote) == 0 {
+				errs.add(h.path+".remoteSubnets", "at least one remote subnet is needed")
+			}
+			if !ok {
+				continue
+			}
+			for _, s := range tenant {
+				if h.presented.Overlaps(s) {
+					errs.add(field, "%s overlaps tenant subnet %s: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)", shown, s)
+				}
+			}
+			for _, p := range pairs {
+				if h.presented.Overlaps(p.remote) {
+					errs.add(field, "%s overlaps client subnet %s (%s.remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet", shown, p.remote, p.path())
+				}
+			}
+			for _, o := range out {
+				if overlapsAny(h.tenant, o.tenant) && overlapsAny(h.remote, o.remote) {
+					errs.add(h.path, "translates connections %s also translates (their tenantSubnets and remoteSubnets overlap): give each connection one rule", o.path)
+				}
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// within says whether p lies inside one of nets.
+func within(nets []netip.Prefix, p netip.Prefix) bool {
+	for _, n := range nets {
+		if n.Bits() <= p.Bits() && n.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapsAny says whether a network of a overlaps one of b.
+func overlapsAny(a, b []netip.Prefix) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Overlaps(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// carriedNets says whether a pair of tunnel carries traffic from every
+// address of src to every address of dst.
+func carriedNets(pairs []pair, tunnel string, src, dst netip.Prefix) bool {
+	for _, p := range pairs {
+		if p.tunnel == tunnel && within([]netip.Prefix{p.local}, src) && within([]netip.Prefix{p.remote}, dst) {
+			return true
+		}
+	}
+	return false
 }

@@ -142,7 +142,7 @@ func TestValidateRouteMode(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := routeBased()
 			tc.mod(&in)
-			renderErrors(t, tc.reason, in, tc.want)
+			wantErrors(t, tc.reason, in, tc.want)
 		})
 	}
 }

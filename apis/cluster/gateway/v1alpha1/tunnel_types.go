@@ -26,6 +26,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.mobike) || !self.mobike",message="MOBIKE is an IKEv2 extension: leave mobike out (or false) for ikeVersion 1"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.childSALayout) || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 1 || !has(self.dpd) || !has(self.dpd.timeout)",message="dpd.timeout is an IKEv1 setting: IKEv2 takes the retransmission timeouts instead, remove dpd.timeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.exists(ts, !isCIDR(ts.local) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || cidr(ts.local).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || cidr(ts.local).containsCIDR(cidr(h.presentedPool))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) lies in no local subnet of the tunnel's traffic selectors: the client knows the tenant side by those addresses and the tunnel carries no other; present an address of a local subnet"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.all(ts, !isCIDR(ts.remote) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || !cidr(ts.remote).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || !(cidr(ts.remote).containsCIDR(cidr(h.presentedPool)) || cidr(h.presentedPool).containsCIDR(cidr(ts.remote)))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) overlaps a remote traffic selector, a client subnet: the client would see its own addresses as the source; present addresses of the tunnel's local subnet"
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routes) || size(self.routes) == 0",fieldPath=".routes",message="routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes"
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'route' || (has(self.routes) && size(self.routes) > 0)",fieldPath=".routes",message="a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface"
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routeMetric)",fieldPath=".routeMetric",message="routeMetric is for mode route: set mode route, or remove routeMetric"
@@ -152,6 +154,19 @@ type Tunnel struct {
 	// +optional
 	// +kubebuilder:default=PerSubnetPair
 	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
+
+	// HideNAT translates the source of connections that tenant workloads
+	// open to client hosts through this tunnel (mode nat): traffic from a
+	// rule's tenantSubnets to its remoteSubnets leaves with a presented
+	// address of the tunnel's local traffic selector as its source, so that
+	// tenant workloads reach client addresses directly, without a reverse
+	// exposure per port. The first rule whose subnets match a connection
+	// applies; reverse exposures come before every rule.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	HideNAT []HideNAT `json:"hideNAT,omitempty"`
 
 	// Mode is policy (the default when left out) or route. In policy mode
 	// the traffic selectors decide what enters the tunnel (XFRM policies
