@@ -59,7 +59,7 @@ func TestValidatorCharonParity(t *testing.T) {
 	g := specGen{r: r, keywords: byKind(render.Keywords())}
 	c := topology.StartValidator(t)
 	ctx := context.Background()
-	accepted, nat, reasons := 0, 0, map[string]int{}
+	accepted, nat, routeMode, reasons := 0, 0, 0, map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -68,6 +68,9 @@ func TestValidatorCharonParity(t *testing.T) {
 			continue
 		}
 		accepted++
+		if files.XFRMInterfaces != nil {
+			routeMode++
+		}
 		doc, err := swanctl.Parse(files.SwanctlConf)
 		if err != nil {
 			t.Fatalf("spec %d: rendered swanctl.conf does not parse: %v", i, err)
@@ -111,7 +114,7 @@ func TestValidatorCharonParity(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("validator accepted %d of %d specs, all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, nat, reasons)
+	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, routeMode, nat, reasons)
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
@@ -273,6 +276,19 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 	if g.chance(0.3) {
 		t.HideNAT = []gwv1alpha1.HideNAT{g.hideNAT(t.TrafficSelectors)}
 	}
+	// Route mode, for the parity of if_id_in and if_id_out: mostly
+	// 0.0.0.0/0 selectors, a route in the client range.
+	if g.chance(0.3) {
+		t.Mode = gwv1alpha1.TunnelModeRoute
+		t.HideNAT = nil
+		if g.chance(0.7) {
+			t.TrafficSelectors = []gwv1alpha1.TrafficSelector{{Local: "0.0.0.0/0", Remote: "0.0.0.0/0"}}
+		}
+		t.Routes = []gwv1alpha1.CIDR{gwv1alpha1.CIDR(g.prefix(clients, 24))}
+		if g.chance(0.5) {
+			t.RouteMetric = ptr.To(int32(g.r.IntN(300)))
+		}
+	}
 	psk := make([]byte, g.r.IntN(48))
 	for j := range psk {
 		if g.chance(0.9) {
@@ -323,6 +339,10 @@ func (g specGen) input() render.Input {
 		t, psk := g.tunnel(i)
 		spec.Tunnels = append(spec.Tunnels, t)
 		in.PSKs[t.Name] = psk
+	}
+	// Mostly what route mode needs, so that some are accepted.
+	if slices.ContainsFunc(spec.Tunnels, func(t gwv1alpha1.Tunnel) bool { return t.Mode == gwv1alpha1.TunnelModeRoute }) && g.chance(0.9) {
+		spec.Mode, spec.DataPlane = gwv1alpha1.ModeRouted, ""
 	}
 	in.Spec = spec
 	return in
