@@ -38,10 +38,13 @@ import (
 func TestGatewayCertificate(t *testing.T) {
 	ctx := context.Background()
 	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
-	ns := "tenant-certs"
+	// Names of their own for each run (-count): envtest never finishes
+	// deleting a namespace.
+	run := nsSeq.Add(1)
+	ns, gwName, pcName := fmt.Sprintf("tenant-certs-%d", run), fmt.Sprintf("gw-certs-%d", run), fmt.Sprintf("certs-%d", run)
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	// A ProviderConfig of its own: TestGatewayLifecycle makes default.
-	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "certs"}, Spec: v1alpha1.ProviderConfigSpec{
+	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: pcName}, Spec: v1alpha1.ProviderConfigSpec{
 		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
 	}})
 	subject := pkix.Name{Country: []string{"DE"}, Organization: []string{"Example AG"}, CommonName: "gw.example.com"}
@@ -58,8 +61,8 @@ func TestGatewayCertificate(t *testing.T) {
 		LocalID:  &gwv1alpha1.Identity{DN: ptr.To("C=DE, O=Example AG, CN=gw.example.com")},
 		RemoteID: gwv1alpha1.Identity{DN: ptr.To("C=CH, O=Zürich Peer AG, CN=vpn.peer.example")},
 	}
-	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-certs"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
-	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: "certs"}
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: gwName}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: pcName}
 	create(t, gw)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
 
@@ -70,7 +73,7 @@ func TestGatewayCertificate(t *testing.T) {
 	put := func(o client.Object) {
 		t.Helper()
 		_ = kube.Delete(ctx, o.DeepCopyObject().(client.Object))
-		eventually(t, 10*time.Second, "the old object is gone", func() error {
+		eventually(t, 30*time.Second, "the old object is gone", func() error {
 			err := kube.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
 			if kerrors.IsNotFound(err) {
 				return nil
@@ -88,41 +91,41 @@ func TestGatewayCertificate(t *testing.T) {
 	}{{
 		reason: "No Secret: create it, with cert-manager named.",
 		setup:  func() {},
-		want:   "tunnels[branch-a].certificate.secretName: Secret tenant-certs/gw-tls does not exist: create it (a cert-manager Certificate with this secretName does) or fix secretName",
+		want:   "tunnels[branch-a].certificate.secretName: Secret "+ns+"/gw-tls does not exist: create it (a cert-manager Certificate with this secretName does) or fix secretName",
 	}, {
 		reason: "An Opaque Secret is not a TLS Secret.",
 		setup: func() {
 			put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw-tls"}, Type: corev1.SecretTypeOpaque,
 				Data: map[string][]byte{"tls.crt": good.Cert, "tls.key": good.Key}})
 		},
-		want: `tunnels[branch-a].certificate.secretName: Secret tenant-certs/gw-tls is of type "Opaque", not kubernetes.io/tls`,
+		want: "tunnels[branch-a].certificate.secretName: Secret " + ns + `/gw-tls is of type "Opaque", not kubernetes.io/tls`,
 	}, {
 		reason: "The CA ConfigMap is missing.",
 		setup:  func() { put(tlsSecret(good.Cert, good.Key)) },
-		want:   "tunnels[branch-a].certificate.peerCA: ConfigMap tenant-certs/peer-ca does not exist: create it with the peer's CA certificates or fix the name",
+		want:   "tunnels[branch-a].certificate.peerCA: ConfigMap " + ns + "/peer-ca does not exist: create it with the peer's CA certificates or fix the name",
 	}, {
 		reason: "The ConfigMap lacks ca.crt.",
 		setup: func() {
 			put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peer-ca"}, Data: map[string]string{"bundle.pem": string(peerCA.Cert)}})
 		},
-		want: `ConfigMap tenant-certs/peer-ca has no key "ca.crt" with the CA certificates that sign the peer's certificate: add it (PEM) or fix peerCA.key`,
+		want: "ConfigMap " + ns + `/peer-ca has no key "ca.crt" with the CA certificates that sign the peer's certificate: add it (PEM) or fix peerCA.key`,
 	}, {
 		reason: "A key that is not the certificate's.",
 		setup: func() {
 			put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "peer-ca"}, Data: map[string]string{"ca.crt": string(peerCA.Cert)}})
 			put(tlsSecret(good.Cert, other.Key))
 		},
-		want: "Secret tenant-certs/gw-tls key tls.key: the private key does not match the certificate in tls.crt",
+		want: "Secret " + ns + "/gw-tls key tls.key: the private key does not match the certificate in tls.crt",
 	}, {
 		reason: "An expired certificate, with its date.",
 		setup:  func() { put(tlsSecret(expired.Cert, expired.Key)) },
-		want:   "Secret tenant-certs/gw-tls key tls.crt: certificate 1 (C=DE, O=Example AG, CN=gw.example.com): expired at " + expired.Leaf.NotAfter.UTC().Format(time.RFC3339),
+		want:   "Secret " + ns + "/gw-tls key tls.crt: certificate 1 (C=DE, O=Example AG, CN=gw.example.com): expired at " + expired.Leaf.NotAfter.UTC().Format(time.RFC3339),
 	}}
 	// An edit of the Gateway retries at once: a Gateway that fails to
 	// render backs off (up to a minute), and its Secrets are not watched.
 	nudge := func(step int) {
 		t.Helper()
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		if err := getFresh(ctx, gw); err != nil {
 			t.Fatal(err)
 		}
 		meta := gw.DeepCopy()
@@ -134,8 +137,8 @@ func TestGatewayCertificate(t *testing.T) {
 	for i, s := range steps {
 		s.setup()
 		nudge(i)
-		eventually(t, 30*time.Second, fmt.Sprintf("step %d: %s", i, s.reason), func() error {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+		eventually(t, time.Minute, fmt.Sprintf("step %d: %s", i, s.reason), func() error {
+			if err := getFresh(ctx, gw); err != nil {
 				return err
 			}
 			c := condition(gw, gwv1alpha1.TypeConfigRendered)
@@ -148,17 +151,17 @@ func TestGatewayCertificate(t *testing.T) {
 			return nil
 		})
 		t.Logf("step %d: %s", i, condition(gw, gwv1alpha1.TypeConfigRendered).Message)
-		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: workload.NamesOf("gw-certs").Config}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: workload.NamesOf(gwName).Config}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
 			t.Errorf("step %d: a ConfigMap exists for a Gateway that never rendered (err %v)", i, err)
 		}
 	}
 
 	put(tlsSecret(good.Cert, good.Key))
 	nudge(len(steps))
-	names := workload.NamesOf("gw-certs")
+	names := workload.NamesOf(gwName)
 	cm, sec := &corev1.ConfigMap{}, &corev1.Secret{}
-	eventually(t, 30*time.Second, "the Gateway renders once its Secrets are right", func() error {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+	eventually(t, time.Minute, "the Gateway renders once its Secrets are right", func() error {
+		if err := getFresh(ctx, gw); err != nil {
 			return err
 		}
 		if c := condition(gw, gwv1alpha1.TypeConfigRendered); c.Status != corev1.ConditionTrue {
@@ -208,4 +211,16 @@ func TestGatewayCertificate(t *testing.T) {
 	if len(logs.String()) == 0 {
 		t.Errorf("the provider logged nothing: the log check proves nothing")
 	}
+}
+
+// getFresh reads gw from the API server into a new object and copies it
+// over gw: decoding into the old one would keep fields the new answer
+// leaves out (a condition's empty message).
+func getFresh(ctx context.Context, gw *gwv1alpha1.Gateway) error {
+	got := &gwv1alpha1.Gateway{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), got); err != nil {
+		return err
+	}
+	*gw = *got
+	return nil
 }
