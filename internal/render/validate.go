@@ -40,8 +40,8 @@ type checked struct {
 	// ids are the local and remote identities of each certificate
 	// tunnel, by name, as swanctl's id takes them; local is "" when
 	// certificate.localId is not given (the certificate's subject).
-	ids map[string][2]string
-	hides   []hide
+	ids   map[string][2]string
+	hides []hide
 	// routes are the parsed routes of the route-mode tunnels, in spec
 	// order.
 	routes []route

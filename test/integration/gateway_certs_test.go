@@ -91,7 +91,7 @@ func TestGatewayCertificate(t *testing.T) {
 	}{{
 		reason: "No Secret: create it, with cert-manager named.",
 		setup:  func() {},
-		want:   "tunnels[branch-a].certificate.secretName: Secret "+ns+"/gw-tls does not exist: create it (a cert-manager Certificate with this secretName does) or fix secretName",
+		want:   "tunnels[branch-a].certificate.secretName: Secret " + ns + "/gw-tls does not exist: create it (a cert-manager Certificate with this secretName does) or fix secretName",
 	}, {
 		reason: "An Opaque Secret is not a TLS Secret.",
 		setup: func() {
