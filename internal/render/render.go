@@ -25,6 +25,9 @@ type Input struct {
 	Spec v1alpha1.GatewayParameters
 	// PSKs holds each tunnel's pre-shared key, raw bytes, by tunnel name.
 	PSKs map[string][]byte
+	// Certs holds the X.509 material of each tunnel with a certificate,
+	// by tunnel name (ParseTunnelCert).
+	Certs map[string]*TunnelCert
 	// ServiceAddresses holds the cluster IP of each exposure's
 	// target.serviceName, by exposure name.
 	ServiceAddresses map[string]string
@@ -36,7 +39,13 @@ type Files struct {
 	// and goes into a ConfigMap.
 	SwanctlConf []byte
 	// Secrets is a swanctl.conf fragment with the secrets section: the PSKs,
-	// hex-encoded. It goes into a Secret.
+	// hex-encoded, and the private keys of certificate tunnels
+	// (private-<tunnel>: type, hex DER data); with certificate tunnels also
+	// a certs section holding, hex DER, the peer CA certificates
+	// swanctl.conf names (cacert-<tunnel>-<i>), the gateway's certificates
+	// (cert-<tunnel>) and their intermediates (chain-<tunnel>-<i>), the
+	// contents of swanctl's x509ca and x509 directories. It goes into a
+	// Secret.
 	Secrets []byte
 	// NATRules is an nftables script that atomically replaces the table
 	// ipsecgw; in mode routed the table is empty.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -33,6 +34,10 @@ func goldenInput(t *testing.T, name string) Input {
 		t.Fatalf("%s/gateway.yaml: %v", name, err)
 	}
 	for _, tn := range in.Spec.Tunnels {
+		if tn.Certificate != nil {
+			in.Certs = goldenCerts(t, name, in.Certs, tn.Name)
+			continue
+		}
 		in.PSKs[tn.Name] = []byte("psk-" + tn.Name)
 	}
 	for i, e := range in.Spec.Exposures {
@@ -41,6 +46,29 @@ func goldenInput(t *testing.T, name string) Input {
 		}
 	}
 	return in
+}
+
+// goldenCerts adds to certs (made when nil) the material of certificate
+// tunnel tunnel from testdata/<name>/: tls.crt, tls.key and ca.crt, test
+// certificates valid from 2026 to 2126.
+func goldenCerts(t *testing.T, name string, certs map[string]*TunnelCert, tunnel string) map[string]*TunnelCert {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tc, err := ParseTunnelCert(read(KeyTLSCert), read(KeyTLSKey), read("ca.crt"), "ca.crt", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certs == nil {
+		certs = map[string]*TunnelCert{}
+	}
+	certs[tunnel] = tc
+	return certs
 }
 
 // TestGolden renders representative gateways and compares every file with
@@ -58,6 +86,7 @@ func TestGolden(t *testing.T) {
 		"routed":              "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
 		"psk-special-chars":   "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
 		"libipsec":            "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
+		"cert-tunnel":         "Certificate tunnels: DN identities (several RDNs, non-ASCII, escaped ',' and '+') rendered as asn1dn DER, FQDN and email identities, the certificate's subject by default, beside a PSK tunnel; the key and certificates only in secrets.conf.",
 		"replicas-2":          "Active/standby, mobike left out: mobike = no and local_addrs the private address, so that no IKE SA of a pod that lost the address can move to another interface.",
 		"route-active-backup": "Two route-mode tunnels to a cloud VPN's two endpoints with identical 0.0.0.0/0 selectors: if_id_in/if_id_out per tunnel, an XFRM interface each, the same routes with metrics 100 (active) and 200 (backup).",
 		"route-ecmp":          "The same two tunnels with equal metrics: one multipath route per destination with a next hop per interface.",

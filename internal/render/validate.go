@@ -37,7 +37,11 @@ func (p pair) path() string {
 type checked struct {
 	pairs   []pair
 	private netip.Addr
-	hides   []hide
+	// ids are the local and remote identities of each certificate
+	// tunnel, by name, as swanctl's id takes them; local is "" when
+	// certificate.localId is not given (the certificate's subject).
+	ids   map[string][2]string
+	hides []hide
 	// routes are the parsed routes of the route-mode tunnels, in spec
 	// order.
 	routes []route
@@ -68,7 +72,7 @@ func (r route) path() string {
 // found as Errors.
 func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per part of the spec, in its order
 	var errs Errors
-	c := &checked{}
+	c := &checked{ids: map[string][2]string{}}
 	s := in.Spec
 
 	c.private = ipv4(&errs, "endpoint.privateAddress", string(s.Endpoint.PrivateAddress))
@@ -119,10 +123,14 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 		if route[t.Name] {
 			c.routes = append(c.routes, checkRoutes(&errs, t, path, pairs)...)
 		}
-		peer := t.Peer.Address + " " + peerID(t)
+		if t.Certificate != nil {
+			local, remote := checkCert(&errs, path, t, in.Certs[t.Name])
+			c.ids[t.Name] = [2]string{local, remote}
+		}
+		peer := t.Peer.Address + " " + c.remoteID(t)
 		if other, dup := peers[peer]; dup {
 			errs.add(path+".peer", "tunnel %s already connects to %s with identity %s: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel",
-				other, t.Peer.Address, peerID(t))
+				other, t.Peer.Address, c.remoteID(t))
 		} else {
 			peers[peer] = t.Name
 		}
@@ -209,7 +217,12 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if len(t.ESPProposals) == 0 {
 		errs.add(path+".espProposals", "at least one ESP proposal is needed")
 	}
-	checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
+	switch {
+	case t.Certificate != nil && t.PreSharedKeySecretRef != nil:
+		errs.add(path, "give exactly one of preSharedKeySecretRef (a pre-shared key) and certificate (X.509 certificates)")
+	case t.Certificate == nil:
+		checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
+	}
 	if len(t.TrafficSelectors) == 0 {
 		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
 	}
@@ -492,6 +505,14 @@ func carried(pairs []pair, src, dst netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// remoteID is the identity tunnel t's peer presents, as rendered.
+func (c *checked) remoteID(t v1alpha1.Tunnel) string {
+	if t.Certificate != nil {
+		return c.ids[t.Name][1]
+	}
+	return peerID(t)
 }
 
 func peerID(t v1alpha1.Tunnel) string {

@@ -241,8 +241,10 @@ func TestValidateExamples(t *testing.T) {
 }
 
 // minimalClaim is an IPsecGateway with only what admission needs: the
-// required fields, and endpoint.floatingNetworkId because the endpoint
-// needs exactly one of floatingIP or floatingNetworkId.
+// required fields, endpoint.floatingNetworkId because the endpoint
+// needs exactly one of floatingIP or floatingNetworkId, and a tunnel's
+// preSharedKeySecretRef because it needs exactly one of a PSK and a
+// certificate.
 const minimalClaim = `
 apiVersion: vpn.ipsecgw.io/v1alpha1
 kind: IPsecGateway
@@ -281,7 +283,8 @@ func TestValidateClaimVariants(t *testing.T) {
 	}
 	claim, _ := parseMinimalClaim(t)
 	spec := s.Properties["spec"]
-	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId"}, variants.Optional(&spec, claim["spec"])); diff != "" {
+	// A tunnel needs exactly one of a PSK and a certificate: the PSK.
+	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId", "tunnels[*].preSharedKeySecretRef"}, variants.Optional(&spec, claim["spec"])); diff != "" {
 		t.Errorf("the minimal claim sets optional fields beyond the one it needs: -want, +got:\n%s", diff)
 	}
 	vs, absent, err := variants.Of(s, claim, "spec")

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
@@ -56,10 +56,10 @@ func TestValidatorCharonParity(t *testing.T) {
 	}
 	t.Logf("%d specs from PARITY_SEED=%d", n, seed)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	g := specGen{r: r, keywords: byKind(render.Keywords())}
+	g := specGen{r: r, keywords: byKind(render.Keywords()), cert: goldenTunnelCert(t)}
 	c := topology.StartValidator(t)
 	ctx := context.Background()
-	accepted, nat, routeMode, reasons := 0, 0, 0, map[string]int{}
+	accepted, certTunnels, nat, routeMode, reasons := 0, 0, 0, 0, map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -71,29 +71,31 @@ func TestValidatorCharonParity(t *testing.T) {
 		if files.XFRMInterfaces != nil {
 			routeMode++
 		}
-		doc, err := swanctl.Parse(files.SwanctlConf)
+		// Converted as the agent converts them: certificate tunnels'
+		// CAs inside load-conn, their keys and certificates apart.
+		set, err := apply.Convert(files.SwanctlConf, files.Secrets)
 		if err != nil {
-			t.Fatalf("spec %d: rendered swanctl.conf does not parse: %v", i, err)
+			t.Fatalf("spec %d: the rendered files do not convert: %v", i, err)
 		}
-		conns, err := swanctl.LoadConns(doc)
-		if err != nil {
-			t.Fatalf("spec %d: %v", i, err)
-		}
+		conns := set.Conns
+		certTunnels += len(set.Keys)
 		var refused []string
+		for _, k := range set.Keys {
+			if _, err := c.Call(ctx, "load-key", k.Message); err != nil {
+				refused = append(refused, fmt.Sprintf("key %s: %v", k.ID, err))
+			}
+		}
+		for _, crt := range set.Certs {
+			if _, err := c.Call(ctx, "load-cert", crt.Message); err != nil {
+				refused = append(refused, fmt.Sprintf("certificate %s: %v", crt.Name, err))
+			}
+		}
 		for _, conn := range conns {
 			if _, err := c.Call(ctx, "load-conn", conn.Message); err != nil {
 				refused = append(refused, fmt.Sprintf("connection %s: %v", conn.Name, err))
 			}
 		}
-		sdoc, err := swanctl.Parse(files.Secrets)
-		if err != nil {
-			t.Fatalf("spec %d: rendered secrets.conf does not parse: %v", i, err)
-		}
-		shared, err := swanctl.LoadShared(sdoc)
-		if err != nil {
-			t.Fatalf("spec %d: %v", i, err)
-		}
-		for _, s := range shared {
+		for _, s := range set.Shared {
 			if _, err := c.Call(ctx, "load-shared", s.Message); err != nil {
 				refused = append(refused, fmt.Sprintf("secret %s: %v", s.ID, err))
 			}
@@ -115,6 +117,10 @@ func TestValidatorCharonParity(t *testing.T) {
 		}
 	}
 	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, routeMode, nat, reasons)
+	t.Logf("%d certificate tunnels among the accepted specs", certTunnels)
+	if certTunnels == 0 {
+		t.Errorf("no accepted spec has a certificate tunnel: the generator tests none")
+	}
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
@@ -170,6 +176,26 @@ func byKind(kw map[string]string) map[string][]string {
 type specGen struct {
 	r        *rand.Rand
 	keywords map[string][]string
+	// cert is the material of every certificate tunnel.
+	cert *render.TunnelCert
+}
+
+// goldenTunnelCert is the render golden cert-tunnel's certificate, key and
+// peer CA (valid from 2026 to 2126), parsed.
+func goldenTunnelCert(t *testing.T) *render.TunnelCert {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join(goldenDir, "cert-tunnel", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tc, err := render.ParseTunnelCert(read(render.KeyTLSCert), read(render.KeyTLSKey), read("ca.crt"), "ca.crt", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 func (g specGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -238,7 +264,7 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 		Name: fmt.Sprintf("t%d", i), Peer: gwv1alpha1.Peer{Address: fmt.Sprintf("198.51.100.%d", i+1)},
 		IKEVersion: 2, StartAction: g.pick("", "start", "trap", "respond"), Unique: g.pick("", "no", "replace", "keep"),
 		Fragmentation: g.pick("", "yes", "accept", "force", "no"), ForceEncapsulation: g.chance(0.3),
-		PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
+		PreSharedKeySecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
 	}
 	if g.chance(0.3) {
 		t.IKEVersion = 1
@@ -300,6 +326,26 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 	return t, psk
 }
 
+// certificate is a random certificate section for g.cert (the render
+// golden cert-tunnel's material): each kind of identity, the
+// certificate's subject typed or left out, DNs with escapes.
+func (g specGen) certificate() *gwv1alpha1.CertificateAuth {
+	ids := []gwv1alpha1.Identity{
+		{DN: ptr.To(`C=CH, O=Zürich Peer AG, OU=Net\, Ops, CN=vpn.peer.example`)},
+		{DN: ptr.To(`DC=example, DC=com, UID=peer\+1, E=vpn@peer.example`)},
+		{FQDN: ptr.To("vpn.peer.example")},
+		{Email: ptr.To("vpn@peer.example")},
+	}
+	c := &gwv1alpha1.CertificateAuth{SecretName: "gw-tls", PeerCA: gwv1alpha1.CARef{SecretName: ptr.To("peer-ca")}, RemoteID: ids[g.r.IntN(len(ids))]}
+	switch g.r.IntN(3) {
+	case 0:
+		c.LocalID = &gwv1alpha1.Identity{DN: ptr.To(`C=DE, L=Köln, O=Example AG, OU=VPN\, Site A, CN=gw.example.com`)}
+	case 1:
+		c.LocalID = &gwv1alpha1.Identity{FQDN: ptr.To("gw.example.com")}
+	}
+	return c
+}
+
 // hideNAT is a random hide NAT rule, usually presenting addresses of the
 // local subnet of one of pairs towards its remote subnet.
 func (g specGen) hideNAT(pairs []gwv1alpha1.TrafficSelector) gwv1alpha1.HideNAT {
@@ -324,7 +370,7 @@ func (g specGen) hideNAT(pairs []gwv1alpha1.TrafficSelector) gwv1alpha1.HideNAT 
 	return h
 }
 
-// input is one random spec with its PSKs.
+// input is one random spec with its PSKs and certificates.
 func (g specGen) input() render.Input {
 	spec := gatewaySpec("tenant-parity")
 	spec.Exposures = nil
@@ -333,10 +379,16 @@ func (g specGen) input() render.Input {
 	if g.chance(0.3) {
 		spec.Mode = gwv1alpha1.ModeRouted
 	}
-	in := render.Input{PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
+	in := render.Input{PSKs: map[string][]byte{}, Certs: map[string]*render.TunnelCert{}, ServiceAddresses: map[string]string{}}
 	spec.Tunnels = nil
 	for i := range 1 + g.r.IntN(3) {
 		t, psk := g.tunnel(i)
+		if g.chance(0.25) {
+			t.Peer.ID = ""
+			t.PreSharedKeySecretRef = nil
+			t.Certificate = g.certificate()
+			in.Certs[t.Name] = g.cert
+		}
 		spec.Tunnels = append(spec.Tunnels, t)
 		in.PSKs[t.Name] = psk
 	}

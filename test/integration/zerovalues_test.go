@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -33,9 +34,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/test/topology"
 	"github.com/ipsecgw/provider-ipsec/test/variants"
 )
 
@@ -149,7 +152,7 @@ func minimalObjects(fx *fixtures) []minimal {
 				ikeProposals: [aes256-sha256-modp2048], espProposals: [aes256gcm16],
 				preSharedKeySecretRef: {name: zero-psk, key: psk},
 				trafficSelectors: [{local: 100.64.0.0/24, remote: 192.168.10.0/24}]}]}}}`, fx.ProviderConfig, fx.Namespace),
-		optional: pcRef,
+		optional: with(pcRef, "forProvider.tunnels[*].preSharedKeySecretRef", "a tunnel needs exactly one of a PSK and a certificate"),
 	}}
 }
 
@@ -746,12 +749,17 @@ func gatewayFixtures(t *testing.T, ns string, objs []underTest) {
 	ctx := context.Background()
 	secrets := map[string]map[string]string{}
 	services := map[string]bool{}
+	var certs []map[string]any
 	for _, u := range objs {
 		if u.obj.GetKind() != "Gateway" {
 			continue
 		}
 		tunnels, _, _ := unstructured.NestedSlice(u.obj.Object, "spec", "forProvider", "tunnels")
 		for _, tn := range tunnels {
+			if c, ok := tn.(map[string]any)["certificate"].(map[string]any); ok {
+				certs = append(certs, c)
+				continue
+			}
 			ref := tn.(map[string]any)["preSharedKeySecretRef"].(map[string]any)
 			name := ref["name"].(string)
 			if secrets[name] == nil {
@@ -770,6 +778,7 @@ func gatewayFixtures(t *testing.T, ns string, objs []underTest) {
 	for name, data := range secrets {
 		objsToMake = append(objsToMake, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data})
 	}
+	objsToMake = append(objsToMake, certFixtures(t, ns, certs)...)
 	for name := range services {
 		objsToMake = append(objsToMake, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8443}}}})
@@ -780,6 +789,42 @@ func gatewayFixtures(t *testing.T, ns string, objs []underTest) {
 			_ = kube.Delete(ctx, o)
 		}
 	})
+}
+
+// certFixtures returns the Secrets and ConfigMaps the certificate
+// sections certs name: a kubernetes.io/tls Secret with a certificate of a
+// test CA (the tunnels take its subject as their identity) and the CA's
+// certificate under each peerCA's key.
+func certFixtures(t *testing.T, ns string, certs []map[string]any) []client.Object {
+	t.Helper()
+	if len(certs) == 0 {
+		return nil
+	}
+	ca := topology.NewCA(t, pkix.Name{CommonName: "zero-values CA"})
+	is := ca.Issue(t, pkix.Name{CommonName: "zero-values gateway"}, nil, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), topology.SEC1)
+	made := map[string]bool{}
+	var out []client.Object
+	for _, c := range certs {
+		if name := c["secretName"].(string); !made["Secret "+name] {
+			made["Secret "+name] = true
+			out = append(out, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{"tls.crt": is.Cert, "tls.key": is.Key}})
+		}
+		ref := c["peerCA"].(map[string]any)
+		key, _ := ref["key"].(string)
+		if key == "" {
+			key = gwv1alpha1.DefaultCAKey
+		}
+		if name, ok := ref["secretName"].(string); ok && !made["Secret "+name] {
+			made["Secret "+name] = true
+			out = append(out, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{key: ca.Cert}})
+		}
+		if name, ok := ref["configMapName"].(string); ok && !made["ConfigMap "+name] {
+			made["ConfigMap "+name] = true
+			out = append(out, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{key: string(ca.Cert)}})
+		}
+	}
+	return out
 }
 
 func isGateway(gk schema.GroupKind) bool { return gk.Kind == "Gateway" || gk.Kind == "ProviderConfig" }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -126,8 +127,19 @@ func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
 // its files. It returns the condition reason that fits the error.
 func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Files, xpv2.ConditionReason, error) {
 	p := gw.Spec.ForProvider
-	in := render.Input{Spec: p, PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
+	in := render.Input{Spec: p, PSKs: map[string][]byte{}, Certs: map[string]*render.TunnelCert{}, ServiceAddresses: map[string]string{}}
 	for _, t := range p.Tunnels {
+		if t.Certificate != nil {
+			tc, err := tunnelCert(ctx, e.kube, p.Namespace, t, time.Now())
+			if err != nil {
+				return nil, v1alpha1.ReasonInvalidCertificate, err
+			}
+			in.Certs[t.Name] = tc
+			continue
+		}
+		if t.PreSharedKeySecretRef == nil {
+			continue // Render names the missing field.
+		}
 		psk, err := clients.SecretKey(ctx, e.kube, *t.PreSharedKeySecretRef.ToSecretKeySelector(p.Namespace), "pre-shared key of tunnel "+t.Name)
 		if err != nil {
 			return nil, v1alpha1.ReasonMissingSecret, err

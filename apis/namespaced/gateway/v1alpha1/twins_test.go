@@ -20,7 +20,7 @@ func TestTwin(t *testing.T) {
 		Spec: GatewaySpec{ForProvider: cluster.GatewayConfig{
 			Active: ptr.To(true), Mode: cluster.ModeNAT, TenantSubnets: []cluster.CIDR{"10.96.0.0/12"},
 			Endpoint: cluster.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1", MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
-			Tunnels:  []cluster.Tunnel{{Name: "branch", PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "psk"}, Key: "psk"}}},
+			Tunnels:  []cluster.Tunnel{{Name: "branch", PreSharedKeySecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "psk"}, Key: "psk"}}},
 		}},
 		Status: GatewayStatus{
 			ManagedResourceStatus: xpv2.ManagedResourceStatus{ConditionedStatus: xpv2.ConditionedStatus{Conditions: []xpv2.Condition{xpv2.Available()}}},
