@@ -47,9 +47,37 @@ type Files struct {
 	// Libipsec it loads kernel-libipsec before kernel-netlink.
 	StrongSwanConf []byte
 	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there is
-	// one, StrongSwanConf. Secrets are left out so that the hash, which is
-	// shown in status, reveals nothing about a PSK.
+	// one, StrongSwanConf (ConfigHash): the whole rendered configuration,
+	// shown in status. Secrets are left out so that the hash reveals
+	// nothing about a PSK.
 	Hash string
+	// StartHash is the hex SHA-256 of what charon reads only when it starts
+	// (StartHash): the StrongSwanConf fragment. The pod template carries it,
+	// so that a change of it, and only of it among the files, replaces the
+	// gateway pod; the agent reloads the rest live.
+	StartHash string
+}
+
+// ConfigHash returns Files.Hash of the rendered files swanctlConf,
+// natRules and strongSwanConf (empty when there is none), so that the
+// agent can tell which rendering it loaded from the files alone.
+func ConfigHash(swanctlConf, natRules, strongSwanConf []byte) string {
+	h := sha256.New()
+	h.Write(swanctlConf)
+	h.Write([]byte{0})
+	h.Write(natRules)
+	if len(strongSwanConf) > 0 {
+		h.Write([]byte{0})
+		h.Write(strongSwanConf)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// StartHash returns Files.StartHash of the rendered strongswan.conf
+// fragment strongSwanConf (empty when there is none).
+func StartHash(strongSwanConf []byte) string {
+	sum := sha256.Sum256(strongSwanConf)
+	return hex.EncodeToString(sum[:])
 }
 
 // Render validates in and renders it. It returns Errors listing every
@@ -67,14 +95,7 @@ func Render(in Input) (*Files, error) {
 	if f.Secrets, err = secrets.Format(); err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	h.Write(f.SwanctlConf)
-	h.Write([]byte{0})
-	h.Write(f.NATRules)
-	if f.StrongSwanConf != nil {
-		h.Write([]byte{0})
-		h.Write(f.StrongSwanConf)
-	}
-	f.Hash = hex.EncodeToString(h.Sum(nil))
+	f.Hash = ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf)
+	f.StartHash = StartHash(f.StrongSwanConf)
 	return f, nil
 }

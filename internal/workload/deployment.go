@@ -39,9 +39,12 @@ func pods(gw *v1alpha1.Gateway) int32 {
 
 // deployment runs the gateway pod: charon in container strongswan and the
 // agent in container agent, sharing charon's VICI socket. Recreate, so two
-// pods never hold the port's address at once; the config hash annotation
-// records which configuration the pod template was made for, the network
-// hash which network attachment (networkHash). The init
+// pods never hold the port's address at once; the start hash annotation
+// records which start-time configuration (the strongswan.conf fragment) the
+// pod template was made for, the network hash which network attachment
+// (networkHash): a change of either replaces the pod, while the rest of
+// the configuration reaches the running pod through the ConfigMap and
+// Secret, which its agent watches and loads live. The init
 // container sets up the pod's routing (networkInit); the data plane adds
 // to the strongswan container only (dataPlane).
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
@@ -85,7 +88,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      Labels(gw.Name),
-					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationHash: f.Hash, AnnotationNetworkHash: networkHash},
+					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationStartHash: f.StartHash, AnnotationNetworkHash: networkHash},
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: n.Gateway,

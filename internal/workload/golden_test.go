@@ -18,7 +18,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json from the code")
 // TestGoldenObjects compares every object of a gateway with the JSON in
 // testdata: replicas-1.json was written before replicas existed, so a
 // Gateway with replicas 1 or none renders byte for byte as before (no
-// pod restarts on upgrade); replicas-2.json is the active/standby pair.
+// pod restarts on upgrade), except for the pod template's start hash
+// annotation, which replaced the config hash (a Deployment made before
+// keeps its config hash: the Gateway controller carries it forward);
+// replicas-2.json is the active/standby pair.
 func TestGoldenObjects(t *testing.T) {
 	cases := map[string]struct {
 		reason   string

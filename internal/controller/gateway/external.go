@@ -76,6 +76,9 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 
+	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
 	setReadiness(gw, dep)
 	var ts []v1alpha1.TunnelStatus
@@ -153,8 +156,8 @@ func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Fi
 
 // drift compares each desired object with the cluster's and describes the
 // first difference, or returns "" when all match. It compares what the
-// provider owns: the configuration's data, the Deployment's config hash,
-// replicas and images, and the existence of every other object.
+// provider owns: the configuration's data, the Deployment's pod template
+// hashes, replicas and images, and the existence of every other object.
 func (e *external) drift(ctx context.Context) (string, error) {
 	for _, want := range e.objects {
 		got, err := e.get(ctx, want)
@@ -221,17 +224,21 @@ func deploymentDiffers(w, g *appsv1.Deployment) string {
 	switch {
 	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
 		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+	case w.Spec.Template.Annotations[workload.AnnotationStartHash] != g.Spec.Template.Annotations[workload.AnnotationStartHash]:
+		return "the pod template is for another start-time configuration"
 	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-		return "the pod template is for another configuration"
+		// Only a legacy template keeps it (keepLegacyTemplate).
+		return "the pod template carries another provider's config hash"
 	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
 		return "the pod template is for another network attachment"
+	case w.Annotations[workload.AnnotationStartHash] != g.Annotations[workload.AnnotationStartHash]:
+		// What a kept legacy template started with (keepLegacyTemplate).
+		return "the Deployment does not say which start-time configuration its pod template runs"
 	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
 		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
 	}
-	for i, c := range w.Spec.Template.Spec.Containers {
-		if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
-			return "container images differ"
-		}
+	if !sameImages(w, g) {
+		return "container images differ"
 	}
 	return ""
 }
