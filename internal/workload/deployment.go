@@ -2,6 +2,8 @@ package workload
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,6 +114,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 							Args: []string{
 								"--config-dir=" + ConfigDir, "--secrets-dir=" + SecretsDir,
 								"--vici-socket=" + RunDir + "/charon.vici", "--status-configmap=" + n.Status,
+								flagConfigMap + n.Config, flagSecret + n.Secrets,
 							},
 							Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
@@ -152,6 +155,35 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 		activeStandby(gw, n, &d.Spec)
 	}
 	return d
+}
+
+// Flags of the agent that providers before AnnotationStartHash did not
+// give it: with them it watches its ConfigMap and Secret through the API
+// server (see LegacyTemplate).
+const (
+	flagConfigMap = "--config-configmap="
+	flagSecret    = "--secret="
+)
+
+// LegacyTemplate turns the pod template of d, a gateway Deployment as
+// Objects renders it, into the one providers before AnnotationStartHash
+// rendered for the same Gateway, with hash, the live template's
+// AnnotationHash, in place of the start hash, and the agent without the
+// flags that make it watch its configuration through the API server (it
+// then reads the mounted files, as the older agent image did). The Gateway
+// controller applies it to a Deployment the older provider made whose pod
+// need not be replaced, so that a provider upgrade changes nothing in its
+// pod template (testdata/legacy-*.json are the older provider's goldens).
+func LegacyTemplate(d *appsv1.Deployment, hash string) {
+	a := d.Spec.Template.Annotations
+	delete(a, AnnotationStartHash)
+	a[AnnotationHash] = hash
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		c.Args = slices.DeleteFunc(c.Args, func(arg string) bool {
+			return strings.HasPrefix(arg, flagConfigMap) || strings.HasPrefix(arg, flagSecret)
+		})
+	}
 }
 
 // Agent flags and the downward API's environment of active/standby pods

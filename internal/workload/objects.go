@@ -70,10 +70,14 @@ const (
 	KeyTunnels = "tunnels.json"
 	// KeyLeader is the status ConfigMap's key of an active/standby
 	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
-	KeyLeader  = "leader.json"
-	ConfigDir  = "/etc/ipsecgw/config"
-	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
-	RunDir     = "/var/run/charon"
+	KeyLeader = "leader.json"
+	// KeyConfigHash is the status ConfigMap's key of the configuration the
+	// agent last loaded into charon: its render.ConfigHash, the hex the
+	// provider shows as status.atProvider.configHash for what it rendered.
+	KeyConfigHash = "config-hash"
+	ConfigDir     = "/etc/ipsecgw/config"
+	SecretsDir    = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
+	RunDir        = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
 	// fragment, as dataplane.conf, in place of the gateway image's own
 	// (data plane KernelXFRM): the image's strongswan.conf includes

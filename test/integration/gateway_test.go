@@ -623,9 +623,9 @@ func objectName(names workload.Names, o client.Object) string {
 // it over, and through a tunnel edit, which reaches the ConfigMap only. A
 // change the pod reads at start (the data plane's strongswan.conf fragment)
 // replaces the pod anyway, and the template then takes the new form. The
-// older provider's objects are this provider's with the pod template's
-// annotations as it wrote them: its rendering differed in nothing else
-// (internal/workload's goldens).
+// older provider's objects are this provider's with the pod template as it
+// rendered it (workload.LegacyTemplate, proven byte for byte against the
+// older provider's goldens in internal/workload).
 func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	ctx := context.Background()
 	ns := "tenant-upgrade"
@@ -655,9 +655,7 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: names.Gateway}
 	for _, o := range objs {
 		if d, ok := o.(*appsv1.Deployment); ok {
-			a := d.Spec.Template.Annotations
-			delete(a, workload.AnnotationStartHash)
-			a[workload.AnnotationHash] = f.Hash
+			workload.LegacyTemplate(d, f.Hash)
 		}
 		//nolint:staticcheck // as the provider applies them
 		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("provider-ipsec"), client.ForceOwnership); err != nil {

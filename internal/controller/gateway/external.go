@@ -82,9 +82,12 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
 	setReadiness(gw, dep)
 	var ts []v1alpha1.TunnelStatus
+	gw.Status.AtProvider.LoadedConfigHash = ""
 	if dep.Status.ReadyReplicas == 0 {
 		ts = idle(gw)
 	} else if ts, err = e.tunnels(ctx, gw); err != nil {
+		return managed.ExternalObservation{}, err
+	} else if gw.Status.AtProvider.LoadedConfigHash, err = e.loadedHash(ctx, gw); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {

@@ -15,10 +15,12 @@ import (
 // keepLegacyTemplate makes the desired gateway Deployment of e.objects keep
 // the pod template annotations of live, the cluster's Deployment, when a
 // provider before start hashes made it and its pod need not be replaced:
-// then the desired template carries live's workload.AnnotationHash, value
-// unchanged, and no workload.AnnotationStartHash, so that applying it
-// changes nothing in the pod template and a provider upgrade replaces no
-// gateway pod (with replicas 1 that would be an outage). Dropping the
+// then the desired template is the one that provider rendered
+// (workload.LegacyTemplate: live's workload.AnnotationHash, value
+// unchanged, no workload.AnnotationStartHash, the agent reading its
+// mounted files), so that applying it changes nothing in the pod template
+// and a provider upgrade replaces no gateway pod (with replicas 1 that
+// would be an outage). Dropping the
 // legacy annotation instead would not do: server-side apply removes a
 // field its manager owned and no longer applies, which changes the
 // template as much as a new value.
@@ -71,8 +73,7 @@ func (e *external) keepLegacyTemplate(ctx context.Context, live *appsv1.Deployme
 	if started != wa[workload.AnnotationStartHash] {
 		return nil
 	}
-	delete(wa, workload.AnnotationStartHash)
-	wa[workload.AnnotationHash] = legacy
+	workload.LegacyTemplate(want, legacy)
 	want.Annotations = map[string]string{workload.AnnotationStartHash: started}
 	return nil
 }

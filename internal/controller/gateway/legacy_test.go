@@ -45,9 +45,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 	legacy := func(g *v1alpha1.Gateway, f *render.Files) []client.Object {
 		objs := objects(g, f)
 		d, _ := desired[*appsv1.Deployment](objs, n.Gateway)
-		a := d.Spec.Template.Annotations
-		delete(a, workload.AnnotationStartHash)
-		a[workload.AnnotationHash] = f.Hash
+		workload.LegacyTemplate(d, f.Hash)
 		return objs
 	}
 	// known is legacy after this provider took it over once: the
