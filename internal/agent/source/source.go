@@ -179,7 +179,7 @@ func (a *API) follow(ctx context.Context, what string, open func(context.Context
 		if err != nil {
 			a.Log.Info("Cannot watch the gateway's configuration; the last one read stays", "object", what, "error", err)
 		} else {
-			a.deliver(w)
+			a.deliver(ctx, w)
 		}
 		select {
 		case <-ctx.Done():
@@ -188,10 +188,20 @@ func (a *API) follow(ctx context.Context, what string, open func(context.Context
 	}
 }
 
-// deliver takes every event of w until it ends.
-func (a *API) deliver(w watch.Interface) {
+// deliver takes every event of w until it ends or ctx does.
+func (a *API) deliver(ctx context.Context, w watch.Interface) {
 	defer w.Stop()
-	for ev := range w.ResultChan() {
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return
+		}
 		if ev.Type != watch.Added && ev.Type != watch.Modified {
 			continue
 		}
