@@ -18,7 +18,6 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/source"
-	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -33,14 +32,7 @@ func TestAgentSourceAPI(t *testing.T) {
 	ctx := context.Background()
 	ns := "tenant-source"
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-source"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
-	f, err := render.Render(render.Input{Spec: gw.Spec.ForProvider, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := workload.Objects(gw, f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, objs := rendered(t, gw)
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	n := workload.NamesOf(gw.Name)
 	for _, o := range objs {

@@ -447,6 +447,21 @@ func TestGatewayLifecycle(t *testing.T) {
 	}
 }
 
+// rendered returns the files and objects the provider renders for gw, with
+// the PSK of gatewaySpec's tunnel, as it would apply them.
+func rendered(t *testing.T, gw *gwv1alpha1.Gateway) (*render.Files, []client.Object) {
+	t.Helper()
+	f, err := render.Render(render.Input{Spec: gw.Spec.ForProvider, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := workload.Objects(gw, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, objs
+}
+
 // loadedHash is render.ConfigHash of the files in cm, the gateway's
 // ConfigMap: what status.atProvider.configHash must say for it.
 func loadedHash(cm *corev1.ConfigMap) string {
@@ -643,14 +658,7 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
 
 	// What the older provider applied, with its field manager.
-	f, err := render.Render(render.Input{Spec: gw.Spec.ForProvider, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := workload.Objects(gw, f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, objs := rendered(t, gw)
 	names := workload.NamesOf(gw.Name)
 	key := client.ObjectKey{Namespace: ns, Name: names.Gateway}
 	for _, o := range objs {
