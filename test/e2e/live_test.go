@@ -39,8 +39,9 @@ import (
 //     with its tunnel up and counting bytes; the client's configuration
 //     files are byte-identical.
 //  4. swanctl --list-sas in the pod shows the SA, as the runbook says; a
-//     tunnel edit on the claim is loaded live, within seconds, by the same
-//     pod, leaving the tunnel's SAs up (liveReload).
+//     tunnel added on the claim, then removed, is loaded live, within
+//     seconds, by the same pod, leaving the other tunnel's SAs up
+//     (liveReload).
 //  5. Rollback: the floating IP back on the VM's port, the VM's charon
 //     started: the tunnel is back with the VM, the Deployment at 0.
 //  6. Deleting the claim leaves the floating IP on the VM's port and
@@ -154,7 +155,7 @@ func TestLiveRunbook(t *testing.T) {
 		t.Errorf("kubectl logs -c strongswan shows no IKE SA established:\n%s", l)
 	}
 
-	// 4b. A tunnel edit is loaded live: same pod, same SAs.
+	// 4b. Tunnel changes are loaded live: same pod, the other tunnel's SAs.
 	s.liveReload(t, gw, pod, peer, sa)
 
 	// 5. Rollback.

@@ -20,14 +20,14 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
-// liveReload edits the running gateway's tunnel on the claim (its CHILD_SA
-// rekey time, which the client's peer need not agree on) and proves the
-// change is loaded live: the ConfigMap changes, the agent reports the new
+// liveReload changes the tunnels of the running gateway on the claim and
+// proves the change is loaded live: a tunnel added (branch-b, to a peer
+// that never answers, startAction respond: charon sends nothing), then
+// removed again. Each time the ConfigMap changes, the agent reports the new
 // configuration loaded within seconds, the gateway pod is the same (UID),
-// and the client's IKE SA and CHILD_SA with it are the same (unique ids),
-// charon having the new rekey time. sa is the client's IKE SA with the
-// gateway. It logs the time from the claim's edit to the new ConfigMap and
-// from there to the agent's report of it loaded.
+// and the untouched tunnel's IKE SA and CHILD_SA (the client's, sa) keep
+// their unique ids. It logs the time from the claim's edit to the new
+// ConfigMap and from there to the agent's report of it loaded.
 func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topology.Charon, sa topology.IKESA) {
 	t.Helper()
 	ctx := context.Background()
@@ -50,47 +50,68 @@ func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topolo
 	eventually(t, "live reload: the agent reports the configuration loaded", time.Minute, func() (bool, string) {
 		return loaded() == before, "loaded " + loaded() + ", rendered " + before
 	})
-
-	var edited time.Time
-	eventually(t, "live reload: the claim's tunnel edited", 30*time.Second, func() (bool, string) {
-		claim := s.get(t, claimGVK, tenant, pinned)
-		tunnels, _, _ := unstructured.NestedSlice(claim.Object, "spec", "tunnels")
-		tunnels[0].(map[string]any)["childLifetime"] = map[string]any{"rekeyTime": "50m"}
-		if err := unstructured.SetNestedSlice(claim.Object, tunnels, "spec", "tunnels"); err != nil {
-			t.Fatal(err)
+	var original []any
+	// edit sets the claim's tunnels to edit(its tunnels) and checks the
+	// change is loaded live; it returns the new configuration's hash.
+	edit := func(what string, edit func([]any) []any) string {
+		t.Helper()
+		old := configHash()
+		var edited time.Time
+		eventually(t, "live reload: "+what+" on the claim", 30*time.Second, func() (bool, string) {
+			claim := s.get(t, claimGVK, tenant, pinned)
+			tunnels, _, _ := unstructured.NestedSlice(claim.Object, "spec", "tunnels")
+			if original == nil {
+				original = tunnels
+			}
+			if err := unstructured.SetNestedSlice(claim.Object, edit(tunnels), "spec", "tunnels"); err != nil {
+				t.Fatal(err)
+			}
+			edited = time.Now()
+			err := s.kube.Update(ctx, claim)
+			return err == nil, fmt.Sprint(err)
+		})
+		var now string
+		rendered := eventually(t, "live reload: "+what+" reaches the gateway's ConfigMap", time.Minute, func() (bool, string) {
+			now = configHash()
+			return now != old, "the ConfigMap is unchanged"
+		})
+		reloaded := eventually(t, "live reload: the agent reports "+what+" loaded", time.Minute, func() (bool, string) {
+			return loaded() == now, "loaded " + loaded() + ", rendered " + now
+		})
+		t.Logf("live reload, %s: claim edited → ConfigMap changed in %s → agent reported it loaded %s later (%s in all)",
+			what, rendered.Round(10*time.Millisecond), reloaded.Round(10*time.Millisecond), time.Since(edited).Round(10*time.Millisecond))
+		if reloaded > 10*time.Second {
+			t.Errorf("live reload, %s: the agent loaded it %s after the ConfigMap changed, want within seconds (the kubelet's volume sync takes up to a minute)", what, reloaded)
 		}
-		edited = time.Now()
-		err := s.kube.Update(ctx, claim)
-		return err == nil, fmt.Sprint(err)
-	})
-	var after string
-	rendered := eventually(t, "live reload: the edited tunnel reaches the gateway's ConfigMap", time.Minute, func() (bool, string) {
-		after = configHash()
-		return after != before, "the ConfigMap is unchanged"
-	})
-	reloaded := eventually(t, "live reload: the agent reports the new configuration loaded", time.Minute, func() (bool, string) {
-		return loaded() == after, "loaded " + loaded() + ", rendered " + after
-	})
-	t.Logf("live reload: claim edited → ConfigMap changed in %s → agent reported it loaded %s later (%s in all)",
-		rendered.Round(10*time.Millisecond), reloaded.Round(10*time.Millisecond), time.Since(edited).Round(10*time.Millisecond))
-	if reloaded > 10*time.Second {
-		t.Errorf("live reload: the agent loaded the new configuration %s after the ConfigMap changed, want within seconds (the kubelet's volume sync takes up to a minute)", reloaded)
+		if l := s.pods(t, gw); len(l) != 1 || l[0].UID != pod.UID {
+			t.Errorf("live reload, %s: the gateway pod was replaced: %s (UID %s) before, %d pods after", what, pod.Name, pod.UID, len(l))
+		}
+		got := peer.WaitSA(t, siteConn, 10*time.Second, topology.Up(siteConn))
+		if got.UniqueID != sa.UniqueID || !slices.Equal(slices.Sorted(maps.Keys(got.ChildSAs)), slices.Sorted(maps.Keys(sa.ChildSAs))) {
+			t.Errorf("live reload, %s: the untouched tunnel's IKE SA %s with CHILD_SAs %v became %s with %v",
+				what, sa.UniqueID, slices.Sorted(maps.Keys(sa.ChildSAs)), got.UniqueID, slices.Sorted(maps.Keys(got.ChildSAs)))
+		}
+		return now
 	}
 
-	if l := s.pods(t, gw); len(l) != 1 || l[0].UID != pod.UID {
-		t.Errorf("live reload: a tunnel edit replaced the gateway pod: %s (UID %s) before, %d pods after", pod.Name, pod.UID, len(l))
-	}
-	now := peer.WaitSA(t, siteConn, 10*time.Second, topology.Up(siteConn))
-	if now.UniqueID != sa.UniqueID || !slices.Equal(slices.Sorted(maps.Keys(now.ChildSAs)), slices.Sorted(maps.Keys(sa.ChildSAs))) {
-		t.Errorf("live reload: the client's IKE SA %s with CHILD_SAs %v became %s with %v: the edit tore the tunnel down",
-			sa.UniqueID, slices.Sorted(maps.Keys(sa.ChildSAs)), now.UniqueID, slices.Sorted(maps.Keys(now.ChildSAs)))
-	}
-	if conns := s.kubectl(t, "-n", tenant, "exec", pod.Name, "-c", "strongswan", "--", "swanctl", "--list-conns"); !strings.Contains(conns, "3000s") {
-		t.Errorf("live reload: charon does not have the new CHILD_SA rekey time (50m = 3000s):\n%s", conns)
+	added := edit("a tunnel added", func(ts []any) []any {
+		b := map[string]any{}
+		for k, v := range ts[0].(map[string]any) {
+			b[k] = v
+		}
+		b["name"], b["peer"], b["startAction"] = "branch-b", map[string]any{"address": "198.51.100.8"}, "respond"
+		b["trafficSelectors"] = []any{map[string]any{"local": "100.64.0.0/24", "remote": "192.168.20.0/24"}}
+		return append(slices.Clone(ts), b)
+	})
+	if conns := s.kubectl(t, "-n", tenant, "exec", pod.Name, "-c", "strongswan", "--", "swanctl", "--list-conns"); !strings.Contains(conns, "branch-b:") {
+		t.Errorf("live reload: charon does not have the added tunnel branch-b:\n%s", conns)
 	}
 	eventually(t, "live reload: the claim shows the new configuration loaded", 3*time.Minute, func() (bool, string) {
 		c := s.get(t, claimGVK, tenant, pinned)
 		h, l := str(c, "status", "gateway", "configHash"), str(c, "status", "gateway", "loadedConfigHash")
-		return h == after && l == after, "configHash " + h + ", loadedConfigHash " + l + ", want " + after
+		return h == added && l == added, "configHash " + h + ", loadedConfigHash " + l + ", want " + added
 	})
+	if back := edit("the tunnel removed", func([]any) []any { return original }); back != before {
+		t.Errorf("live reload: the claim's tunnels as before render %s, before %s", back, before)
+	}
 }
