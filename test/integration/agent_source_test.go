@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -114,7 +115,7 @@ func TestAgentSourceAPI(t *testing.T) {
 		},
 		"Secret": func() (client.Object, func(source.Files) bool) {
 			sec.Data[workload.KeySecrets] = append(sec.Data[workload.KeySecrets], "# edited\n"...)
-			return sec, func(g source.Files) bool { return string(g.Secrets) == string(sec.Data[workload.KeySecrets]) }
+			return sec, func(g source.Files) bool { return bytes.Equal(g.Secrets, sec.Data[workload.KeySecrets]) }
 		},
 	} {
 		o, arrived := edit()

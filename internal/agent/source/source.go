@@ -75,10 +75,11 @@ func (d Dir) Read() (Files, error) {
 	if f.Secrets, err = os.ReadFile(filepath.Join(d.SecretsDir, workload.KeySecrets)); err != nil {
 		return Files{}, err
 	}
-	for key, p := range map[string]*[]byte{workload.KeyNATRules: &f.NATRules, workload.KeyStrongSwanConf: &f.StrongSwanConf} {
-		if *p, err = os.ReadFile(filepath.Join(d.ConfigDir, key)); err != nil && !os.IsNotExist(err) {
-			return Files{}, err
-		}
+	if f.NATRules, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeyNATRules)); err != nil && !os.IsNotExist(err) {
+		return Files{}, err
+	}
+	if f.StrongSwanConf, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeyStrongSwanConf)); err != nil && !os.IsNotExist(err) {
+		return Files{}, err
 	}
 	return f, nil
 }

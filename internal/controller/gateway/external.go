@@ -81,15 +81,11 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	}
 	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
 	setReadiness(gw, dep)
-	var ts []v1alpha1.TunnelStatus
-	gw.Status.AtProvider.LoadedConfigHash = ""
-	if dep.Status.ReadyReplicas == 0 {
-		ts = idle(gw)
-	} else if ts, err = e.tunnels(ctx, gw); err != nil {
-		return managed.ExternalObservation{}, err
-	} else if gw.Status.AtProvider.LoadedConfigHash, err = e.loadedHash(ctx, gw); err != nil {
+	ts, loaded, err := e.reported(ctx, gw, dep)
+	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	gw.Status.AtProvider.LoadedConfigHash = loaded
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
@@ -112,6 +108,21 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		gw.SetConditions(v1alpha1.ConfigRendered())
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// reported returns what the gateway's agent reports while a pod of dep is
+// ready: the tunnels and the hash of the configuration it loaded; without a
+// ready pod every tunnel is down (idle) and no configuration is loaded.
+func (e *external) reported(ctx context.Context, gw *v1alpha1.Gateway, dep *appsv1.Deployment) ([]v1alpha1.TunnelStatus, string, error) {
+	if dep.Status.ReadyReplicas == 0 {
+		return idle(gw), "", nil
+	}
+	ts, err := e.tunnels(ctx, gw)
+	if err != nil {
+		return nil, "", err
+	}
+	loaded, err := e.loadedHash(ctx, gw)
+	return ts, loaded, err
 }
 
 // setReadiness sets DeploymentReady and Ready from the Deployment.
