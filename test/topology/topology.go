@@ -510,7 +510,7 @@ func Start(t testing.TB, o Options) *Topology {
 	if err := tp.NAT.Apply(map[string]Mapping{FloatingIP.String(): {FixedIP: PrivateAddress.String()}}); err != nil {
 		t.Fatalf("cannot map the floating IP: %v", err)
 	}
-	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(o.Dir, "gw")}, ServiceNS: svc}
+	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(tp.Dir, "gw")}, ServiceNS: svc}
 	all := make([]*Charon, 0, 1+len(tp.Peers))
 	all = append(all, tp.Gateway.Charon)
 	for _, p := range tp.Peers {
