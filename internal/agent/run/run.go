@@ -76,9 +76,6 @@ type Agent struct {
 	// refresh makes the status be read again: after a re-initiation (the
 	// watchdog's) or a reload.
 	refresh chan struct{}
-	// loaded is render.ConfigHash of the configuration last loaded into
-	// charon, "" before the first.
-	loaded atomic.Value
 	// applier is the current session's.
 	applier atomic.Pointer[apply.Applier]
 	// active is false while the agent is a standby; switched tells the
@@ -99,7 +96,6 @@ func New(o Options) *Agent {
 		o.Source = source.Dir{ConfigDir: o.ConfigDir, SecretsDir: o.SecretsDir}
 	}
 	a := &Agent{o: o, switched: make(chan struct{}, 1), refresh: make(chan struct{}, 1)}
-	a.loaded.Store("")
 	a.active.Store(!o.Standby)
 	if o.ReinitiateAfter > 0 {
 		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.refresh}
@@ -132,11 +128,6 @@ func (a *Agent) SetActive(active bool) {
 // Ready reports whether the current configuration is loaded into a charon
 // that answers: the agent's readiness.
 func (a *Agent) Ready() bool { return a.ready.Load() }
-
-// Loaded returns render.ConfigHash of the configuration last loaded into
-// charon (the provider's status.atProvider.configHash of it), "" before
-// the first.
-func (a *Agent) Loaded() string { return a.loaded.Load().(string) }
 
 // Run runs until ctx ends and then returns nil. Losing charon is not an
 // error: the agent connects again (every second) and re-applies the
@@ -332,7 +323,7 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 		return
 	}
 	a.ready.Store(true)
-	a.loaded.Store(f.Hash())
+	// The status says which configuration runs (render.ConfigHash).
 	if a.o.Publisher != nil {
 		a.o.Publisher.SetLoaded(f.Hash())
 	}
