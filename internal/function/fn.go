@@ -526,6 +526,7 @@ var rollUps = map[string][]rollUp{
 	GatewayName: {
 		{"metadata.name", "status.gateway.name"},
 		{"status.atProvider.configHash", "status.gateway.configHash"},
+		{"status.atProvider.loadedConfigHash", "status.gateway.loadedConfigHash"},
 		{"status.atProvider.replicas", "status.gateway.replicas"},
 		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
 		{"status.atProvider.warnings", "status.gateway.warnings"},

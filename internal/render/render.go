@@ -61,9 +61,43 @@ type Files struct {
 	// Nil when no tunnel is in mode route.
 	XFRMInterfaces []byte
 	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there are,
-	// StrongSwanConf and XFRMInterfaces. Secrets are left out so that the
-	// hash, which is shown in status, reveals nothing about a PSK.
+	// StrongSwanConf and XFRMInterfaces (ConfigHash): the whole rendered
+	// configuration, shown in status. Secrets are left out so that the
+	// hash reveals nothing about a PSK.
 	Hash string
+	// StartHash is the hex SHA-256 of what charon reads only when it starts
+	// (StartHash): the StrongSwanConf fragment. The pod template carries it,
+	// so that a change of it, and only of it among the files, replaces the
+	// gateway pod; the agent reloads the rest live.
+	StartHash string
+}
+
+// ConfigHash returns Files.Hash of the rendered files swanctlConf,
+// natRules, strongSwanConf and xfrmInterfaces (the last two empty when
+// there is none), so that the agent can tell which rendering it loaded
+// from the files alone. A rendering without the last two hashes as it did
+// before they existed, so a provider upgrade changes no Gateway's hash.
+func ConfigHash(swanctlConf, natRules, strongSwanConf, xfrmInterfaces []byte) string {
+	h := sha256.New()
+	h.Write(swanctlConf)
+	h.Write([]byte{0})
+	h.Write(natRules)
+	if len(strongSwanConf) > 0 {
+		h.Write([]byte{0})
+		h.Write(strongSwanConf)
+	}
+	if len(xfrmInterfaces) > 0 {
+		h.Write([]byte{1})
+		h.Write(xfrmInterfaces)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// StartHash returns Files.StartHash of the rendered strongswan.conf
+// fragment strongSwanConf (empty when there is none).
+func StartHash(strongSwanConf []byte) string {
+	sum := sha256.Sum256(strongSwanConf)
+	return hex.EncodeToString(sum[:])
 }
 
 // Render validates in and renders it. It returns Errors listing every
@@ -81,18 +115,8 @@ func Render(in Input) (*Files, error) {
 	if f.Secrets, err = secrets.Format(); err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	h.Write(f.SwanctlConf)
-	h.Write([]byte{0})
-	h.Write(f.NATRules)
-	if f.StrongSwanConf != nil {
-		h.Write([]byte{0})
-		h.Write(f.StrongSwanConf)
-	}
-	if f.XFRMInterfaces = xfrmConf(in, c); f.XFRMInterfaces != nil {
-		h.Write([]byte{1})
-		h.Write(f.XFRMInterfaces)
-	}
-	f.Hash = hex.EncodeToString(h.Sum(nil))
+	f.XFRMInterfaces = xfrmConf(in, c)
+	f.Hash = ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
+	f.StartHash = StartHash(f.StrongSwanConf)
 	return f, nil
 }

@@ -158,6 +158,12 @@ func TestRenderDeterministic(t *testing.T) {
 	if d.Hash == a.Hash {
 		t.Errorf("a configuration change did not change the hash")
 	}
+	if d.StartHash != a.StartHash {
+		t.Errorf("a tunnel change changed the start hash: the gateway pod would be replaced for a change the agent reloads live")
+	}
+	if got := ConfigHash(d.SwanctlConf, d.NATRules, d.StrongSwanConf, d.XFRMInterfaces); got != d.Hash {
+		t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s: the agent would report another hash than the provider", got, d.Hash)
+	}
 }
 
 // TestChildNamesStable proves a CHILD_SA's name follows its own subnet pair
@@ -276,21 +282,26 @@ func TestDataPlane(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Hashes are compared by whether they changed.
-				ignore := cmpopts.IgnoreFields(Files{}, "StrongSwanConf", "Hash")
+				ignore := cmpopts.IgnoreFields(Files{}, "StrongSwanConf", "Hash", "StartHash")
 				if diff := cmp.Diff(base, f, ignore); diff != "" {
 					t.Errorf("the data plane changed more than the strongswan.conf fragment: -KernelXFRM, +%s:\n%s", dpName, diff)
 				}
 				if tc.want == "" {
-					if f.StrongSwanConf != nil || f.Hash != base.Hash {
-						t.Errorf("StrongSwanConf = %q, hash changed %v; want none and the same hash", f.StrongSwanConf, f.Hash != base.Hash)
+					if f.StrongSwanConf != nil || f.Hash != base.Hash || f.StartHash != base.StartHash {
+						t.Errorf("StrongSwanConf = %q, hash changed %v, start hash changed %v; want none and the same hashes",
+							f.StrongSwanConf, f.Hash != base.Hash, f.StartHash != base.StartHash)
 					}
 					return
 				}
 				if got := plugins(f.StrongSwanConf); got != tc.want {
 					t.Errorf("fragment plugins:\n%s\nwant the image's with kernel-libipsec before kernel-netlink:\n%s", got, tc.want)
 				}
-				if f.Hash == base.Hash {
-					t.Errorf("the fragment did not change the hash: the pod would not follow a data plane change")
+				if f.Hash == base.Hash || f.StartHash == base.StartHash {
+					t.Errorf("the fragment did not change the hash (%v) or the start hash (%v): the pod would not follow a data plane change",
+						f.Hash != base.Hash, f.StartHash != base.StartHash)
+				}
+				if got := ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces); got != f.Hash {
+					t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s", got, f.Hash)
 				}
 			})
 		}

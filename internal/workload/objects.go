@@ -35,7 +35,22 @@ const (
 	// only the status ConfigMaps.
 	LabelComponent  = "app.kubernetes.io/component"
 	ComponentStatus = "tunnel-status"
-	AnnotationHash  = "gateway.ipsecgw.io/config-hash"
+	// AnnotationStartHash on the pod template is render.Files.StartHash:
+	// what charon reads only when it starts (the strongswan.conf
+	// fragment). Everything else the pod's configuration holds
+	// (swanctl.conf, the NAT rules, the PSKs) the agent loads live, so it
+	// is left out of the pod template: a tunnel change must not replace the
+	// pod.
+	AnnotationStartHash = "gateway.ipsecgw.io/start-hash"
+	// AnnotationHash is the legacy pod template annotation: providers
+	// before AnnotationStartHash wrote render.Files.Hash there, which rolled
+	// the pod on every tunnel change. The provider no longer writes it on a
+	// new pod template, but carries a live Deployment's value forward
+	// unchanged as long as that pod need not be replaced (see the Gateway
+	// controller's legacyTemplate): dropping it from the applied object
+	// would make server-side apply remove it, and that alone would replace
+	// every gateway pod on a provider upgrade.
+	AnnotationHash = "gateway.ipsecgw.io/config-hash"
 	// AnnotationNetworkHash on the pod template is the hex SHA-256 of the
 	// NetworkAttachmentDefinition's config: CNI plugins run only when a
 	// pod is made, so a changed attachment (address, gateway, MAC, plugin)
@@ -60,10 +75,14 @@ const (
 	KeyTunnels = "tunnels.json"
 	// KeyLeader is the status ConfigMap's key of an active/standby
 	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
-	KeyLeader  = "leader.json"
-	ConfigDir  = "/etc/ipsecgw/config"
-	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
-	RunDir     = "/var/run/charon"
+	KeyLeader = "leader.json"
+	// KeyConfigHash is the status ConfigMap's key of the configuration the
+	// agent last loaded into charon: its render.ConfigHash, the hex the
+	// provider shows as status.atProvider.configHash for what it rendered.
+	KeyConfigHash = "config-hash"
+	ConfigDir     = "/etc/ipsecgw/config"
+	SecretsDir    = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
+	RunDir        = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
 	// fragment, as dataplane.conf, in place of the gateway image's own
 	// (data plane KernelXFRM): the image's strongswan.conf includes

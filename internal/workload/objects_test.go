@@ -30,7 +30,7 @@ func gw(active *bool) *v1alpha1.Gateway {
 	}
 }
 
-var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc"}
+var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc", StartHash: "start"}
 
 func TestObjects(t *testing.T) {
 	objs, err := Objects(gw(nil), files)
@@ -74,8 +74,11 @@ func TestObjects(t *testing.T) {
 
 	d := objs[8].(*appsv1.Deployment)
 	ann := d.Spec.Template.Annotations
-	if ann[AnnotationHash] != "abc" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
-		t.Errorf("pod annotations = %v, want the config hash and the port's MAC", ann)
+	if ann[AnnotationStartHash] != "start" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
+		t.Errorf("pod annotations = %v, want the start hash and the port's MAC", ann)
+	}
+	if h, ok := ann[AnnotationHash]; ok {
+		t.Errorf("pod annotation %s = %q: the live-reloaded configuration's hash must not be on the pod template", AnnotationHash, h)
 	}
 	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("replicas %d strategy %s, want 1 and Recreate", *d.Spec.Replicas, d.Spec.Strategy.Type)

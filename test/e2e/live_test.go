@@ -38,7 +38,10 @@ import (
 //     application in the cluster through its Service, the claim is Ready
 //     with its tunnel up and counting bytes; the client's configuration
 //     files are byte-identical.
-//  4. swanctl --list-sas in the pod shows the SA, as the runbook says.
+//  4. swanctl --list-sas in the pod shows the SA, as the runbook says; a
+//     tunnel added on the claim, then removed, is loaded live, within
+//     seconds, by the same pod, leaving the other tunnel's SAs up
+//     (liveReload).
 //  5. Rollback: the floating IP back on the VM's port, the VM's charon
 //     started: the tunnel is back with the VM, the Deployment at 0.
 //  6. Deleting the claim leaves the floating IP on the VM's port and
@@ -151,6 +154,9 @@ func TestLiveRunbook(t *testing.T) {
 	if l := s.kubectl(t, "-n", tenant, "logs", "deploy/"+gw, "-c", "strongswan"); !strings.Contains(l, "established between") {
 		t.Errorf("kubectl logs -c strongswan shows no IKE SA established:\n%s", l)
 	}
+
+	// 4b. Tunnel changes are loaded live: same pod, the other tunnel's SAs.
+	s.liveReload(t, gw, pod, peer, sa)
 
 	// 5. Rollback.
 	s.rollback(t)

@@ -77,14 +77,16 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 
-	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
-	setReadiness(gw, dep)
-	var ts []v1alpha1.TunnelStatus
-	if dep.Status.ReadyReplicas == 0 {
-		ts = idle(gw)
-	} else if ts, err = e.tunnels(ctx, gw); err != nil {
+	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
+	setReadiness(gw, dep)
+	ts, loaded, err := e.reported(ctx, gw, dep)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	gw.Status.AtProvider.LoadedConfigHash = loaded
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
@@ -107,6 +109,21 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		gw.SetConditions(v1alpha1.ConfigRendered())
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+}
+
+// reported returns what the gateway's agent reports while a pod of dep is
+// ready: the tunnels and the hash of the configuration it loaded; without a
+// ready pod every tunnel is down (idle) and no configuration is loaded.
+func (e *external) reported(ctx context.Context, gw *v1alpha1.Gateway, dep *appsv1.Deployment) ([]v1alpha1.TunnelStatus, string, error) {
+	if dep.Status.ReadyReplicas == 0 {
+		return idle(gw), "", nil
+	}
+	ts, err := e.tunnels(ctx, gw)
+	if err != nil {
+		return nil, "", err
+	}
+	loaded, err := e.loadedHash(ctx, gw)
+	return ts, loaded, err
 }
 
 // setReadiness sets DeploymentReady and Ready from the Deployment.
@@ -165,8 +182,8 @@ func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Fi
 
 // drift compares each desired object with the cluster's and describes the
 // first difference, or returns "" when all match. It compares what the
-// provider owns: the configuration's data, the Deployment's config hash,
-// replicas and images, and the existence of every other object.
+// provider owns: the configuration's data, the Deployment's pod template
+// hashes, replicas and images, and the existence of every other object.
 func (e *external) drift(ctx context.Context) (string, error) {
 	for _, want := range e.objects {
 		got, err := e.get(ctx, want)
@@ -233,17 +250,21 @@ func deploymentDiffers(w, g *appsv1.Deployment) string {
 	switch {
 	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
 		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+	case w.Spec.Template.Annotations[workload.AnnotationStartHash] != g.Spec.Template.Annotations[workload.AnnotationStartHash]:
+		return "the pod template is for another start-time configuration"
 	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-		return "the pod template is for another configuration"
+		// Only a legacy template keeps it (keepLegacyTemplate).
+		return "the pod template carries another provider's config hash"
 	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
 		return "the pod template is for another network attachment"
+	case w.Annotations[workload.AnnotationStartHash] != g.Annotations[workload.AnnotationStartHash]:
+		// What a kept legacy template started with (keepLegacyTemplate).
+		return "the Deployment does not say which start-time configuration its pod template runs"
 	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
 		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
 	}
-	for i, c := range w.Spec.Template.Spec.Containers {
-		if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
-			return "container images differ"
-		}
+	if !sameImages(w, g) {
+		return "container images differ"
 	}
 	return ""
 }
