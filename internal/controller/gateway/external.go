@@ -323,7 +323,7 @@ func (e *external) anyExists(ctx context.Context, gw *v1alpha1.Gateway) (bool, e
 
 // Create applies every object of the Gateway.
 func (e *external) Create(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalCreation, error) {
-	return managed.ExternalCreation{}, e.apply(ctx)
+	return managed.ExternalCreation{}, e.apply(ctx, gw)
 }
 
 // Update applies every object of the Gateway, correcting any drift; with
@@ -333,12 +333,16 @@ func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 	if err := e.rankPods(ctx, gw); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	return managed.ExternalUpdate{}, e.apply(ctx)
+	return managed.ExternalUpdate{}, e.apply(ctx, gw)
 }
 
 // apply server-side applies the desired objects with the provider's field
-// manager, taking over fields others changed by hand.
-func (e *external) apply(ctx context.Context) error {
+// manager, taking over fields others changed by hand. Once all are
+// written it sets ConfigRendered=True on gw at once: crossplane-runtime
+// requeues a created resource through the rate limiter, so after a run of
+// failures the next Observe may come a minute later, and the last failure
+// must not be shown that long for a configuration that is in place.
+func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
 	if len(e.objects) == 0 {
 		return errors.New("nothing rendered to apply")
 	}
@@ -355,6 +359,7 @@ func (e *external) apply(ctx context.Context) error {
 			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
 		}
 	}
+	gw.SetConditions(v1alpha1.ConfigRendered())
 	return nil
 }
 
