@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job on the bundled local stack (`make dev`): the control plane
 # with Crossplane, the function and the IPsecGateway XRD and Composition
-# (up.sh), the real Keystone + Neutron (cluster/openstack/up.sh), the
-# provider (provider.sh); then the migration runbook's starting point — a
-# "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
-# (as root), the site around it (cluster/site/site.sh up): the VM gateway's
-# charon, the client site whose tunnel is up with it, the floating-IP NAT.
+# (up.sh), the real Keystone + Neutron with Neutron's real L2 and L3 agents
+# (AGENTS=1 cluster/openstack/up.sh), the provider (provider.sh); then the
+# migration runbook's starting point — a "VM gateway" port holding floating
+# IP 203.0.113.10 — and, with the node (as root), the site around it
+# (cluster/site/site.sh up): the VM gateway's charon, the client site whose
+# tunnel is up with it through the L3 agent's qrouter, the node's tenant
+# interface a port with the L2 agent's port security.
 # Then the pinned-FIP example claim, applied with the local Neutron's IDs:
 # the runbook's pre-stage.
 #
@@ -32,7 +34,7 @@ if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 fi
 
 "$ROOT/cluster/local/up.sh"
-"$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
+AGENTS=1 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
 read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
 "$ROOT/cluster/local/provider.sh" >/dev/null
 
@@ -97,7 +99,7 @@ gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.ga
 # an allowed address pair of the node's port. The claim's NodeAddressPairs
 # keeps it; HAND_PAIRS=1 grants it by hand as well, as a cluster's operator
 # would (for a claim with nodePorts: Unmanaged).
-if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
+if [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
 	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')"
 fi

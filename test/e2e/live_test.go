@@ -55,11 +55,9 @@ func TestLiveRunbook(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			siteLogTails(t, s.state)
-			if agents {
-				// What the node's port let through and dropped.
-				out, _ := runScript(s.env, "cluster/site/site.sh", "status")
-				t.Logf("site.sh status (the qrouter's floating IPs, the node ports' rules and counters):\n%s", out)
-			}
+			// What the node's port let through and dropped.
+			out, _ := runScript(s.env, "cluster/site/site.sh", "status")
+			t.Logf("site.sh status (the qrouter's floating IPs, the node ports' rules and counters):\n%s", out)
 		}
 	})
 	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
@@ -103,7 +101,7 @@ func TestLiveRunbook(t *testing.T) {
 	took := s.waitAttached(t, "cutover")
 	attached := cutover.Add(took)
 	t.Logf("cutover: floating IP attached to the gateway's port %s after the VM's port let go of it", took.Round(100*time.Millisecond))
-	mapped := fipMapped(t, s.env, s.state, fip, siteGateway, time.Minute)
+	mapped := fipMapped(t, s.env, fip, siteGateway, time.Minute)
 	pod := s.readyPod(t, gw, 2*time.Minute)
 	t.Logf("cutover: gateway pod %s created → Ready in %s", pod.Name, podStart(pod).Round(100*time.Millisecond))
 	if got := pod.Annotations["k8s.v1.cni.cncf.io/network-status"]; !strings.Contains(got, siteGateway) {
@@ -155,16 +153,10 @@ func TestLiveRunbook(t *testing.T) {
 	// 5. Rollback.
 	s.rollback(t)
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-start")
-	if agents {
-		// The real qrouter keeps the client's retries on a conntrack entry
-		// made while the floating IP was on no port (docs/neutron-agents.md):
-		// only a flow the VM starts gets through, as a customer's
-		// always-on VM would start it when its ipsec service restarts.
-		if out, err := siteCharon(t, s.state, "vm").Swanctl(ctx, "--initiate", "--child", siteConn, "--timeout", "30"); err != nil {
-			t.Logf("rollback: the VM's initiation: %v\n%s", err, out)
-		}
-	}
-	fipMapped(t, s.env, s.state, fip, siteVM, time.Minute)
+	// As a customer's always-on VM starts it when its ipsec service
+	// restarts.
+	initiate(t, siteCharon(t, s.state, "vm"), "rollback: the VM")
+	fipMapped(t, s.env, fip, siteVM, time.Minute)
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
 	e = p.wait(t, siteVM, time.Minute)
 	t.Logf("rollback: the client host's connections were carried by %s, then by %s: outage %d ms", e.Previous, e.Via, e.OutageMS)

@@ -27,7 +27,7 @@ import (
 
 // TestActiveStandby runs the claim on two nodes (NODES=2) with the live
 // client site and the probe measuring the client host's outage, while an
-// ARP watcher in the router's namespace asks every 100 ms who has the
+// ARP watcher on the tenant network asks every 100 ms who has the
 // gateway's address and counts the answers to each request:
 //
 //  1. Cutover with one pod (replicas 1, as before the field); the pod
@@ -248,8 +248,9 @@ func (p *probe) outage(t *testing.T, mark int, since time.Time, timeout time.Dur
 	return d
 }
 
-// An arpWatch asks, from the router's tenant bridge, every 100 ms who has
-// an address, and counts the answers to each request.
+// An arpWatch asks, from the site's tenant service (a VM on its Neutron
+// port of the tenant network), every 100 ms who has an address, and counts
+// the answers to each request.
 type arpWatch struct {
 	mu                   sync.Mutex
 	requests, unanswered int
@@ -258,12 +259,12 @@ type arpWatch struct {
 	stopped              chan struct{}
 }
 
-// startARPWatch starts an arpWatch for ip in the router's namespace of the
-// site of the stack on state directory state.
+// startARPWatch starts an arpWatch for ip in the tenant service's
+// namespace of the site of the stack on state directory state.
 func startARPWatch(t *testing.T, state, ip string) *arpWatch {
 	t.Helper()
 	id := fmt.Sprintf("%x", sha256.Sum256([]byte(state)))[:8]
-	ns := filepath.Join("/run/netns", "ipsec-site-"+id+"-router")
+	ns := filepath.Join("/run/netns", "ipsec-site-"+id+"-svc")
 	a := &arpWatch{done: make(chan struct{}), stopped: make(chan struct{})}
 	ready := make(chan error, 1)
 	go a.run(ns, netip.MustParseAddr(ip), ready)
@@ -294,7 +295,7 @@ func (a *arpWatch) run(ns string, ip netip.Addr, ready chan<- error) {
 	defer close(a.stopped)
 	runtime.LockOSThread()
 	// Back to the test's namespace before the thread is unlocked: a
-	// thread left in the router's namespace (the runtime keeps the main
+	// thread left in the site's namespace (the runtime keeps the main
 	// thread) puts the test's pid among the namespace's, which the site's
 	// teardown kills.
 	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -351,7 +352,8 @@ func (a *arpWatch) run(ns string, ip netip.Addr, ready chan<- error) {
 }
 
 // arpSocket enters namespace ns (this thread) and opens a raw ARP socket
-// on the router's tenant bridge, whose interface and address it returns.
+// on its interface on the tenant network, eth0, whose interface and
+// address it returns.
 func arpSocket(ns string) (int, *net.Interface, netip.Addr, error) {
 	fd, err := unix.Open(ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -361,7 +363,7 @@ func arpSocket(ns string) (int, *net.Interface, netip.Addr, error) {
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 		return 0, nil, netip.Addr{}, err
 	}
-	ifi, err := net.InterfaceByName(topology.TenantBridge)
+	ifi, err := net.InterfaceByName("eth0")
 	if err != nil {
 		return 0, nil, netip.Addr{}, err
 	}
@@ -370,7 +372,7 @@ func arpSocket(ns string) (int, *net.Interface, netip.Addr, error) {
 		return 0, nil, netip.Addr{}, err
 	}
 	if len(addrs) == 0 {
-		return 0, nil, netip.Addr{}, fmt.Errorf("no address on %s", topology.TenantBridge)
+		return 0, nil, netip.Addr{}, fmt.Errorf("no address on %s", ifi.Name)
 	}
 	src, err := netip.ParsePrefix(addrs[0].String())
 	if err != nil {
