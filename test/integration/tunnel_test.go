@@ -119,7 +119,11 @@ func TestTunnelThroughFloatingIP(t *testing.T) {
 	}) {
 		t.Fatalf("the qrouter does not DNAT %s to %s after 30 s", public, private)
 	}
-	if !settles(true, func() bool { r, err := tp.Ping(gwNS, peer.Address, 1, time.Second); return err == nil && r.Received > 0 }) {
+	reaches := func() bool {
+		r, err := tp.Ping(gwNS, peer.Address, 1, time.Second)
+		return err == nil && r.Received > 0
+	}
+	if !settles(true, reaches) {
 		t.Fatalf("the gateway does not reach the client site %s through the qrouter after 30 s", peer.Address)
 	}
 	gw := &topology.Charon{NS: gwNS, Dir: filepath.Join(tp.Dir, "gw")}
