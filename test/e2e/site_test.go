@@ -324,6 +324,9 @@ func startProbe(t *testing.T, env []string) *probe {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "cluster/site/site.sh"), "probe", "-json")
 	cmd.Env = env
+	// A test binary killed by its timeout runs no cleanup: the probe must
+	// not outlive it (it would keep the node lock's descriptor open).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
