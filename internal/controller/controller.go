@@ -27,7 +27,7 @@ type Dependencies struct {
 // Setup adds every controller of the provider to mgr. It returns the first
 // error a controller's setup returns.
 func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
-	for _, setup := range []func(ctrl.Manager, controller.Options) error{providerconfig.Setup, gateway.Setup} {
+	for _, setup := range []func(ctrl.Manager, controller.Options) error{providerconfig.Setup, gateway.Setup, gateway.SetupNamespaced} {
 		if err := setup(mgr, o); err != nil {
 			return err
 		}
@@ -37,6 +37,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		// The namespaced twins (networking.m.ipsecgw.io), by the same
 		// external clients.
 		securitygroup.SetupNamespaced, network.SetupNamespaced, port.SetupNamespaced, floatingipbinding.SetupNamespaced, routerroutes.SetupNamespaced,
+		nodeaddresspairs.SetupNamespaced,
 	} {
 		if err := setup(mgr, o, d.OpenStack); err != nil {
 			return err
