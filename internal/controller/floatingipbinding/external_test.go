@@ -136,6 +136,21 @@ func withDeleting(mg *v1alpha1.FloatingIPBinding) {
 	mg.SetDeletionTimestamp(&now)
 }
 
+// withReleased notes a release at (RFC 3339; "now" in a want: any time
+// within the last minute, see releasedNow).
+func withReleased(at string) option {
+	return func(mg *v1alpha1.FloatingIPBinding) { meta.AddAnnotations(mg, map[string]string{annotationReleased: at}) }
+}
+
+// releasedNow replaces mg's note of a release by "now" when it is a time
+// within the last minute.
+func releasedNow(mg *v1alpha1.FloatingIPBinding) {
+	at, err := time.Parse(time.RFC3339, mg.GetAnnotations()[annotationReleased])
+	if err == nil && time.Since(at) < time.Minute {
+		meta.AddAnnotations(mg, map[string]string{annotationReleased: "now"})
+	}
+}
+
 func withDescription(d string) option {
 	return func(mg *v1alpha1.FloatingIPBinding) { mg.Spec.ForProvider.Description = ptr.To(d) }
 }
@@ -322,6 +337,43 @@ func TestObserve(t *testing.T) {
 				calls: []string{getFIP},
 			},
 		},
+		"PinnedTakenOffOurPort": {
+			reason:  "A pinned floating IP that the last observation had on the binding's port and that is on no port now (the rollback's unset) is noted as released, saved with the late-initialised spec.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 8))}},
+			mg:      binding(withPinned, withExternalName(fipID), withStatus(attachedStatus(true, 7), xpv2.Available())),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: cmp.Diff(state{PortID: ourPort}, state{})},
+				mg: binding(withPinned, withExternalName(fipID), withReleased("now"), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedFreedByTheVMNotNoted": {
+			reason:  "A pinned floating IP the VM let go of (the cutover: the last observation had it on the VM's port) is not noted as released.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 8))}},
+			mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+				FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10", Pinned: true, Status: "DOWN", RevisionNumber: 7})),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, Diff: cmp.Diff(state{PortID: ourPort}, state{})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedOnAPortAgainForgetsRelease": {
+			reason:  "The note of a release goes once the floating IP is on a port again (the rollback's set on the VM's port), saved with the late-initialised spec.",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
+			mg:      binding(withPinned, withExternalName(fipID), withReleased("2026-12-01T19:22:08Z")),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10"}, state{PortID: vmPort, FixedIP: "10.20.0.10"})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					Pinned: true, Status: "DOWN", RevisionNumber: 9}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
 		"ServerError": {
 			reason:  "A Neutron error carries its type and message and what failed.",
 			replies: map[string]reply{getFIP: {500, neutronError("HTTPInternalServerError", "boom")}},
@@ -337,6 +389,7 @@ func TestObserve(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, n := serve(t, tc.replies)
 			o, err := e.Observe(context.Background(), tc.mg)
+			releasedNow(tc.mg)
 			if diff := cmp.Diff(tc.want.err, errText(err)); diff != "" {
 				t.Errorf("%s\nObserve(): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -682,6 +735,23 @@ func TestReconcileReadsOnce(t *testing.T) {
 			reason:  "A pinned floating IP the VM let go of is associated with the revision Observe read: one GET, one PUT.",
 			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
 			mg:      binding(withPinned, withExternalName(fipID)),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
+		},
+		"RollbackHeld": {
+			reason: "A pinned floating IP someone took off the binding's port (the rollback's unset) is read once and left alone, no PUT: the rollback sets it on the VM's port next; the refusal is retried within fast.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}},
+			mg:      binding(withPinned, withExternalName(fipID), withStatus(attachedStatus(true, 8), xpv2.Available())),
+			want: want{
+				err:    "floating IP " + address + " was taken off port " + ourPort + " and is on no port (runbook: rollback, set it on the VM's port next): the binding takes it back if it is still on no port 2m0s after it left (annotation networking.ipsecgw.io/released-at)",
+				calls:  []call{{Request: getFIP}},
+				within: fast,
+			},
+		},
+		"HoldOver": {
+			reason:  "A pinned floating IP still on no port hold after it was taken off the binding's port is taken back with the revision Observe read.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
+			mg:      binding(withPinned, withExternalName(fipID), withReleased(time.Now().Add(-hold-time.Second).UTC().Format(time.RFC3339))),
 			want: want{calls: []call{{Request: getFIP},
 				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
 		},

@@ -1,6 +1,9 @@
 package floatingipbinding
 
 import (
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
@@ -89,4 +92,47 @@ func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 		desired.Description = ptr.Deref(p.Description, desc)
 	}
 	return cmp.Diff(desired, observed)
+}
+
+// annotationReleased notes on a pinned binding when it saw its floating IP
+// taken off its port by someone else (RFC 3339, UTC): the runbook's
+// rollback, whose next step sets it on the VM's port. While the note is
+// younger than hold, the binding leaves the free floating IP alone.
+const annotationReleased = "networking.ipsecgw.io/released-at"
+
+// hold is how long a pinned binding leaves alone a floating IP that
+// someone took off its port before it takes it back: the time a person has
+// between the rollback's two commands (unset, set on the VM's port).
+// Taking it back meanwhile would race the second command, and Neutron's
+// If-Match does not settle that race: it forgets the constraint when it
+// retries a transaction that met a concurrent update, so the binding's
+// PUT can land after the person's and move the floating IP off the VM
+// again (seen in TestLiveRunbook: the claim attached for 3 minutes after
+// the rollback).
+const hold = 2 * time.Minute
+
+// noteRelease keeps annotationReleased of a pinned binding: it sets it when
+// fip is on no port while the binding's last observation, prev, had it
+// attached, and removes it once fip is on a port again. It says whether
+// it changed the annotations (to be saved with the late-initialised spec).
+func noteRelease(mg *v1alpha1.FloatingIPBinding, prev v1alpha1.FloatingIPBindingObservation, fip *floatingips.FloatingIP) bool {
+	_, noted := mg.GetAnnotations()[annotationReleased]
+	switch {
+	case !pinned(mg):
+		return false
+	case fip.PortID != "" && noted:
+		meta.RemoveAnnotations(mg, annotationReleased)
+		return true
+	case fip.PortID == "" && !noted && prev.Attached && prev.PortID == ptr.Deref(mg.Spec.ForProvider.PortID, ""):
+		meta.AddAnnotations(mg, map[string]string{annotationReleased: time.Now().UTC().Format(time.RFC3339)})
+		return true
+	}
+	return false
+}
+
+// holding says whether mg's annotationReleased is younger than hold
+// (false without one, or when it does not parse).
+func holding(mg *v1alpha1.FloatingIPBinding) bool {
+	at, err := time.Parse(time.RFC3339, mg.GetAnnotations()[annotationReleased])
+	return err == nil && time.Since(at) < hold
 }
