@@ -139,7 +139,9 @@ func withDeleting(mg *v1alpha1.FloatingIPBinding) {
 // withReleased notes a release at (RFC 3339; "now" in a want: any time
 // within the last minute, see releasedNow).
 func withReleased(at string) option {
-	return func(mg *v1alpha1.FloatingIPBinding) { meta.AddAnnotations(mg, map[string]string{annotationReleased: at}) }
+	return func(mg *v1alpha1.FloatingIPBinding) {
+		meta.AddAnnotations(mg, map[string]string{annotationReleased: at})
+	}
 }
 
 // releasedNow replaces mg's note of a release by "now" when it is a time
@@ -739,7 +741,7 @@ func TestReconcileReadsOnce(t *testing.T) {
 				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
 		},
 		"RollbackHeld": {
-			reason: "A pinned floating IP someone took off the binding's port (the rollback's unset) is read once and left alone, no PUT: the rollback sets it on the VM's port next; the refusal is retried within fast.",
+			reason:  "A pinned floating IP someone took off the binding's port (the rollback's unset) is read once and left alone, no PUT: the rollback sets it on the VM's port next; the refusal is retried within fast.",
 			replies: map[string]reply{getFIP: {200, one(fip("", 9))}},
 			mg:      binding(withPinned, withExternalName(fipID), withStatus(attachedStatus(true, 8), xpv2.Available())),
 			want: want{
