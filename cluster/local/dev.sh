@@ -36,8 +36,8 @@ STOP_AT=${1:-prestage}
 # the namespaced IPsecGateway on the live stack.
 CLAIM=${CLAIM:-1}
 case $CLAIM in
-0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr composed="-n tenant-a floatingipbindings.networking.m.ipsecgw.io -l crossplane.io/composite=branch-office" ;;
-1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim composed="floatingipbindings.networking.ipsecgw.io -l crossplane.io/claim-name=branch-office" ;;
+0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr ;;
+1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim ;;
 *) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
 esac
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
@@ -181,16 +181,15 @@ MSG
 fi
 cat <<MSG
 
-Rollback (pause the binding so that it cannot take the address back while
-it is free, move it, unpause: the binding reports the VM's port again):
+Rollback (the binding leaves the address alone for 2 minutes once it saw
+it leave its port; docs/runbook.md: pause it if the two commands may be
+further apart), then the binding reports the VM's port again:
 
-  kubectl annotate $composed crossplane.io/paused=true
   $envs$RUNBOOK unset 203.0.113.10
   $envs$RUNBOOK set 203.0.113.10 $vm_port
 MSG
 [ "$NODE" = 0 ] || echo "  $envs$SITE vm-start"
 cat <<MSG
-  kubectl annotate $composed crossplane.io/paused-
 
 After the rollback, deleting the claim leaves the floating IP on the VM's
 port (a pinned address is never released; deleted while cut over, the
