@@ -96,6 +96,7 @@ func TestLiveRunbook(t *testing.T) {
 	cutover := time.Now()
 	s.setFIPPort(t, "")
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
+	vmStopped := time.Now()
 	// The runbook's nudge: the binding retries at once.
 	s.labelClaim(t)
 	took := s.waitAttached(t, "cutover")
@@ -151,12 +152,20 @@ func TestLiveRunbook(t *testing.T) {
 	}
 
 	// 5. Rollback.
+	rollback := time.Now()
 	s.rollback(t)
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-start")
 	// As a customer's always-on VM starts it when its ipsec service
-	// restarts.
+	// restarts, once the floating IP answers on the VM: an IKE_SA_INIT the
+	// VM sends before the L3 agent has the floating IP's SNAT for it leaves
+	// with the router's own address, for which the client has no peer
+	// config (NO_PROPOSAL_CHOSEN, which charon does not retry; seen with
+	// the agent 13-27 s behind on a loaded machine), and conntrack keeps
+	// that flow.
+	rolled := fipMapped(t, s.env, fip, siteVM, time.Minute)
+	waitVMDeleteExpired(t, vmStopped)
 	initiate(t, siteCharon(t, s.state, "vm"), "rollback: the VM")
-	fipMapped(t, s.env, fip, siteVM, time.Minute)
+	t.Logf("rollback: the qrouter DNATed %s to the VM %s after the rollback's unset", fip, rolled.Sub(rollback).Round(100*time.Millisecond))
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
 	e = p.wait(t, siteVM, time.Minute)
 	t.Logf("rollback: the client host's connections were carried by %s, then by %s: outage %d ms", e.Previous, e.Via, e.OutageMS)

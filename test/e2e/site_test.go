@@ -99,17 +99,7 @@ func TestSiteCutover(t *testing.T) {
 	applied = fipMapped(t, s.env, s.runbook.FloatingIP, siteVM, 10*time.Second)
 	t.Logf("rollback: Neutron update sent -> the qrouter's DNAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	vm := siteCharon(t, s.state, "vm")
-	// The VM's IKE DELETEs at vm-stop left after its floating IP had (the
-	// runbook's order), SNATed by the qrouter to the router's own address;
-	// conntrack keeps that flow (VM:4500 -> client:4500) for its UDP
-	// timeout, 30 s, and a NAT-T flow the VM starts within it leaves with
-	// the router's address, for which the client has no peer config
-	// (AUTH_FAILED; measured 2026-12-01). A real cloud does the same to a
-	// rollback within 30 s of the cutover: the test waits it out.
-	if wait := time.Until(vmStopped.Add(35 * time.Second)); wait > 0 {
-		t.Logf("rollback: waiting %s for the qrouter's conntrack entry of the VM's DELETE to expire", wait.Round(100*time.Millisecond))
-		time.Sleep(wait)
-	}
+	waitVMDeleteExpired(t, vmStopped)
 	initiate(t, vm, "rollback: the VM")
 	vm.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
@@ -274,6 +264,23 @@ func fipMapped(t *testing.T, env []string, fip, fixed string, timeout time.Durat
 		return err == nil && strings.Contains(out, rule), "site.sh status:\n" + out
 	})
 	return at
+}
+
+// waitVMDeleteExpired waits until 35 s after the VM's charon was stopped
+// (at vmStopped) before a rollback lets the VM initiate. The VM's IKE
+// DELETEs at vm-stop left after its floating IP had (the runbook's order),
+// SNATed by the qrouter to the router's own address; conntrack keeps that
+// flow (VM:4500 -> client:4500) for its UDP timeout, 30 s, and a NAT-T
+// flow the VM starts within it leaves with the router's address, for
+// which the client has no peer config (AUTH_FAILED; measured 2026-12-01).
+// A real cloud does the same to a rollback within 30 s of the cutover: the
+// tests wait it out.
+func waitVMDeleteExpired(t *testing.T, vmStopped time.Time) {
+	t.Helper()
+	if wait := time.Until(vmStopped.Add(35 * time.Second)); wait > 0 {
+		t.Logf("rollback: waiting %s for the qrouter's conntrack entry of the VM's DELETE to expire", wait.Round(100*time.Millisecond))
+		time.Sleep(wait)
+	}
 }
 
 // initiate starts the tunnel from c, as the gateway pod (always on) and the
