@@ -330,8 +330,8 @@ func TestFloatingIPBindingRunbook(t *testing.T) {
 	set := time.Now()
 	fipWaitSynced(t, mg, "the binding reports the VM's port after the rollback", "is associated with port "+vm.ID)
 	t.Logf("rollback: set on the VM's port to the binding's report in %s", time.Since(set).Round(time.Millisecond))
-	if _, noted := mg.GetAnnotations()["networking.ipsecgw.io/released-at"]; noted {
-		t.Errorf("rollback: the binding keeps its note of the release once the floating IP is on the VM's port: %v", mg.GetAnnotations())
+	if at := mg.Status.AtProvider.ReleasedAt; at != nil {
+		t.Errorf("rollback: status.atProvider.releasedAt %s stays once the floating IP is on the VM's port", at)
 	}
 
 	// 4. Cutover again: the binding attaches what the VM let go of.

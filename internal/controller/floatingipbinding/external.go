@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -31,10 +32,9 @@ const (
 	errPinnedMissing  = "floating IP %s does not exist in the project: a pinned floating IP (spec.forProvider.floatingIpAddress) must be allocated beforehand"
 	errBoundElsewhere = "floating IP %s is associated with port %s, not %s: disassociate it there first (runbook: cutover)"
 	// errReleased is a pinned floating IP someone took off the binding's
-	// port: %s are the address, the port, hold and the annotation that
-	// says when.
+	// port: %s are the address, the port, hold and when it left.
 	errReleased = "floating IP %s was taken off port %s and is on no port (runbook: rollback, set it on the VM's port next): " +
-		"the binding takes it back if it is still on no port %s after it left (annotation %s)"
+		"the binding takes it back if it is still on no port %s after it left (status.atProvider.releasedAt %s)"
 
 	// errPortTaken is Neutron's 409 FloatingIPPortAlreadyAssociated told
 	// from the binding's side: %s are the port, the floating IP already on
@@ -72,7 +72,8 @@ type external struct {
 // exists for the reconciler only while it is bound to the binding's port,
 // since Delete only disassociates it. A pinned floating IP that the last
 // observation had on the binding's port and that is on no port now is
-// noted as released (annotationReleased, saved as late-initialised): the
+// noted as released (status.atProvider.releasedAt, written with the
+// status as every observation: no update of the object of its own): the
 // rollback's first step, after which associate leaves it alone for hold.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalObservation, error) {
 	fip, adopted, err := e.find(ctx, mg)
@@ -89,6 +90,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 		meta.SetExternalName(mg, fip.ID)
 	}
 	mg.Status.AtProvider = observation(mg, fip)
+	mg.Status.AtProvider.ReleasedAt = releasedAt(mg, prev, fip)
 	if meta.WasDeleted(mg) {
 		if pinned(mg) {
 			return managed.ExternalObservation{ResourceExists: boundToUs(mg, fip)}, nil
@@ -97,9 +99,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 	}
 	// An adopted external name is saved with the late-initialised spec,
 	// so that the next Observe is one GET by ID.
-	// The note of a release is saved the same way.
 	lateInit := lateInitialize(mg, fip) || adopted
-	lateInit = noteRelease(mg, prev, fip) || lateInit
 	d := diff(mg, fip)
 	setReadiness(mg)
 	return managed.ExternalObservation{
@@ -282,7 +282,7 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		}
 		if pinned(mg) && fip.PortID == "" && holding(mg) {
 			// The runbook's rollback: its next step sets it on the VM's port.
-			return nil, mrsetup.RetryWithin(fmt.Errorf(errReleased, fip.FloatingIP, wanted, hold, annotationReleased), fast)
+			return nil, mrsetup.RetryWithin(fmt.Errorf(errReleased, fip.FloatingIP, wanted, hold, mg.Status.AtProvider.ReleasedAt.UTC().Format(time.RFC3339)), fast)
 		}
 		opts.PortID = &wanted
 		opts.FixedIP = string(ptr.Deref(p.FixedIP, ""))

@@ -3,10 +3,10 @@ package floatingipbinding
 import (
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -94,45 +94,39 @@ func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 	return cmp.Diff(desired, observed)
 }
 
-// annotationReleased notes on a pinned binding when it saw its floating IP
-// taken off its port by someone else (RFC 3339, UTC): the runbook's
-// rollback, whose next step sets it on the VM's port. While the note is
-// younger than hold, the binding leaves the free floating IP alone.
-const annotationReleased = "networking.ipsecgw.io/released-at"
-
 // hold is how long a pinned binding leaves alone a floating IP that
 // someone took off its port before it takes it back: the time a person has
 // between the rollback's two commands (unset, set on the VM's port).
-// Taking it back meanwhile would race the second command, and Neutron's
-// If-Match does not settle that race: it forgets the constraint when it
-// retries a transaction that met a concurrent update, so the binding's
-// PUT can land after the person's and move the floating IP off the VM
-// again (seen in TestLiveRunbook: the claim attached for 3 minutes after
-// the rollback).
+// Taking it back meanwhile races the second command, and Neutron's
+// If-Match does not settle that race: its revision plugin clears the
+// constraint from the request's context the first time it reads it, so a
+// transaction retried after a concurrent update (StaleDataError) runs
+// without it, and the binding's PUT can land after the person's and move
+// the floating IP off the VM again (read in Neutron's
+// revision_plugin.py; the symptom seen once in TestLiveRunbook: the
+// claim attached, the qrouter DNATing to the gateway, 3 minutes after the
+// rollback).
 const hold = 2 * time.Minute
 
-// noteRelease keeps annotationReleased of a pinned binding: it sets it when
-// fip is on no port while the binding's last observation, prev, had it
-// attached, and removes it once fip is on a port again. It says whether
-// it changed the annotations (to be saved with the late-initialised spec).
-func noteRelease(mg *v1alpha1.FloatingIPBinding, prev v1alpha1.FloatingIPBindingObservation, fip *floatingips.FloatingIP) bool {
-	_, noted := mg.GetAnnotations()[annotationReleased]
+// releasedAt is status.atProvider.releasedAt of a pinned binding that
+// observes fip after prev, its last observation: the time it first saw fip
+// on no port after prev had it attached, kept while fip stays on no port;
+// nil otherwise.
+func releasedAt(mg *v1alpha1.FloatingIPBinding, prev v1alpha1.FloatingIPBindingObservation, fip *floatingips.FloatingIP) *metav1.Time {
 	switch {
-	case !pinned(mg):
-		return false
-	case fip.PortID != "" && noted:
-		meta.RemoveAnnotations(mg, annotationReleased)
-		return true
-	case fip.PortID == "" && !noted && prev.Attached && prev.PortID == ptr.Deref(mg.Spec.ForProvider.PortID, ""):
-		meta.AddAnnotations(mg, map[string]string{annotationReleased: time.Now().UTC().Format(time.RFC3339)})
-		return true
+	case !pinned(mg) || fip.PortID != "":
+		return nil
+	case prev.ReleasedAt != nil:
+		return prev.ReleasedAt
+	case prev.Attached:
+		now := metav1.Now()
+		return &now
 	}
-	return false
+	return nil
 }
 
-// holding says whether mg's annotationReleased is younger than hold
-// (false without one, or when it does not parse).
+// holding says whether mg saw its floating IP released less than hold ago.
 func holding(mg *v1alpha1.FloatingIPBinding) bool {
-	at, err := time.Parse(time.RFC3339, mg.GetAnnotations()[annotationReleased])
-	return err == nil && time.Since(at) < hold
+	at := mg.Status.AtProvider.ReleasedAt
+	return at != nil && time.Since(at.Time) < hold
 }
