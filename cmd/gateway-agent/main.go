@@ -35,6 +35,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -130,6 +131,14 @@ func runAgent(ctx context.Context, o options) error {
 	if o.validate {
 		ro.Validator = apply.CharonValidator{}
 	}
+	// The route-mode tunnels' XFRM interfaces, on the tenant network's
+	// interface; without route-mode tunnels it only makes sure that none
+	// of its interfaces is left.
+	xa, errX := xfrmlink.New(workload.SecondaryInterface)
+	if errX != nil {
+		return errX
+	}
+	ro.XFRM = xa
 	var c client.Client
 	if o.statusConfigMap != "" || o.lease != "" {
 		var err error

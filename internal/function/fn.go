@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -258,7 +259,7 @@ func securityGroup(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alp
 
 // port is the gateway's unbound ("VIP-style") port on the tenant subnet,
 // in the composite's security group; in mode routed the client subnets are
-// its allowed address pairs.
+// its allowed address pairs, in mode nat the remote subnets of hide NAT.
 func port(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alpha1.Port {
 	fixed := nv1alpha1.FixedIP{SubnetID: ptr.To(nv1alpha1.UUID(s.Network.SubnetID))}
 	if s.Network.FixedIP != "" {
@@ -284,7 +285,33 @@ func port(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alpha1.Port 
 			p.Spec.ForProvider.AllowedAddressPairs = append(p.Spec.ForProvider.AllowedAddressPairs, nv1alpha1.AddressPair{IPAddress: c})
 		}
 	}
+	for _, c := range hiddenRemotes(s) {
+		p.Spec.ForProvider.AllowedAddressPairs = append(p.Spec.ForProvider.AllowedAddressPairs, nv1alpha1.AddressPair{IPAddress: c})
+	}
 	return p
+}
+
+// hiddenRemotes are, in mode nat, the remote subnets of the tunnels' hide
+// NAT rules, each once, in the spec's order: the replies of a hide NAT's
+// connections reach a tenant host on the tenant network from the client
+// host's own address, which port security lets out of the gateway's port
+// (and the nodes' ports) only as an allowed address pair, as mode routed's
+// client subnets.
+func hiddenRemotes(s XIPsecGatewaySpec) []string {
+	if s.Mode == gwv1alpha1.ModeRouted {
+		return nil
+	}
+	var out []string
+	for _, t := range s.Tunnels {
+		for _, h := range t.HideNAT {
+			for _, r := range h.RemoteSubnets {
+				if !slices.Contains(out, string(r)) {
+					out = append(out, string(r))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // floatingIP is the floating IP on the port. Pinned (endpoint.floatingIP):
@@ -331,7 +358,8 @@ func routes(r *Routed, pc *xpv2.Reference) *nv1alpha1.RouterRoutes {
 // its pod may run on (spec.nodeSelector, the Gateway's too), so that a cloud with
 // port security on lets the pod's frames out: the controller takes the
 // fixed IP and MAC from the Port it selects (the composite's, by controller
-// reference) and, in mode routed, adds the client subnets with that MAC.
+// reference) and, in mode routed, adds the client subnets with that MAC (in
+// mode nat the remote subnets of hide NAT).
 // Removed with the composite, it removes the pairs it added and only those.
 func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPairs {
 	np := &nv1alpha1.NodeAddressPairs{Spec: nv1alpha1.NodeAddressPairsSpec{
@@ -345,6 +373,9 @@ func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPa
 		for _, c := range s.Routed.ClientSubnets {
 			np.Spec.ForProvider.CIDRs = append(np.Spec.ForProvider.CIDRs, nv1alpha1.CIDR(c))
 		}
+	}
+	for _, c := range hiddenRemotes(s) {
+		np.Spec.ForProvider.CIDRs = append(np.Spec.ForProvider.CIDRs, nv1alpha1.CIDR(c))
 	}
 	return np
 }

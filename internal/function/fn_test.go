@@ -14,7 +14,10 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
 // obj parses a YAML object.
@@ -796,4 +799,60 @@ func dig(m map[string]any, keys ...string) any {
 		v = v.(map[string]any)[k]
 	}
 	return v
+}
+
+// TestHideNATPairs proves that the remote subnets of the tunnels' hide NAT
+// rules become, in mode nat, allowed address pairs of the gateway's port
+// and CIDRs of the node address pairs (the replies reach tenant hosts from
+// client addresses), each once, and nothing in mode routed.
+func TestHideNATPairs(t *testing.T) {
+	rule := func(remotes ...gwv1alpha1.CIDR) gwv1alpha1.HideNAT {
+		return gwv1alpha1.HideNAT{Name: "r", TenantSubnets: []gwv1alpha1.CIDR{"10.20.0.0/24"}, RemoteSubnets: remotes, PresentedAddress: ptr.To[gwv1alpha1.IPv4]("100.64.0.20")}
+	}
+	cases := map[string]struct {
+		reason string
+		spec   XIPsecGatewaySpec
+		want   []string
+	}{
+		"NoHideNAT": {
+			reason: "Mode nat without hide NAT has no pairs beyond the port's own address.",
+			spec:   XIPsecGatewaySpec{Mode: gwv1alpha1.ModeNAT, Tunnels: []gwv1alpha1.Tunnel{{Name: "a"}}},
+		},
+		"EachOnce": {
+			reason: "Remote subnets of several rules and tunnels are listed once each, in spec order.",
+			spec: XIPsecGatewaySpec{Mode: gwv1alpha1.ModeNAT, Tunnels: []gwv1alpha1.Tunnel{
+				{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24", "192.168.11.0/24"), rule("192.168.10.0/24")}},
+				{Name: "b", HideNAT: []gwv1alpha1.HideNAT{rule("172.16.0.0/16")}},
+			}},
+			want: []string{"192.168.10.0/24", "192.168.11.0/24", "172.16.0.0/16"},
+		},
+		"ModeLeftOut": {
+			reason: "mode left out is nat.",
+			spec:   XIPsecGatewaySpec{Tunnels: []gwv1alpha1.Tunnel{{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24")}}}},
+			want:   []string{"192.168.10.0/24"},
+		},
+		"Routed": {
+			reason: "In mode routed (which admission refuses hide NAT in) only the client subnets are pairs.",
+			spec: XIPsecGatewaySpec{Mode: gwv1alpha1.ModeRouted, Routed: &Routed{ClientSubnets: []string{"192.168.20.0/24"}},
+				Tunnels: []gwv1alpha1.Tunnel{{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24")}}}},
+			want: []string{"192.168.20.0/24"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var pairs, cidrs []string
+			for _, p := range port(tc.spec, "gw", nil).Spec.ForProvider.AllowedAddressPairs {
+				pairs = append(pairs, p.IPAddress)
+			}
+			for _, c := range nodePairs(tc.spec, nil).Spec.ForProvider.CIDRs {
+				cidrs = append(cidrs, string(c))
+			}
+			if diff := cmp.Diff(tc.want, pairs); diff != "" {
+				t.Errorf("%s\nport's allowed address pairs: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, cidrs); diff != "" {
+				t.Errorf("%s\nnode address pairs' CIDRs: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

@@ -46,9 +46,14 @@ type Files struct {
 	// goes into the ConfigMap. Nil unless spec.dataPlane needs one: with
 	// Libipsec it loads kernel-libipsec before kernel-netlink.
 	StrongSwanConf []byte
-	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there is
-	// one, StrongSwanConf. Secrets are left out so that the hash, which is
-	// shown in status, reveals nothing about a PSK.
+	// XFRMInterfaces is the JSON of an xfrmi.Config: the XFRM interfaces
+	// and routes of the route-mode tunnels, which the gateway agent
+	// creates in the pod's network namespace; it goes into the ConfigMap.
+	// Nil when no tunnel is in mode route.
+	XFRMInterfaces []byte
+	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there are,
+	// StrongSwanConf and XFRMInterfaces. Secrets are left out so that the
+	// hash, which is shown in status, reveals nothing about a PSK.
 	Hash string
 }
 
@@ -74,6 +79,10 @@ func Render(in Input) (*Files, error) {
 	if f.StrongSwanConf != nil {
 		h.Write([]byte{0})
 		h.Write(f.StrongSwanConf)
+	}
+	if f.XFRMInterfaces = xfrmConf(in, c); f.XFRMInterfaces != nil {
+		h.Write([]byte{1})
+		h.Write(f.XFRMInterfaces)
 	}
 	f.Hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil

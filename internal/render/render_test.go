@@ -48,16 +48,20 @@ func goldenInput(t *testing.T, name string) Input {
 // change, and review the diff.
 func TestGolden(t *testing.T) {
 	cases := map[string]string{
-		"single-tunnel":      "One IKEv2 tunnel with one subnet pair and every optional setting.",
-		"several-tunnels":    "Three tunnels to different peers, one identified by FQDN.",
-		"pairs-per-child":    "Several subnet pairs, one CHILD_SA each.",
-		"pairs-single-child": "Several subnet pairs carried by one CHILD_SA.",
-		"ikev1":              "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
-		"nat-exposures":      "Mode nat with exposures (by address and by Service) and reverse exposures.",
-		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
-		"psk-special-chars":  "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
-		"libipsec":           "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
-		"replicas-2":         "Active/standby, mobike left out: mobike = no and local_addrs the private address, so that no IKE SA of a pod that lost the address can move to another interface.",
+		"single-tunnel":       "One IKEv2 tunnel with one subnet pair and every optional setting.",
+		"several-tunnels":     "Three tunnels to different peers, one identified by FQDN.",
+		"pairs-per-child":     "Several subnet pairs, one CHILD_SA each.",
+		"pairs-single-child":  "Several subnet pairs carried by one CHILD_SA.",
+		"ikev1":               "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
+		"nat-exposures":       "Mode nat with exposures (by address and by Service) and reverse exposures.",
+		"hide-nat":            "Mode nat with hide NAT (a presented address for one tenant subnet, a pool for another; a third, unlisted, untranslated) beside an exposure and a reverse exposure, whose SNAT comes first.",
+		"routed":              "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
+		"psk-special-chars":   "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
+		"libipsec":            "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
+		"replicas-2":          "Active/standby, mobike left out: mobike = no and local_addrs the private address, so that no IKE SA of a pod that lost the address can move to another interface.",
+		"route-active-backup": "Two route-mode tunnels to a cloud VPN's two endpoints with identical 0.0.0.0/0 selectors: if_id_in/if_id_out per tunnel, an XFRM interface each, the same routes with metrics 100 (active) and 200 (backup).",
+		"route-ecmp":          "The same two tunnels with equal metrics: one multipath route per destination with a next hop per interface.",
+		"route-mixed":         "A route-mode tunnel with narrowed selectors, trap and the default metric, an IKEv1 route-mode tunnel, and a policy-mode tunnel rendered as before.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -70,7 +74,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%s\nRender(): %v", reason, err)
 			}
 			files := map[string][]byte{"swanctl.conf": f.SwanctlConf, "secrets.conf": f.Secrets, "nat.nft": f.NATRules,
-				"strongswan.conf": f.StrongSwanConf}
+				"strongswan.conf": f.StrongSwanConf, "xfrm.json": f.XFRMInterfaces}
 			for file, got := range files {
 				path := filepath.Join("testdata", name, file)
 				if got == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // The API's start actions (a tunnel's startAction).
@@ -87,6 +88,15 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			}
 			if a, ok := closeActions[t.StartAction]; ok {
 				child.Set("close_action", a)
+			}
+			if t.Mode == v1alpha1.TunnelModeRoute {
+				// The CHILD_SAs' SAs and policies are bound to the
+				// tunnel's XFRM interface; charon installs no routes
+				// for them (kernel-netlink's install_routes_xfrmi is
+				// off): the agent routes the tunnel's routes.
+				id := strconv.FormatUint(uint64(xfrmi.IfID(t.Name)), 10)
+				child.Set("if_id_in", id)
+				child.Set("if_id_out", id)
 			}
 		}
 		secs.Section("ike-"+t.Name).

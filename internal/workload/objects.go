@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // Labels and annotations on every object of a gateway.
@@ -50,6 +52,9 @@ const (
 	// KeyStrongSwanConf holds the rendered strongswan.conf fragment, when
 	// there is one (render.Files.StrongSwanConf).
 	KeyStrongSwanConf = "strongswan.conf"
+	// KeyXFRMInterfaces holds the XFRM interfaces and routes of the
+	// route-mode tunnels, when there is one (render.Files.XFRMInterfaces).
+	KeyXFRMInterfaces = xfrmi.File
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
@@ -102,6 +107,9 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	config := map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)}
 	if f.StrongSwanConf != nil {
 		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
+	}
+	if f.XFRMInterfaces != nil {
+		config[KeyXFRMInterfaces] = string(f.XFRMInterfaces)
 	}
 	objs := []client.Object{
 		nad,
@@ -204,6 +212,16 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 		},
 	}
 	sysctl := map[string]string{"net.ipv4.ip_forward": "1"}
+	if routeMode(gw) {
+		// The route-mode tunnels' XFRM interfaces, which the agent
+		// creates later, take the default: loose reverse-path filtering,
+		// so that a packet the peer sends on the backup tunnel (cloud VPN
+		// peers send on either) is not dropped because the route back
+		// to its source is the active tunnel's. A new namespace inherits
+		// the host's conf.all (often strict); each interface gets the
+		// higher of conf.all and its own, so 2 is loose either way.
+		sysctl["net.ipv4.conf.default.rp_filter"] = "2"
+	}
 	if pods(gw) > 1 {
 		// Active/standby: the active agent adds the address
 		// (activeStandby); and no IPv6 on net1, whose link-local
@@ -272,4 +290,9 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// routeMode says whether a tunnel of gw is in mode route.
+func routeMode(gw *v1alpha1.Gateway) bool {
+	return slices.ContainsFunc(gw.Spec.ForProvider.Tunnels, func(t v1alpha1.Tunnel) bool { return t.Mode == v1alpha1.TunnelModeRoute })
 }

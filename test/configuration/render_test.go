@@ -606,3 +606,56 @@ func TestValidateClaimTenantSubnetsOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateClaimHideNAT proves the XRD carries the Gateway's hideNAT
+// rules, the tunnel's and those across the spec's fields: a claim whose
+// tunnel presents an address of its local subnet for listed tenant subnets
+// is admitted; one presenting an address outside it, or translating a
+// tenant subnet the claim does not list, is refused naming the field.
+func TestValidateClaimHideNAT(t *testing.T) {
+	cache := validateCache(t)
+	cases := map[string]struct {
+		reason   string
+		tenant   []any
+		address  string
+		want     string
+		wantPath string
+	}{
+		"Admitted": {
+			reason:  "An address of the local subnet for a listed tenant subnet is admitted.",
+			tenant:  []any{"10.20.0.0/24"},
+			address: "100.64.0.20",
+		},
+		"OutsideLocal": {
+			reason:   "An address outside the tunnel's local subnets is refused at the tunnel's hideNAT.",
+			tenant:   []any{"10.20.0.0/24"},
+			address:  "100.65.0.20",
+			wantPath: "spec.tunnels[0].hideNAT: Invalid value: ",
+			want:     "lies in no local subnet of the tunnel's traffic selectors",
+		},
+		"TenantNotListed": {
+			reason:   "A claim without tenantSubnets lists no tenant subnet to translate: refused at spec.tunnels.",
+			address:  "100.64.0.20",
+			wantPath: "spec.tunnels: Invalid value: ",
+			want:     "a tunnel's hideNAT tenantSubnets entry lies in no tenantSubnets entry of the gateway",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim, spec := parseMinimalClaim(t)
+			if tc.tenant != nil {
+				spec["tenantSubnets"] = tc.tenant
+			}
+			spec["tunnels"].([]any)[0].(map[string]any)["hideNAT"] = []any{map[string]any{
+				"name": "apps", "tenantSubnets": []any{"10.20.0.0/24"}, "remoteSubnets": []any{"192.168.10.0/24"}, "presentedAddress": tc.address,
+			}}
+			out, err := validateClaim(t, cache, claim)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s\ncrossplane beta validate refused the claim: %v\n%s", tc.reason, err, out)
+			case tc.want != "" && (err == nil || !strings.Contains(out, tc.wantPath) || !strings.Contains(out, tc.want)):
+				t.Errorf("%s\ncrossplane beta validate: %v\n%s\nwant %s refused with %q", tc.reason, err, out, tc.wantPath, tc.want)
+			}
+		})
+	}
+}

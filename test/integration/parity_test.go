@@ -3,11 +3,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +59,7 @@ func TestValidatorCharonParity(t *testing.T) {
 	g := specGen{r: r, keywords: byKind(render.Keywords())}
 	c := topology.StartValidator(t)
 	ctx := context.Background()
-	accepted, reasons := 0, map[string]int{}
+	accepted, nat, routeMode, reasons := 0, 0, 0, map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -65,6 +68,9 @@ func TestValidatorCharonParity(t *testing.T) {
 			continue
 		}
 		accepted++
+		if files.XFRMInterfaces != nil {
+			routeMode++
+		}
 		doc, err := swanctl.Parse(files.SwanctlConf)
 		if err != nil {
 			t.Fatalf("spec %d: rendered swanctl.conf does not parse: %v", i, err)
@@ -100,11 +106,28 @@ func TestValidatorCharonParity(t *testing.T) {
 		for _, conn := range conns {
 			_, _ = c.Call(ctx, "unload-conn", vicitest.Msg("name", conn.Name))
 		}
+		if bytes.Contains(files.NATRules, []byte(" snat to ")) {
+			nat++
+			if out, err := loadNAT(t, files.NATRules); err != nil {
+				spec, _ := yaml.Marshal(in.Spec)
+				t.Errorf("spec %d (PARITY_SEED=%d): the validator accepts it, nft refuses its NAT rules: %v\n%s\nspec (PSKs left out):\n%s\nnat.nft:\n%s", i, seed, err, out, spec, files.NATRules)
+			}
+		}
 	}
-	t.Logf("validator accepted %d of %d specs, all loaded by charon; refusals by first field: %v", accepted, n, reasons)
+	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, routeMode, nat, reasons)
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
+}
+
+// loadNAT loads an nftables script with a real nft in a network namespace
+// of its own, which ends with the call.
+func loadNAT(t *testing.T, rules []byte) ([]byte, error) {
+	f := filepath.Join(t.TempDir(), "nat.nft")
+	if err := os.WriteFile(f, rules, 0o600); err != nil {
+		return nil, err
+	}
+	return exec.Command("unshare", "--net", "nft", "-f", f).CombinedOutput()
 }
 
 // firstField is the field of the first problem in a Render error, its
@@ -250,6 +273,22 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 			Remote: gwv1alpha1.CIDR(g.prefix(clients, 16)),
 		})
 	}
+	if g.chance(0.3) {
+		t.HideNAT = []gwv1alpha1.HideNAT{g.hideNAT(t.TrafficSelectors)}
+	}
+	// Route mode, for the parity of if_id_in and if_id_out: mostly
+	// 0.0.0.0/0 selectors, a route in the client range.
+	if g.chance(0.3) {
+		t.Mode = gwv1alpha1.TunnelModeRoute
+		t.HideNAT = nil
+		if g.chance(0.7) {
+			t.TrafficSelectors = []gwv1alpha1.TrafficSelector{{Local: "0.0.0.0/0", Remote: "0.0.0.0/0"}}
+		}
+		t.Routes = []gwv1alpha1.CIDR{gwv1alpha1.CIDR(g.prefix(clients, 24))}
+		if g.chance(0.5) {
+			t.RouteMetric = ptr.To(int32(g.r.IntN(300)))
+		}
+	}
 	psk := make([]byte, g.r.IntN(48))
 	for j := range psk {
 		if g.chance(0.9) {
@@ -259,6 +298,30 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 		}
 	}
 	return t, psk
+}
+
+// hideNAT is a random hide NAT rule, usually presenting addresses of the
+// local subnet of one of pairs towards its remote subnet.
+func (g specGen) hideNAT(pairs []gwv1alpha1.TrafficSelector) gwv1alpha1.HideNAT {
+	ts := pairs[g.r.IntN(len(pairs))]
+	local, remote := netip.MustParsePrefix(string(ts.Local)), string(ts.Remote)
+	if g.chance(0.1) {
+		local = presented
+	}
+	if g.chance(0.1) {
+		remote = g.prefix(clients, 16)
+	}
+	tenant := g.prefix(netip.MustParsePrefix("10.244.0.0/16"), 16)
+	if g.chance(0.1) {
+		tenant = g.prefix(netip.MustParsePrefix("10.0.0.0/8"), 8)
+	}
+	h := gwv1alpha1.HideNAT{Name: "out", TenantSubnets: []gwv1alpha1.CIDR{gwv1alpha1.CIDR(tenant)}, RemoteSubnets: []gwv1alpha1.CIDR{gwv1alpha1.CIDR(remote)}}
+	if pool := netip.MustParsePrefix(g.prefix(local, local.Bits())); g.chance(0.5) {
+		h.PresentedPool = ptr.To(gwv1alpha1.CIDR(pool.String()))
+	} else {
+		h.PresentedAddress = ptr.To(gwv1alpha1.IPv4(pool.Addr().String()))
+	}
+	return h
 }
 
 // input is one random spec with its PSKs.
@@ -276,6 +339,10 @@ func (g specGen) input() render.Input {
 		t, psk := g.tunnel(i)
 		spec.Tunnels = append(spec.Tunnels, t)
 		in.PSKs[t.Name] = psk
+	}
+	// Mostly what route mode needs, so that some are accepted.
+	if slices.ContainsFunc(spec.Tunnels, func(t gwv1alpha1.Tunnel) bool { return t.Mode == gwv1alpha1.TunnelModeRoute }) && g.chance(0.9) {
+		spec.Mode, spec.DataPlane = gwv1alpha1.ModeRouted, ""
 	}
 	in.Spec = spec
 	return in

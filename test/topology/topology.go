@@ -450,7 +450,7 @@ func Start(t testing.TB, o Options) *Topology {
 	if out, err := nat.CombinedOutput(); err != nil {
 		t.Fatalf("cannot map the floating IP: %v: %s", err, out)
 	}
-	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(o.Dir, "gw")}, ServiceNS: svc}
+	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(tp.Dir, "gw")}, ServiceNS: svc}
 	all := make([]*Charon, 0, 1+len(tp.Peers))
 	all = append(all, tp.Gateway.Charon)
 	for _, p := range tp.Peers {

@@ -24,12 +24,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 // Options configure the agent.
 type Options struct {
-	// ConfigDir holds swanctl.conf and nat.nft (the mounted ConfigMap),
+	// ConfigDir holds swanctl.conf, nat.nft and xfrm.json (the mounted ConfigMap),
 	// SecretsDir secrets.conf (the mounted Secret). The kubelet swaps
 	// their contents atomically through a symlink; the agent re-reads the
 	// files every Interval.
@@ -43,6 +44,10 @@ type Options struct {
 	Validator apply.Validator
 	// NAT loads the NAT rules; nil leaves nftables alone.
 	NAT *nat.Applier
+	// XFRM creates the XFRM interfaces and routes of the route-mode
+	// tunnels (xfrm.json, absent when there is none); nil leaves links
+	// and routes alone.
+	XFRM *xfrmlink.Applier
 	// Publisher writes the tunnel status; Poll is the status poll
 	// interval (default status.DefaultPoll).
 	Publisher *status.Publisher
@@ -281,7 +286,12 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 		a.o.Log.Info("Cannot read the mounted configuration", "error", err)
 		return
 	}
-	all := bytes.Join([][]byte{conf, secrets, rules}, []byte{0})
+	links, err := readOptional(filepath.Join(a.o.ConfigDir, workload.KeyXFRMInterfaces))
+	if err != nil {
+		a.o.Log.Info("Cannot read the mounted configuration", "error", err)
+		return
+	}
+	all := bytes.Join([][]byte{conf, secrets, rules, links}, []byte{0})
 	if *last != nil && bytes.Equal(all, *last) {
 		return
 	}
@@ -289,6 +299,12 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 	res, err := applier.Apply(ctx, conf, secrets)
 	if err == nil && a.o.NAT != nil {
 		_, err = a.o.NAT.Apply(ctx, rules)
+	}
+	if err == nil && a.o.XFRM != nil {
+		var changed xfrmlink.Result
+		if changed, err = a.o.XFRM.Apply(links); changed.Changed() {
+			a.o.Log.Info("Changed the XFRM interfaces and routes", "created", changed.Created, "deleted", changed.Deleted, "routed", changed.Routed, "unrouted", changed.Unrouted)
+		}
 	}
 	if a.o.Metrics != nil {
 		a.o.Metrics.Reloaded(err == nil)
@@ -317,8 +333,17 @@ func (a *Agent) read() (conf, secrets, rules []byte, err error) {
 	if secrets, err = os.ReadFile(filepath.Join(a.o.SecretsDir, workload.KeySecrets)); err != nil {
 		return nil, nil, nil, err
 	}
-	if rules, err = os.ReadFile(filepath.Join(a.o.ConfigDir, workload.KeyNATRules)); err != nil && !os.IsNotExist(err) {
+	if rules, err = readOptional(filepath.Join(a.o.ConfigDir, workload.KeyNATRules)); err != nil {
 		return nil, nil, nil, err
 	}
 	return conf, secrets, rules, nil
+}
+
+// readOptional reads the file at path, nil when there is none.
+func readOptional(path string) ([]byte, error) {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a file of the mounted ConfigMap, named by the agent
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	return b, err
 }

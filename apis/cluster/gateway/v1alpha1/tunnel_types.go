@@ -26,6 +26,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.mobike) || !self.mobike",message="MOBIKE is an IKEv2 extension: leave mobike out (or false) for ikeVersion 1"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.childSALayout) || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 1 || !has(self.dpd) || !has(self.dpd.timeout)",message="dpd.timeout is an IKEv1 setting: IKEv2 takes the retransmission timeouts instead, remove dpd.timeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.exists(ts, !isCIDR(ts.local) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || cidr(ts.local).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || cidr(ts.local).containsCIDR(cidr(h.presentedPool))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) lies in no local subnet of the tunnel's traffic selectors: the client knows the tenant side by those addresses and the tunnel carries no other; present an address of a local subnet"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.all(ts, !isCIDR(ts.remote) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || !cidr(ts.remote).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || !(cidr(ts.remote).containsCIDR(cidr(h.presentedPool)) || cidr(h.presentedPool).containsCIDR(cidr(ts.remote)))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) overlaps a remote traffic selector, a client subnet: the client would see its own addresses as the source; present addresses of the tunnel's local subnet"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routes) || size(self.routes) == 0",fieldPath=".routes",message="routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'route' || (has(self.routes) && size(self.routes) > 0)",fieldPath=".routes",message="a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routeMetric)",fieldPath=".routeMetric",message="routeMetric is for mode route: set mode route, or remove routeMetric"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || self.trafficSelectors.all(ts, !isCIDR(ts.local) || !isCIDR(ts.remote) || (cidr(ts.local).prefixLength() > 0 && cidr(ts.remote).prefixLength() > 0))",fieldPath=".trafficSelectors",message="0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"
 type Tunnel struct {
 	// Name of the tunnel, also its swanctl connection name.
 	// +kubebuilder:validation:MinLength=1
@@ -148,7 +154,80 @@ type Tunnel struct {
 	// +optional
 	// +kubebuilder:default=PerSubnetPair
 	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
+
+	// HideNAT translates the source of connections that tenant workloads
+	// open to client hosts through this tunnel (mode nat): traffic from a
+	// rule's tenantSubnets to its remoteSubnets leaves with a presented
+	// address of the tunnel's local traffic selector as its source, so that
+	// tenant workloads reach client addresses directly, without a reverse
+	// exposure per port. The first rule whose subnets match a connection
+	// applies; reverse exposures come before every rule.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	HideNAT []HideNAT `json:"hideNAT,omitempty"`
+
+	// Mode is policy (the default when left out) or route. In policy mode
+	// the traffic selectors decide what enters the tunnel (XFRM policies
+	// without an interface ID), so no two tunnels may carry overlapping
+	// pairs. In route mode the tunnel's CHILD_SAs are bound to an XFRM
+	// interface of its own (swanctl if_id_in and if_id_out), usually with
+	// 0.0.0.0/0 traffic selectors on both sides as cloud VPN services and
+	// route-based firewalls negotiate, and Routes decide what enters it:
+	// the gateway agent creates the interface in the gateway pod's network
+	// namespace and routes Routes over it with RouteMetric. So two
+	// tunnels may negotiate identical selectors (two tunnels of one cloud
+	// VPN connection): the lower metric carries the traffic and the other
+	// takes over when its interface or CHILD_SA goes (active/backup), or
+	// equal metrics share it (ECMP). The interface of tunnel <name> has
+	// the interface ID i, the first four bytes of the SHA-256 of <name>
+	// as a big-endian number with the top bit cleared (1 if that is 0),
+	// and the name xfrm<i as 8 hex digits>: both depend on the tunnel's
+	// name alone, so adding, removing or reordering other tunnels changes
+	// no interface. Route mode needs gateway mode routed and data plane
+	// KernelXFRM (strongSwan's kernel-libipsec has no interface IDs).
+	// +optional
+	// +kubebuilder:validation:Enum=policy;route
+	Mode TunnelMode `json:"mode,omitempty"`
+
+	// Routes are the remote subnets routed over the tunnel's XFRM interface
+	// (mode route), each inside one of the tunnel's remote traffic
+	// selectors (packets outside them would find no CHILD_SA and be
+	// dropped) and apart from the tenant subnets, the gateway's own network
+	// and every peer's address (IKE must not enter a tunnel).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	Routes []CIDR `json:"routes,omitempty"`
+
+	// RouteMetric is the metric (Linux route priority) of Routes, 100 when
+	// left out (mode route). Between tunnels routing the same subnet the
+	// lowest metric carries the traffic: give the backup tunnel a higher
+	// one. Tunnels routing a subnet with the same metric share it, one
+	// multipath route with a next hop per tunnel (ECMP, per flow).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	RouteMetric *int32 `json:"routeMetric,omitempty"`
 }
+
+// TunnelMode says whether a tunnel's traffic selectors (policy) or routes
+// over an XFRM interface of its own (route) decide what enters it.
+type TunnelMode string
+
+// Tunnel modes.
+const (
+	// TunnelModePolicy: XFRM policies of the traffic selectors, no
+	// interface.
+	TunnelModePolicy TunnelMode = "policy"
+	// TunnelModeRoute: an XFRM interface per tunnel and routes over it.
+	TunnelModeRoute TunnelMode = "route"
+)
+
+// DefaultRouteMetric is the metric of a route-mode tunnel's routes when
+// RouteMetric is left out.
+const DefaultRouteMetric = 100
 
 // Uniqueness policies of a Tunnel (Tunnel.Unique), swanctl's values.
 const (
@@ -244,7 +323,7 @@ type DPD struct {
 }
 
 // A TrafficSelector is a pair of subnets whose traffic the tunnel carries.
-// +kubebuilder:validation:XValidation:rule="!isCIDR(self.local) || !isCIDR(self.remote) || !(cidr(self.local).containsCIDR(cidr(self.remote)) || cidr(self.remote).containsCIDR(cidr(self.local)))",fieldPath=".remote",message="local and remote overlap: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self.local) || !isCIDR(self.remote) || cidr(self.local).prefixLength() == 0 || cidr(self.remote).prefixLength() == 0 || !(cidr(self.local).containsCIDR(cidr(self.remote)) || cidr(self.remote).containsCIDR(cidr(self.local)))",fieldPath=".remote",message="local and remote overlap: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"
 type TrafficSelector struct {
 	// Local subnet: in mode nat the inside addresses the client sees, in
 	// mode routed a tenant subnet.
