@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job on the bundled local stack (`make dev`): the control plane
 # with Crossplane, the function and the IPsecGateway XRD and Composition
-# (up.sh), the real Keystone + Neutron (cluster/openstack/up.sh), the
-# provider (provider.sh); then the migration runbook's starting point — a
-# "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
-# (as root), the site around it (cluster/site/site.sh up): the VM gateway's
-# charon, the client site whose tunnel is up with it, the floating-IP NAT.
+# (up.sh), the real Keystone + Neutron with Neutron's real L2 and L3 agents
+# (AGENTS=1 cluster/openstack/up.sh), the provider (provider.sh); then the
+# migration runbook's starting point — a "VM gateway" port holding floating
+# IP 203.0.113.10 — and, with the node (as root), the site around it
+# (cluster/site/site.sh up): the VM gateway's charon, the client site whose
+# tunnel is up with it through the L3 agent's qrouter, the node's tenant
+# interface a port with the L2 agent's port security.
 # Then the pinned-FIP example, applied with the local Neutron's IDs: the
 # runbook's pre-stage. That is the legacy claim
 # (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io, with the cluster-scoped
@@ -34,8 +36,8 @@ STOP_AT=${1:-prestage}
 # the namespaced IPsecGateway on the live stack.
 CLAIM=${CLAIM:-1}
 case $CLAIM in
-0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr composed="-n tenant-a floatingipbindings.networking.m.ipsecgw.io -l crossplane.io/composite=branch-office" ;;
-1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim composed="floatingipbindings.networking.ipsecgw.io -l crossplane.io/claim-name=branch-office" ;;
+0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr ;;
+1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim ;;
 *) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
 esac
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
@@ -45,7 +47,7 @@ if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 fi
 
 "$ROOT/cluster/local/up.sh"
-"$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
+AGENTS=1 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
 read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
 "$ROOT/cluster/local/provider.sh" >/dev/null
 
@@ -112,7 +114,7 @@ gw=$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.gateway.n
 # an allowed address pair of the node's port. The claim's NodeAddressPairs
 # keeps it; HAND_PAIRS=1 grants it by hand as well, as a cluster's operator
 # would (for a claim with nodePorts: Unmanaged).
-if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
+if [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
 	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.port.id}')"
 fi
@@ -179,16 +181,15 @@ MSG
 fi
 cat <<MSG
 
-Rollback (pause the binding so that it cannot take the address back while
-it is free, move it, unpause: the binding reports the VM's port again):
+Rollback (the binding leaves the address alone for 2 minutes once it saw
+it leave its port; docs/runbook.md: pause it if the two commands may be
+further apart), then the binding reports the VM's port again:
 
-  kubectl annotate $composed crossplane.io/paused=true
   $envs$RUNBOOK unset 203.0.113.10
   $envs$RUNBOOK set 203.0.113.10 $vm_port
 MSG
 [ "$NODE" = 0 ] || echo "  $envs$SITE vm-start"
 cat <<MSG
-  kubectl annotate $composed crossplane.io/paused-
 
 After the rollback, deleting the claim leaves the floating IP on the VM's
 port (a pinned address is never released; deleted while cut over, the

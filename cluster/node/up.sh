@@ -180,18 +180,13 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
 YAML
-	# With Neutron's real agents (AGENTS=1) the node is an instance whose
-	# tenant interface the site makes a port of (cluster/site/site.sh): its
-	# UUID is the port's device_id and, as the OpenStack cloud provider sets
-	# it, the Node's spec.providerID.
-	local provider=()
-	if [ "${AGENTS:-0}" = 1 ]; then
-		[ -s "$NODE_DIR/instance-id" ] || cat /proc/sys/kernel/random/uuid >"$NODE_DIR/instance-id"
-		provider=(--provider-id "openstack:///$(cat "$NODE_DIR/instance-id")")
-	fi
+	# The node is an instance whose tenant interface the site makes a port
+	# of (cluster/site/site.sh): its UUID is the port's device_id and, as
+	# the OpenStack cloud provider sets it, the Node's spec.providerID.
+	[ -s "$NODE_DIR/instance-id" ] || cat /proc/sys/kernel/random/uuid >"$NODE_DIR/instance-id"
 	start "${NODE_SV}kubelet" "${IN_NODE[@]}" "$TOOLS_BIN/kubelet" --config "$NODE_DIR/kubelet/config.yaml" \
 		--kubeconfig "$NODE_KUBECONFIG" --root-dir "$NODE_DIR/kubelet" \
-		--hostname-override "$NODE_NAME" --node-ip "$NODE_IP" "${provider[@]}"
+		--hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --provider-id "openstack:///$(cat "$NODE_DIR/instance-id")"
 	cat >"$NODE_DIR/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

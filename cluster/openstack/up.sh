@@ -9,8 +9,9 @@
 # RabbitMQ, in a network namespace of their own (agents.sh): ports bound to
 # the agents' host are wired with iptables/ebtables anti-spoofing, routers
 # and floating IPs get real qrouter namespaces. AGENTS=1 on a running
-# instance without them adds them (Neutron restarts). Off by default: the
-# integration tests' API alone needs none of it, and they cost ~0.8 GiB.
+# instance without them adds them (Neutron restarts). make dev (dev.sh)
+# and the e2e pass AGENTS=1; off by default for the integration tests'
+# API-only Neutron, which needs none of it (they cost ~0.8 GiB).
 #
 # Both keep their data in a MariaDB server of their own (Debian's mariadbd,
 # its data in $OS_STATE/mysql, listening only on the unix socket

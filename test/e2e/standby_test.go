@@ -26,9 +26,10 @@ import (
 
 // TestActiveStandby runs the claim on two nodes (NODES=2) with the live
 // client site and the probe measuring the client host's outage (a new TCP
-// connection every 50 ms: its resolution), while an ARP watcher in the
-// router's namespace asks every 100 ms who has the gateway's address and
-// counts the answers to each request:
+// connection every 50 ms: its resolution), while an ARP watcher on the
+// tenant network (the site's tenant service, a VM on its Neutron port) asks
+// every 100 ms who has the gateway's address and counts the answers to each
+// request:
 //
 //  1. Cutover with one pod (replicas 1, as before the field); the pod
 //     deleted, its outage measured; a rollout of a new gateway image
@@ -525,13 +526,13 @@ func (p *probe) outages(t *testing.T, mark int, timeout time.Duration) []time.Du
 	return ds
 }
 
-// startARPWatch starts a topology.ARPWatch for ip on the router's tenant
-// bridge in the site of the stack on state directory state, stopped when
-// t ends.
+// startARPWatch starts a topology.ARPWatch for ip from the site's tenant
+// service (a VM on its Neutron port of the tenant network, its eth0) in the
+// site of the stack on state directory state, stopped when t ends.
 func startARPWatch(t *testing.T, state, ip string) *topology.ARPWatch {
 	t.Helper()
 	id := fmt.Sprintf("%x", sha256.Sum256([]byte(state)))[:8]
-	a, err := topology.WatchARP("ipsec-site-"+id+"-router", topology.TenantBridge, netip.MustParseAddr(ip))
+	a, err := topology.WatchARP("ipsec-site-"+id+"-svc", "eth0", netip.MustParseAddr(ip))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,6 +556,8 @@ func arpSince(a *topology.ARPWatch, before arpCounts) string {
 		now.requests-before.requests, now.twice-before.twice, now.unanswered-before.unanswered)
 }
 
+// tryKubectl runs the toolchain's kubectl on the stack and returns its
+// output, the error included: for logs of a failed test.
 func (s *stack) tryKubectl(args ...string) string {
 	out, err := s.kubectlCommand(args...).CombinedOutput()
 	if err != nil {
