@@ -12,7 +12,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 )
@@ -111,7 +110,7 @@ func TestWatchReleases(t *testing.T) {
 			}
 			w := watch.NewFakeWithChanSize(len(tc.events), false)
 			for _, ev := range tc.events {
-				w.Action(ev.Type, ev.Object.(runtime.Object))
+				w.Action(ev.Type, ev.Object)
 			}
 			f.watches = append(f.watches, w)
 			released := WatchReleases(ctx, f, "vpn", logging.NewNopLogger())
