@@ -8,7 +8,8 @@
 # row (default 20; counted with the deleted active pods). It runs
 # TestActiveStandby (test/e2e/standby_test.go, which make test-nodes runs
 # with one round) on two nodes and prints each round's figure and, per
-# case, the count, min, median and max (the OUTAGES lines). As root, after
+# case, the count, min, median and max (the OUTAGES lines; CLAIM LAG: how
+# long after the Gateway the claim named each new active pod). As root, after
 # make build xpkg images, one run at a time on a machine (the nodes use
 # fixed host paths):
 #
@@ -21,5 +22,5 @@ cd "$(dirname "$0")/.."
 # shellcheck source=hack/long-test.sh
 source hack/long-test.sh
 export NODES=2 E2E_STANDBY_ROUNDS=${ROUNDS:-10} E2E_FAILOVERS=${FAILOVERS:-20}
-findings() { grep -E 'standby_test\.go:[0-9]+: |--- FAIL|panic' | grep -vE 'OUTAGES|outage of|outages \[' | head -60; }
-long_test TestActiveStandby 'OUTAGES|.*outage of|replicas [12], rollout|[0-9]+ failovers in a row|ARP watch' findings e2e ./test/e2e/
+findings() { grep -E 'standby_test\.go:[0-9]+: |--- FAIL|panic' | grep -vE 'OUTAGES|CLAIM LAG|outage of|outages \[' | head -60; }
+long_test TestActiveStandby 'OUTAGES|CLAIM LAG|XR circuit breaker|.*outage of|replicas [12], rollout|[0-9]+ failovers in a row|ARP watch' findings e2e ./test/e2e/

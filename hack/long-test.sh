@@ -16,7 +16,9 @@ long_test() {
 	log=$(mktemp -t "$test.XXXXXX.log")
 	start=$(date +%s)
 	go test -tags "$tags" -count=1 -v -timeout 0 -run "^$test\$" "$pkg" >"$log" 2>&1 || rc=$?
-	grep -E "^\s+[a-z_]+_test\.go:[0-9]+: ($summary)" "$log" | sed -E 's/^\s+[a-z_]+_test\.go:[0-9]+: //'
+	# No summary line (the test failed before its first) is no reason to
+	# stop here (set -e with pipefail): the failure is reported below.
+	{ grep -E "^\s+[a-z_]+_test\.go:[0-9]+: ($summary)" "$log" || true; } | sed -E 's/^\s+[a-z_]+_test\.go:[0-9]+: //'
 	echo "wall time $(($(date +%s) - start)) s (build and start of what the test needs included)"
 	if [ "$rc" != 0 ]; then
 		echo "FAILED; the whole log: $log" >&2

@@ -219,7 +219,8 @@ func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Col
 	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
 	e := &leader.Elector{
 		Lock: lock, Log: log,
-		Holder: holder{addr: addr, agent: agent},
+		Holder:   holder{addr: addr, agent: agent},
+		Released: leader.WatchReleases(ctx, cs.CoordinationV1().Leases(o.namespace), o.lease, log),
 		Active: func(ctx context.Context, active bool, t leader.Takeover) {
 			m.Leader(active)
 			if !active {

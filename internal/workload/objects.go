@@ -172,15 +172,16 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 }
 
 // leaseRules returns the agent's rules on the gateway's Lease with
-// replicas 2: get and update it, by name, which is all client-go's leader
-// election does with a Lease that exists; the provider creates it
-// (lease), so the agents need no create, which RBAC cannot restrict to a
-// name.
+// replicas 2, by name: get and update, which is all client-go's leader
+// election does with a Lease that exists, and watch, by which a standby
+// sees the Lease released at once (leader.WatchReleases, a watch of that
+// one name); the provider creates it (lease), so the agents need no
+// create, which RBAC cannot restrict to a name.
 func leaseRules(gw *v1alpha1.Gateway, n Names) []rbacv1.PolicyRule {
 	if pods(gw) < 2 {
 		return nil
 	}
-	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update"}}}
+	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update", "watch"}}}
 }
 
 // lease is the gateway's Lease with replicas 2, applied with its metadata

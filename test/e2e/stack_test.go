@@ -191,6 +191,12 @@ func tryScript(t *testing.T, env []string, script string, args ...string) {
 // test after timeout with what cond last said. It returns the time taken.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
 	t.Helper()
+	return eventuallyEvery(t, 200*time.Millisecond, what, timeout, cond)
+}
+
+// eventuallyEvery is eventually with cond tried every interval.
+func eventuallyEvery(t *testing.T, interval time.Duration, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var last string
 	for time.Since(start) < timeout {
@@ -198,7 +204,7 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 		if ok, last = cond(); ok {
 			return time.Since(start)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
 	return 0

@@ -43,8 +43,7 @@ import (
 //     the old pod does not take the address back.
 //  5. A rollout of a new gateway image (the standby replaced first, then
 //     the active hands over): one handover, to a new pod, the client's
-//     outage at most 5 s (a handover's; over the issue's 2 s target it is
-//     logged), both pods on the new image, the tunnel up.
+//     outage at most 2 s, both pods on the new image, the tunnel up.
 //  6. E2E_FAILOVERS (default 20) failovers in a row, each deleting the
 //     active pod: each a handover within 5 s; the client's configuration
 //     (its files, its charon, its loaded connections) and the gateway's
@@ -53,7 +52,9 @@ import (
 // From step 2 on, no ARP request is answered twice (two pods holding the
 // address; in step 1 the old pod, terminating, still holds it beside its
 // replacement: logged), and the client site's configuration is untouched;
-// the claim is Ready at the end. E2E_STANDBY_ROUNDS (default 1) repeats
+// the claim is Ready at the end. After every takeover the claim names the
+// new active pod within claimLagBound of the Gateway (the CLAIM LAG line
+// gives the lags). E2E_STANDBY_ROUNDS (default 1) repeats
 // each measured case of steps 1, 3, 4 and 5 (hack/failover-rounds.sh);
 // the OUTAGES lines at the end give each case's min/median/max.
 func TestActiveStandby(t *testing.T) {
@@ -82,8 +83,9 @@ func TestActiveStandby(t *testing.T) {
 	sa := peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	p := startProbe(t, s.env)
 	p.wait(t, siteVM, 30*time.Second)
-	var rec outageLog
-	defer rec.report(t)
+	var rec, lags outageLog
+	defer rec.report(t, "OUTAGES", "probe resolution 50 ms")
+	defer lags.report(t, "CLAIM LAG", "behind the Gateway, both polled every 50 ms")
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
 	c := s.get(t, claimGVK, tenant, pinned)
@@ -126,7 +128,7 @@ func TestActiveStandby(t *testing.T) {
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
 		image = 1 - image
-		outages := s.rollout(t, p, gw, images[image], 1)
+		outages, _ := s.rollout(t, p, gw, images[image], 1)
 		rec.add("rollout, 1 replica", sum(outages))
 		single = s.readyPod(t, gw, time.Minute)
 		requests, twice, unanswered := arp1.Stop()
@@ -147,14 +149,14 @@ func TestActiveStandby(t *testing.T) {
 	if pods[0].Spec.NodeName == pods[1].Spec.NodeName {
 		t.Fatalf("both gateway pods run on %s, want one per node", pods[0].Spec.NodeName)
 	}
-	active := s.leader(t, "", time.Minute)
+	active := s.leader(t, &lags, gw, "", time.Time{}, time.Minute)
 	outages := p.outages(t, mark, time.Minute)
 	t.Logf("replicas 1 → 2: active pod %s on %s (cause %s); the client's connections answered again after an outage of %d ms (outages %v ms)",
 		active.pod, active.node, active.cause, sum(outages).Milliseconds(), millis(outages))
 
 	// 3. The active pod deleted.
 	for r := range rounds {
-		active = s.deleteActive(t, p, &rec, gw, active, fmt.Sprintf("active pod deleted (round %d)", r+1))
+		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("active pod deleted (round %d)", r+1))
 	}
 
 	// 4. The active pod's node lost, then returned.
@@ -168,7 +170,7 @@ func TestActiveStandby(t *testing.T) {
 				tryScript(t, s.env, "cluster/node/node.sh", "return", n)
 			}
 		})
-		next := s.leader(t, active.pod, time.Minute)
+		next := s.leader(t, &lags, gw, active.pod, time.Time{}, time.Minute)
 		lostOutages := p.outages(t, mark, time.Minute)
 		if next.cause != "expired" || next.previous != active.pod {
 			t.Errorf("after node %s was lost the takeover is %+v, want cause expired from %s", active.node, next, active.pod)
@@ -177,7 +179,7 @@ func TestActiveStandby(t *testing.T) {
 		returned = true
 		// The old pod runs again: it must not take the address back.
 		time.Sleep(30 * time.Second)
-		if now := s.leader(t, "", 10*time.Second); now.pod != next.pod || now.since != next.since {
+		if now := s.claimLeader(t); now.pod != next.pod || now.since != next.since {
 			t.Errorf("after node %s returned the active pod is %+v, want %s still", active.node, now, next.pod)
 		}
 		s.readyPods(t, gw, 2, 3*time.Minute)
@@ -201,22 +203,17 @@ func TestActiveStandby(t *testing.T) {
 	for r := range rounds {
 		before := arpSnapshot(arp)
 		image = 1 - image
-		outages := s.rollout(t, p, gw, images[image], 2)
+		outages, seen := s.rollout(t, p, gw, images[image], 2)
 		total := sum(outages)
 		rec.add("rollout, 2 replicas", total)
-		now := s.leader(t, active.pod, 2*time.Minute)
+		now := s.leader(t, &lags, gw, active.pod, seen, time.Minute)
 		t.Logf("replicas 2, rollout to %s (round %d): active pod %s on %s (cause %s); outages %v ms, %d ms in all; ARP watch: %s",
 			images[image], r+1, now.pod, now.node, now.cause, millis(outages), total.Milliseconds(), arpSince(arp, before))
-		// The issue's target is 2 s; a rollout's one handover is a
-		// deleted active pod's (the standby takes the released Lease at
-		// its next retry, 1-2.2 s apart with client-go's jitter), so the
-		// bound asserted is the handover's, and the target is reported.
+		// The issue's bound: the standby sees the released Lease by its
+		// watch and takes it at once, then initiates the IKE SA.
 		if total > 2*time.Second {
-			t.Logf("replicas 2, rollout to %s: outage %s, over the 2 s target; the active pod's agent's log:\n%s",
+			t.Errorf("replicas 2, rollout to %s: the client's connections unanswered for %s, want at most 2 s; the active pod's agent's log:\n%s",
 				images[image], total, s.tryKubectl("-n", tenant, "logs", now.pod, "-c", "agent", "--tail", "20"))
-		}
-		if total > 5*time.Second {
-			t.Errorf("replicas 2, rollout to %s: the client's connections unanswered for %s, want at most 5 s", images[image], total)
 		}
 		if now.cause != "released" {
 			t.Errorf("replicas 2, rollout to %s: the active pod's cause is %q, want released (the old active pod handed over)", images[image], now.cause)
@@ -230,9 +227,11 @@ func TestActiveStandby(t *testing.T) {
 	rendered := s.renderedConfig(t, s.readyPods(t, gw, 2, time.Minute))
 	hash := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "configHash")
 	before := arpSnapshot(arp)
+	cb, _ := s.breaker(t)
+	t.Logf("before the failovers: %s", cb)
 	start := time.Now()
 	for i := range failovers {
-		active = s.deleteActive(t, p, &rec, gw, active, fmt.Sprintf("failover %d of %d", i+1, failovers))
+		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("failover %d of %d", i+1, failovers))
 		pods := s.readyPods(t, gw, 2, time.Minute)
 		if got := s.renderedConfig(t, pods); got != rendered {
 			t.Errorf("failover %d: the gateway pods' rendered configuration changed: -before, +now:\n%s", i+1, cmp.Diff(rendered, got))
@@ -246,6 +245,8 @@ func TestActiveStandby(t *testing.T) {
 		t.Errorf("after %d failovers the claim's configHash is %s, was %s", failovers, h, hash)
 	}
 	t.Logf("%d failovers in a row in %s; ARP watch: %s", failovers, time.Since(start).Round(time.Second), arpSince(arp, before))
+	cb, _ = s.breaker(t)
+	t.Logf("after the failovers: %s", cb)
 
 	requests, twiceList, unanswered := arp.Stop()
 	t.Logf("ARP watch: %d requests for %s, %d answered by two pods, %d unanswered", requests, siteGateway, len(twiceList), unanswered)
@@ -286,7 +287,7 @@ func envCount(t *testing.T, name string, def int) int {
 // Ready, records the outages meanwhile (at most 5 s in all) under "active
 // pod deleted" and returns the new active pod; what names the round in
 // the log.
-func (s *stack) deleteActive(t *testing.T, p *probe, rec *outageLog, gw string, a activePod, what string) activePod {
+func (s *stack) deleteActive(t *testing.T, p *probe, rec, lags *outageLog, gw string, a activePod, what string) activePod {
 	t.Helper()
 	mark := p.mark()
 	pod := &corev1.Pod{}
@@ -296,7 +297,7 @@ func (s *stack) deleteActive(t *testing.T, p *probe, rec *outageLog, gw string, 
 	if err := s.kube.Delete(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	next := s.leader(t, a.pod, 2*time.Minute)
+	next := s.leader(t, lags, gw, a.pod, time.Time{}, time.Minute)
 	s.readyPods(t, gw, 2, 3*time.Minute)
 	outages := p.outages(t, mark, 30*time.Second)
 	outage := sum(outages)
@@ -315,19 +316,22 @@ func (s *stack) deleteActive(t *testing.T, p *probe, rec *outageLog, gw string, 
 // rollout sets the Gateway gw's images to image (a platform team's
 // upgrade of the gateway image), waits until its n pods run it, all Ready,
 // and the probe's connections are answered via the gateway, and returns
-// the outages the probe saw meanwhile. With n 2 it fails t unless the
-// active pod changed once, to a pod on image: the standby was replaced
-// first, then the active one handed over to its replacement.
-func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) []time.Duration {
+// the outages the probe saw meanwhile, and when it saw the Gateway show
+// its last active pod. With n 2 it fails t unless the active pod changed
+// once, to a pod on image: the standby was replaced first, then the
+// active one handed over to its replacement.
+func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time.Duration, time.Time) {
 	t.Helper()
 	mark := p.mark()
 	start := time.Now()
 	g := s.get(t, gatewayGVK, "", gw)
 	// The active pods the Gateway showed, in turn.
 	var actives []string
+	var last time.Time
 	seen := func(g *unstructured.Unstructured) {
 		if a := str(g, "status", "atProvider", "leader", "pod"); a != "" && (len(actives) == 0 || actives[len(actives)-1] != a) {
 			actives = append(actives, a)
+			last = time.Now()
 		}
 	}
 	seen(g)
@@ -360,7 +364,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) []time.
 		}
 	}
 	t.Logf("rollout to %s with %d replicas: pods Ready on it after %s; active pods in turn %v", image, n, took.Round(100*time.Millisecond), actives)
-	return outages
+	return outages, last
 }
 
 // renderedConfig returns the files of the gateway's rendered configuration
@@ -419,9 +423,9 @@ func (l *outageLog) add(name string, d time.Duration) {
 	l.ms[name] = append(l.ms[name], d.Milliseconds())
 }
 
-// report logs one OUTAGES line per case: the count, min, median and max,
-// and every figure in the order measured.
-func (l *outageLog) report(t *testing.T) {
+// report logs one line per case, starting with label and saying note: the
+// count, min, median and max, and every figure in the order measured.
+func (l *outageLog) report(t *testing.T, label, note string) {
 	for _, name := range l.cases {
 		ms := l.ms[name]
 		sorted := slices.Sorted(slices.Values(ms))
@@ -429,7 +433,7 @@ func (l *outageLog) report(t *testing.T) {
 		if len(sorted)%2 == 0 {
 			median = (sorted[len(sorted)/2-1] + median) / 2
 		}
-		t.Logf("OUTAGES %s: n=%d min=%d median=%d max=%d ms (probe resolution 50 ms): %v", name, len(ms), sorted[0], median, sorted[len(sorted)-1], ms)
+		t.Logf("%s %s: n=%d min=%d median=%d max=%d ms (%s): %v", label, name, len(ms), sorted[0], median, sorted[len(sorted)-1], note, ms)
 	}
 }
 
@@ -472,21 +476,51 @@ func (s *stack) readyPods(t *testing.T, gw string, n int, timeout time.Duration)
 // activePod is the claim's status.gateway.leader.
 type activePod struct{ pod, node, since, cause, previous string }
 
-// leader waits until the claim reports an active pod other than not and
-// returns it. The Gateway shows a takeover within seconds (the status
-// ConfigMap's watch); the claim only when Crossplane next reconciles the
-// composite, which can take up to its poll interval: callers wait minutes.
-func (s *stack) leader(t *testing.T, not string, timeout time.Duration) activePod {
+// claimLagBound is how long after the Gateway the claim may name a new
+// active pod. Crossplane reconciles the composite when a composed resource
+// changes (realtime compositions) and the claim when the composite
+// changes: a second or two (issue 18's target is 2 s); the margin is for
+// a loaded machine. Were Crossplane's XR circuit breaker open, the change
+// would come only at its probe, 30 s apart.
+const claimLagBound = 10 * time.Second
+
+// leader waits until the Gateway gw shows an active pod other than not,
+// then until the claim does, and returns the claim's; it records the
+// claim's lag behind the Gateway in lags (case "takeover") and fails t when it is over claimLagBound. seen, when not zero, is when
+// the caller saw the Gateway show it.
+func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.Time, timeout time.Duration) activePod {
 	t.Helper()
+	if seen.IsZero() {
+		eventuallyEvery(t, 50*time.Millisecond, "the Gateway shows an active pod other than "+not, timeout, func() (bool, string) {
+			a := str(s.get(t, gatewayGVK, "", gw), "status", "atProvider", "leader", "pod")
+			return a != "" && a != not, "active " + a
+		})
+		seen = time.Now()
+	}
 	var a activePod
-	eventually(t, "the claim shows an active pod other than "+not, timeout, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
-		l := []string{"status", "gateway", "leader"}
-		a = activePod{str(c, append(l, "pod")...), str(c, append(l, "node")...), str(c, append(l, "since")...),
-			str(c, append(l, "cause")...), str(c, append(l, "previous")...)}
+	eventuallyEvery(t, 50*time.Millisecond, "the claim shows an active pod other than "+not, timeout, func() (bool, string) {
+		a = s.claimLeader(t)
 		return a.pod != "" && a.pod != not, fmt.Sprintf("%+v", a)
 	})
+	lag := time.Since(seen)
+	lags.add("takeover", lag)
+	if lag > 2*time.Second {
+		cb, _ := s.breaker(t)
+		t.Logf("the claim named %s %s after the Gateway; %s", a.pod, lag.Round(10*time.Millisecond), cb)
+	}
+	if lag > claimLagBound {
+		t.Errorf("the claim named the new active pod %s %s after the Gateway, want at most %s", a.pod, lag.Round(10*time.Millisecond), claimLagBound)
+	}
 	return a
+}
+
+// claimLeader returns the claim's status.gateway.leader now.
+func (s *stack) claimLeader(t *testing.T) activePod {
+	t.Helper()
+	c := s.get(t, claimGVK, tenant, pinned)
+	l := []string{"status", "gateway", "leader"}
+	return activePod{str(c, append(l, "pod")...), str(c, append(l, "node")...), str(c, append(l, "since")...),
+		str(c, append(l, "cause")...), str(c, append(l, "previous")...)}
 }
 
 // mark returns the position of the next probe event.

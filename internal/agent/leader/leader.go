@@ -7,11 +7,14 @@
 // Timing: the Lease lasts LeaseDuration; the holder renews it every
 // RetryPeriod and gives up (address down first, then its SAs) when it has
 // not renewed it for RenewDeadline, LeaseDuration-RenewDeadline before the
-// other pod may take it. A pod frozen while active (its node lost) finds,
+// other pod may take it. A standby that sees the Lease released (a watch,
+// WatchReleases) campaigns at once rather than at its next retry. A pod
+// frozen while active (its node lost) finds,
 // when it runs again, that it has not renewed for longer than RenewDeadline
 // and gives up at once, before its links come back. On SIGTERM the active
 // pod gives up and then releases the Lease, so that the standby takes over
-// within a RetryPeriod rather than a LeaseDuration.
+// at once (with the watch; else within its retry) rather than a
+// LeaseDuration.
 //
 // A pod that stops without giving up (SIGKILL, a frozen or crash-looping
 // container) cannot give up anything: what it holds must expire by itself.
@@ -95,7 +98,13 @@ type Elector struct {
 	// cannot report false before true: it must return quickly and not call
 	// the Elector.
 	Active func(ctx context.Context, active bool, t Takeover)
-	Log    logging.Logger
+	// Released, when set, receives when the Lease has no holder
+	// (WatchReleases): a standby then ends its campaign and starts the next
+	// at once, whose first try takes the released Lease, instead of at its
+	// next retry, RetryPeriod to 2.2 RetryPeriod after its last (client-go's
+	// jitter). The pod holding the address ignores it.
+	Released <-chan struct{}
+	Log      logging.Logger
 
 	// mu serialises Holder's calls.
 	mu sync.Mutex
@@ -168,10 +177,19 @@ func (e *Elector) term(ctx context.Context) error {
 		defer close(done)
 		le.Run(ectx)
 	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	for ctx.Err() == nil {
+		select {
+		case <-done:
+			return nil
+		case <-e.Released:
+			if e.standby(t) {
+				e.Log.Debug("The Lease has no holder: campaigning again at once")
+				cancel()
+				<-done
+				return nil
+			}
+		case <-ctx.Done():
+		}
 	}
 	held := e.release(ctx, t, "the agent is stopping")
 	cancel()
@@ -180,6 +198,18 @@ func (e *Elector) term(ctx context.Context) error {
 		e.releaseLease(ctx)
 	}
 	return nil
+}
+
+// standby closes term t and says true when this pod does not hold the
+// address, so that the term can end without taking it.
+func (e *Elector) standby(t *term) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.held {
+		return false
+	}
+	t.closed = true
+	return true
 }
 
 // lead takes the address for term t, then gives it up as soon as the Lease

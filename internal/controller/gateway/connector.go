@@ -39,6 +39,8 @@ type connector struct {
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
 	targets *targets
+	// counters is the Gateways' counterHold.
+	counters *counterHold
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -66,7 +68,7 @@ func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: r}, nil
+	return &external{kube: c.kube, target: target, recorder: r, counters: c.counters}, nil
 }
 
 // nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the

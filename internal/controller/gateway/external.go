@@ -41,6 +41,8 @@ type external struct {
 	objects []client.Object
 	// seen holds what get read in this reconcile.
 	seen map[string]read
+	// counters holds back counter-only status changes (countersInterval).
+	counters *counterHold
 }
 
 // Observe renders the Gateway, reads its objects and says whether they exist
@@ -98,6 +100,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		e.recorder.Event(gw, *ev)
 	}
 	gw.Status.AtProvider.Leader = ls
+	ts = e.counters.tunnels(gw.GetUID(), gw.Status.AtProvider.Tunnels, ts, time.Now())
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
@@ -384,6 +387,7 @@ func strategy(live, want *appsv1.Deployment) appsv1.DeploymentStrategy {
 // Delete removes every object the Gateway created, newest first, and only
 // those carrying its labels.
 func (e *external) Delete(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalDelete, error) {
+	e.counters.forget(gw.GetUID())
 	objs := existing(gw)
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]

@@ -84,6 +84,7 @@ func newConnector(mgr ctrl.Manager, name string, namespaced bool) (*connector, [
 			return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 		},
 		targets:  &targets{},
+		counters: &counterHold{},
 		recorder: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	}, w, nil
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,7 +71,7 @@ func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", errWatchCache, err)
 	}
-	enqueue := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	enqueue := settled(func(ctx context.Context, o client.Object) []reconcile.Request {
 		rs := gatewayOf(ctx, o)
 		if namespaced {
 			for i := range rs {
@@ -83,6 +84,38 @@ func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.
 		source.Kind(c, client.Object(&corev1.ConfigMap{}), enqueue, predicate.Funcs{UpdateFunc: dataChanged}),
 		source.Kind(c, client.Object(&appsv1.Deployment{}), enqueue, predicate.Funcs{UpdateFunc: readinessChanged}),
 	}, nil
+}
+
+// settle is how long after its agent's status ConfigMap or its Deployment
+// changed a Gateway is observed: the changes of one takeover that come
+// within it (the new active pod's tunnels reported down, then up, a few
+// hundred milliseconds apart) make one status write, so one watch event
+// for its composite (countersInterval says why those count).
+const settle = 500 * time.Millisecond
+
+// settled returns a handler that enqueues the requests toGateways maps an
+// event's object to (the new one of an update) settle after the event;
+// requests already waiting are not delayed further.
+func settled(toGateways handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range toGateways(ctx, o) {
+			q.AddAfter(r, settle)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
 }
 
 // gatewayOf maps a gateway's status ConfigMap or Deployment to the
