@@ -73,6 +73,7 @@ func startStack(t *testing.T) *stack {
 	for _, v := range [][2]string{
 		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
 		{"FN_PORT", "29445"}, {"PROVIDER_METRICS_PORT", "27082"}, {"PROVIDER_HEALTH_PORT", "27083"},
+		{"REGISTRY_PORT", "27084"},
 		{"OS_KEYSTONE_PORT", "15300"}, {"OS_NEUTRON_PORT", "19996"},
 	} {
 		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
