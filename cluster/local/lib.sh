@@ -41,6 +41,9 @@ XPKG_DIR=${XPKG_DIR:-$ROOT/_output/xpkg}
 # package and image is pushed there and pulled from there by tag, under
 # this path.
 registry() { echo "127.0.0.1:$REGISTRY_PORT"; }
+# The gateway image's repository and tag there (cluster/node/up.sh pushes
+# it): the provider's --gateway-image (provider.sh).
+GATEWAY_REF=ipsecgw/gateway:v0.1.0
 
 kubectl() { "$TOOLS_BIN/kubectl" "$@"; }
 

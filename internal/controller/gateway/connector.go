@@ -32,6 +32,8 @@ type connector struct {
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
 	targets *targets
+	// image is the image of a Gateway that names none.
+	image string
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -53,5 +55,5 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
+	return &external{kube: c.kube, target: target, recorder: c.recorder, image: c.image}, nil
 }

@@ -23,8 +23,12 @@ import (
 // --poll as a safety poll and drift check; a Gateway whose ProviderConfig
 // targets another cluster is polled every remotePoll instead. It returns
 // an error when a client, the watches' cache or the controller cannot be
-// built.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+// built. image is the image of a Gateway that names none (empty:
+// DefaultImage).
+func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
+	if image == "" {
+		image = DefaultImage
+	}
 	newClient := func(cfg *rest.Config) (client.Client, error) {
 		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	}
@@ -48,6 +52,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			usage:     mrsetup.UsageTracker(mgr),
 			newClient: newClient,
 			targets:   t,
+			image:     image,
 			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 		}),
 		// Reads go to the API server uncached, so a created object is seen

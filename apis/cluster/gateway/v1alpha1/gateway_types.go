@@ -52,9 +52,11 @@ type GatewayParameters struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
 
-	// Images of the gateway pod's containers.
+	// Images of the gateway pod's containers. An image left out is the
+	// provider's --gateway-image, written here when the Gateway is first
+	// observed (late initialization), so that a later change of that flag
+	// does not restart a running gateway.
 	// +optional
-	// +kubebuilder:default={}
 	Images Images `json:"images,omitempty"`
 
 	// Active false pre-stages the gateway: every object, the rendered
@@ -156,15 +158,15 @@ type GatewayParameters struct {
 
 // Images of the gateway pod.
 type Images struct {
-	// StrongSwan runs charon and swanctl.
+	// StrongSwan runs charon and swanctl: an image reference such as
+	// REGISTRY/ipsecgw/gateway:v0.1.0.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	StrongSwan string `json:"strongswan,omitempty"`
 
-	// Agent loads configuration into charon and reports tunnel state.
+	// Agent loads configuration into charon and reports tunnel state: an
+	// image reference, usually the same as StrongSwan's.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	Agent string `json:"agent,omitempty"`
 }
