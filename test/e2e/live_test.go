@@ -38,7 +38,9 @@ import (
 //     application in the cluster through its Service, the claim is Ready
 //     with its tunnel up and counting bytes; the client's configuration
 //     files are byte-identical.
-//  4. swanctl --list-sas in the pod shows the SA, as the runbook says.
+//  4. swanctl --list-sas in the pod shows the SA, as the runbook says;
+//     the provider is upgraded through the registry (upgradeProvider): the
+//     claim stays Ready and the client's IKE SA is the same one.
 //  5. Rollback: the floating IP back on the VM's port, the VM's charon
 //     started: the tunnel is back with the VM, the Deployment at 0.
 //  6. Deleting the claim leaves the floating IP on the VM's port and
@@ -106,6 +108,13 @@ func TestLiveRunbook(t *testing.T) {
 	mapped := fipMapped(t, s.env, s.state, fip, siteGateway, time.Minute)
 	pod := s.readyPod(t, gw, 2*time.Minute)
 	t.Logf("cutover: gateway pod %s created → Ready in %s", pod.Name, podStart(pod).Round(100*time.Millisecond))
+	// The node's containerd pulled the gateway image from the stack's
+	// registry (the provider's --gateway-image), as a cluster pulls from its own.
+	for _, c := range pod.Spec.Containers {
+		if want := s.registry(t) + "/ipsecgw/gateway:v0.1.0"; c.Image != want || c.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("cutover: the gateway pod's container %s runs %s (pull policy %s), want %s, IfNotPresent", c.Name, c.Image, c.ImagePullPolicy, want)
+		}
+	}
 	if got := pod.Annotations["k8s.v1.cni.cncf.io/network-status"]; !strings.Contains(got, siteGateway) {
 		t.Errorf("cutover: the pod's network status does not show net1 with %s: %s", siteGateway, got)
 	}
@@ -151,6 +160,12 @@ func TestLiveRunbook(t *testing.T) {
 	if l := s.kubectl(t, "-n", tenant, "logs", "deploy/"+gw, "-c", "strongswan"); !strings.Contains(l, "established between") {
 		t.Errorf("kubectl logs -c strongswan shows no IKE SA established:\n%s", l)
 	}
+	t.Run("provider upgrade keeps the claim and its tunnel", func(t *testing.T) {
+		upgradeProvider(t, s, pinned)
+		if now := peer.WaitSA(t, siteConn, 10*time.Second, topology.Up(siteConn)); now.UniqueID != sa.UniqueID {
+			t.Errorf("the client's IKE SA is #%s after the provider upgrade, was #%s: the upgrade disturbed the tunnel", now.UniqueID, sa.UniqueID)
+		}
+	})
 
 	// 5. Rollback.
 	s.rollback(t)
