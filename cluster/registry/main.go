@@ -46,7 +46,14 @@ func run() error {
 		return err
 	}
 	logger := log.New(os.Stderr, "registry: ", log.LstdFlags)
+	// HTTP/1.1 only: pkg/registry reads an upload's body under a lock
+	// that every upload takes, so over HTTP/2 a client pushing layers in
+	// parallel on one connection stalls for ever (the waiting streams hold
+	// the connection's flow-control window; measured with a 53 MiB image).
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	srv := &http.Server{
+		Protocols:         &protocols,
 		Addr:              *listen,
 		Handler:           registry.New(registry.Logger(logger), registry.WithBlobHandler(registry.NewDiskBlobHandler(*dir))),
 		ReadHeaderTimeout: 10 * time.Second,
