@@ -62,7 +62,8 @@ log "nodes: building the sandbox image and the API relay"
 PAUSE_IMAGE=$(push_image "$NODES_DIR/pause.tar" pause:node)
 if [ -f "$GATEWAY_IMAGE" ]; then
 	t1=$(date +%s%N)
-	log "nodes: pushed the gateway image $(push_image "$GATEWAY_IMAGE" "$GATEWAY_REF") ($(($(stat -c %s "$GATEWAY_IMAGE") / 1048576)) MiB) in $(elapsed "$t1")s"
+	ref=$(push_image "$GATEWAY_IMAGE" "$GATEWAY_REF")
+	log "nodes: pushed the gateway image $ref ($(($(stat -c %s "$GATEWAY_IMAGE") / 1048576)) MiB) in $(elapsed "$t1")s"
 else
 	log "nodes: no gateway image at $GATEWAY_IMAGE ('make images' builds it): gateway pods will not start"
 fi
