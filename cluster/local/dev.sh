@@ -6,10 +6,15 @@
 # "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
 # (as root), the site around it (cluster/site/site.sh up): the VM gateway's
 # charon, the client site whose tunnel is up with it, the floating-IP NAT.
-# Then the pinned-FIP example claim, applied with the local Neutron's IDs:
-# the runbook's pre-stage.
+# Then the pinned-FIP example, applied with the local Neutron's IDs: the
+# runbook's pre-stage. That is the legacy claim
+# (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io, with the cluster-scoped
+# ProviderConfig); CLAIM=0 applies the namespaced IPsecGateway instead
+# (examples/xr/pinned-fip.yaml, vpn.m.ipsecgw.io, with tenant-a's own
+# ProviderConfig, examples/namespaced/providerconfig.yaml). "The claim"
+# below is either.
 #
-#   cluster/local/dev.sh [prestage|cutover]
+#   [CLAIM=0] cluster/local/dev.sh [prestage|cutover]
 #
 # prestage (the default) leaves the claim pre-staged; cutover goes on with
 # the runbook's cutover — the floating IP off the VM's port, the VM's
@@ -25,6 +30,14 @@ source "$(dirname "$0")/lib.sh"
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
 SITE=$ROOT/cluster/site/site.sh
 STOP_AT=${1:-prestage}
+# The legacy claim stays the default until the runbook e2e has passed with
+# the namespaced IPsecGateway on the live stack.
+CLAIM=${CLAIM:-1}
+case $CLAIM in
+0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr composed="-n tenant-a floatingipbindings.networking.m.ipsecgw.io -l crossplane.io/composite=branch-office" ;;
+1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim composed="floatingipbindings.networking.ipsecgw.io -l crossplane.io/claim-name=branch-office" ;;
+*) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
+esac
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
 if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 	log "no node (NODE=0): stopping at the pre-stage, no gateway pod could run"
@@ -39,6 +52,8 @@ read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
 log "applying the example ProviderConfig (credentials of the local tenant-a)"
 sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/providerconfig/secret.yaml" | kubectl apply -f - >/dev/null
 kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
+# The namespaced IPsecGateway's: tenant-a's own, its Secret in tenant-a.
+sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/namespaced/providerconfig.yaml" | kubectl apply -f - >/dev/null
 
 log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
@@ -51,7 +66,7 @@ if [ "$NODE" = 1 ]; then
 	"$SITE" vm-start >/dev/null
 fi
 
-log "applying the pinned-FIP claim (examples/claim/pinned-fip.yaml with the local IDs)"
+log "applying the pinned-FIP claim (examples/$examples/pinned-fip.yaml with the local IDs)"
 node_ports=0
 if kubectl get nodes -o 'jsonpath={.items[*].spec.providerID}' | grep -q 'openstack://'; then
 	node_ports=1
@@ -63,7 +78,7 @@ for f in pinned-fip allocated-fip; do
 	sed -e "s/00000000-0000-4000-8000-00000000aaaa/$(field network_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000bbbb/$(field subnet_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000cccc/$(field ext_net_id)/" \
-		"$ROOT/examples/claim/$f.yaml" >"$STATE/claims/$f.yaml"
+		"$ROOT/examples/$examples/$f.yaml" >"$STATE/claims/$f.yaml"
 	# This machine's kernel has no ESP: the node's gateway pods run
 	# strongSwan's userspace data plane.
 	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
@@ -85,12 +100,12 @@ kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
 kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
 
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
-claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }
+claim_is() { [ "$(kubectl -n tenant-a get "$XR" branch-office -o "jsonpath=$1")" = "$2" ]; }
 claim_has() { ! claim_is "$1" ""; }
 wait_for "the claim's port" 120 claim_has '{.status.port.privateIP}'
 wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 
-gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.gateway.name}')
+gw=$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.gateway.name}')
 
 # With Neutron's real agents the node's port drops the gateway pod's
 # frames (its net1 has the gateway port's MAC and fixed IP) unless they are
@@ -99,17 +114,17 @@ gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.ga
 # would (for a claim with nodePorts: Unmanaged).
 if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
-	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')"
+	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.port.id}')"
 fi
 
 if [ "$STOP_AT" = cutover ]; then
 	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null
 	"$SITE" vm-stop >/dev/null
-	kubectl -n tenant-a label ipsecgateway branch-office cutover="$(date +%s)" --overwrite >/dev/null
+	kubectl -n tenant-a label "$XR" branch-office cutover="$(date +%s)" --overwrite >/dev/null
 	# Neutron's word, not the claim's status: after an earlier cutover the
 	# status can still say attached from before this run's vm-up.
-	fip_on_gateway() { [ "$("$RUNBOOK" show 203.0.113.10)" = "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')" ]; }
+	fip_on_gateway() { [ "$("$RUNBOOK" show 203.0.113.10)" = "$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.port.id}')" ]; }
 	wait_for "the floating IP on the gateway's port" 60 fip_on_gateway
 	wait_for "the claim's floating IP attached" 60 claim_is '{.status.floatingIP.attached}' true
 	wait_for "the claim Ready" 180 claim_is '{.status.conditions[?(@.type=="Ready")].status}' True
@@ -124,10 +139,10 @@ envs=
 cat <<MSG
 
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
-  kubectl get ipsecgateway -A
+  kubectl get $XR -A
   kubectl get managed                      # Synced/Ready of each composed resource
   kubectl get gateway                      # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
-  crank beta trace ipsecgateway branch-office -n tenant-a
+  crank beta trace $XR branch-office -n tenant-a
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
 MSG
 if [ "$NODE" = 1 ]; then
@@ -152,8 +167,8 @@ makes it retry at once):
 MSG
 	[ "$NODE" = 0 ] || echo "  $envs$SITE vm-stop"
 	cat <<MSG
-  kubectl -n tenant-a label ipsecgateway branch-office cutover=\$(date +%s) --overwrite
-  kubectl get ipsecgateway -A -w
+  kubectl -n tenant-a label $XR branch-office cutover=\$(date +%s) --overwrite
+  kubectl get $XR -A -w
 MSG
 else
 	cat <<MSG
@@ -167,27 +182,27 @@ cat <<MSG
 Rollback (pause the binding so that it cannot take the address back while
 it is free, move it, unpause: the binding reports the VM's port again):
 
-  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused=true
+  kubectl annotate $composed crossplane.io/paused=true
   $envs$RUNBOOK unset 203.0.113.10
   $envs$RUNBOOK set 203.0.113.10 $vm_port
 MSG
 [ "$NODE" = 0 ] || echo "  $envs$SITE vm-start"
 cat <<MSG
-  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused-
+  kubectl annotate $composed crossplane.io/paused-
 
 After the rollback, deleting the claim leaves the floating IP on the VM's
 port (a pinned address is never released; deleted while cut over, the
 claim would leave it unassociated and the client's tunnel down):
 
-  kubectl -n tenant-a delete ipsecgateway branch-office
+  kubectl -n tenant-a delete $XR branch-office
 
 A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-fip.yaml
 
 'make dev-down' stops everything.
 
 MSG
-echo "\$ kubectl get ipsecgateway -A"
-kubectl get ipsecgateway -A
+echo "\$ kubectl get $XR -A"
+kubectl get "$XR" -A
 echo
-echo "\$ crank beta trace ipsecgateway branch-office -n tenant-a"
-"$TOOLS_BIN/crank" beta trace ipsecgateway branch-office -n tenant-a || true
+echo "\$ crank beta trace $XR branch-office -n tenant-a"
+"$TOOLS_BIN/crank" beta trace "$XR" branch-office -n tenant-a || true

@@ -234,6 +234,10 @@ func (h holder) Release(ctx context.Context) error {
 	return err
 }
 
+// Refresh keeps the address for d more: its lifetime in the kernel, which
+// removes it if this agent is killed or frozen.
+func (h holder) Refresh(ctx context.Context, d time.Duration) error { return h.addr.Refresh(ctx, d) }
+
 // health serves /healthz (the process runs) and /readyz (the configuration
 // is loaded into a charon that answers).
 func health(a *run.Agent) http.Handler {

@@ -33,14 +33,17 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 	if err := providerconfig.Setup(mgr, o); err != nil {
 		return err
 	}
-	if err := gateway.Setup(mgr, o, d.GatewayImage); err != nil {
-		return err
+	for _, setup := range []func(ctrl.Manager, controller.Options, string) error{gateway.Setup, gateway.SetupNamespaced} {
+		if err := setup(mgr, o, d.GatewayImage); err != nil {
+			return err
+		}
 	}
 	for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
 		securitygroup.Setup, network.Setup, port.Setup, floatingipbinding.Setup, routerroutes.Setup, nodeaddresspairs.Setup,
 		// The namespaced twins (networking.m.ipsecgw.io), by the same
 		// external clients.
 		securitygroup.SetupNamespaced, network.SetupNamespaced, port.SetupNamespaced, floatingipbinding.SetupNamespaced, routerroutes.SetupNamespaced,
+		nodeaddresspairs.SetupNamespaced,
 	} {
 		if err := setup(mgr, o, d.OpenStack); err != nil {
 			return err

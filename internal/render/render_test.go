@@ -57,6 +57,7 @@ func TestGolden(t *testing.T) {
 		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
 		"psk-special-chars":  "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
 		"libipsec":           "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
+		"replicas-2":         "Active/standby, mobike left out: mobike = no and local_addrs the private address, so that no IKE SA of a pod that lost the address can move to another interface.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {

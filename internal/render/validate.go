@@ -140,6 +140,9 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if t.IKEVersion == 1 && t.MOBIKE {
 		errs.add(path+".mobike", "MOBIKE is an IKEv2 extension")
 	}
+	if t.MOBIKE && in.Spec.Replicas != nil && *in.Spec.Replicas == 2 {
+		errs.add(path+".mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1")
+	}
 	if t.IKEVersion == 2 && t.DPD.Timeout != nil {
 		errs.add(path+".dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it")
 	}

@@ -22,16 +22,17 @@ func valid() Input {
 	return Input{
 		Spec: v1alpha1.GatewayParameters{
 			Namespace: "tenant-a",
-			Endpoint: v1alpha1.Endpoint{
-				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-			},
-			TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
-			Tunnels: []v1alpha1.Tunnel{
-				tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
-				tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
-			},
-		},
+			GatewayConfig: v1alpha1.GatewayConfig{
+				Endpoint: v1alpha1.Endpoint{
+					PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+					MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+				},
+				TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
+				Tunnels: []v1alpha1.Tunnel{
+					tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
+					tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
+				},
+			}},
 		PSKs: map[string][]byte{"a": []byte("psk-key-a"), "b": []byte("psk-key-b")},
 	}
 }
@@ -113,6 +114,25 @@ func TestValidate(t *testing.T) {
 			reason: "dpd_timeout is an IKEv1 setting; charon would ignore it for IKEv2 and the user would believe it applies.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s") },
 			want:   Errors{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
+		},
+		"MOBIKEReplicas2": {
+			reason: "With replicas 2 a pod that gives the address up must not move its IKE SAs to the pod network: MOBIKE is refused.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](2)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+			want: Errors{{"tunnels[a].mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1"}},
+		},
+		"MOBIKEReplicas1": {
+			reason: "One pod keeps MOBIKE as the user asked for it.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](1)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+		},
+		"NoMOBIKEReplicas2": {
+			reason: "Replicas 2 with MOBIKE off (the default) is valid.",
+			mod:    func(in *Input) { in.Spec.Replicas = ptr.To[int32](2) },
 		},
 		"DPDTimeoutIKEv1": {
 			reason: "An IKEv1 tunnel takes a DPD timeout.",

@@ -46,9 +46,22 @@ func pods(gw *v1alpha1.Gateway) int32 {
 // to the strongswan container only (dataPlane).
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
-	networks, _ := json.Marshal([]map[string]string{{
+	network := map[string]string{
 		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
-	}})
+	}
+	if pods(gw) > 1 {
+		// Active/standby: the kernel's random MAC until the active agent
+		// sets the port's (agentAddressUp). The CNI has the link up for a
+		// moment while it creates it, before the init container sets it
+		// down: a new standby's first frames (IPv6's multicast listener
+		// report, sent before the tuning plugin turns IPv6 off) would
+		// carry the port's MAC, and the tenant network's switches would
+		// send the active pod's traffic to the new standby's node until
+		// the active pod sends again (measured: 100-155 ms of outage each
+		// time a standby started).
+		delete(network, "mac")
+	}
+	networks, _ := json.Marshal([]map[string]string{network})
 	// NET_ADMIN and NET_RAW are all either container needs: the agent's
 	// validation charon runs beside the live one in the pod's namespaces,
 	// not in namespaces of its own (no CAP_SYS_ADMIN; see

@@ -20,12 +20,13 @@ func gw(active *bool) *v1alpha1.Gateway {
 	return &v1alpha1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "vpn"},
 		Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{
-			Namespace: "tenant-a", Active: active,
-			Endpoint: v1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
-			Images:           v1alpha1.Images{StrongSwan: "gw:1", Agent: "gw:1"},
-			ReverseExposures: []v1alpha1.ReverseExposure{{Name: "db", Protocol: "udp", ListenPort: 5353}},
-		}},
+			Namespace: "tenant-a",
+			GatewayConfig: v1alpha1.GatewayConfig{Active: active,
+				Endpoint: v1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+					MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
+				Images:           v1alpha1.Images{StrongSwan: "gw:1", Agent: "gw:1"},
+				ReverseExposures: []v1alpha1.ReverseExposure{{Name: "db", Protocol: "udp", ListenPort: 5353}},
+			}}},
 	}
 }
 

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -339,6 +340,10 @@ func startProbe(t *testing.T, env []string) *probe {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the probe measures (its period, so its resolution) and its
+	// counts, for the test's log.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +368,7 @@ func startProbe(t *testing.T, env []string) *probe {
 		_ = cmd.Wait()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		t.Logf("probe events: %+v", p.events)
+		t.Logf("%sprobe events: %+v", stderr.String(), p.events)
 	})
 	return p
 }

@@ -103,22 +103,10 @@ func startStack(t *testing.T) *stack {
 	}
 	t.Logf("make dev's job (stack up, claim pre-staged) took %s", time.Since(start).Round(100*time.Millisecond))
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.state, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sch := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(sch); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.SchemeBuilder.AddToScheme(sch); err != nil {
-		t.Fatal(err)
-	}
-	if s.kube, err = client.New(cfg, client.Options{Scheme: sch}); err != nil {
-		t.Fatal(err)
-	}
+	s.kube = stackClient(t, s.state)
 	pc := &v1alpha1.ProviderConfig{}
-	if err := s.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, pc); err != nil {
+	var err error
+	if err = s.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, pc); err != nil {
 		t.Fatal(err)
 	}
 	if s.network, err = openstack.NewClients().Network(context.Background(), s.kube, pc); err != nil {
@@ -132,6 +120,30 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// stackClient is a client of the API server of the stack in state, as its
+// admin, that knows the kinds of client-go and of the ProviderConfig.
+func stackClient(t *testing.T, state string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scale benchmark lists hundreds of claims every second.
+	cfg.QPS, cfg.Burst = 50, 100
+	sch := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.SchemeBuilder.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // e2eSetting returns the environment variable E2E_<name> when it is set,
@@ -193,8 +205,21 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 	return 0
 }
 
-// claimGVK is the IPsecGateway claim's kind.
-var claimGVK = schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+// legacyClaim says whether the stack runs the legacy IPsecGateway claim
+// (the default) or, with CLAIM=0 (which dev.sh reads too), the namespaced
+// IPsecGateway (vpn.m.ipsecgw.io), which composes the namespaced managed
+// resources.
+var legacyClaim = os.Getenv("CLAIM") != "0"
+
+// claimGVK is the kind of the IPsecGateway the stack runs (the tests call
+// either "the claim"): the legacy claim, or with CLAIM=0 the namespaced
+// composite.
+var claimGVK = func() schema.GroupVersionKind {
+	if legacyClaim {
+		return schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+	}
+	return schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+}()
 
 // get reads an object into an unstructured of gvk; it returns nil when
 // it does not exist.

@@ -47,12 +47,14 @@ var nsSeq atomic.Int32
 func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1alpha1.GatewayParameters {
 	return v1alpha1.GatewayParameters{
 		Namespace: fmt.Sprintf("%s-%d", ns, nsSeq.Add(1)),
-		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
-			Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
+		GatewayConfig: v1alpha1.GatewayConfig{
+			Endpoint: v1alpha1.Endpoint{
+				PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
+				Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
+			},
+			Mode:    mode,
+			Tunnels: tunnels,
 		},
-		Mode:    mode,
-		Tunnels: tunnels,
 	}
 }
 

@@ -211,11 +211,12 @@ func admission(t *testing.T, gw *gwv1alpha1.Gateway, reason, want string) {
 
 // TestGatewayAdmissionReplicas proves spec.forProvider.replicas at
 // admission: 1 by default, 1 and 2 admitted, anything else refused naming
-// the field.
+// the field; MOBIKE refused with 2.
 func TestGatewayAdmissionReplicas(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
 		replicas *int32
+		mobike   bool
 		want     int32
 		wantErr  string
 	}{
@@ -226,11 +227,15 @@ func TestGatewayAdmissionReplicas(t *testing.T) {
 			wantErr: "spec.forProvider.replicas: Invalid value: 3: spec.forProvider.replicas in body should be less than or equal to 2"},
 		"Zero": {reason: "0 is refused: active false pre-stages a gateway.", replicas: ptr.To[int32](0),
 			wantErr: "spec.forProvider.replicas: Invalid value: 0: spec.forProvider.replicas in body should be greater than or equal to 1"},
+		"TwoMOBIKE": {reason: "MOBIKE with two pods is refused: a pod giving the address up would move its IKE SAs to the pod network.", replicas: ptr.To[int32](2), mobike: true,
+			wantErr: "spec.forProvider.tunnels: Invalid value: a tunnel's mobike must be false with replicas 2"},
+		"OneMOBIKE": {reason: "MOBIKE with one pod is admitted.", replicas: ptr.To[int32](1), mobike: true, want: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			spec := gatewaySpec("tenant-admission")
 			spec.Replicas = tc.replicas
+			spec.Tunnels[0].MOBIKE = tc.mobike
 			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "replicas-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
 			admission(t, gw, tc.reason, tc.wantErr)
 			// The dry run answers with the object as admitted, defaults set.

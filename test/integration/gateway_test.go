@@ -152,21 +152,22 @@ func gatewaySpec(ns string) gwv1alpha1.GatewayParameters {
 	target := gwv1alpha1.IPv4("10.96.0.20")
 	return gwv1alpha1.GatewayParameters{
 		Namespace: ns,
-		Endpoint: gwv1alpha1.Endpoint{
-			PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-			MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-		},
-		Tunnels: []gwv1alpha1.Tunnel{{
-			Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
-			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
-			PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
-			TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
-		}},
-		Exposures: []gwv1alpha1.Exposure{{
-			Name: "web", InsideAddress: "100.64.0.10", Port: 443,
-			Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
-		}},
-	}
+		GatewayConfig: gwv1alpha1.GatewayConfig{
+			Endpoint: gwv1alpha1.Endpoint{
+				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+			},
+			Tunnels: []gwv1alpha1.Tunnel{{
+				Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
+				IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
+				PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
+				TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
+			}},
+			Exposures: []gwv1alpha1.Exposure{{
+				Name: "web", InsideAddress: "100.64.0.10", Port: 443,
+				Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
+			}},
+		}}
 }
 
 func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
@@ -392,13 +393,7 @@ func TestGatewayLifecycle(t *testing.T) {
 		nad.SetGroupVersionKind(workload.NADKind)
 		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &appsv1.Deployment{}, &corev1.ServiceAccount{},
 			&rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.NetworkPolicy{}, nad} {
-			name := names.Gateway
-			switch o.(type) {
-			case *corev1.ConfigMap:
-				name = names.Config
-			case *corev1.Secret:
-				name = names.Secrets
-			}
+			name := objectName(names, o)
 			if err := kube.Get(ctx, key(name), o); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s still exists (err %w)", o, name, err)
 			}
@@ -415,13 +410,13 @@ func TestGatewayLifecycle(t *testing.T) {
 }
 
 // gatewayEvent finds an event of gw with reason and a message holding msg.
-func gatewayEvent(gw *gwv1alpha1.Gateway, reason, msg string) error {
+func gatewayEvent(gw client.Object, reason, msg string) error {
 	events := &corev1.EventList{}
 	if err := kube.List(context.Background(), events); err != nil {
 		return err
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.UID == gw.UID && e.Reason == reason && strings.Contains(e.Message, msg) {
+		if e.InvolvedObject.UID == gw.GetUID() && e.Reason == reason && strings.Contains(e.Message, msg) {
 			return nil
 		}
 	}
@@ -563,4 +558,16 @@ func TestGatewayWarnings(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// objectName is the name of a gateway's object o among names: its
+// ConfigMap's, its Secret's, or the gateway's own that the rest share.
+func objectName(names workload.Names, o client.Object) string {
+	switch o.(type) {
+	case *corev1.ConfigMap:
+		return names.Config
+	case *corev1.Secret:
+		return names.Secrets
+	}
+	return names.Gateway
 }

@@ -379,6 +379,13 @@ func goldens(t *testing.T, prefix string) []underTest {
 			t.Logf("golden %s left out: %s", c, why)
 			continue
 		}
+		if strings.HasPrefix(c, "namespaced-") {
+			// The namespaced XR's: namespaced MRs in the composite's
+			// namespace, owned by a namespaced composite; these tests
+			// stand in for the cluster-scoped composite of the claim.
+			t.Logf("golden %s left out: the namespaced IPsecGateway's (TestNamespaced* cover its kinds)", c)
+			continue
+		}
 		cases++
 		uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(out)+1))
 		for _, d := range documents(t, f) {

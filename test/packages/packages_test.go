@@ -158,7 +158,8 @@ func TestPackages(t *testing.T) {
 
 	t.Run("configuration", func(t *testing.T) {
 		objs := packageObjects(t, filepath.Join(out, "ipsecgw-configuration.xpkg"))
-		want := []string{"CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
+		want := []string{"CompositeResourceDefinition ipsecgateways.vpn.m.ipsecgw.io", "CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io",
+			"Composition ipsecgateways.vpn.m.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
 		if diff := cmp.Diff(want, kinds(objs)); diff != "" {
 			t.Errorf("the Configuration package holds -want +got:\n%s", diff)
 		}

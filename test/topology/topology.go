@@ -309,6 +309,23 @@ func (tp *Topology) AddHost(role string, addr netip.Addr, link, mac string) (str
 	return ns, s.run()
 }
 
+// AddPod adds a namespace of role whose interface link (with MAC address
+// mac) is on the router's tenant bridge, down and without an address, as
+// net1 of a gateway pod of replicas 2 after its init container: its agent
+// brings it up with the address when it is the active one. It returns the
+// namespace.
+func (tp *Topology) AddPod(role, link, mac string) (string, error) {
+	ns := tp.NS(role)
+	if err := tp.addNamespace(ns); err != nil {
+		return "", err
+	}
+	var s steps
+	s.link(tp.Router, role, TenantBridge, ns, link, mac)
+	s.ip(ns, "link", "set", link, "down")
+	s.sysctl(ns)
+	return ns, s.run()
+}
+
 // RemoveHost kills what runs in the namespace of role and deletes it (its
 // link on the tenant bridge with it).
 func (tp *Topology) RemoveHost(role string) error { return removeNamespace(tp.NS(role)) }
@@ -472,25 +489,8 @@ func Start(t testing.TB, o Options) *Topology {
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skip("/dev/net/tun is missing: kernel-libipsec needs a TUN device")
 	}
-	reapStale(t)
 	began := time.Now()
-	o.Prefix = fmt.Sprintf("ipt%d-%d-", os.Getpid(), seq.Add(1))
-	o.Dir = t.TempDir()
-	tp, err := Build(o)
-	if err != nil {
-		t.Fatalf("cannot build the topology: %v", err)
-	}
-	tp.t = t
-	t.Cleanup(func() {
-		if err := tp.Close(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			for _, c := range tp.charons {
-				t.Logf("charon in %s:\n%s", c.NS, c.tail(80))
-			}
-		}
-	})
+	tp := StartBare(t, o)
 	gw, err := tp.AddHost("gw", PrivateAddress, "net1", MACAddress)
 	if err != nil {
 		t.Fatalf("cannot add the gateway: %v", err)
@@ -526,7 +526,35 @@ func Start(t testing.TB, o Options) *Topology {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("topology: namespaces %s*, %d charons up in %v", o.Prefix, len(all), time.Since(began).Round(time.Millisecond))
+	t.Logf("topology: namespaces %s*, %d charons up in %v", tp.Prefix, len(all), time.Since(began).Round(time.Millisecond))
+	return tp
+}
+
+// StartBare builds, for t, the router and the client sites of o (Build)
+// with nothing on the tenant network and no charon running, and removes
+// it when t ends: for tests of what joins the tenant network (AddHost,
+// AddPod). It skips t as Need does; setup failures fail t.
+func StartBare(t testing.TB, o Options) *Topology {
+	t.Helper()
+	Need(t, "ip", "nsenter")
+	reapStale(t)
+	o.Prefix = fmt.Sprintf("ipt%d-%d-", os.Getpid(), seq.Add(1))
+	o.Dir = t.TempDir()
+	tp, err := Build(o)
+	if err != nil {
+		t.Fatalf("cannot build the topology: %v", err)
+	}
+	tp.t = t
+	t.Cleanup(func() {
+		if err := tp.Close(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			for _, c := range tp.charons {
+				t.Logf("charon in %s:\n%s", c.NS, c.tail(80))
+			}
+		}
+	})
 	return tp
 }
 

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -47,12 +47,13 @@ var watched = map[client.Object]labels.Selector{
 	}),
 }
 
-// watches returns the sources that enqueue a Gateway when its agent's
+// watches returns the sources that enqueue a Gateway (a namespaced one
+// when namespaced, in the namespace of its objects) when its agent's
 // status ConfigMap changes data or its Deployment's ready replicas change
 // in the provider's own cluster, read through a cache of their own (added
 // to mgr) that lists and watches only the objects watched selects, without
 // managed fields. It returns an error when the cache cannot be built.
-func watches(mgr ctrl.Manager) ([]source.TypedSource[reconcile.Request], error) {
+func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.Request], error) {
 	byObject := map[client.Object]cache.ByObject{}
 	for o, sel := range watched {
 		byObject[o] = cache.ByObject{Label: sel}
@@ -69,7 +70,15 @@ func watches(mgr ctrl.Manager) ([]source.TypedSource[reconcile.Request], error) 
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", errWatchCache, err)
 	}
-	enqueue := handler.EnqueueRequestsFromMapFunc(gatewayOf)
+	enqueue := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		rs := gatewayOf(ctx, o)
+		if namespaced {
+			for i := range rs {
+				rs[i].Namespace = o.GetNamespace()
+			}
+		}
+		return rs
+	})
 	return []source.TypedSource[reconcile.Request]{
 		source.Kind(c, client.Object(&corev1.ConfigMap{}), enqueue, predicate.Funcs{UpdateFunc: dataChanged}),
 		source.Kind(c, client.Object(&appsv1.Deployment{}), enqueue, predicate.Funcs{UpdateFunc: readinessChanged}),
@@ -77,8 +86,9 @@ func watches(mgr ctrl.Manager) ([]source.TypedSource[reconcile.Request], error) 
 }
 
 // gatewayOf maps a gateway's status ConfigMap or Deployment to the
-// Gateway (cluster-scoped) its LabelGateway names, when o carries the name
-// the Gateway gives that object; anything else maps to nothing.
+// cluster-scoped Gateway its LabelGateway names, when o carries the name
+// the Gateway gives that object; anything else maps to nothing. (A
+// namespaced Gateway of that name is the one in o's namespace.)
 func gatewayOf(_ context.Context, o client.Object) []reconcile.Request {
 	gw := o.GetLabels()[workload.LabelGateway]
 	if gw == "" {
@@ -123,7 +133,8 @@ type targets struct {
 	remote map[string]bool
 }
 
-// set records whether the ProviderConfig named pc targets another cluster.
+// set records whether the ProviderConfig whose key (openstack.Config.Key)
+// is pc targets another cluster.
 func (t *targets) set(pc string, remote bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -139,10 +150,7 @@ func (t *targets) set(pc string, remote bool) {
 // ProviderConfig targets another cluster, or was not connected yet, at
 // remotePoll when that is shorter.
 func (t *targets) poll(mg resource.Managed, d time.Duration) time.Duration {
-	pc := ""
-	if ref := mg.(*v1alpha1.Gateway).GetProviderConfigReference(); ref != nil {
-		pc = ref.Name
-	}
+	pc := openstack.ConfigKey(mg)
 	t.mu.Lock()
 	remote, known := t.remote[pc]
 	t.mu.Unlock()

@@ -42,8 +42,6 @@ const (
 )
 
 // A GatewayParameters is the desired state of a Gateway.
-// +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.startAction) || t.startAction != 'trap')",fieldPath=".tunnels",message="a tunnel's startAction trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use startAction start (or respond), or dataPlane KernelXFRM"
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
 type GatewayParameters struct {
 	// Namespace of the target cluster in which the gateway's pod,
 	// configuration and RBAC objects are created. It must exist.
@@ -52,6 +50,17 @@ type GatewayParameters struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
 
+	GatewayConfig `json:",inline"`
+}
+
+// A GatewayConfig is what a Gateway runs, in either scope: the parameters
+// of a cluster-scoped Gateway are its namespace (of its objects) and a
+// GatewayConfig, those of a namespaced Gateway (gateway.m.ipsecgw.io), whose
+// objects are in its own namespace, are a GatewayConfig.
+// +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.startAction) || t.startAction != 'trap')",fieldPath=".tunnels",message="a tunnel's startAction trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use startAction start (or respond), or dataPlane KernelXFRM"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas != 2 || self.tunnels.all(t, !has(t.mobike) || !t.mobike)",fieldPath=".tunnels",message="a tunnel's mobike must be false with replicas 2: when a pod gives the gateway's address up (demoted, killed or frozen), MOBIKE would move its IKE SAs to the pod network's interface, where they would reach the peer beside the active pod's; leave mobike out (or false), or use replicas 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
+type GatewayConfig struct {
 	// Images of the gateway pod's containers. An image left out is the
 	// provider's --gateway-image, written here when the Gateway is first
 	// observed (late initialization), so that a later change of that flag
