@@ -83,7 +83,10 @@ func TestUninstall(t *testing.T) {
 		for _, n := range names {
 			script.WriteString(steps[n])
 		}
-		cmd := exec.Command("bash", "-c", script.String())
+		// Each step ends within minutes, or hangs on a finalizer.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 		cmd.Env, cmd.Dir = env, root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
