@@ -80,6 +80,11 @@ func startStack(t *testing.T) *stack {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
+			// The bindings' spec and status: what a cutover or rollback
+			// that did not come saw.
+			if out, err := s.kubectlCommand("get", "floatingipbindings.networking.ipsecgw.io,floatingipbindings.networking.m.ipsecgw.io", "-A", "-o", "yaml").CombinedOutput(); err == nil {
+				t.Logf("floating IP bindings:\n%s", out)
+			}
 			if b, err := os.ReadFile(filepath.Join(s.state, "provider.log")); err == nil {
 				lines := strings.Split(string(b), "\n")
 				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
