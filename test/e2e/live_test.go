@@ -252,7 +252,7 @@ func steadySAs(t *testing.T, peer *topology.Charon, timeout time.Duration) []top
 
 // tunnelChurn logs what replaced IKE SAs after the cutover: the gateway
 // agent's lines on duplicates and re-initiations, and the client charon's
-// on IKE SAs deleted, restarted or closed.
+// on IKE SAs established, deleted, restarted or given up (DPD).
 func tunnelChurn(t *testing.T, s *stack, gw string) {
 	t.Helper()
 	for l := range strings.Lines(s.kubectl(t, "-n", tenant, "logs", "deploy/"+gw, "-c", "agent")) {
@@ -267,7 +267,7 @@ func tunnelChurn(t *testing.T, s *stack, gw string) {
 	}
 	var churn []string
 	for l := range strings.Lines(string(b)) {
-		for _, w := range []string{"deleting IKE_SA", "restarting CHILD_SA", "closing", "DPD", "INITIAL_CONTACT", "established between"} {
+		for _, w := range []string{"deleting IKE_SA", "restarting CHILD_SA", "giving up", "INITIAL_CONTACT", "established between"} {
 			if strings.Contains(l, w) {
 				churn = append(churn, strings.TrimSpace(l))
 				break
