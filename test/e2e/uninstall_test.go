@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -283,17 +284,8 @@ type neutronState struct {
 // shows.
 func neutronObjects(t *testing.T, network *gophercloud.ServiceClient) neutronState {
 	t.Helper()
-	ctx := context.Background()
 	st := neutronState{SecurityGroups: map[string]string{}, Ports: map[string]string{}, FloatingIPs: map[string]string{}}
-	gp, err := groups.List(network, groups.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sgs, err := groups.ExtractGroups(gp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range sgs {
+	for _, g := range allPages(t, groups.List(network, groups.ListOpts{}), groups.ExtractGroups) {
 		rules := make([]string, 0, len(g.Rules))
 		for _, r := range g.Rules {
 			rules = append(rules, fmt.Sprintf("%s %s %s %d-%d %s", r.Direction, r.EtherType, r.Protocol, r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix))
@@ -301,27 +293,25 @@ func neutronObjects(t *testing.T, network *gophercloud.ServiceClient) neutronSta
 		slices.Sort(rules)
 		st.SecurityGroups[g.ID] = g.Name + " " + strings.Join(rules, "; ")
 	}
-	pp, err := ports.List(network, ports.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, err := ports.ExtractPorts(pp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range ps {
+	for _, p := range allPages(t, ports.List(network, ports.ListOpts{}), ports.ExtractPorts) {
 		st.Ports[p.ID] = fmt.Sprintf("%s %s %v pairs %v groups %v", p.Name, p.MACAddress, p.FixedIPs, p.AllowedAddressPairs, p.SecurityGroups)
 	}
-	fp, err := floatingips.List(network, floatingips.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := floatingips.ExtractFloatingIPs(fp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fs {
+	for _, f := range allPages(t, floatingips.List(network, floatingips.ListOpts{}), floatingips.ExtractFloatingIPs) {
 		st.FloatingIPs[f.ID] = f.FloatingIP + " on " + f.PortID
 	}
 	return st
+}
+
+// allPages returns every item of the pages p lists, extracted by extract.
+func allPages[T any](t *testing.T, p pagination.Pager, extract func(pagination.Page) ([]T, error)) []T {
+	t.Helper()
+	pages, err := p.AllPages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := extract(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
