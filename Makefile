@@ -102,7 +102,6 @@ reviewable: generate ## Generate, format, vet, lint and unit-test: leaves `git s
 vet: ## go vet every package with the tag it builds with, and the wrapper modules' own code.
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./test/e2e/...
-	cd hack/tools/crossplane && $(GO) vet ./xpkgcache
 	cd hack/tools/etcd && $(GO) vet .
 
 # The shell scripts: *.sh and the files whose first line runs a shell.
@@ -118,7 +117,6 @@ lint: ## golangci-lint (.golangci.yml) every package with the tags it builds wit
 	lint=$$(hack/tools.sh dir golangci)/golangci-lint; \
 	$$lint run --allow-serial-runners ./...; \
 	$$lint run --allow-serial-runners --build-tags generate apis/generate.go; \
-	(cd hack/tools/crossplane && $$lint run --allow-serial-runners ./xpkgcache); \
 	(cd hack/tools/etcd && $$lint run --allow-serial-runners .)
 	shellcheck -x $(SCRIPTS)
 

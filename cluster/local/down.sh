@@ -8,6 +8,6 @@ source "$(dirname "$0")/lib.sh"
 removable STATE
 "$ROOT/cluster/site/site.sh" down >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
-stop provider function crossplane kcm apiserver etcd
+stop provider function crossplane registry kcm apiserver etcd
 rm -rf "$STATE"
 log "local stack down"

@@ -15,8 +15,10 @@ else
 	[ -x "$ROOT/_output/bin/provider" ] || die "no provider binary: run 'make build'"
 	need_free PROVIDER_METRICS_PORT PROVIDER_HEALTH_PORT
 	log "starting the provider"
+	# Gateways take the gateway image from the stack's registry
+	# (cluster/node/up.sh pushes it there).
 	read -ra args <<<"${PROVIDER_ARGS---debug}"
-	start provider "$ROOT/_output/bin/provider" "${args[@]}" \
+	start provider "$ROOT/_output/bin/provider" "${args[@]}" --gateway-image "$(registry)/$GATEWAY_REF" \
 		--metrics-bind-address "127.0.0.1:$PROVIDER_METRICS_PORT" \
 		--health-probe-bind-address "127.0.0.1:$PROVIDER_HEALTH_PORT"
 	wait_ready provider provider 60 answers "http://127.0.0.1:$PROVIDER_HEALTH_PORT/readyz"

@@ -9,10 +9,12 @@
 #   cluster/node/node.sh return N   thaws it and brings its links back up:
 #                                   the kubelet resumes where it stopped
 #   cluster/node/node.sh tag IMAGE NAME
-#                                   names image IMAGE also NAME on every
-#                                   node's containerd: a new image for the
-#                                   pods that name it (a rollout), with no
-#                                   registry and the same content
+#                                   pushes the gateway image IMAGE (the
+#                                   stack's registry reference of
+#                                   $GATEWAY_IMAGE) to the registry again as
+#                                   NAME: a new image for the pods that name
+#                                   it (a rollout), with the same content,
+#                                   pulled by the nodes as any other
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -20,15 +22,10 @@ source "$(dirname "$0")/lib.sh"
 verb=${1:-}
 if [ "$verb" = tag ]; then
 	[ $# = 3 ] || die "usage: $0 tag IMAGE NAME"
-	for i in $(nodes); do
-		select_node "$i"
-		# The name containerd gave IMAGE (the kubelet's normal form of a
-		# short name) and NAME in the same form.
-		src=$(ctr images ls -q | awk -v n="$2" '$0 == n || substr($0, length($0) - length(n)) == "/" n' | head -1)
-		[ -n "$src" ] || die "no image $2 on $NODE_NAME"
-		ctr images tag --force "$src" "${src%"$2"}$3" >/dev/null
-	done
-	log "image $2 tagged $3 on nodes $(nodes | xargs)"
+	[ "$2" = "$(registry)/$GATEWAY_REF" ] || die "$2 is not the gateway image $(registry)/$GATEWAY_REF"
+	[ "${3#"$(registry)/"}" != "$3" ] || die "$3 is not in the stack's registry $(registry)"
+	push_image "$GATEWAY_IMAGE" "${3#"$(registry)/"}" >/dev/null
+	log "image $2 pushed again as $3"
 	exit 0
 fi
 if [[ ! $verb =~ ^(lose|return)$ || ! ${2:-} =~ ^[0-9]+$ ]]; then die "usage: $0 lose|return N, or $0 tag IMAGE NAME"; fi

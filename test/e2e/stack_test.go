@@ -73,12 +73,18 @@ func startStack(t *testing.T) *stack {
 	for _, v := range [][2]string{
 		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
 		{"FN_PORT", "29445"}, {"PROVIDER_METRICS_PORT", "27082"}, {"PROVIDER_HEALTH_PORT", "27083"},
+		{"REGISTRY_PORT", "27084"},
 		{"OS_KEYSTONE_PORT", "15300"}, {"OS_NEUTRON_PORT", "19996"},
 	} {
 		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
+			// The bindings' spec and status: what a cutover or rollback
+			// that did not come saw.
+			if out, err := s.kubectlCommand("get", "floatingipbindings.networking.ipsecgw.io,floatingipbindings.networking.m.ipsecgw.io", "-A", "-o", "yaml").CombinedOutput(); err == nil {
+				t.Logf("floating IP bindings:\n%s", out)
+			}
 			if b, err := os.ReadFile(filepath.Join(s.state, "provider.log")); err == nil {
 				lines := strings.Split(string(b), "\n")
 				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))

@@ -100,10 +100,10 @@ func TestActiveStandby(t *testing.T) {
 	e := p.wait(t, siteGateway, time.Minute)
 	t.Logf("cutover: the client host's connections carried by %s, outage %d ms", e.Via, e.OutageMS)
 	// The gateway's images now and the "new" one of the rollouts: the
-	// same content under another name on every node, so the pod template
-	// changes and the Deployment rolls.
+	// same content under another tag in the stack's registry, so the pod
+	// template changes and the Deployment rolls.
 	images := [2]string{str(s.get(t, gatewayGVK, "", gw), "spec", "forProvider", "images", "strongswan"), ""}
-	images[1] = strings.SplitN(images[0], ":", 2)[0] + ":rollout"
+	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
 	for r := range rounds {

@@ -41,6 +41,8 @@ type connector struct {
 	targets *targets
 	// counters is the Gateways' counterHold.
 	counters *counterHold
+	// image is the image of a Gateway that names none.
+	image string
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
@@ -68,7 +70,7 @@ func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: r, counters: c.counters}, nil
+	return &external{kube: c.kube, target: target, recorder: r, counters: c.counters, image: c.image}, nil
 }
 
 // nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the

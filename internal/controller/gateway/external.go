@@ -36,6 +36,8 @@ type external struct {
 	target client.Client
 	// recorder emits events when a tunnel changes state.
 	recorder event.Recorder
+	// image is the image of a Gateway that names none.
+	image string
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects []client.Object
@@ -63,10 +65,11 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{ResourceExists: exists}, err
 	}
 
+	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
-		return managed.ExternalObservation{}, err
+		return managed.ExternalObservation{ResourceLateInitialized: late}, err
 	}
 	if e.objects, err = workload.Objects(gw, files); err != nil {
 		return managed.ExternalObservation{}, err
@@ -76,7 +79,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: false, ResourceLateInitialized: late}, nil
 	}
 
 	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
@@ -111,7 +114,23 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	if diff == "" {
 		gw.SetConditions(v1alpha1.ConfigRendered())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ResourceLateInitialized: late}, nil
+}
+
+// DefaultImage is the gateway image of a provider started without
+// --gateway-image: the name `make images` tags it with.
+const DefaultImage = "ipsecgw/gateway:v0.1.0"
+
+// lateInitImages fills the images a Gateway leaves out with image and
+// reports whether it filled any.
+func lateInitImages(images *v1alpha1.Images, image string) bool {
+	late := false
+	for _, i := range []*string{&images.StrongSwan, &images.Agent} {
+		if *i == "" {
+			*i, late = image, true
+		}
+	}
+	return late
 }
 
 // reported returns what the gateway's agent reports while a pod of dep is

@@ -26,10 +26,11 @@ import (
 // --poll as a safety poll and drift check; a Gateway whose ProviderConfig
 // targets another cluster is polled every remotePoll instead. It returns
 // an error when a client, the watches' cache or the controller cannot be
-// built.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+// built. image is the image of a Gateway that names none (empty:
+// DefaultImage).
+func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
 	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, false)
+	c, w, err := newConnector(mgr, name, false, image)
 	if err != nil {
 		return err
 	}
@@ -48,10 +49,10 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 // Gateway's own namespace of the cluster its ProviderConfig of that
 // namespace or its ClusterProviderConfig names, watched through a cache of
 // its own. It returns an error when a client, the watches' cache or the
-// controller cannot be built.
-func SetupNamespaced(mgr ctrl.Manager, o controller.Options) error {
+// controller cannot be built. image is as Setup's.
+func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error {
 	name := managed.ControllerName(nsv1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, true)
+	c, w, err := newConnector(mgr, name, true, image)
 	if err != nil {
 		return err
 	}
@@ -64,8 +65,12 @@ func SetupNamespaced(mgr ctrl.Manager, o controller.Options) error {
 
 // newConnector returns the connector of the Gateway controller named name
 // (its usage tracker unset) and the watches that enqueue its Gateways
-// (namespaced ones when namespaced).
-func newConnector(mgr ctrl.Manager, name string, namespaced bool) (*connector, []source.TypedSource[reconcile.Request], error) {
+// (namespaced ones when namespaced), whose Gateways that name no image run
+// image (empty: DefaultImage).
+func newConnector(mgr ctrl.Manager, name string, namespaced bool, image string) (*connector, []source.TypedSource[reconcile.Request], error) {
+	if image == "" {
+		image = DefaultImage
+	}
 	// An uncached client: caching every Secret and ConfigMap of the
 	// cluster would cost memory and RBAC the provider does not need.
 	own, err := mrsetup.UncachedClient(mgr)
@@ -85,6 +90,7 @@ func newConnector(mgr ctrl.Manager, name string, namespaced bool) (*connector, [
 		},
 		targets:  &targets{},
 		counters: &counterHold{},
+		image:    image,
 		recorder: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	}, w, nil
 }

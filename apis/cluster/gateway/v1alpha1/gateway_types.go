@@ -67,9 +67,11 @@ type GatewayParameters struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.mode) || t.mode != 'route')",fieldPath=".tunnels",message="a tunnel's mode route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM"
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'routed') || self.tunnels.all(t, !has(t.mode) || t.mode != 'route')",fieldPath=".tunnels",message="a tunnel's mode route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use the tunnel's mode policy"
 type GatewayConfig struct {
-	// Images of the gateway pod's containers.
+	// Images of the gateway pod's containers. An image left out is the
+	// provider's --gateway-image, written here when the Gateway is first
+	// observed (late initialization), so that a later change of that flag
+	// does not restart a running gateway.
 	// +optional
-	// +kubebuilder:default={}
 	Images Images `json:"images,omitempty"`
 
 	// Active false pre-stages the gateway: every object, the rendered
@@ -171,15 +173,15 @@ type GatewayConfig struct {
 
 // Images of the gateway pod.
 type Images struct {
-	// StrongSwan runs charon and swanctl.
+	// StrongSwan runs charon and swanctl: an image reference such as
+	// REGISTRY/ipsecgw/gateway:v0.1.0.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	StrongSwan string `json:"strongswan,omitempty"`
 
-	// Agent loads configuration into charon and reports tunnel state.
+	// Agent loads configuration into charon and reports tunnel state: an
+	// image reference, usually the same as StrongSwan's.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	Agent string `json:"agent,omitempty"`
 }
