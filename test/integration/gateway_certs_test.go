@@ -160,7 +160,11 @@ func TestGatewayCertificate(t *testing.T) {
 	nudge(len(steps))
 	names := workload.NamesOf(gwName)
 	cm, sec := &corev1.ConfigMap{}, &corev1.Secret{}
-	eventually(t, time.Minute, "the Gateway renders once its Secrets are right", func() error {
+	// Two minutes: after the failures above the Gateway's backoff is at its
+	// one-minute ceiling, and a reconcile whose status update loses a
+	// conflict (the provider's own writes of the Create) is requeued through
+	// that backoff without a log line (crossplane-runtime).
+	eventually(t, 2*time.Minute, "the Gateway renders once its Secrets are right", func() error {
 		if err := getFresh(ctx, gw); err != nil {
 			return err
 		}

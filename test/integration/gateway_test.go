@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -653,7 +655,12 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	}}); err != nil && !kerrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-upgrade"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
+	// The older provider's CRD defaulted the images; this one late-initializes
+	// them from its --gateway-image, so the Gateway names them as the older
+	// one's did.
+	spec := gatewaySpec(ns)
+	spec.Images = gwv1alpha1.Images{StrongSwan: gateway.DefaultImage, Agent: gateway.DefaultImage}
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-upgrade"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
 	create(t, gw)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
 
@@ -709,11 +716,24 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	samePod("taking the older provider's Deployment over")
 
-	gw.Spec.ForProvider.Tunnels[0].TrafficSelectors = append(gw.Spec.ForProvider.Tunnels[0].TrafficSelectors,
-		gwv1alpha1.TrafficSelector{Local: "100.64.1.0/24", Remote: "192.168.11.0/24"})
-	if err := kube.Update(ctx, gw); err != nil {
-		t.Fatal(err)
+	// edit changes the Gateway as a user would, again on a conflict with the
+	// provider's own writes (its status at each poll).
+	edit := func(change func()) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return err
+			}
+			change()
+			return kube.Update(ctx, gw)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	edit(func() {
+		gw.Spec.ForProvider.Tunnels[0].TrafficSelectors = append(gw.Spec.ForProvider.Tunnels[0].TrafficSelectors,
+			gwv1alpha1.TrafficSelector{Local: "100.64.1.0/24", Remote: "192.168.11.0/24"})
+	})
 	cm := &corev1.ConfigMap{}
 	synced("a tunnel edit reaches the ConfigMap", func() error {
 		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Config}, cm); err != nil {
@@ -730,10 +750,7 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	samePod("a tunnel edit")
 
-	gw.Spec.ForProvider.DataPlane = gwv1alpha1.DataPlaneLibipsec
-	if err := kube.Update(ctx, gw); err != nil {
-		t.Fatal(err)
-	}
+	edit(func() { gw.Spec.ForProvider.DataPlane = gwv1alpha1.DataPlaneLibipsec })
 	synced("a data plane change gives the pod template the new form", func() error {
 		if err := kube.Get(ctx, key, dep); err != nil {
 			return err
