@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -305,5 +306,52 @@ func TestDataPlane(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestRandTime(t *testing.T) {
+	// randTimes lists the rand_time lines of conf, in order.
+	randTimes := func(conf []byte) []string {
+		var got []string
+		for _, l := range strings.Split(string(conf), "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "rand_time") {
+				got = append(got, l)
+			}
+		}
+		return got
+	}
+	cases := map[string]struct {
+		reason string
+		ike    *v1alpha1.Duration
+		child  *v1alpha1.Duration
+		want   []string
+	}{
+		"Absent": {
+			reason: "No randTime leaves strongSwan's defaults: no rand_time is rendered.",
+		},
+		"Both": {
+			reason: "The IKE SA's randTime goes on the connection, the CHILD_SA's on each child, in whole seconds.",
+			ike:    ptr.To[v1alpha1.Duration]("10m"), child: ptr.To[v1alpha1.Duration]("90s"),
+			want: []string{"rand_time = 600s", "rand_time = 90s"},
+		},
+		"Off": {
+			reason: "0 turns the randomization off, as charon reads it.",
+			child:  ptr.To[v1alpha1.Duration]("0"),
+			want:   []string{"rand_time = 0s"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := goldenInput(t, "single-tunnel")
+			in.Spec.Tunnels[0].IKELifetime.RandTime = tc.ike
+			in.Spec.Tunnels[0].ChildLifetime.RandTime = tc.child
+			f, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, randTimes(f.SwanctlConf)); diff != "" {
+				t.Errorf("%s\nrand_time lines: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -60,6 +60,7 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 		conn.Set("proposals", strings.Join(t.IKEProposals, ","))
 		setDuration(conn, "rekey_time", t.IKELifetime.RekeyTime)
 		setDuration(conn, "reauth_time", t.IKELifetime.ReauthTime)
+		setDuration(conn, "rand_time", t.IKELifetime.RandTime)
 		setDuration(conn, "dpd_delay", t.DPD.Delay)
 		setDuration(conn, "dpd_timeout", t.DPD.Timeout)
 		conn.Set("encap", yesNo(t.ForceEncapsulation))
@@ -85,6 +86,7 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			child.Set("esp_proposals", strings.Join(t.ESPProposals, ","))
 			setDuration(child, "rekey_time", t.ChildLifetime.RekeyTime)
 			setDuration(child, "life_time", t.ChildLifetime.LifeTime)
+			setDuration(child, "rand_time", t.ChildLifetime.RandTime)
 			if t.DPD.Action != "" {
 				child.Set("dpd_action", t.DPD.Action)
 			}

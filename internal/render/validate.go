@@ -232,8 +232,10 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	}{
 		{"ikeLifetime.rekeyTime", t.IKELifetime.RekeyTime},
 		{"ikeLifetime.reauthTime", t.IKELifetime.ReauthTime},
+		{"ikeLifetime.randTime", t.IKELifetime.RandTime},
 		{"childLifetime.rekeyTime", t.ChildLifetime.RekeyTime},
 		{"childLifetime.lifeTime", t.ChildLifetime.LifeTime},
+		{"childLifetime.randTime", t.ChildLifetime.RandTime},
 		{"dpd.delay", t.DPD.Delay},
 		{"dpd.timeout", t.DPD.Timeout},
 	} {
@@ -252,6 +254,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime != nil && childRekeySeconds(lt) == 0 && lifeSeconds(lt) != 0 {
 		errs.add(path+".childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime %s and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)", string(*lt.LifeTime))
 	}
+	checkRandTimes(errs, t, path)
 	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
 		errs.add(path+".startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
 	}
@@ -680,4 +683,43 @@ func carriedNets(pairs []pair, tunnel string, src, dst netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// strongSwan's rekey times when a tunnel leaves them out, in seconds.
+const (
+	defaultIKERekey   = 4 * 3600
+	defaultChildRekey = 3600
+)
+
+// checkRandTimes refuses a rand_time that is not shorter than the rekey or
+// reauthentication time it is subtracted from: charon subtracts a random
+// value below rand_time from that time without a bound, so a longer
+// rand_time can wrap the time around (no rekey at all) or rekey at once.
+func checkRandTimes(errs *Errors, t v1alpha1.Tunnel, path string) {
+	secs := func(d *v1alpha1.Duration, def int64) int64 {
+		if d == nil {
+			return def
+		}
+		v, err := d.Duration()
+		if err != nil {
+			return -1
+		}
+		return seconds(v)
+	}
+	if r := secs(t.IKELifetime.RandTime, 0); r > 0 {
+		for _, b := range []struct {
+			field string
+			s     int64
+		}{
+			{"rekeyTime", secs(t.IKELifetime.RekeyTime, defaultIKERekey)},
+			{"reauthTime", secs(t.IKELifetime.ReauthTime, 0)},
+		} {
+			if b.s > 0 && r >= b.s {
+				errs.add(path+".ikeLifetime.randTime", "%ds is not shorter than ikeLifetime.%s (%ds): give a randTime below it (strongSwan's default is 10%% of it)", r, b.field, b.s)
+			}
+		}
+	}
+	if r, rekey := secs(t.ChildLifetime.RandTime, 0), secs(t.ChildLifetime.RekeyTime, defaultChildRekey); r > 0 && rekey > 0 && r >= rekey {
+		errs.add(path+".childLifetime.randTime", "%ds is not shorter than childLifetime.rekeyTime (%ds): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)", r, rekey)
+	}
 }

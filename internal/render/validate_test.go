@@ -185,6 +185,32 @@ func TestValidate(t *testing.T) {
 			},
 			want: Errors{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
 		},
+		"IKERandTimeNotShorter": {
+			reason: "An IKE randTime as long as rekeyTime (strongSwan's 4h when absent) could wrap the rekey time around; so could one as long as reauthTime.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKELifetime = v1alpha1.IKELifetime{RandTime: ptr.To[v1alpha1.Duration]("4h")}
+				in.Spec.Tunnels[1].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("8h"), ReauthTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("90m")}
+			},
+			want: Errors{
+				{"tunnels[a].ikeLifetime.randTime", "14400s is not shorter than ikeLifetime.rekeyTime (14400s): give a randTime below it (strongSwan's default is 10% of it)"},
+				{"tunnels[b].ikeLifetime.randTime", "5400s is not shorter than ikeLifetime.reauthTime (3600s): give a randTime below it (strongSwan's default is 10% of it)"},
+			},
+		},
+		"ChildRandTimeNotShorter": {
+			reason: "A CHILD_SA randTime as long as its rekeyTime could wrap the rekey time around.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("10m"), RandTime: ptr.To[v1alpha1.Duration]("10m")}
+			},
+			want: Errors{{"tunnels[a].childLifetime.randTime", "600s is not shorter than childLifetime.rekeyTime (600s): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)"}},
+		},
+		"RandTimesShorterOrOff": {
+			reason: "randTimes below their rekey times are fine, and so is any randTime when rekeying is off (0).",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("5m")}
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("0")}
+				in.Spec.Tunnels[1].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("0"), RandTime: ptr.To[v1alpha1.Duration]("5h")}
+			},
+		},
 		"ShortChildRekeyWithLifeTime": {
 			reason: "A short rekeyTime with its lifeTime is fine.",
 			mod: func(in *Input) {

@@ -282,8 +282,8 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 	for range 1 + g.r.IntN(3) {
 		t.ESPProposals = append(t.ESPProposals, g.proposal(false))
 	}
-	t.IKELifetime = gwv1alpha1.IKELifetime{RekeyTime: g.duration("0", "1h", "4h", "24h"), ReauthTime: g.duration("0", "3h", "24h")}
-	t.ChildLifetime = gwv1alpha1.ChildLifetime{RekeyTime: g.duration("0", "9s", "30s", "1h", "8h"), LifeTime: g.duration("0", "20s", "1h10m", "9h")}
+	t.IKELifetime = gwv1alpha1.IKELifetime{RekeyTime: g.duration("0", "1h", "4h", "24h"), ReauthTime: g.duration("0", "3h", "24h"), RandTime: g.duration("0", "5m", "30m", "5h")}
+	t.ChildLifetime = gwv1alpha1.ChildLifetime{RekeyTime: g.duration("0", "9s", "30s", "1h", "8h"), LifeTime: g.duration("0", "20s", "1h10m", "9h"), RandTime: g.duration("0", "5s", "10m", "2h")}
 	t.DPD = gwv1alpha1.DPD{Delay: g.duration("0", "5s", "30s"), Action: g.pick("", "clear", "trap", "restart")}
 	if t.IKEVersion == 1 && g.chance(0.5) || g.chance(0.05) {
 		t.DPD.Timeout = ptr.To[gwv1alpha1.Duration]("60s")

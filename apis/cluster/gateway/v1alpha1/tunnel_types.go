@@ -391,6 +391,15 @@ type IKELifetime struct {
 	// (swanctl reauth_time).
 	// +optional
 	ReauthTime *Duration `json:"reauthTime,omitempty"`
+
+	// RandTime is the range from which charon picks, for each IKE SA, a
+	// random time to subtract from RekeyTime and ReauthTime (swanctl
+	// rand_time), so that both peers, and many gateways started together,
+	// do not rekey at the same instant; 0 turns it off. Must be shorter
+	// than RekeyTime and ReauthTime (when they are not 0). Defaults to
+	// strongSwan's: over_time, 10% of the longer of the two.
+	// +optional
+	RandTime *Duration `json:"randTime,omitempty"`
 }
 
 // ChildLifetime bounds a CHILD_SA's life. Durations as in IKELifetime.
@@ -409,6 +418,13 @@ type ChildLifetime struct {
 	// rekeyed.
 	// +optional
 	LifeTime *Duration `json:"lifeTime,omitempty"`
+
+	// RandTime is the range from which charon picks, for each CHILD_SA, a
+	// random time to subtract from RekeyTime (swanctl children.rand_time);
+	// 0 turns it off. Must be shorter than RekeyTime (when it is not 0).
+	// Defaults to strongSwan's: LifeTime - RekeyTime.
+	// +optional
+	RandTime *Duration `json:"randTime,omitempty"`
 }
 
 // DPD is dead peer detection.
