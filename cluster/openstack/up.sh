@@ -203,7 +203,14 @@ EOF
 pss() {
 	local pids
 	if [ "$1" = rabbitmq ]; then
-		pids=$(ip netns pids "$AGENTS_NS" | while read -r p; do [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/linuxbridge-agent.pid")" ] && [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/l3-agent.pid")" ] && echo "$p"; done)
+		# A process of the namespace may be gone by the time ps asks (an
+		# agent's short-lived helper): it has no session then.
+		local l2 l3 sid
+		l2=$(cat "$OS_STATE/linuxbridge-agent.pid") l3=$(cat "$OS_STATE/l3-agent.pid")
+		pids=$(ip netns pids "$AGENTS_NS" | while read -r p; do
+			sid=$(ps -o sid= -p "$p" | tr -d ' ')
+			if [ -n "$sid" ] && [ "$sid" -ne "$l2" ] && [ "$sid" -ne "$l3" ]; then echo "$p"; fi
+		done)
 	else
 		pids=$(ps -o pid= --sid "$(cat "$OS_STATE/$1.pid")")
 	fi

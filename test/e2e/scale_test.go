@@ -17,9 +17,6 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/quotas"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -267,7 +264,19 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raiseQuotas(t, clouds, s.fixtures.Project.ID, b.n)
+	// Each claim has a security group with its rules, a port and a
+	// floating IP; the fixtures have the rest of the defaults.
+	n := b.n
+	restore, err := neutronproxy.RaiseQuotas(context.Background(), clouds, "admin", s.fixtures.Project.ID,
+		neutronproxy.Quotas{SecurityGroups: n, SecurityGroupRules: 10 * n, Ports: n, FloatingIPs: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := restore(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 	if s.proxy, err = neutronproxy.Start(s.fixtures.NeutronURL, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -301,27 +310,6 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// raiseQuotas gives the tenant's project Neutron quotas for n claims (and
-// a margin for the fixtures): by default a project may have 10 security
-// groups, 100 rules and 50 floating IPs, as a real cloud's defaults
-// refuse.
-func raiseQuotas(t *testing.T, clouds []byte, project string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := neutronproxy.Admin(ctx, clouds, "admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := gopenstack.NewNetworkV2(admin, gophercloud.EndpointOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sgs, rules, ports, fips := n+10, 10*(n+10), n+100, n+10
-	if _, err := quotas.Update(ctx, sc, project, quotas.UpdateOpts{SecurityGroup: &sgs, SecurityGroupRule: &rules, Port: &ports, FloatingIP: &fips}).Extract(); err != nil {
-		t.Fatalf("raise the tenant's Neutron quotas: %v", err)
-	}
 }
 
 // claim is examples/claim/allocated-fip.yaml named name, with the local

@@ -37,6 +37,7 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 	"github.com/ipsecgw/provider-ipsec/test/variants"
@@ -904,7 +905,40 @@ func TestOpenStackKindsSyncEveryObject(t *testing.T) {
 			objs = append(objs, u)
 		}
 	}
-	syncAll(t, append(objs, variantsOf(t, "zos-", fx, openStack)...), 5*time.Second)
+	objs = append(objs, variantsOf(t, "zos-", fx, openStack)...)
+	raiseQuotasFor(t, e, objs)
+	syncAll(t, objs, 5*time.Second)
+}
+
+// raiseQuotasFor raises the tenant's Neutron quotas by what objs create
+// (each SecurityGroup with up to 10 rules, each Port and FloatingIPBinding
+// with a fixture of its own) until t ends: the objects are more than
+// Neutron's default quotas allow one project, as a real cloud's defaults
+// would refuse.
+func raiseQuotasFor(t *testing.T, e *openStackEnv, objs []underTest) {
+	t.Helper()
+	var more neutronproxy.Quotas
+	for _, u := range objs {
+		switch u.obj.GetKind() {
+		case "SecurityGroup":
+			more.SecurityGroups++
+			more.SecurityGroupRules += 10
+		case "Port":
+			more.Ports += 2
+		case "FloatingIPBinding":
+			more.Ports++
+			more.FloatingIPs += 2
+		}
+	}
+	restore, err := neutronproxy.RaiseQuotas(context.Background(), e.CloudsYAML, "admin", e.Fixtures.Project.ID, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := restore(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // fixturePort creates an unbound port on network with address on subnet
