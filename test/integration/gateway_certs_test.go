@@ -164,7 +164,7 @@ func TestGatewayCertificate(t *testing.T) {
 	// one-minute ceiling, and a reconcile whose status update loses a
 	// conflict (the provider's own writes of the Create) is requeued through
 	// that backoff without a log line (crossplane-runtime).
-	eventually(t, 2*time.Minute, "the Gateway renders once its Secrets are right", func() error {
+	eventually(t, backoffBound, "the Gateway renders once its Secrets are right", func() error {
 		if err := getFresh(ctx, gw); err != nil {
 			return err
 		}

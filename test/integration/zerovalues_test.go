@@ -506,6 +506,11 @@ func TestAdmissionAcceptsEveryObject(t *testing.T) {
 	t.Logf("%d objects admitted", len(all))
 }
 
+// backoffBound bounds a wait for a reconcile that failed a few times
+// (its reference not yet resolvable, Neutron slow) and is then tried
+// again: twice the backoff's one-minute ceiling (crossplane-runtime's).
+const backoffBound = 2 * time.Minute
+
 // syncAll creates objs and waits until each is Synced=True with an
 // external name the provider wrote (unless the test named it) and, unless
 // it is a Gateway (whose pod never runs in envtest), Ready=True; a
@@ -547,7 +552,11 @@ func syncAll(t *testing.T, objs []underTest, settle time.Duration) {
 			t.Fatalf("%s is refused: %v", u, err)
 		}
 	}
-	eventually(t, 60*time.Second, "the Ports that ask for a fixed IP have their Neutron ports", func() error {
+	// A Port whose security group is not created yet fails to resolve
+	// its reference and backs off (1 s doubling to the 1 min ceiling, the
+	// sum passing 60 s at its seventh try): on a loaded machine its
+	// Neutron port comes a backoff later than its security group.
+	eventually(t, backoffBound, "the Ports that ask for a fixed IP have their Neutron ports", func() error {
 		for _, u := range fixed {
 			got := u.obj.DeepCopy()
 			if err := kube.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
@@ -709,7 +718,7 @@ func deleteAll(t *testing.T, objs []underTest) {
 		if pcs {
 			deleteUsages(t, left)
 		}
-		eventually(t, 90*time.Second, "every object is deleted", func() error {
+		eventually(t, backoffBound+time.Minute, "every object is deleted", func() error {
 			var still []string
 			for _, u := range left {
 				if err := kube.Get(ctx, client.ObjectKeyFromObject(u.obj), u.obj.DeepCopy()); !kerrors.IsNotFound(err) {
