@@ -37,7 +37,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 type options struct {
@@ -58,15 +58,15 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("gateway-agent", flag.ContinueOnError)
-	fs.StringVar(&o.configDir, "config-dir", "/etc/ipsecgw/config", "Directory of the mounted ConfigMap (swanctl.conf, nat.nft).")
-	fs.StringVar(&o.secretsDir, "secrets-dir", "/etc/ipsecgw/secrets", "Directory of the mounted Secret (secrets.conf).")
-	fs.StringVar(&o.viciSocket, "vici-socket", "/var/run/charon/charon.vici", "charon's VICI socket.")
-	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the status ConfigMap (defaults to $POD_NAMESPACE).")
-	fs.StringVar(&o.configMap, "config-configmap", "", "Name of the ConfigMap in --namespace mounted at --config-dir: with --secret, the agent watches both through the API server and loads a change within a second; empty reads only the mounted files (every --interval; the kubelet updates them within about a minute).")
-	fs.StringVar(&o.secret, "secret", "", "Name of the Secret in --namespace mounted at --secrets-dir (see --config-configmap).")
-	fs.StringVar(&o.statusConfigMap, "status-configmap", "", "Name of the ConfigMap the tunnel status is written to; empty publishes nothing.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9100", "Address of the Prometheus /metrics endpoint.")
-	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":9101", "Address of /healthz and /readyz (ready: configuration loaded and charon answering).")
+	fs.StringVar(&o.configDir, contract.FlagConfigDir, contract.ConfigDir, "Directory of the mounted ConfigMap (swanctl.conf, nat.nft).")
+	fs.StringVar(&o.secretsDir, contract.FlagSecretsDir, contract.SecretsDir, "Directory of the mounted Secret (secrets.conf).")
+	fs.StringVar(&o.viciSocket, contract.FlagViciSocket, contract.ViciSocket, "charon's VICI socket.")
+	fs.StringVar(&o.namespace, "namespace", os.Getenv(contract.EnvPodNamespace), "Namespace of the status ConfigMap (defaults to $POD_NAMESPACE).")
+	fs.StringVar(&o.configMap, contract.FlagConfigConfigMap, "", "Name of the ConfigMap in --namespace mounted at --config-dir: with --secret, the agent watches both through the API server and loads a change within a second; empty reads only the mounted files (every --interval; the kubelet updates them within about a minute).")
+	fs.StringVar(&o.secret, contract.FlagSecret, "", "Name of the Secret in --namespace mounted at --secrets-dir (see --config-configmap).")
+	fs.StringVar(&o.statusConfigMap, contract.FlagStatusConfigMap, "", "Name of the ConfigMap the tunnel status is written to; empty publishes nothing.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", fmt.Sprintf(":%d", contract.MetricsPort), "Address of the Prometheus /metrics endpoint.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", fmt.Sprintf(":%d", contract.HealthPort), "Address of /healthz and /readyz (ready: configuration loaded and charon answering).")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "How often the mounted files are checked for a new configuration.")
 	fs.DurationVar(&o.poll, "poll", status.DefaultPoll, "How often the tunnels' counters are read from charon.")
 	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between writes of the status ConfigMap once its burst of two is spent.")
@@ -74,13 +74,13 @@ func parseFlags(args []string) (options, error) {
 		"Initiate again an always-on tunnel (startAction start) or CHILD_SA that has been down this many seconds while charon was not trying; 0 never does.")
 	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
-	fs.StringVar(&o.lease, "lease", "", "Name of the Lease in --namespace that elects the active pod of an active/standby pair; empty: this pod is the only one and always active.")
-	fs.StringVar(&o.podName, "pod-name", os.Getenv(workload.EnvPodName), "This pod's name, its identity in the Lease (defaults to $POD_NAME).")
-	fs.StringVar(&o.nodeName, "node-name", os.Getenv(workload.EnvNodeName), "This pod's node, reported while active (defaults to $NODE_NAME).")
-	fs.StringVar(&o.iface, "interface", workload.SecondaryInterface, "With --lease: the interface on the tenant network.")
-	fs.StringVar(&o.address, "address", "", "With --lease: the gateway's fixed IP, which only the active pod holds and announces (gratuitous ARP).")
-	fs.StringVar(&o.addressUp, "address-up", "", "With --lease: shell commands that give --interface the address and its routes.")
-	fs.StringVar(&o.addressDown, "address-down", "", "With --lease: shell commands that take the address and its routes away.")
+	fs.StringVar(&o.lease, contract.FlagLease, "", "Name of the Lease in --namespace that elects the active pod of an active/standby pair; empty: this pod is the only one and always active.")
+	fs.StringVar(&o.podName, "pod-name", os.Getenv(contract.EnvPodName), "This pod's name, its identity in the Lease (defaults to $POD_NAME).")
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv(contract.EnvNodeName), "This pod's node, reported while active (defaults to $NODE_NAME).")
+	fs.StringVar(&o.iface, contract.FlagInterface, contract.SecondaryInterface, "With --lease: the interface on the tenant network.")
+	fs.StringVar(&o.address, contract.FlagAddress, "", "With --lease: the gateway's fixed IP, which only the active pod holds and announces (gratuitous ARP).")
+	fs.StringVar(&o.addressUp, contract.FlagAddressUp, "", "With --lease: shell commands that give --interface the address and its routes.")
+	fs.StringVar(&o.addressDown, contract.FlagAddressDown, "", "With --lease: shell commands that take the address and its routes away.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -144,7 +144,7 @@ func runAgent(ctx context.Context, o options) error {
 	// The route-mode tunnels' XFRM interfaces, on the tenant network's
 	// interface; without route-mode tunnels it only makes sure that none
 	// of its interfaces is left.
-	xa, errX := xfrmlink.New(workload.SecondaryInterface)
+	xa, errX := xfrmlink.New(contract.SecondaryInterface)
 	if errX != nil {
 		return errX
 	}
@@ -270,8 +270,8 @@ func (h holder) Refresh(ctx context.Context, d time.Duration) error { return h.a
 // is loaded into a charon that answers).
 func health(a *run.Agent) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(contract.HealthzPath, func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc(contract.ReadyzPath, func(w http.ResponseWriter, _ *http.Request) {
 		if !a.Ready() {
 			http.Error(w, "configuration not loaded or charon not answering", http.StatusServiceUnavailable)
 			return

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -32,6 +34,25 @@ func TestParseFlags(t *testing.T) {
 			want: func() options {
 				o := defaults
 				o.configDir, o.secretsDir, o.viciSocket, o.statusConfigMap, o.namespace = "/c", "/s", "/v.sock", "vpn-status", "tenant-a"
+				return o
+			}(),
+		},
+		"EveryContractFlag": {
+			reason: "Every flag the provider may set (internal/contract) is one the agent knows, and sets its option.",
+			args: []string{
+				contract.Arg(contract.FlagConfigDir, "/c"), contract.Arg(contract.FlagSecretsDir, "/s"),
+				contract.Arg(contract.FlagViciSocket, "/v.sock"), contract.Arg(contract.FlagStatusConfigMap, "vpn-status"),
+				contract.Arg(contract.FlagConfigConfigMap, "vpn-config"), contract.Arg(contract.FlagSecret, "vpn-secrets"),
+				contract.Arg(contract.FlagLease, "vpn"), contract.Arg(contract.FlagInterface, "net9"),
+				contract.Arg(contract.FlagAddress, "10.20.0.10"),
+				contract.Arg(contract.FlagAddressUp, "ip link set net9 up"), contract.Arg(contract.FlagAddressDown, "ip link set net9 down"),
+			},
+			env: "tenant-a",
+			want: func() options {
+				o := defaults
+				o.configDir, o.secretsDir, o.viciSocket, o.statusConfigMap, o.namespace = "/c", "/s", "/v.sock", "vpn-status", "tenant-a"
+				o.configMap, o.secret, o.lease, o.iface = "vpn-config", "vpn-secrets", "vpn", "net9"
+				o.address, o.addressUp, o.addressDown = "10.20.0.10", "ip link set net9 up", "ip link set net9 down"
 				return o
 			}(),
 		},

@@ -7,11 +7,8 @@ import (
 	"strings"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
-
-// NATTable is the nftables table the gateway's agent owns; nothing else in
-// the pod's network namespace is touched.
-const NATTable = "ipsecgw"
 
 // clusterInterface is the pod's interface on the cluster network.
 const clusterInterface = "eth0"
@@ -67,8 +64,8 @@ func natRules(in Input, c *checked) []byte {
 	}
 
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# NAT rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), NATTable)
-	fmt.Fprintf(&b, "table ip %s {\n}\ndelete table ip %s\ntable ip %s {\n", NATTable, NATTable, NATTable)
+	fmt.Fprintf(&b, "# NAT rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), contract.NATTable)
+	fmt.Fprintf(&b, "table ip %s {\n}\ndelete table ip %s\ntable ip %s {\n", contract.NATTable, contract.NATTable, contract.NATTable)
 	fmt.Fprintf(&b, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n%s\t}\n", pre.String())
 	fmt.Fprintf(&b, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n%s\t}\n", post.String())
 	b.WriteString("}\n")

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Input is everything rendering needs.
@@ -61,36 +62,15 @@ type Files struct {
 	// Nil when no tunnel is in mode route.
 	XFRMInterfaces []byte
 	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there are,
-	// StrongSwanConf and XFRMInterfaces (ConfigHash): the whole rendered
-	// configuration, shown in status. Secrets are left out so that the
-	// hash reveals nothing about a PSK.
+	// StrongSwanConf and XFRMInterfaces (contract.ConfigHash): the whole
+	// rendered configuration, shown in status. Secrets are left out so that
+	// the hash reveals nothing about a PSK.
 	Hash string
 	// StartHash is the hex SHA-256 of what charon reads only when it starts
 	// (StartHash): the StrongSwanConf fragment. The pod template carries it,
 	// so that a change of it, and only of it among the files, replaces the
 	// gateway pod; the agent reloads the rest live.
 	StartHash string
-}
-
-// ConfigHash returns Files.Hash of the rendered files swanctlConf,
-// natRules, strongSwanConf and xfrmInterfaces (the last two empty when
-// there is none), so that the agent can tell which rendering it loaded
-// from the files alone. A rendering without the last two hashes as it did
-// before they existed, so a provider upgrade changes no Gateway's hash.
-func ConfigHash(swanctlConf, natRules, strongSwanConf, xfrmInterfaces []byte) string {
-	h := sha256.New()
-	h.Write(swanctlConf)
-	h.Write([]byte{0})
-	h.Write(natRules)
-	if len(strongSwanConf) > 0 {
-		h.Write([]byte{0})
-		h.Write(strongSwanConf)
-	}
-	if len(xfrmInterfaces) > 0 {
-		h.Write([]byte{1})
-		h.Write(xfrmInterfaces)
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // StartHash returns Files.StartHash of the rendered strongswan.conf
@@ -116,7 +96,7 @@ func Render(in Input) (*Files, error) {
 		return nil, err
 	}
 	f.XFRMInterfaces = xfrmConf(in, c)
-	f.Hash = ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
+	f.Hash = contract.ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
 	f.StartHash = StartHash(f.StrongSwanConf)
 	return f, nil
 }

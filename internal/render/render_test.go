@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
 
@@ -162,8 +163,8 @@ func TestRenderDeterministic(t *testing.T) {
 	if d.StartHash != a.StartHash {
 		t.Errorf("a tunnel change changed the start hash: the gateway pod would be replaced for a change the agent reloads live")
 	}
-	if got := ConfigHash(d.SwanctlConf, d.NATRules, d.StrongSwanConf, d.XFRMInterfaces); got != d.Hash {
-		t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s: the agent would report another hash than the provider", got, d.Hash)
+	if got := contract.ConfigHash(d.SwanctlConf, d.NATRules, d.StrongSwanConf, d.XFRMInterfaces); got != d.Hash {
+		t.Errorf("contract.ConfigHash of the rendered files is %s, Files.Hash %s: the agent would report another hash than the provider", got, d.Hash)
 	}
 }
 
@@ -301,8 +302,8 @@ func TestDataPlane(t *testing.T) {
 					t.Errorf("the fragment did not change the hash (%v) or the start hash (%v): the pod would not follow a data plane change",
 						f.Hash != base.Hash, f.StartHash != base.StartHash)
 				}
-				if got := ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces); got != f.Hash {
-					t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s", got, f.Hash)
+				if got := contract.ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces); got != f.Hash {
+					t.Errorf("contract.ConfigHash of the rendered files is %s, Files.Hash %s", got, f.Hash)
 				}
 			})
 		}

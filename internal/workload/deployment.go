@@ -11,14 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-)
-
-// Ports of the agent: Prometheus metrics and its health probes (the
-// gateway-agent's defaults).
-const (
-	AgentMetricsPort int32 = 9100
-	AgentHealthPort  int32 = 9101
 )
 
 // Replicas returns the replicas the gateway's Deployment runs:
@@ -52,7 +46,7 @@ func pods(gw *v1alpha1.Gateway) int32 {
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
 	network := map[string]string{
-		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
+		"name": n.Gateway, "namespace": p.Namespace, "interface": contract.SecondaryInterface, "mac": p.Endpoint.MACAddress,
 	}
 	if pods(gw) > 1 {
 		// Active/standby: the kernel's random MAC until the active agent
@@ -72,7 +66,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 	// not in namespaces of its own (no CAP_SYS_ADMIN; see
 	// apply.CharonValidator).
 	netAdmin := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
-	run := corev1.VolumeMount{Name: "run", MountPath: RunDir}
+	run := corev1.VolumeMount{Name: "run", MountPath: contract.RunDir}
 	var resources corev1.ResourceRequirements
 	if p.Resources != nil {
 		resources = *p.Resources
@@ -112,29 +106,29 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 							Image:   p.Images.Agent,
 							Command: []string{"/usr/local/bin/gateway-agent"},
 							Args: []string{
-								"--config-dir=" + ConfigDir, "--secrets-dir=" + SecretsDir,
-								"--vici-socket=" + RunDir + "/charon.vici", "--status-configmap=" + n.Status,
-								flagConfigMap + n.Config, flagSecret + n.Secrets,
+								contract.Arg(contract.FlagConfigDir, contract.ConfigDir), contract.Arg(contract.FlagSecretsDir, contract.SecretsDir),
+								contract.Arg(contract.FlagViciSocket, contract.ViciSocket), contract.Arg(contract.FlagStatusConfigMap, n.Status),
+								contract.Arg(contract.FlagConfigConfigMap, n.Config), contract.Arg(contract.FlagSecret, n.Secrets),
 							},
-							Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
+							Env: []corev1.EnvVar{{Name: contract.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
 							}}},
 							SecurityContext: netAdmin,
 							Ports: []corev1.ContainerPort{
-								{Name: "metrics", ContainerPort: AgentMetricsPort},
-								{Name: "health", ContainerPort: AgentHealthPort},
+								{Name: "metrics", ContainerPort: contract.MetricsPort},
+								{Name: "health", ContainerPort: contract.HealthPort},
 							},
 							// Ready: configuration loaded into a charon that answers.
 							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-								Path: "/readyz", Port: intstr.FromString("health"),
+								Path: contract.ReadyzPath, Port: intstr.FromString("health"),
 							}}, PeriodSeconds: 5},
 							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-								Path: "/healthz", Port: intstr.FromString("health"),
+								Path: contract.HealthzPath, Port: intstr.FromString("health"),
 							}}, PeriodSeconds: 10, FailureThreshold: 3},
 							VolumeMounts: []corev1.VolumeMount{
 								run,
-								{Name: "config", MountPath: ConfigDir, ReadOnly: true},
-								{Name: "secrets", MountPath: SecretsDir, ReadOnly: true},
+								{Name: "config", MountPath: contract.ConfigDir, ReadOnly: true},
+								{Name: "secrets", MountPath: contract.SecretsDir, ReadOnly: true},
 							},
 						},
 					},
@@ -157,23 +151,16 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 	return d
 }
 
-// Flags of the agent that providers before AnnotationStartHash did not
-// give it: with them it watches its ConfigMap and Secret through the API
-// server (see LegacyTemplate).
-const (
-	flagConfigMap = "--config-configmap="
-	flagSecret    = "--secret="
-)
-
 // LegacyTemplate turns the pod template of d, a gateway Deployment as
 // Objects renders it, into the one providers before AnnotationStartHash
 // rendered for the same Gateway, with hash, the live template's
 // AnnotationHash, in place of the start hash, and the agent without the
-// flags that make it watch its configuration through the API server (it
-// then reads the mounted files, as the older agent image did). The Gateway
-// controller applies it to a Deployment the older provider made whose pod
-// need not be replaced, so that a provider upgrade changes nothing in its
-// pod template (testdata/legacy-*.json are the older provider's goldens).
+// flags that make it watch its configuration through the API server
+// (contract.FlagConfigConfigMap and contract.FlagSecret; it then reads the
+// mounted files, as the older agent image did). The Gateway controller
+// applies it to a Deployment the older provider made whose pod need not be
+// replaced, so that a provider upgrade changes nothing in its pod template
+// (testdata/legacy-*.json are the older provider's goldens).
 func LegacyTemplate(d *appsv1.Deployment, hash string) {
 	a := d.Spec.Template.Annotations
 	delete(a, AnnotationStartHash)
@@ -181,17 +168,14 @@ func LegacyTemplate(d *appsv1.Deployment, hash string) {
 	for i := range d.Spec.Template.Spec.Containers {
 		c := &d.Spec.Template.Spec.Containers[i]
 		c.Args = slices.DeleteFunc(c.Args, func(arg string) bool {
-			return strings.HasPrefix(arg, flagConfigMap) || strings.HasPrefix(arg, flagSecret)
+			return strings.HasPrefix(arg, contract.Arg(contract.FlagConfigConfigMap, "")) || strings.HasPrefix(arg, contract.Arg(contract.FlagSecret, ""))
 		})
 	}
 }
 
-// Agent flags and the downward API's environment of active/standby pods
-// (replicas 2), and the pod-deletion-cost annotation the provider sets on
-// the active pod.
+// The pod-deletion-cost annotation the provider sets on the active pod of
+// an active/standby gateway (replicas 2).
 const (
-	EnvPodName  = "POD_NAME"
-	EnvNodeName = "NODE_NAME"
 	// AnnotationDeletionCost ranks the pods of a ReplicaSet for deletion
 	// when it scales down: the lowest cost goes first.
 	AnnotationDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
@@ -230,14 +214,15 @@ func activeStandby(gw *v1alpha1.Gateway, n Names, spec *appsv1.DeploymentSpec) {
 			TopologyKey:   corev1.LabelHostname,
 		}},
 	}}
-	pod.InitContainers[0].Command = []string{"/bin/sh", "-euc", "ip link set " + SecondaryInterface + " down\n"}
+	pod.InitContainers[0].Command = []string{"/bin/sh", "-euc", "ip link set " + contract.SecondaryInterface + " down\n"}
 	agent := &pod.Containers[1]
 	agent.Args = append(agent.Args,
-		"--lease="+n.Gateway, "--interface="+SecondaryInterface, "--address="+string(gw.Spec.ForProvider.Endpoint.PrivateAddress),
-		"--address-up="+agentAddressUp(gw), "--address-down="+agentAddressDown())
+		contract.Arg(contract.FlagLease, n.Gateway), contract.Arg(contract.FlagInterface, contract.SecondaryInterface),
+		contract.Arg(contract.FlagAddress, string(gw.Spec.ForProvider.Endpoint.PrivateAddress)),
+		contract.Arg(contract.FlagAddressUp, agentAddressUp(gw)), contract.Arg(contract.FlagAddressDown, agentAddressDown()))
 	agent.Env = append(agent.Env,
-		corev1.EnvVar{Name: EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		corev1.EnvVar{Name: EnvNodeName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
+		corev1.EnvVar{Name: contract.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		corev1.EnvVar{Name: contract.EnvNodeName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
 }
 
 // dataPlane returns the strongswan container's mounts and the pod's volumes
@@ -252,7 +237,7 @@ func dataPlane(gw *v1alpha1.Gateway, f *render.Files, n Names) ([]corev1.VolumeM
 		mounts = append(mounts, corev1.VolumeMount{Name: "strongswan-conf", MountPath: StrongSwanConfDir, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "strongswan-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
-			Items:                []corev1.KeyToPath{{Key: KeyStrongSwanConf, Path: "dataplane.conf"}},
+			Items:                []corev1.KeyToPath{{Key: contract.KeyStrongSwanConf, Path: "dataplane.conf"}},
 		}}})
 	}
 	if gw.Spec.ForProvider.DataPlane == v1alpha1.DataPlaneLibipsec {

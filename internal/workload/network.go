@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Source-based routing of the gateway's own traffic: packets from the
@@ -47,14 +48,6 @@ func networkInit(gw *v1alpha1.Gateway) corev1.Container {
 // networkScript returns the shell commands of networkInit, one per line.
 func networkScript(gw *v1alpha1.Gateway) string { return addressScript(gw, "") }
 
-// AddressLifetime is the valid and preferred lifetime, in seconds, of the
-// addresses the active agent of replicas 2 gives net1: the agent's renew
-// deadline (leader.DefaultRenewDeadline). The agent renews it after every
-// renewal of the Lease; when the agent is killed or frozen the kernel
-// removes the addresses, and the routes through them, before the Lease can
-// pass to the other pod.
-const AddressLifetime = 4
-
 // addressScript is networkScript with lifetime (empty: permanent) after
 // every address it adds.
 func addressScript(gw *v1alpha1.Gateway, lifetime string) string {
@@ -63,14 +56,14 @@ func addressScript(gw *v1alpha1.Gateway, lifetime string) string {
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
 	if private, err := netip.ParseAddr(string(e.PrivateAddress)); err == nil {
 		subnet := netip.PrefixFrom(private, int(e.PrefixLength)).Masked()
-		add("ip route replace %s dev %s src %s table %d", subnet, SecondaryInterface, private, RouteTable)
-		add("ip route replace default via %s dev %s table %d", e.Gateway, SecondaryInterface, RouteTable)
+		add("ip route replace %s dev %s src %s table %d", subnet, contract.SecondaryInterface, private, RouteTable)
+		add("ip route replace default via %s dev %s table %d", e.Gateway, contract.SecondaryInterface, RouteTable)
 		add("ip rule del priority %d 2>/dev/null || true", RulePriority)
 		add("ip rule add priority %d from %s lookup %d", RulePriority, private, RouteTable)
 	}
 	if gw.Spec.ForProvider.DataPlane == v1alpha1.DataPlaneLibipsec {
 		for _, a := range libipsecAddresses(gw) {
-			add("ip address replace %s/32 dev %s%s", a, SecondaryInterface, lifetime)
+			add("ip address replace %s/32 dev %s%s", a, contract.SecondaryInterface, lifetime)
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
@@ -81,13 +74,13 @@ func addressScript(gw *v1alpha1.Gateway, lifetime string) string {
 // CNI gives the pods of replicas 2 a random one, deployment), then up
 // with the endpoint's address, which the static IPAM gives the single pod,
 // then networkScript's routing and addresses, which need the address.
-// Every address has the lifetime AddressLifetime: none is ever permanent,
-// not even before the agent's first refresh.
+// Every address has the lifetime contract.AddressLifetime: none is ever
+// permanent, not even before the agent's first refresh.
 func agentAddressUp(gw *v1alpha1.Gateway) string {
 	e := gw.Spec.ForProvider.Endpoint
-	lft := fmt.Sprintf(" valid_lft %d preferred_lft %d", AddressLifetime, AddressLifetime)
+	lft := fmt.Sprintf(" valid_lft %d preferred_lft %d", contract.AddressLifetime, contract.AddressLifetime)
 	return fmt.Sprintf("ip link set %s address %s\nip link set %s up\nip address replace %s/%d dev %s%s\n",
-		SecondaryInterface, e.MACAddress, SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface, lft) +
+		contract.SecondaryInterface, e.MACAddress, contract.SecondaryInterface, e.PrivateAddress, e.PrefixLength, contract.SecondaryInterface, lft) +
 		addressScript(gw, lft)
 }
 
@@ -96,7 +89,7 @@ func agentAddressUp(gw *v1alpha1.Gateway) string {
 // and net1 goes down, so that it answers no ARP and sends nothing. It
 // succeeds also when the addresses are gone already (their lifetime ended).
 func agentAddressDown() string {
-	return fmt.Sprintf("ip address flush dev %s\nip link set %s down\n", SecondaryInterface, SecondaryInterface)
+	return fmt.Sprintf("ip address flush dev %s\nip link set %s down\n", contract.SecondaryInterface, contract.SecondaryInterface)
 }
 
 // libipsecAddresses returns, for each distinct local traffic selector of

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // Labels and annotations on every object of a gateway.
@@ -59,30 +59,8 @@ const (
 	AnnotationMultus      = "k8s.v1.cni.cncf.io/networks"
 )
 
-// Keys of the gateway's ConfigMap and Secret, and where the pod mounts them.
+// Paths of the strongswan container (contract has the agent's).
 const (
-	KeySwanctlConf = "swanctl.conf"
-	KeyNATRules    = "nat.nft"
-	KeySecrets     = "secrets.conf"
-	// KeyStrongSwanConf holds the rendered strongswan.conf fragment, when
-	// there is one (render.Files.StrongSwanConf).
-	KeyStrongSwanConf = "strongswan.conf"
-	// KeyXFRMInterfaces holds the XFRM interfaces and routes of the
-	// route-mode tunnels, when there is one (render.Files.XFRMInterfaces).
-	KeyXFRMInterfaces = xfrmi.File
-	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
-	// v1alpha1.TunnelStatus, sorted by name.
-	KeyTunnels = "tunnels.json"
-	// KeyLeader is the status ConfigMap's key of an active/standby
-	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
-	KeyLeader = "leader.json"
-	// KeyConfigHash is the status ConfigMap's key of the configuration the
-	// agent last loaded into charon: its render.ConfigHash, the hex the
-	// provider shows as status.atProvider.configHash for what it rendered.
-	KeyConfigHash = "config-hash"
-	ConfigDir     = "/etc/ipsecgw/config"
-	SecretsDir    = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
-	RunDir        = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
 	// fragment, as dataplane.conf, in place of the gateway image's own
 	// (data plane KernelXFRM): the image's strongswan.conf includes
@@ -91,8 +69,6 @@ const (
 	// TunDevice is the TUN device kernel-libipsec opens, the node's with
 	// data plane Libipsec.
 	TunDevice = "/dev/net/tun"
-	// SecondaryInterface is the pod's interface on the tenant network.
-	SecondaryInterface = "net1"
 )
 
 // NADKind is the Multus NetworkAttachmentDefinition kind.
@@ -123,12 +99,12 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	config := map[string]string{KeySwanctlConf: string(f.SwanctlConf), KeyNATRules: string(f.NATRules)}
+	config := map[string]string{contract.KeySwanctlConf: string(f.SwanctlConf), contract.KeyNATRules: string(f.NATRules)}
 	if f.StrongSwanConf != nil {
-		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
+		config[contract.KeyStrongSwanConf] = string(f.StrongSwanConf)
 	}
 	if f.XFRMInterfaces != nil {
-		config[KeyXFRMInterfaces] = string(f.XFRMInterfaces)
+		config[contract.KeyXFRMInterfaces] = string(f.XFRMInterfaces)
 	}
 	objs := []client.Object{
 		nad,
@@ -141,7 +117,7 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 			TypeMeta:   typeMeta("v1", "Secret"),
 			ObjectMeta: meta(n.Secrets),
 			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{KeySecrets: f.Secrets},
+			Data:       map[string][]byte{contract.KeySecrets: f.Secrets},
 		},
 		// The agent fills data; the provider applies only the metadata, so
 		// the two never fight over a field.
@@ -248,7 +224,7 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 		// address would send neighbour discovery with the gateway's MAC
 		// from the standby while the CNI has the link up.
 		delete(link, "ipam")
-		sysctl["net.ipv6.conf."+SecondaryInterface+".disable_ipv6"] = "1"
+		sysctl["net.ipv6.conf."+contract.SecondaryInterface+".disable_ipv6"] = "1"
 	}
 	cfg, err := json.Marshal(map[string]any{
 		"cniVersion": "0.3.1",

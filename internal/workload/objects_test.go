@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 )
 
@@ -51,11 +52,11 @@ func TestObjects(t *testing.T) {
 	}
 
 	cm := objs[1].(*corev1.ConfigMap)
-	if diff := cmp.Diff(map[string]string{KeySwanctlConf: "connections {\n}\n", KeyNATRules: "table ip ipsecgw {\n}\n"}, cm.Data); diff != "" {
+	if diff := cmp.Diff(map[string]string{contract.KeySwanctlConf: "connections {\n}\n", contract.KeyNATRules: "table ip ipsecgw {\n}\n"}, cm.Data); diff != "" {
 		t.Errorf("ConfigMap data: -want, +got:\n%s", diff)
 	}
-	if s := objs[2].(*corev1.Secret); string(s.Data[KeySecrets]) != "secrets {\n}\n" || len(s.Data) != 1 {
-		t.Errorf("Secret data = %v, want only %s", s.Data, KeySecrets)
+	if s := objs[2].(*corev1.Secret); string(s.Data[contract.KeySecrets]) != "secrets {\n}\n" || len(s.Data) != 1 {
+		t.Errorf("Secret data = %v, want only %s", s.Data, contract.KeySecrets)
 	}
 
 	cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
@@ -129,7 +130,7 @@ func TestDataPlane(t *testing.T) {
 		"KernelXFRM": {dp: v1alpha1.DataPlaneKernelXFRM, files: files},
 		"Libipsec": {
 			dp: v1alpha1.DataPlaneLibipsec, files: &libipsec,
-			config: map[string]string{KeyStrongSwanConf: fragment},
+			config: map[string]string{contract.KeyStrongSwanConf: fragment},
 			mounts: []corev1.VolumeMount{
 				{Name: "strongswan-conf", MountPath: "/etc/ipsecgw/strongswan.d", ReadOnly: true},
 				{Name: "tun", MountPath: "/dev/net/tun"},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // TestRouteMode proves what a route-mode tunnel adds to the gateway's
@@ -27,14 +28,14 @@ func TestRouteMode(t *testing.T) {
 	}{
 		"Policy": {
 			reason:     "A policy-mode gateway's ConfigMap and NAD are as before.",
-			wantKeys:   []string{KeyNATRules, KeySwanctlConf},
+			wantKeys:   []string{contract.KeyNATRules, contract.KeySwanctlConf},
 			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1"},
 		},
 		"Route": {
 			reason:     "A route-mode tunnel adds xfrm.json and rp_filter 2 for the interfaces to come.",
 			mode:       v1alpha1.TunnelModeRoute,
 			xfrm:       xfrm,
-			wantKeys:   []string{KeyNATRules, KeySwanctlConf, KeyXFRMInterfaces},
+			wantKeys:   []string{contract.KeyNATRules, contract.KeySwanctlConf, contract.KeyXFRMInterfaces},
 			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.default.rp_filter": "2"},
 		},
 	}
@@ -56,8 +57,8 @@ func TestRouteMode(t *testing.T) {
 			if diff := cmp.Diff(tc.wantKeys, keys, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("%s\nConfigMap keys: -want, +got:\n%s", tc.reason, diff)
 			}
-			if tc.xfrm != nil && cm.Data[KeyXFRMInterfaces] != string(tc.xfrm) {
-				t.Errorf("%s\nConfigMap %s = %q, want the rendered file", tc.reason, KeyXFRMInterfaces, cm.Data[KeyXFRMInterfaces])
+			if tc.xfrm != nil && cm.Data[contract.KeyXFRMInterfaces] != string(tc.xfrm) {
+				t.Errorf("%s\nConfigMap %s = %q, want the rendered file", tc.reason, contract.KeyXFRMInterfaces, cm.Data[contract.KeyXFRMInterfaces])
 			}
 			cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
 			var nad struct {

@@ -1,7 +1,8 @@
 // Package xfrmi describes the XFRM interfaces and routes of a gateway's
 // route-mode tunnels (v1alpha1.TunnelModeRoute): what the renderer writes
-// into the gateway's ConfigMap (key xfrm.json) and the gateway agent makes
-// true in the pod's network namespace. It is pure: no netlink here.
+// into the gateway's ConfigMap (key contract.KeyXFRMInterfaces) and the
+// gateway agent makes true in the pod's network namespace. It is pure: no
+// netlink here.
 //
 // Each route-mode tunnel has one XFRM interface whose interface ID (the
 // if_id_in and if_id_out of its CHILD_SAs in swanctl.conf) and name depend
@@ -15,10 +16,6 @@ import (
 	"encoding/binary"
 	"fmt"
 )
-
-// File is the key of the rendered Config, as JSON, in the gateway's
-// ConfigMap, and its name in the agent's configuration directory.
-const File = "xfrm.json"
 
 // Config is the whole set of XFRM interfaces and routes of a gateway, in
 // the order the renderer found them (tunnels in spec order; routes sorted

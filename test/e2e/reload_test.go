@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -37,14 +37,14 @@ func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topolo
 		if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: n.Config}, cm); err != nil {
 			t.Fatal(err)
 		}
-		return render.ConfigHash([]byte(cm.Data[workload.KeySwanctlConf]), []byte(cm.Data[workload.KeyNATRules]), []byte(cm.Data[workload.KeyStrongSwanConf]), []byte(cm.Data[workload.KeyXFRMInterfaces]))
+		return contract.ConfigHash([]byte(cm.Data[contract.KeySwanctlConf]), []byte(cm.Data[contract.KeyNATRules]), []byte(cm.Data[contract.KeyStrongSwanConf]), []byte(cm.Data[contract.KeyXFRMInterfaces]))
 	}
 	loaded := func() string {
 		cm := &corev1.ConfigMap{}
 		if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: n.Status}, cm); err != nil {
 			t.Fatal(err)
 		}
-		return cm.Data[workload.KeyConfigHash]
+		return cm.Data[contract.KeyConfigHash]
 	}
 	before := configHash()
 	eventually(t, "live reload: the agent reports the configuration loaded", time.Minute, func() (bool, string) {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
@@ -375,7 +375,7 @@ func (s *stack) renderedConfig(t *testing.T, pods []corev1.Pod) string {
 	var first string
 	for i, p := range pods {
 		conf := s.kubectl(t, "-n", tenant, "exec", p.Name, "-c", "agent", "--", "sh", "-c",
-			`cd `+workload.ConfigDir+` && for f in *; do echo "== $f"; cat "$f"; done`)
+			`cd `+contract.ConfigDir+` && for f in *; do echo "== $f"; cat "$f"; done`)
 		if i == 0 {
 			first = conf
 		} else if conf != first {

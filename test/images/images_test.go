@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -219,8 +220,8 @@ func gateway(t *testing.T, img v1.Image) {
 	for _, p := range []string{"/usr/sbin/swanctl", "/usr/sbin/nft", "/bin/ip", "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so"} {
 		fs.regular(t, p, 0)
 	}
-	if h := fs.resolve(t, workload.RunDir); h.Typeflag != tar.TypeDir {
-		t.Errorf("%s is not a directory", workload.RunDir)
+	if h := fs.resolve(t, contract.RunDir); h.Typeflag != tar.TypeDir {
+		t.Errorf("%s is not a directory", contract.RunDir)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/leader"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -74,11 +75,11 @@ func TestAddressExpiresWithTheAgent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			tp := topology.StartBare(t, topology.Options{})
-			nsA, err := tp.AddPod("poda", workload.SecondaryInterface, macA)
+			nsA, err := tp.AddPod("poda", contract.SecondaryInterface, macA)
 			if err != nil {
 				t.Fatal(err)
 			}
-			nsB, err := tp.AddPod("podb", workload.SecondaryInterface, macB)
+			nsB, err := tp.AddPod("podb", contract.SecondaryInterface, macB)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +104,7 @@ func TestAddressExpiresWithTheAgent(t *testing.T) {
 			standby := time.Now()
 			time.Sleep(leader.DefaultRenewDeadline + 2*time.Second)
 			if got := macsSince(arp.Rounds(), standby); fmt.Sprint(got) != fmt.Sprint([]string{macA}) {
-				t.Fatalf("while vpn-a renews, ARP for %s answered by %v, want %s alone (its address refreshed beyond its %d s lifetime)", topology.PrivateAddress, got, macA, workload.AddressLifetime)
+				t.Fatalf("while vpn-a renews, ARP for %s answered by %v, want %s alone (its address refreshed beyond its %d s lifetime)", topology.PrivateAddress, got, macA, contract.AddressLifetime)
 			}
 			if out := addresses(t, tp, nsA); !strings.Contains(out, "valid_lft") || strings.Contains(out, "forever") {
 				t.Errorf("vpn-a's addresses have no finite lifetime:\n%s", out)
@@ -224,10 +225,10 @@ func replicas2Scripts(t *testing.T) (up, down string) {
 func withMAC(t *testing.T, up, mac string) string {
 	t.Helper()
 	first, rest, ok := strings.Cut(up, "\n")
-	if !ok || !strings.HasPrefix(first, "ip link set "+workload.SecondaryInterface+" address ") {
-		t.Fatalf("the rendered Up script does not begin by setting %s's MAC:\n%s", workload.SecondaryInterface, up)
+	if !ok || !strings.HasPrefix(first, "ip link set "+contract.SecondaryInterface+" address ") {
+		t.Fatalf("the rendered Up script does not begin by setting %s's MAC:\n%s", contract.SecondaryInterface, up)
 	}
-	return "ip link set " + workload.SecondaryInterface + " address " + mac + "\n" + rest
+	return "ip link set " + contract.SecondaryInterface + " address " + mac + "\n" + rest
 }
 
 func startElectedAgent(t *testing.T, tp *topology.Topology, bin, ns, kns, pod, up, down string) *exec.Cmd {
@@ -239,7 +240,7 @@ func startElectedAgent(t *testing.T, tp *topology.Topology, bin, ns, kns, pod, u
 		t.Fatal(err)
 	}
 	cmd := tp.Command(context.Background(), ns, bin,
-		"--lease=vpn", "--namespace="+kns, "--pod-name="+pod, "--interface="+workload.SecondaryInterface,
+		"--lease=vpn", "--namespace="+kns, "--pod-name="+pod, "--interface="+contract.SecondaryInterface,
 		"--address="+topology.PrivateAddress.String(), "--address-up="+up, "--address-down="+down,
 		"--config-dir="+dir, "--secrets-dir="+dir, "--vici-socket="+filepath.Join(dir, "none.vici"), "--validate=false",
 		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")
@@ -312,7 +313,7 @@ func apiIn(t *testing.T, ns, dir string) string {
 // for none.
 func addresses(t *testing.T, tp *topology.Topology, ns string) string {
 	t.Helper()
-	out, err := tp.Exec(ns, "ip", "-4", "-o", "address", "show", "dev", workload.SecondaryInterface)
+	out, err := tp.Exec(ns, "ip", "-4", "-o", "address", "show", "dev", contract.SecondaryInterface)
 	if err != nil {
 		t.Fatalf("ip address show in %s: %v\n%s", ns, err, out)
 	}

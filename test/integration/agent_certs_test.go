@@ -20,8 +20,8 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
@@ -188,7 +188,7 @@ func TestAgentCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{workload.KeySwanctlConf, workload.KeyNATRules} {
+	for _, f := range []string{contract.KeySwanctlConf, contract.KeyNATRules} {
 		b, err := os.ReadFile(filepath.Join(g.configDir, f))
 		if err != nil {
 			t.Fatal(err)

@@ -29,8 +29,8 @@ import (
 	agentrun "github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
@@ -150,8 +150,8 @@ func (g *agentGateway) publish(spec v1alpha1.GatewayParameters, edit func([]byte
 			g.t.Fatalf("the edit changed nothing in:\n%s", f.SwanctlConf)
 		}
 	}
-	mount(g.t, g.configDir, map[string][]byte{workload.KeySwanctlConf: conf, workload.KeyNATRules: f.NATRules})
-	mount(g.t, g.secretsDir, map[string][]byte{workload.KeySecrets: f.Secrets})
+	mount(g.t, g.configDir, map[string][]byte{contract.KeySwanctlConf: conf, contract.KeyNATRules: f.NATRules})
+	mount(g.t, g.secretsDir, map[string][]byte{contract.KeySecrets: f.Secrets})
 }
 
 // statusData returns the published status ConfigMap's tunnels.json.
@@ -160,7 +160,7 @@ func (g *agentGateway) statusData() (string, error) {
 	if err := kube.Get(context.Background(), client.ObjectKey{Namespace: g.ns, Name: statusName}, cm); err != nil {
 		return "", err
 	}
-	return cm.Data[workload.KeyTunnels], nil
+	return cm.Data[contract.KeyTunnels], nil
 }
 
 // waitTunnels waits up to timeout until the published status satisfies ok,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -114,7 +115,7 @@ func TestAgentRun(t *testing.T) {
 	if !g.agent.Ready() {
 		t.Error("the agent is not ready with its configuration loaded")
 	}
-	if out, err := tp.Exec(tp.Gateway.NS, "nft", "list", "table", "ip", render.NATTable); err != nil {
+	if out, err := tp.Exec(tp.Gateway.NS, "nft", "list", "table", "ip", contract.NATTable); err != nil {
 		t.Errorf("the agent did not load its NAT table into the gateway's namespace: %v\n%s", err, out)
 	}
 	ping(t, tp, "client host → tenant service through the tunnel", peer.HostNS, topology.Service)

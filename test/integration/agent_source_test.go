@@ -19,6 +19,7 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/source"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -48,8 +49,8 @@ func TestAgentSourceAPI(t *testing.T) {
 	// The mounted files: an older rendering, as a volume the kubelet has
 	// not refreshed yet.
 	dir := source.Dir{ConfigDir: filepath.Join(t.TempDir(), "config"), SecretsDir: filepath.Join(t.TempDir(), "secrets")}
-	mount(t, dir.ConfigDir, map[string][]byte{workload.KeySwanctlConf: []byte("connections {\n}\n"), workload.KeyNATRules: f.NATRules})
-	mount(t, dir.SecretsDir, map[string][]byte{workload.KeySecrets: []byte("secrets {\n}\n")})
+	mount(t, dir.ConfigDir, map[string][]byte{contract.KeySwanctlConf: []byte("connections {\n}\n"), contract.KeyNATRules: f.NATRules})
+	mount(t, dir.SecretsDir, map[string][]byte{contract.KeySecrets: []byte("secrets {\n}\n")})
 	mounted, err := dir.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +111,12 @@ func TestAgentSourceAPI(t *testing.T) {
 	}
 	for what, edit := range map[string]func() (client.Object, func(source.Files) bool){
 		"ConfigMap": func() (client.Object, func(source.Files) bool) {
-			cm.Data[workload.KeySwanctlConf] += "# edited\n"
-			return cm, func(g source.Files) bool { return string(g.SwanctlConf) == cm.Data[workload.KeySwanctlConf] }
+			cm.Data[contract.KeySwanctlConf] += "# edited\n"
+			return cm, func(g source.Files) bool { return string(g.SwanctlConf) == cm.Data[contract.KeySwanctlConf] }
 		},
 		"Secret": func() (client.Object, func(source.Files) bool) {
-			sec.Data[workload.KeySecrets] = append(sec.Data[workload.KeySecrets], "# edited\n"...)
-			return sec, func(g source.Files) bool { return bytes.Equal(g.Secrets, sec.Data[workload.KeySecrets]) }
+			sec.Data[contract.KeySecrets] = append(sec.Data[contract.KeySecrets], "# edited\n"...)
+			return sec, func(g source.Files) bool { return bytes.Equal(g.Secrets, sec.Data[contract.KeySecrets]) }
 		},
 	} {
 		o, arrived := edit()

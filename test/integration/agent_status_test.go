@@ -21,6 +21,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -58,11 +59,11 @@ func TestAgentStatusPublisher(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(cm.Data) != 1 || len(cm.BinaryData) != 0 {
-			t.Errorf("the status ConfigMap holds more than %s: %v", status.KeyTunnels, cm.Data)
+			t.Errorf("the status ConfigMap holds more than %s: %v", contract.KeyTunnels, cm.Data)
 		}
 		var ts []v1alpha1.TunnelStatus
-		if err := json.Unmarshal([]byte(cm.Data[status.KeyTunnels]), &ts); err != nil {
-			t.Fatalf("%s: %v", status.KeyTunnels, err)
+		if err := json.Unmarshal([]byte(cm.Data[contract.KeyTunnels]), &ts); err != nil {
+			t.Fatalf("%s: %v", contract.KeyTunnels, err)
 		}
 		return cm.ResourceVersion, ts
 	}
@@ -236,8 +237,8 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 				continue
 			}
 			last = nil
-			if err := json.Unmarshal([]byte(cm.Data[status.KeyTunnels]), &last); err != nil {
-				t.Fatalf("%s: %v", status.KeyTunnels, err)
+			if err := json.Unmarshal([]byte(cm.Data[contract.KeyTunnels]), &last); err != nil {
+				t.Fatalf("%s: %v", contract.KeyTunnels, err)
 			}
 			if len(last) == 1 && last[0].Name == "branch-a" && ok(last[0]) {
 				return last[0], time.Since(start)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -67,7 +68,7 @@ func TestDataPlaneCharon(t *testing.T) {
 					t.Fatal(err)
 				}
 				conf := string(image)
-				for from, to := range map[string]string{"unix://" + workload.RunDir + "/charon.vici": "unix://" + socket, workload.StrongSwanConfDir: include} {
+				for from, to := range map[string]string{"unix://" + contract.ViciSocket: "unix://" + socket, workload.StrongSwanConfDir: include} {
 					if !strings.Contains(conf, from) {
 						t.Fatalf("the image's strongswan.conf does not name %s", from)
 					}

@@ -21,6 +21,7 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -176,13 +177,13 @@ func TestGatewayCertificate(t *testing.T) {
 		}
 		return kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Secrets}, sec)
 	})
-	conf := cm.Data[workload.KeySwanctlConf]
+	conf := cm.Data[contract.KeySwanctlConf]
 	for _, want := range []string{"auth = pubkey", "cacerts = cacert-branch-a-0", fmt.Sprintf(`id = "asn1dn:#%x"`, good.Leaf.RawSubject)} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("the ConfigMap's swanctl.conf lacks %q:\n%s", want, conf)
 		}
 	}
-	secrets := string(sec.Data[workload.KeySecrets])
+	secrets := string(sec.Data[contract.KeySecrets])
 	if !strings.Contains(secrets, fmt.Sprintf("%x", good.Leaf.Raw)) || !strings.Contains(secrets, "private-branch-a") {
 		t.Errorf("the gateway's Secret lacks the certificate or the key")
 	}

@@ -38,6 +38,7 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
@@ -222,13 +223,13 @@ func TestGatewayLifecycle(t *testing.T) {
 			t.Errorf("%T %s: %v", o, names.Gateway, err)
 		}
 	}
-	if !strings.Contains(cm.Data[workload.KeySwanctlConf], "remote_addrs = 198.51.100.7") {
-		t.Errorf("ConfigMap swanctl.conf lacks the peer:\n%s", cm.Data[workload.KeySwanctlConf])
+	if !strings.Contains(cm.Data[contract.KeySwanctlConf], "remote_addrs = 198.51.100.7") {
+		t.Errorf("ConfigMap swanctl.conf lacks the peer:\n%s", cm.Data[contract.KeySwanctlConf])
 	}
-	if !strings.Contains(cm.Data[workload.KeyNATRules], "dnat to 10.96.0.20:8443") {
-		t.Errorf("ConfigMap nat.nft lacks the exposure:\n%s", cm.Data[workload.KeyNATRules])
+	if !strings.Contains(cm.Data[contract.KeyNATRules], "dnat to 10.96.0.20:8443") {
+		t.Errorf("ConfigMap nat.nft lacks the exposure:\n%s", cm.Data[contract.KeyNATRules])
 	}
-	if !strings.Contains(string(sec.Data[workload.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk))) {
+	if !strings.Contains(string(sec.Data[contract.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk))) {
 		t.Errorf("the Secret does not hold the hex-encoded PSK")
 	}
 	if got, want := gw.Status.AtProvider.ConfigHash, loadedHash(cm); got != want {
@@ -269,7 +270,7 @@ func TestGatewayLifecycle(t *testing.T) {
 		if err := kube.Get(ctx, key(names.Config), cm); err != nil {
 			return err
 		}
-		if !strings.Contains(cm.Data[workload.KeySwanctlConf], "dpd_action = clear") {
+		if !strings.Contains(cm.Data[contract.KeySwanctlConf], "dpd_action = clear") {
 			return fmt.Errorf("swanctl.conf has no dpd_action = clear")
 		}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
@@ -297,7 +298,7 @@ func TestGatewayLifecycle(t *testing.T) {
 		if err := kube.Get(ctx, key(names.Secrets), sec); err != nil {
 			return err
 		}
-		if !strings.Contains(string(sec.Data[workload.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk+"-rotated"))) {
+		if !strings.Contains(string(sec.Data[contract.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk+"-rotated"))) {
 			return fmt.Errorf("the gateway's Secret still has the old PSK")
 		}
 		return nil
@@ -338,7 +339,7 @@ func TestGatewayLifecycle(t *testing.T) {
 			if err := kube.Get(ctx, key(names.Status), st); err != nil {
 				return err
 			}
-			st.Data = map[string]string{workload.KeyTunnels: string(b)}
+			st.Data = map[string]string{contract.KeyTunnels: string(b)}
 			return kube.Update(ctx, st)
 		})
 	}
@@ -464,10 +465,10 @@ func rendered(t *testing.T, gw *gwv1alpha1.Gateway) (*render.Files, []client.Obj
 	return f, objs
 }
 
-// loadedHash is render.ConfigHash of the files in cm, the gateway's
+// loadedHash is contract.ConfigHash of the files in cm, the gateway's
 // ConfigMap: what status.atProvider.configHash must say for it.
 func loadedHash(cm *corev1.ConfigMap) string {
-	return render.ConfigHash([]byte(cm.Data[workload.KeySwanctlConf]), []byte(cm.Data[workload.KeyNATRules]), []byte(cm.Data[workload.KeyStrongSwanConf]), []byte(cm.Data[workload.KeyXFRMInterfaces]))
+	return contract.ConfigHash([]byte(cm.Data[contract.KeySwanctlConf]), []byte(cm.Data[contract.KeyNATRules]), []byte(cm.Data[contract.KeyStrongSwanConf]), []byte(cm.Data[contract.KeyXFRMInterfaces]))
 }
 
 // gatewayEvent finds an event of gw with reason and a message holding msg.
@@ -739,7 +740,7 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Config}, cm); err != nil {
 			return err
 		}
-		if !strings.Contains(cm.Data[workload.KeySwanctlConf], "192.168.11.0/24") {
+		if !strings.Contains(cm.Data[contract.KeySwanctlConf], "192.168.11.0/24") {
 			return fmt.Errorf("swanctl.conf lacks the new subnet pair")
 		}
 		if gw.Status.AtProvider.ConfigHash != loadedHash(cm) {

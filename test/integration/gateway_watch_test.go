@@ -27,6 +27,7 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -198,7 +199,7 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 			if err := kube.Get(ctx, statusKey, st); err != nil {
 				return err
 			}
-			st.Data = map[string]string{workload.KeyTunnels: string(b)}
+			st.Data = map[string]string{contract.KeyTunnels: string(b)}
 			at = time.Now()
 			return kube.Update(ctx, st)
 		})

@@ -29,6 +29,7 @@ import (
 	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/function"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
@@ -123,7 +124,7 @@ func TestNamespacedGateway(t *testing.T) {
 		}
 		return kube.Get(ctx, client.ObjectKey{Namespace: nsA, Name: names.Secrets}, sec)
 	})
-	if s := string(sec.Data[workload.KeySecrets]); !strings.Contains(s, "0x"+hex.EncodeToString([]byte(pskA))) || strings.Contains(s, hex.EncodeToString([]byte(pskB))) {
+	if s := string(sec.Data[contract.KeySecrets]); !strings.Contains(s, "0x"+hex.EncodeToString([]byte(pskA))) || strings.Contains(s, hex.EncodeToString([]byte(pskB))) {
 		t.Errorf("the gateway's Secret in %s does not hold %s's PSK alone", nsA, nsA)
 	}
 	if err := absent(nsB); err != nil {
@@ -150,7 +151,7 @@ func TestNamespacedGateway(t *testing.T) {
 		if err := kube.Get(ctx, client.ObjectKey{Namespace: nsA, Name: names.Status}, st); err != nil {
 			return err
 		}
-		st.Data = map[string]string{workload.KeyTunnels: string(b)}
+		st.Data = map[string]string{contract.KeyTunnels: string(b)}
 		return kube.Update(ctx, st)
 	})
 	eventually(t, 30*time.Second, "the tunnel shows in the namespaced Gateway's status and as its TunnelUp event", func() error {

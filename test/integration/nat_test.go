@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // TestNATRulesLoad loads every golden gateway's nftables rules with a real
@@ -29,7 +29,7 @@ func TestNATRulesLoad(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
-			script := "nft -f \"$0\" && nft -f \"$0\" && nft list table ip " + render.NATTable
+			script := "nft -f \"$0\" && nft -f \"$0\" && nft list table ip " + contract.NATTable
 			out, err := exec.Command("unshare", "--net", "sh", "-c", script, f).CombinedOutput()
 			if err != nil {
 				t.Fatalf("nft refused %s: %v\n%s", f, err, out)

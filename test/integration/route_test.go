@@ -20,6 +20,7 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
@@ -181,7 +182,7 @@ func TestCharonLoadsRouteModeGoldens(t *testing.T) {
 			conf := readFile(t, filepath.Join(dir, "swanctl.conf"))
 			loadAll(t, c, conf, readFile(t, filepath.Join(dir, "secrets.conf")))
 			var links xfrmi.Config
-			if err := json.Unmarshal(readFile(t, filepath.Join(dir, xfrmi.File)), &links); err != nil {
+			if err := json.Unmarshal(readFile(t, filepath.Join(dir, contract.KeyXFRMInterfaces)), &links); err != nil {
 				t.Fatal(err)
 			}
 			doc, err := swanctl.Parse(conf)
@@ -274,7 +275,7 @@ func TestXFRMLinkInNamespace(t *testing.T) {
 	mustRun(t, "ip", "-n", ns, "link", "add", "net1", "type", "veth", "peer", "name", "peer1")
 	mustRun(t, "ip", "-n", ns, "link", "set", "net1", "up")
 	mustRun(t, "ip", "-n", ns, "address", "add", "10.20.0.10/24", "dev", "net1")
-	file := readFile(t, filepath.Join(goldenDir, "route-active-backup", xfrmi.File))
+	file := readFile(t, filepath.Join(goldenDir, "route-active-backup", contract.KeyXFRMInterfaces))
 	var conf xfrmi.Config
 	if err := json.Unmarshal(file, &conf); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // memLease is a Lease in memory shared by the locks of several pods, with
@@ -554,7 +554,7 @@ func TestRefreshable(t *testing.T) {
 // script is the renew deadline the agent refreshes it for, so that the
 // address is never kept longer before the first refresh than after.
 func TestAddressLifetime(t *testing.T) {
-	if got := workload.AddressLifetime * time.Second; got != DefaultRenewDeadline {
-		t.Errorf("workload.AddressLifetime %s, want the renew deadline %s", got, DefaultRenewDeadline)
+	if got := contract.AddressLifetime * time.Second; got != DefaultRenewDeadline {
+		t.Errorf("contract.AddressLifetime %s, want the renew deadline %s", got, DefaultRenewDeadline)
 	}
 }

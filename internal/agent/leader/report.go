@@ -12,11 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Report writes, as the active pod pod on node, the takeover t into the
-// status ConfigMap name (key workload.KeyLeader, a v1alpha1.LeaderStatus),
+// status ConfigMap name (key contract.KeyLeader, a v1alpha1.LeaderStatus),
 // with a merge patch of that key alone: the tunnel status beside it is
 // left as it is. It tries until it succeeds or ctx ends (this pod is no
 // longer active), every second.
@@ -28,7 +28,7 @@ func Report(ctx context.Context, c client.Client, namespace, name, pod, node str
 		log.Info("Cannot encode this pod as the active one", "error", err)
 		return
 	}
-	patch, _ := json.Marshal(dataPatch{Data: map[string]string{workload.KeyLeader: string(raw)}})
+	patch, _ := json.Marshal(dataPatch{Data: map[string]string{contract.KeyLeader: string(raw)}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	for {
 		err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))

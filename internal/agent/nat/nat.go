@@ -18,12 +18,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 )
-
-// Table is the nftables table the agent owns (family ip).
-const Table = render.NATTable
 
 // A Runner runs the command name with args, stdin as its standard input,
 // and returns its combined output.
@@ -126,11 +123,11 @@ func Check(script []byte) error { //nolint:gocyclo // one case per kind of line 
 		if depth == 0 {
 			f := strings.Fields(code)
 			switch {
-			case len(f) == 4 && f[0] == "table" && f[1] == "ip" && f[2] == Table && f[3] == "{":
-			case len(f) == 3 && f[0] == "table" && f[1] == "ip" && f[2] == Table+"{":
-			case len(f) == 4 && f[0] == "delete" && f[1] == "table" && f[2] == "ip" && f[3] == Table:
+			case len(f) == 4 && f[0] == "table" && f[1] == "ip" && f[2] == contract.NATTable && f[3] == "{":
+			case len(f) == 3 && f[0] == "table" && f[1] == "ip" && f[2] == contract.NATTable+"{":
+			case len(f) == 4 && f[0] == "delete" && f[1] == "table" && f[2] == "ip" && f[3] == contract.NATTable:
 			default:
-				return fmt.Errorf("nat.nft line %d: only table ip %s may be defined or deleted at the top level", n+1, Table)
+				return fmt.Errorf("nat.nft line %d: only table ip %s may be defined or deleted at the top level", n+1, contract.NATTable)
 			}
 		}
 		depth += braces(code)

@@ -334,7 +334,7 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 		return
 	}
 	a.ready.Store(true)
-	// The status says which configuration runs (render.ConfigHash).
+	// The status says which configuration runs (contract.ConfigHash).
 	if a.o.Publisher != nil {
 		a.o.Publisher.SetLoaded(f.Hash())
 	}

@@ -30,8 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Files are one snapshot of a gateway's configuration, as rendered.
@@ -44,10 +43,10 @@ type Files struct {
 	Secrets []byte
 }
 
-// Hash returns render.ConfigHash of f: the provider's
+// Hash returns contract.ConfigHash of f: the provider's
 // status.atProvider.configHash of the rendering f came from.
 func (f Files) Hash() string {
-	return render.ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
+	return contract.ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
 }
 
 // A Source gives the agent the current configuration.
@@ -71,19 +70,19 @@ type Dir struct {
 func (d Dir) Read() (Files, error) {
 	var f Files
 	var err error
-	if f.SwanctlConf, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeySwanctlConf)); err != nil {
+	if f.SwanctlConf, err = os.ReadFile(filepath.Join(d.ConfigDir, contract.KeySwanctlConf)); err != nil {
 		return Files{}, err
 	}
-	if f.Secrets, err = os.ReadFile(filepath.Join(d.SecretsDir, workload.KeySecrets)); err != nil {
+	if f.Secrets, err = os.ReadFile(filepath.Join(d.SecretsDir, contract.KeySecrets)); err != nil {
 		return Files{}, err
 	}
-	if f.NATRules, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeyNATRules)); err != nil && !os.IsNotExist(err) {
+	if f.NATRules, err = os.ReadFile(filepath.Join(d.ConfigDir, contract.KeyNATRules)); err != nil && !os.IsNotExist(err) {
 		return Files{}, err
 	}
-	if f.StrongSwanConf, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeyStrongSwanConf)); err != nil && !os.IsNotExist(err) {
+	if f.StrongSwanConf, err = os.ReadFile(filepath.Join(d.ConfigDir, contract.KeyStrongSwanConf)); err != nil && !os.IsNotExist(err) {
 		return Files{}, err
 	}
-	if f.XFRMInterfaces, err = os.ReadFile(filepath.Join(d.ConfigDir, workload.KeyXFRMInterfaces)); err != nil && !os.IsNotExist(err) {
+	if f.XFRMInterfaces, err = os.ReadFile(filepath.Join(d.ConfigDir, contract.KeyXFRMInterfaces)); err != nil && !os.IsNotExist(err) {
 		return Files{}, err
 	}
 	return f, nil
@@ -142,14 +141,14 @@ func (a *API) Read() (Files, error) {
 	if !a.seenConfig || !a.seenSecret {
 		return a.Fallback.Read()
 	}
-	f := Files{SwanctlConf: []byte(a.config[workload.KeySwanctlConf]), Secrets: a.secret}
-	if v, ok := a.config[workload.KeyNATRules]; ok {
+	f := Files{SwanctlConf: []byte(a.config[contract.KeySwanctlConf]), Secrets: a.secret}
+	if v, ok := a.config[contract.KeyNATRules]; ok {
 		f.NATRules = []byte(v)
 	}
-	if v, ok := a.config[workload.KeyStrongSwanConf]; ok {
+	if v, ok := a.config[contract.KeyStrongSwanConf]; ok {
 		f.StrongSwanConf = []byte(v)
 	}
-	if v, ok := a.config[workload.KeyXFRMInterfaces]; ok {
+	if v, ok := a.config[contract.KeyXFRMInterfaces]; ok {
 		f.XFRMInterfaces = []byte(v)
 	}
 	return f, nil
@@ -219,7 +218,7 @@ func (a *API) deliver(ctx context.Context, w watch.Interface) {
 		case *corev1.ConfigMap:
 			a.config, a.seenConfig = o.Data, true
 		case *corev1.Secret:
-			a.secret, a.seenSecret = o.Data[workload.KeySecrets], true
+			a.secret, a.seenSecret = o.Data[contract.KeySecrets], true
 		}
 		a.mu.Unlock()
 		select {

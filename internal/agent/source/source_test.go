@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // files is a Source of fixed Files.
@@ -26,9 +26,9 @@ func (files) Changed() <-chan struct{} { return nil }
 func TestAPI(t *testing.T) {
 	mounted := files{SwanctlConf: []byte("mounted"), Secrets: []byte("mounted secrets")}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw-config"},
-		Data: map[string]string{workload.KeySwanctlConf: "conf", workload.KeyNATRules: "nat"}}
+		Data: map[string]string{contract.KeySwanctlConf: "conf", contract.KeyNATRules: "nat"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw-secrets"},
-		Data: map[string][]byte{workload.KeySecrets: []byte("secrets")}}
+		Data: map[string][]byte{contract.KeySecrets: []byte("secrets")}}
 	cases := map[string]struct {
 		reason string
 		objs   []*corev1.ConfigMap
@@ -105,8 +105,8 @@ func TestDir(t *testing.T) {
 	if _, err := d.Read(); err == nil {
 		t.Error("Read without swanctl.conf: no error")
 	}
-	write(d.ConfigDir, workload.KeySwanctlConf, "conf")
-	write(d.SecretsDir, workload.KeySecrets, "secrets")
+	write(d.ConfigDir, contract.KeySwanctlConf, "conf")
+	write(d.SecretsDir, contract.KeySecrets, "secrets")
 	got, err := d.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestDir(t *testing.T) {
 	if diff := cmp.Diff(Files{SwanctlConf: []byte("conf"), Secrets: []byte("secrets")}, got); diff != "" {
 		t.Errorf("Read without nat.nft and strongswan.conf (nil): -want, +got:\n%s", diff)
 	}
-	write(d.ConfigDir, workload.KeyStrongSwanConf, "ss")
+	write(d.ConfigDir, contract.KeyStrongSwanConf, "ss")
 	if got, _ = d.Read(); string(got.StrongSwanConf) != "ss" {
 		t.Errorf("Read: strongswan.conf %q, want ss (it counts in the hash)", got.StrongSwanConf)
 	}

@@ -19,17 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
-// KeyTunnels is the status ConfigMap's key of the tunnels: a JSON array
-// of v1alpha1.TunnelStatus sorted by name (the provider's Gateway
-// controller reads it; the key is internal/workload's).
-const KeyTunnels = workload.KeyTunnels
-
-// kept are the keys beside KeyTunnels that a Publisher leaves as they are:
-// the active pod of an active/standby gateway (leader.Report writes it).
-var kept = []string{workload.KeyLeader}
+// kept are the keys beside contract.KeyTunnels that a Publisher leaves as
+// they are: the active pod of an active/standby gateway (leader.Report
+// writes it).
+var kept = []string{contract.KeyLeader}
 
 // DefaultMinInterval is the least time between a Publisher's writes once
 // its burst is spent.
@@ -44,9 +40,9 @@ const PublishBurst = 2
 // (<gateway>-status in the gateway's namespace), with the pod's own
 // identity: it creates the ConfigMap if it is missing, writes only when the
 // content changed, and at most PublishBurst times at once, then once per
-// MinInterval (a token bucket). The ConfigMap holds KeyTunnels and, with
-// replicas 2, the active pod (kept) and nothing else; TunnelStatus carries
-// no secret.
+// MinInterval (a token bucket). The ConfigMap holds contract.KeyTunnels
+// and, with replicas 2, the active pod (kept) and nothing else;
+// TunnelStatus carries no secret.
 type Publisher struct {
 	Client    client.Client
 	Namespace string
@@ -66,8 +62,8 @@ type Publisher struct {
 	loaded string
 }
 
-// SetLoaded makes the next Publish write hash, render.ConfigHash of the
-// configuration the agent loaded, as workload.KeyConfigHash beside the
+// SetLoaded makes the next Publish write hash, contract.ConfigHash of the
+// configuration the agent loaded, as contract.KeyConfigHash beside the
 // tunnels: the provider compares it with the configuration it rendered.
 func (p *Publisher) SetLoaded(hash string) {
 	p.mu.Lock()
@@ -147,12 +143,12 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 }
 
 // agentData is the data the status ConfigMap cm is to hold with tunnels and
-// the loaded configuration's hash: KeyTunnels, workload.KeyConfigHash
-// unless loaded is "", and the kept keys cm holds.
+// the loaded configuration's hash: contract.KeyTunnels,
+// contract.KeyConfigHash unless loaded is "", and the kept keys cm holds.
 func agentData(cm *corev1.ConfigMap, tunnels []byte, loaded string) map[string]string {
-	d := map[string]string{KeyTunnels: string(tunnels)}
+	d := map[string]string{contract.KeyTunnels: string(tunnels)}
 	if loaded != "" {
-		d[workload.KeyConfigHash] = loaded
+		d[contract.KeyConfigHash] = loaded
 	}
 	for _, k := range kept {
 		if v, ok := cm.Data[k]; ok {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 func TestPublisher(t *testing.T) {
@@ -42,61 +42,61 @@ func TestPublisher(t *testing.T) {
 			reason:  "The loaded configuration's hash is written beside the tunnels.",
 			tunnels: down,
 			loaded:  "h1",
-			want:    want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}, writes: 1},
+			want:    want{data: map[string]string{contract.KeyTunnels: downJSON, contract.KeyConfigHash: "h1"}, writes: 1},
 		},
 		"NewlyLoaded": {
 			reason:   "A newly loaded configuration is written although the tunnels did not change.",
-			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}),
+			existing: cm(map[string]string{contract.KeyTunnels: downJSON, contract.KeyConfigHash: "h1"}),
 			tunnels:  down,
 			loaded:   "h2",
-			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h2"}, writes: 1},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON, contract.KeyConfigHash: "h2"}, writes: 1},
 		},
 		"SameLoaded": {
 			reason:   "A ConfigMap that already holds the status and the loaded hash is not written.",
-			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}),
+			existing: cm(map[string]string{contract.KeyTunnels: downJSON, contract.KeyConfigHash: "h1"}),
 			tunnels:  down,
 			loaded:   "h1",
-			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON, contract.KeyConfigHash: "h1"}},
 		},
 		"Create": {
 			reason:  "A missing ConfigMap is created with tunnels.json.",
 			tunnels: down,
-			want:    want{data: map[string]string{KeyTunnels: downJSON}, writes: 1},
+			want:    want{data: map[string]string{contract.KeyTunnels: downJSON}, writes: 1},
 		},
 		"Empty": {
 			reason: "No tunnels is an empty array, not null.",
-			want:   want{data: map[string]string{KeyTunnels: `[]`}, writes: 1},
+			want:   want{data: map[string]string{contract.KeyTunnels: `[]`}, writes: 1},
 		},
 		"Replace": {
 			reason:   "Anything else in the ConfigMap is replaced.",
-			existing: cm(map[string]string{"other": "x", KeyTunnels: "[]"}),
+			existing: cm(map[string]string{"other": "x", contract.KeyTunnels: "[]"}),
 			tunnels:  down,
-			want:     want{data: map[string]string{KeyTunnels: downJSON}, writes: 1},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON}, writes: 1},
 		},
 		"KeepsActivePod": {
 			reason:   "The active pod of an active/standby gateway, which the agent reports beside the tunnels, stays.",
-			existing: cm(map[string]string{"other": "x", KeyTunnels: "[]", workload.KeyLeader: `{"pod":"vpn-a"}`}),
+			existing: cm(map[string]string{"other": "x", contract.KeyTunnels: "[]", contract.KeyLeader: `{"pod":"vpn-a"}`}),
 			tunnels:  down,
-			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}, writes: 1},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON, contract.KeyLeader: `{"pod":"vpn-a"}`}, writes: 1},
 		},
 		"SameWithActivePod": {
 			reason:   "A ConfigMap that already holds the status beside the active pod is not written.",
-			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}),
+			existing: cm(map[string]string{contract.KeyTunnels: downJSON, contract.KeyLeader: `{"pod":"vpn-a"}`}),
 			tunnels:  down,
-			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyLeader: `{"pod":"vpn-a"}`}},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON, contract.KeyLeader: `{"pod":"vpn-a"}`}},
 		},
 		"Same": {
 			reason:   "A ConfigMap that already holds the status is not written.",
-			existing: cm(map[string]string{KeyTunnels: downJSON}),
+			existing: cm(map[string]string{contract.KeyTunnels: downJSON}),
 			tunnels:  down,
-			want:     want{data: map[string]string{KeyTunnels: downJSON}},
+			want:     want{data: map[string]string{contract.KeyTunnels: downJSON}},
 		},
 		"GetFails": {
 			reason:   "A failed read is an error.",
-			existing: cm(map[string]string{KeyTunnels: "[]"}),
+			existing: cm(map[string]string{contract.KeyTunnels: "[]"}),
 			failGet:  true,
 			tunnels:  down,
-			want:     want{data: map[string]string{KeyTunnels: "[]"}, err: true},
+			want:     want{data: map[string]string{contract.KeyTunnels: "[]"}, err: true},
 		},
 	}
 	for name, tc := range cases {

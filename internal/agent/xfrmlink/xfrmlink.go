@@ -25,6 +25,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
@@ -277,7 +278,7 @@ func (a *Applier) Apply(file []byte) (Result, error) {
 	var conf xfrmi.Config
 	if len(bytes.TrimSpace(file)) > 0 {
 		if err := json.Unmarshal(file, &conf); err != nil {
-			return Result{}, fmt.Errorf("cannot parse %s: %w", xfrmi.File, err)
+			return Result{}, fmt.Errorf("cannot parse %s: %w", contract.KeyXFRMInterfaces, err)
 		}
 	}
 	return Apply(a.Handle, a.Parent, conf)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -41,13 +42,13 @@ func (e *external) leader(ctx context.Context, gw *v1alpha1.Gateway, ready int32
 	if cm == nil {
 		return nil, err
 	}
-	raw, ok := cm.Data[workload.KeyLeader]
+	raw, ok := cm.Data[contract.KeyLeader]
 	if !ok {
 		return nil, nil
 	}
 	ls := &v1alpha1.LeaderStatus{}
 	if err := json.Unmarshal([]byte(raw), ls); err != nil {
-		return nil, fmt.Errorf("the agent's status ConfigMap %s/%s has no valid %s: %w", cm.Namespace, cm.Name, workload.KeyLeader, err)
+		return nil, fmt.Errorf("the agent's status ConfigMap %s/%s has no valid %s: %w", cm.Namespace, cm.Name, contract.KeyLeader, err)
 	}
 	return ls, nil
 }

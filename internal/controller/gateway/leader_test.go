@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -196,7 +197,7 @@ func TestLeader(t *testing.T) {
 	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}
 	gw.Spec.ForProvider.Namespace = "tenant-a"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: workload.NamesOf("gw").Status},
-		Data: map[string]string{workload.KeyLeader: `{"pod":"gw-a","node":"node-1","cause":"first"}`}}
+		Data: map[string]string{contract.KeyLeader: `{"pod":"gw-a","node":"node-1","cause":"first"}`}}
 	reported := &v1alpha1.LeaderStatus{Pod: "gw-a", Node: "node-1", Cause: "first"}
 	cases := map[string]struct {
 		reason   string

@@ -8,6 +8,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -29,7 +30,7 @@ import (
 // started with is still the desired one (same start hash) and the network
 // attachment and images are unchanged; otherwise it is replaced anyway,
 // and the template takes the new form. Which fragment a legacy pod started
-// with is known once: when the legacy hash is render.ConfigHash of the live
+// with is known once: when the legacy hash is contract.ConfigHash of the live
 // ConfigMap's files (the older provider rolled the pod on every change of
 // them, so its charon started with that ConfigMap's fragment). A legacy
 // pod template that was not made for the live ConfigMap (the older
@@ -64,8 +65,8 @@ func (e *external) keepLegacyTemplate(ctx context.Context, live *appsv1.Deployme
 			return err
 		}
 		data := got.(*corev1.ConfigMap).Data
-		ss := []byte(data[workload.KeyStrongSwanConf])
-		if render.ConfigHash([]byte(data[workload.KeySwanctlConf]), []byte(data[workload.KeyNATRules]), ss, nil) != legacy {
+		ss := []byte(data[contract.KeyStrongSwanConf])
+		if contract.ConfigHash([]byte(data[contract.KeySwanctlConf]), []byte(data[contract.KeyNATRules]), ss, nil) != legacy {
 			return nil
 		}
 		started = render.StartHash(ss)

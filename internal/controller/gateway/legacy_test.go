@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -29,7 +30,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 			ss = []byte("charon {\n}\n")
 		}
 		f := &render.Files{SwanctlConf: []byte(conf), NATRules: []byte("table ip ipsecgw {\n}\n"), StrongSwanConf: ss}
-		f.Hash, f.StartHash = render.ConfigHash(f.SwanctlConf, f.NATRules, ss, nil), render.StartHash(ss)
+		f.Hash, f.StartHash = contract.ConfigHash(f.SwanctlConf, f.NATRules, ss, nil), render.StartHash(ss)
 		return f
 	}
 	objects := func(g *v1alpha1.Gateway, f *render.Files) []client.Object {

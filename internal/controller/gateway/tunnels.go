@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Reasons of the events a Gateway emits when a tunnel changes state.
@@ -33,26 +33,26 @@ func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha
 		return nil, err
 	}
 	nn := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
-	raw, ok := cm.Data[workload.KeyTunnels]
+	raw, ok := cm.Data[contract.KeyTunnels]
 	if !ok {
 		return nil, nil
 	}
 	var ts []v1alpha1.TunnelStatus
 	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
-		return nil, fmt.Errorf("the agent's status ConfigMap %s has no valid %s: %w", nn, workload.KeyTunnels, err)
+		return nil, fmt.Errorf("the agent's status ConfigMap %s has no valid %s: %w", nn, contract.KeyTunnels, err)
 	}
 	return ts, nil
 }
 
 // loadedHash returns the hash of the configuration the gateway's agent
 // last loaded, as it published it in its status ConfigMap
-// (workload.KeyConfigHash), "" when it has not.
+// (contract.KeyConfigHash), "" when it has not.
 func (e *external) loadedHash(ctx context.Context, gw *v1alpha1.Gateway) (string, error) {
 	cm, err := e.statusConfigMap(ctx, gw)
 	if cm == nil {
 		return "", err
 	}
-	return cm.Data[workload.KeyConfigHash], nil
+	return cm.Data[contract.KeyConfigHash], nil
 }
 
 // idle returns the tunnel status of a gateway none of whose pods is ready:

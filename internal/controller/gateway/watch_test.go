@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -99,7 +100,7 @@ func TestWatchedSelectsRendered(t *testing.T) {
 
 func TestWatchPredicates(t *testing.T) {
 	cm := func(data string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{Data: map[string]string{workload.KeyTunnels: data}}
+		return &corev1.ConfigMap{Data: map[string]string{contract.KeyTunnels: data}}
 	}
 	dep := func(ready int32) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
