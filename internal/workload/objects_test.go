@@ -33,7 +33,7 @@ func gw(active *bool) *v1alpha1.Gateway {
 var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc", StartHash: "start"}
 
 func TestObjects(t *testing.T) {
-	objs, err := Objects(gw(nil), files)
+	objs, err := typedObjects(gw(nil), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestReplicas(t *testing.T) {
 // must: with Libipsec the ConfigMap holds the strongswan.conf fragment and
 // only the strongswan container gains it and the node's TUN device.
 func TestDataPlane(t *testing.T) {
-	base, err := Objects(gw(nil), files)
+	base, err := typedObjects(gw(nil), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDataPlane(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := gw(nil)
 			g.Spec.ForProvider.DataPlane = tc.dp
-			objs, err := Objects(g, tc.files)
+			objs, err := typedObjects(g, tc.files)
 			if err != nil {
 				t.Fatal(err)
 			}
