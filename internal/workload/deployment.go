@@ -89,8 +89,8 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, networkHash stri
 		WithEnv(fieldEnv("POD_NAMESPACE", "metadata.namespace")).
 		WithSecurityContext(netAdmin()).
 		// Every port names its protocol: the ports are a list keyed by
-		// port and protocol, and a key the API server defaulted would not
-		// be the provider's.
+		// port and protocol, and a key the API server defaulted would read
+		// back as drift.
 		WithPorts(
 			corev1ac.ContainerPort().WithName("metrics").WithContainerPort(AgentMetricsPort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName("health").WithContainerPort(AgentHealthPort).WithProtocol(corev1.ProtocolTCP),
@@ -138,9 +138,13 @@ func netAdmin() *corev1ac.SecurityContextApplyConfiguration {
 }
 
 // fieldEnv is the environment variable name holding the pod's field path
-// (the downward API).
+// (the downward API). The field selector names its API version, which the
+// API server would otherwise default: the selector is atomic, so the
+// provider owns all of it, and a defaulted field in it would read back as
+// drift.
 func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
-	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath(path)))
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
 }
 
 // resources is r, the Gateway's resources of the strongswan container, as

@@ -86,18 +86,20 @@ func TestGoldenObjects(t *testing.T) {
 			if want, err = os.ReadFile(legacy); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(defaultProtocols(t, want), generic(t, objs)); diff != "" {
+			if diff := cmp.Diff(apiServerDefaults(t, want), generic(t, objs)); diff != "" {
 				t.Errorf("LegacyTemplate must render what the older provider did.\n%s: -want, +got:\n%s", legacy, diff)
 			}
 		})
 	}
 }
 
-// defaultProtocols is golden, a JSON array of objects an older provider
-// applied, with the protocol the API server defaults (TCP) on each
-// container port that names none: the live objects it made hold it, and
-// the provider now applies it (every key of a port is the provider's).
-func defaultProtocols(t *testing.T, golden []byte) []any {
+// apiServerDefaults is golden, a JSON array of objects an older provider
+// applied, with the defaults the API server gives what the provider now
+// applies itself (it owns every key of a list entry and all of an atomic
+// struct): the protocol (TCP) of each container port, the API version (v1)
+// of each downward API field selector. The live objects an older provider
+// made hold them already, so applying them changes no pod template.
+func apiServerDefaults(t *testing.T, golden []byte) []any {
 	t.Helper()
 	var objs []any
 	if err := json.Unmarshal(golden, &objs); err != nil {
@@ -106,10 +108,18 @@ func defaultProtocols(t *testing.T, golden []byte) []any {
 	for _, o := range objs {
 		containers, _, _ := unstructured.NestedSlice(o.(map[string]any), "spec", "template", "spec", "containers")
 		for _, c := range containers {
-			ports, _ := c.(map[string]any)["ports"].([]any)
+			c := c.(map[string]any)
+			ports, _ := c["ports"].([]any)
 			for _, p := range ports {
 				if p := p.(map[string]any); p["protocol"] == nil {
 					p["protocol"] = string(corev1.ProtocolTCP)
+				}
+			}
+			env, _ := c["env"].([]any)
+			for _, e := range env {
+				if ref, ok, _ := unstructured.NestedMap(e.(map[string]any), "valueFrom", "fieldRef"); ok && ref["apiVersion"] == nil {
+					ref["apiVersion"] = "v1"
+					_ = unstructured.SetNestedMap(e.(map[string]any), ref, "valueFrom", "fieldRef")
 				}
 			}
 		}

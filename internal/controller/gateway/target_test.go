@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -32,33 +31,58 @@ func newTarget(funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch
 	return b.Build()
 }
 
-// typeConverter is client-go's type converter, for the fake target: the
-// fake gives a NetworkPolicy being applied the status its Go type still
-// has and client-go's schema no longer declares, which the API server
-// never does; this converter drops it.
+// typeConverter is client-go's type converter, for the fake target. The
+// API server takes an applier's fields from what it sent; the fake decodes
+// it into the Go type of its kind first, which adds every struct of that
+// type, empty ones too (the status, a container's resources), so the
+// applier would own fields it never sent, and a NetworkPolicy gets the
+// status client-go's schema no longer declares. This converter drops empty
+// objects and nulls before converting, as the API server never saw them;
+// an empty emptyDir is a value and stays.
 type typeConverter struct{ managedfields.TypeConverter }
 
-// ObjectToTyped converts o as client-go's type converter does, a
-// NetworkPolicy without its status.
+// ObjectToTyped converts o as client-go's type converter does, without
+// its empty objects and nulls.
 func (c typeConverter) ObjectToTyped(o runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
-	switch np := o.(type) {
-	case *networkingv1.NetworkPolicy:
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(np)
+	gvk := o.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		gvks, _, err := scheme.Scheme.ObjectKinds(o)
 		if err != nil {
 			return nil, err
 		}
-		o = &unstructured.Unstructured{Object: u}
-		o.GetObjectKind().SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"))
-	case *unstructured.Unstructured:
-		if np.GetKind() == "NetworkPolicy" {
-			np = np.DeepCopy()
-			o = np
+		gvk = gvks[0]
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	u = runtime.DeepCopyJSON(u)
+	dropEmpty(u)
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(gvk)
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
+}
+
+// dropEmpty removes the nulls and empty objects in m, but emptyDir's,
+// depth first.
+func dropEmpty(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropEmpty(v)
+			if len(v) == 0 && k != "emptyDir" {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if e, ok := e.(map[string]any); ok {
+					dropEmpty(e)
+				}
+			}
 		}
 	}
-	if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "NetworkPolicy" {
-		delete(u.Object, "status")
-	}
-	return c.TypeConverter.ObjectToTyped(o, opts...)
 }
 
 // applyAll applies every object of o to c as manager does.
