@@ -305,6 +305,8 @@ func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
 	if e.objects == nil {
 		return errors.New(errNothingRendered)
 	}
+	// The client decodes the API server's answer into each apply
+	// configuration: e.objects is the desired state only until here.
 	for _, o := range ownedObjects(e.objects) {
 		if d, ok := o.apply.(*appsv1ac.DeploymentApplyConfiguration); ok {
 			if live, err := e.get(ctx, o.live); err == nil {
@@ -319,9 +321,8 @@ func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
 	return nil
 }
 
-// withStrategy returns a copy of d, the gateway's Deployment, with
-// strategy s, leaving d as it is: drift compares the cluster's copy with
-// d.
+// withStrategy returns a shallow copy of d, the gateway's Deployment,
+// with strategy s; d keeps the rendered strategy.
 func withStrategy(d *appsv1ac.DeploymentApplyConfiguration, s *appsv1ac.DeploymentStrategyApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	c, spec := *d, *d.Spec
 	spec.Strategy = s

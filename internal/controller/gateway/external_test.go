@@ -521,13 +521,12 @@ func TestDelete(t *testing.T) {
 			}
 			var left []string
 			for _, o := range existing(gw) {
-				err := target.Get(context.Background(), client.ObjectKeyFromObject(o), o)
-				if err == nil {
+				// An object that cannot be read (GetFails) is left.
+				switch err := target.Get(context.Background(), client.ObjectKeyFromObject(o), o); {
+				case err == nil, errors.Is(err, errBoom):
 					left = append(left, kindOf(o)+" "+o.GetName())
-				} else if !kerrors.IsNotFound(err) && !errors.Is(err, errBoom) {
+				case !kerrors.IsNotFound(err):
 					t.Fatal(err)
-				} else if errors.Is(err, errBoom) {
-					left = append(left, kindOf(o)+" "+o.GetName())
 				}
 			}
 			if diff := cmp.Diff(tc.left, left, cmpSet); diff != "" {

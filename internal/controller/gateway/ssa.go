@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -158,6 +159,12 @@ func (o owned) compare(r *drift.Report, live client.Object) error {
 		return fmt.Errorf(errExtract+": %w", o.kind, live.GetNamespace(), live.GetName(), err)
 	}
 	want := o.desired
+	if equality.Semantic.DeepEqual(want, extracted) {
+		// Nil and empty compare equal here too, as in Differs, at a
+		// tenth of go-cmp's cost: what every poll of a Gateway at rest
+		// pays.
+		return nil
+	}
 	if o.redact != nil {
 		want, extracted = o.redact(want, extracted)
 	}
