@@ -33,6 +33,7 @@ const errExtract = "cannot extract the provider's fields of %s %s/%s"
 // owned is one object a Gateway owns in its target cluster: what the
 // provider applies, and how it finds what of that the cluster holds.
 type owned struct {
+	// kind is the object's kind, for messages.
 	kind string
 	// apply is its apply configuration.
 	apply runtime.ApplyConfiguration
