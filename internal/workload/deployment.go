@@ -7,8 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -43,7 +45,7 @@ func pods(gw *v1alpha1.Gateway) int32 {
 // Secret, which its agent watches and loads live. The init
 // container sets up the pod's routing (networkInit); the data plane adds
 // to the strongswan container only (dataPlane).
-func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
+func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, networkHash string) *appsv1ac.DeploymentApplyConfiguration {
 	p := gw.Spec.ForProvider
 	network := map[string]string{
 		"name": n.Gateway, "namespace": p.Namespace, "interface": contract.SecondaryInterface, "mac": p.Endpoint.MACAddress,
@@ -61,94 +63,128 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 		delete(network, "mac")
 	}
 	networks, _ := json.Marshal([]map[string]string{network})
-	// NET_ADMIN and NET_RAW are all either container needs: the agent's
-	// validation charon runs beside the live one in the pod's namespaces,
-	// not in namespaces of its own (no CAP_SYS_ADMIN; see
-	// apply.CharonValidator).
-	netAdmin := &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}}}
-	run := corev1.VolumeMount{Name: "run", MountPath: contract.RunDir}
-	var resources corev1.ResourceRequirements
-	if p.Resources != nil {
-		resources = *p.Resources
+	run := func() *corev1ac.VolumeMountApplyConfiguration {
+		return corev1ac.VolumeMount().WithName("run").WithMountPath(contract.RunDir)
 	}
-	replicas := Replicas(gw)
-	secretMode := int32(0o400)
 	charonMounts, dataPlaneVolumes := dataPlane(gw, f, n)
-	d := &appsv1.Deployment{
-		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: meta,
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels:      Labels(gw.Name),
-					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationStartHash: f.StartHash, AnnotationNetworkHash: networkHash},
-				},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: n.Gateway,
-					NodeSelector:       p.NodeSelector,
-					Tolerations:        p.Tolerations,
-					InitContainers:     []corev1.Container{networkInit(gw)},
-					Containers: []corev1.Container{
-						{
-							Name:            "strongswan",
-							Image:           p.Images.StrongSwan,
-							Command:         []string{"/usr/lib/ipsec/charon"},
-							Env:             []corev1.EnvVar{{Name: "STRONGSWAN_CONF", Value: "/etc/strongswan.conf"}},
-							SecurityContext: netAdmin,
-							Resources:       resources,
-							VolumeMounts:    append([]corev1.VolumeMount{run}, charonMounts...),
-						},
-						{
-							Name:    "agent",
-							Image:   p.Images.Agent,
-							Command: []string{"/usr/local/bin/gateway-agent"},
-							Args: []string{
-								contract.Arg(contract.FlagConfigDir, contract.ConfigDir), contract.Arg(contract.FlagSecretsDir, contract.SecretsDir),
-								contract.Arg(contract.FlagViciSocket, contract.ViciSocket), contract.Arg(contract.FlagStatusConfigMap, n.Status),
-								contract.Arg(contract.FlagConfigConfigMap, n.Config), contract.Arg(contract.FlagSecret, n.Secrets),
-							},
-							Env: []corev1.EnvVar{{Name: contract.EnvPodNamespace, ValueFrom: &corev1.EnvVarSource{
-								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
-							}}},
-							SecurityContext: netAdmin,
-							Ports: []corev1.ContainerPort{
-								{Name: "metrics", ContainerPort: contract.MetricsPort},
-								{Name: "health", ContainerPort: contract.HealthPort},
-							},
-							// Ready: configuration loaded into a charon that answers.
-							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-								Path: contract.ReadyzPath, Port: intstr.FromString("health"),
-							}}, PeriodSeconds: 5},
-							LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-								Path: contract.HealthzPath, Port: intstr.FromString("health"),
-							}}, PeriodSeconds: 10, FailureThreshold: 3},
-							VolumeMounts: []corev1.VolumeMount{
-								run,
-								{Name: "config", MountPath: contract.ConfigDir, ReadOnly: true},
-								{Name: "secrets", MountPath: contract.SecretsDir, ReadOnly: true},
-							},
-						},
-					},
-					Volumes: append([]corev1.Volume{
-						{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
-						}}},
-						{Name: "secrets", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName: n.Secrets, DefaultMode: &secretMode,
-						}}},
-					}, dataPlaneVolumes...),
-				},
-			},
-		},
+	strongswan := corev1ac.Container().WithName("strongswan").WithImage(p.Images.StrongSwan).
+		WithCommand("/usr/lib/ipsec/charon").
+		WithEnv(corev1ac.EnvVar().WithName("STRONGSWAN_CONF").WithValue("/etc/strongswan.conf")).
+		WithSecurityContext(netAdmin()).
+		WithVolumeMounts(run()).WithVolumeMounts(charonMounts...)
+	if p.Resources != nil {
+		strongswan.WithResources(resources(p.Resources))
 	}
+	agent := corev1ac.Container().WithName("agent").WithImage(p.Images.Agent).
+		WithCommand("/usr/local/bin/gateway-agent").
+		WithArgs(contract.Arg(contract.FlagConfigDir, contract.ConfigDir), contract.Arg(contract.FlagSecretsDir, contract.SecretsDir),
+			contract.Arg(contract.FlagViciSocket, contract.ViciSocket), contract.Arg(contract.FlagStatusConfigMap, n.Status),
+			contract.Arg(contract.FlagConfigConfigMap, n.Config), contract.Arg(contract.FlagSecret, n.Secrets)).
+		WithEnv(fieldEnv(contract.EnvPodNamespace, "metadata.namespace")).
+		WithSecurityContext(netAdmin()).
+		// Every port names its protocol: the ports are a list keyed by
+		// port and protocol, and a key the API server defaulted would read
+		// back as drift.
+		WithPorts(
+			corev1ac.ContainerPort().WithName("metrics").WithContainerPort(contract.MetricsPort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName("health").WithContainerPort(contract.HealthPort).WithProtocol(corev1.ProtocolTCP),
+		).
+		// Ready: configuration loaded into a charon that answers.
+		WithReadinessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(contract.ReadyzPath).WithPort(intstr.FromString("health"))).
+			WithPeriodSeconds(5)).
+		WithLivenessProbe(corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().WithPath(contract.HealthzPath).WithPort(intstr.FromString("health"))).
+			WithPeriodSeconds(10).WithFailureThreshold(3)).
+		WithVolumeMounts(run(),
+			corev1ac.VolumeMount().WithName("config").WithMountPath(contract.ConfigDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName("secrets").WithMountPath(contract.SecretsDir).WithReadOnly(true))
+	pod := corev1ac.PodSpec().
+		WithServiceAccountName(n.Gateway).
+		WithNodeSelector(p.NodeSelector).
+		WithTolerations(tolerations(p.Tolerations)...).
+		WithInitContainers(networkInit(gw)).
+		WithContainers(strongswan, agent).
+		WithVolumes(
+			corev1ac.Volume().WithName("run").WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+			corev1ac.Volume().WithName("config").WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(n.Config)),
+			corev1ac.Volume().WithName("secrets").WithSecret(corev1ac.SecretVolumeSource().WithSecretName(n.Secrets).WithDefaultMode(0o400)),
+		).
+		WithVolumes(dataPlaneVolumes...)
+	spec := appsv1ac.DeploymentSpec().
+		WithReplicas(Replicas(gw)).
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(Labels(gw.Name))).
+		WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(Labels(gw.Name)).
+			WithAnnotations(map[string]string{AnnotationMultus: string(networks), AnnotationStartHash: f.StartHash, AnnotationNetworkHash: networkHash}).
+			WithSpec(pod))
 	if pods(gw) > 1 {
-		activeStandby(gw, n, &d.Spec)
+		activeStandby(gw, n, spec)
 	}
-	return d
+	return appsv1ac.Deployment(n.Gateway, p.Namespace).WithLabels(Labels(gw.Name)).WithSpec(spec)
+}
+
+// netAdmin is the security context of either container: NET_ADMIN and
+// NET_RAW are all they need, the agent's validation charon running beside
+// the live one in the pod's namespaces, not in namespaces of its own (no
+// CAP_SYS_ADMIN; see apply.CharonValidator).
+func netAdmin() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().WithCapabilities(corev1ac.Capabilities().WithAdd("NET_ADMIN", "NET_RAW"))
+}
+
+// fieldEnv is the environment variable name holding the pod's field path
+// (the downward API). The field selector names its API version, which the
+// API server would otherwise default: the selector is atomic, so the
+// provider owns all of it, and a defaulted field in it would read back as
+// drift.
+func fieldEnv(name, path string) *corev1ac.EnvVarApplyConfiguration {
+	return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+		WithFieldRef(corev1ac.ObjectFieldSelector().WithAPIVersion("v1").WithFieldPath(path)))
+}
+
+// resources is r, the Gateway's resources of the strongswan container, as
+// an apply configuration.
+func resources(r *corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	ac := corev1ac.ResourceRequirements()
+	if r.Limits != nil {
+		ac.WithLimits(r.Limits)
+	}
+	if r.Requests != nil {
+		ac.WithRequests(r.Requests)
+	}
+	for _, c := range r.Claims {
+		rc := corev1ac.ResourceClaim().WithName(c.Name)
+		if c.Request != "" {
+			rc.WithRequest(c.Request)
+		}
+		ac.WithClaims(rc)
+	}
+	return ac
+}
+
+// tolerations are ts, the Gateway's tolerations, as apply configurations,
+// each field set as the Gateway sets it.
+func tolerations(ts []corev1.Toleration) []*corev1ac.TolerationApplyConfiguration {
+	out := make([]*corev1ac.TolerationApplyConfiguration, 0, len(ts))
+	for _, t := range ts {
+		ac := corev1ac.Toleration()
+		if t.Key != "" {
+			ac.WithKey(t.Key)
+		}
+		if t.Operator != "" {
+			ac.WithOperator(t.Operator)
+		}
+		if t.Value != "" {
+			ac.WithValue(t.Value)
+		}
+		if t.Effect != "" {
+			ac.WithEffect(t.Effect)
+		}
+		if t.TolerationSeconds != nil {
+			ac.WithTolerationSeconds(*t.TolerationSeconds)
+		}
+		out = append(out, ac)
+	}
+	return out
 }
 
 // LegacyTemplate turns the pod template of d, a gateway Deployment as
@@ -161,7 +197,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 // applies it to a Deployment the older provider made whose pod need not be
 // replaced, so that a provider upgrade changes nothing in its pod template
 // (testdata/legacy-*.json are the older provider's goldens).
-func LegacyTemplate(d *appsv1.Deployment, hash string) {
+func LegacyTemplate(d *appsv1ac.DeploymentApplyConfiguration, hash string) {
 	a := d.Spec.Template.Annotations
 	delete(a, AnnotationStartHash)
 	a[AnnotationHash] = hash
@@ -201,28 +237,21 @@ const (
 //     routes (agentAddressUp) and announces it with gratuitous ARP, and
 //     takes them down again (agentAddressDown) before it can lose the
 //     Lease, so two pods never answer for the address.
-func activeStandby(gw *v1alpha1.Gateway, n Names, spec *appsv1.DeploymentSpec) {
-	zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
-	spec.Strategy = appsv1.DeploymentStrategy{
-		Type:          appsv1.RollingUpdateDeploymentStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &one},
-	}
-	pod := &spec.Template.Spec
-	pod.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
-			TopologyKey:   corev1.LabelHostname,
-		}},
-	}}
+func activeStandby(gw *v1alpha1.Gateway, n Names, spec *appsv1ac.DeploymentSpecApplyConfiguration) {
+	spec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RollingUpdateDeploymentStrategyType).
+		WithRollingUpdate(appsv1ac.RollingUpdateDeployment().WithMaxSurge(intstr.FromInt32(0)).WithMaxUnavailable(intstr.FromInt32(1))))
+	pod := spec.Template.Spec
+	pod.WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+		WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.PodAffinityTerm().
+			WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(Labels(gw.Name))).
+			WithTopologyKey(corev1.LabelHostname))))
 	pod.InitContainers[0].Command = []string{"/bin/sh", "-euc", "ip link set " + contract.SecondaryInterface + " down\n"}
 	agent := &pod.Containers[1]
-	agent.Args = append(agent.Args,
+	agent.WithArgs(
 		contract.Arg(contract.FlagLease, n.Gateway), contract.Arg(contract.FlagInterface, contract.SecondaryInterface),
 		contract.Arg(contract.FlagAddress, string(gw.Spec.ForProvider.Endpoint.PrivateAddress)),
 		contract.Arg(contract.FlagAddressUp, agentAddressUp(gw)), contract.Arg(contract.FlagAddressDown, agentAddressDown()))
-	agent.Env = append(agent.Env,
-		corev1.EnvVar{Name: contract.EnvPodName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
-		corev1.EnvVar{Name: contract.EnvNodeName, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
+	agent.WithEnv(fieldEnv(contract.EnvPodName, "metadata.name"), fieldEnv(contract.EnvNodeName, "spec.nodeName"))
 }
 
 // dataPlane returns the strongswan container's mounts and the pod's volumes
@@ -230,22 +259,18 @@ func activeStandby(gw *v1alpha1.Gateway, n Names, spec *appsv1.DeploymentSpec) {
 // strongswan.conf fragment, when there is one, in StrongSwanConfDir, and
 // with Libipsec the node's TUN device (kernel-libipsec creates its
 // interface with it, which needs NET_ADMIN, the container's already).
-func dataPlane(gw *v1alpha1.Gateway, f *render.Files, n Names) ([]corev1.VolumeMount, []corev1.Volume) {
-	var mounts []corev1.VolumeMount
-	var volumes []corev1.Volume
+func dataPlane(gw *v1alpha1.Gateway, f *render.Files, n Names) ([]*corev1ac.VolumeMountApplyConfiguration, []*corev1ac.VolumeApplyConfiguration) {
+	var mounts []*corev1ac.VolumeMountApplyConfiguration
+	var volumes []*corev1ac.VolumeApplyConfiguration
 	if f.StrongSwanConf != nil {
-		mounts = append(mounts, corev1.VolumeMount{Name: "strongswan-conf", MountPath: StrongSwanConfDir, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "strongswan-conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: n.Config},
-			Items:                []corev1.KeyToPath{{Key: contract.KeyStrongSwanConf, Path: "dataplane.conf"}},
-		}}})
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("strongswan-conf").WithMountPath(StrongSwanConfDir).WithReadOnly(true))
+		volumes = append(volumes, corev1ac.Volume().WithName("strongswan-conf").WithConfigMap(corev1ac.ConfigMapVolumeSource().
+			WithName(n.Config).WithItems(corev1ac.KeyToPath().WithKey(contract.KeyStrongSwanConf).WithPath("dataplane.conf"))))
 	}
 	if gw.Spec.ForProvider.DataPlane == v1alpha1.DataPlaneLibipsec {
-		charDevice := corev1.HostPathCharDev
-		mounts = append(mounts, corev1.VolumeMount{Name: "tun", MountPath: TunDevice})
-		volumes = append(volumes, corev1.Volume{Name: "tun", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: TunDevice, Type: &charDevice,
-		}}})
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("tun").WithMountPath(TunDevice))
+		volumes = append(volumes, corev1ac.Volume().WithName("tun").WithHostPath(corev1ac.HostPathVolumeSource().
+			WithPath(TunDevice).WithType(corev1.HostPathCharDev)))
 	}
 	return mounts, volumes
 }

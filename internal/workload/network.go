@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -35,14 +35,10 @@ const (
 // needs NET_ADMIN only. Every command may run again in the same network
 // namespace (an init container that is run twice) without error or
 // duplicate.
-func networkInit(gw *v1alpha1.Gateway) corev1.Container {
-	p := gw.Spec.ForProvider
-	return corev1.Container{
-		Name:            "network",
-		Image:           p.Images.StrongSwan,
-		Command:         []string{"/bin/sh", "-euc", networkScript(gw)},
-		SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}},
-	}
+func networkInit(gw *v1alpha1.Gateway) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().WithName("network").WithImage(gw.Spec.ForProvider.Images.StrongSwan).
+		WithCommand("/bin/sh", "-euc", networkScript(gw)).
+		WithSecurityContext(corev1ac.SecurityContext().WithCapabilities(corev1ac.Capabilities().WithAdd("NET_ADMIN")))
 }
 
 // networkScript returns the shell commands of networkInit, one per line.

@@ -59,7 +59,7 @@ func TestNetworkScript(t *testing.T) {
 			if diff := cmp.Diff(tc.want, networkScript(g)); diff != "" {
 				t.Errorf("-want, +got:\n%s", diff)
 			}
-			objs, err := Objects(g, files)
+			objs, err := typedObjects(g, files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestNetworkHash(t *testing.T) {
 	hash := func(mutate func(*v1alpha1.Gateway)) string {
 		g := gw(nil)
 		mutate(g)
-		objs, err := Objects(g, files)
+		objs, err := typedObjects(g, files)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,11 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -86,16 +90,36 @@ func NamesOf(name string) Names {
 	return Names{Gateway: name, Config: name + "-config", Secrets: name + "-secrets", Status: name + "-status"}
 }
 
-// Objects returns every object of gw in its target namespace, ready for
-// server-side apply, in the order they should be applied (the Deployment
-// last).
-func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
+// Objects are the objects of one gateway in its target namespace as the
+// provider server-side applies them: client-go apply configurations that
+// hold every field the provider owns and nothing else, so that what the
+// API server records as the applier's (client-go's Extract<Kind>) equals
+// them until someone else changes one of those fields.
+type Objects struct {
+	// NetworkAttachment is the Multus NetworkAttachmentDefinition, a kind
+	// client-go has no apply configuration of: an unstructured one.
+	NetworkAttachment *unstructured.Unstructured
+	Config            *corev1ac.ConfigMapApplyConfiguration
+	Secrets           *corev1ac.SecretApplyConfiguration
+	// Status is the agent's status ConfigMap, its metadata only: the agent
+	// fills its data, so the two never own the same field.
+	Status         *corev1ac.ConfigMapApplyConfiguration
+	ServiceAccount *corev1ac.ServiceAccountApplyConfiguration
+	Role           *rbacv1ac.RoleApplyConfiguration
+	RoleBinding    *rbacv1ac.RoleBindingApplyConfiguration
+	NetworkPolicy  *networkingv1ac.NetworkPolicyApplyConfiguration
+	// Lease is the Lease of a gateway with replicas 2 (lease), else nil.
+	Lease      *coordinationv1ac.LeaseApplyConfiguration
+	Deployment *appsv1ac.DeploymentApplyConfiguration
+}
+
+// Build returns every object of gw in its target namespace, for the
+// rendered files f. It fails only when the network attachment's CNI config
+// cannot be encoded.
+func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 	p := gw.Spec.ForProvider
 	n := NamesOf(gw.Name)
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: Labels(gw.Name)}
-	}
-	nad, err := networkAttachment(gw, meta(n.Gateway))
+	nad, err := networkAttachment(gw, n.Gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -106,45 +130,37 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	if f.XFRMInterfaces != nil {
 		config[contract.KeyXFRMInterfaces] = string(f.XFRMInterfaces)
 	}
-	objs := []client.Object{
-		nad,
-		&corev1.ConfigMap{
-			TypeMeta:   typeMeta("v1", "ConfigMap"),
-			ObjectMeta: meta(n.Config),
-			Data:       config,
-		},
-		&corev1.Secret{
-			TypeMeta:   typeMeta("v1", "Secret"),
-			ObjectMeta: meta(n.Secrets),
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{contract.KeySecrets: f.Secrets},
-		},
-		// The agent fills data; the provider applies only the metadata, so
-		// the two never fight over a field.
-		&corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"), ObjectMeta: statusMeta(meta(n.Status))},
-		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(n.Gateway)},
-		&rbacv1.Role{
-			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
-			ObjectMeta: meta(n.Gateway),
-			Rules: append([]rbacv1.PolicyRule{
-				// The agent writes its tunnel status into the ConfigMap
-				// the provider creates for it, and nowhere else.
-				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Status}, Verbs: []string{"get", "update", "patch"}},
-				// It reads its own configuration.
-				{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{n.Config}, Verbs: []string{"get", "watch"}},
-				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{n.Secrets}, Verbs: []string{"get", "watch"}},
-			}, leaseRules(gw, n)...),
-		},
-		&rbacv1.RoleBinding{
-			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
-			ObjectMeta: meta(n.Gateway),
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: n.Gateway},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: n.Gateway, Namespace: p.Namespace}},
-		},
-		networkPolicy(gw, meta(n.Gateway)),
-	}
-	objs = append(objs, lease(gw, meta(n.Gateway))...)
-	return append(objs, deployment(gw, f, n, meta(n.Gateway), networkHash(nad))), nil
+	labels := Labels(gw.Name)
+	statusLabels := Labels(gw.Name)
+	statusLabels[LabelComponent] = ComponentStatus
+	return &Objects{
+		NetworkAttachment: nad,
+		Config:            corev1ac.ConfigMap(n.Config, p.Namespace).WithLabels(labels).WithData(config),
+		Secrets: corev1ac.Secret(n.Secrets, p.Namespace).WithLabels(labels).
+			WithType(corev1.SecretTypeOpaque).WithData(map[string][]byte{contract.KeySecrets: f.Secrets}),
+		Status:         corev1ac.ConfigMap(n.Status, p.Namespace).WithLabels(statusLabels),
+		ServiceAccount: corev1ac.ServiceAccount(n.Gateway, p.Namespace).WithLabels(labels),
+		Role: rbacv1ac.Role(n.Gateway, p.Namespace).WithLabels(labels).WithRules(
+			// The agent writes its tunnel status into the ConfigMap the
+			// provider creates for it, and nowhere else.
+			rule("", "configmaps", n.Status, "get", "update", "patch"),
+			// It reads its own configuration.
+			rule("", "configmaps", n.Config, "get", "watch"),
+			rule("", "secrets", n.Secrets, "get", "watch"),
+		).WithRules(leaseRules(gw, n)...),
+		RoleBinding: rbacv1ac.RoleBinding(n.Gateway, p.Namespace).WithLabels(labels).
+			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(n.Gateway)).
+			WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(n.Gateway).WithNamespace(p.Namespace)),
+		NetworkPolicy: networkPolicy(gw, n.Gateway),
+		Lease:         lease(gw, n.Gateway),
+		Deployment:    deployment(gw, f, n, networkHash(nad)),
+	}, nil
+}
+
+// rule is the RBAC rule granting verbs on the one object named name of
+// resource in the API group group.
+func rule(group, resource, name string, verbs ...string) *rbacv1ac.PolicyRuleApplyConfiguration {
+	return rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(resource).WithResourceNames(name).WithVerbs(verbs...)
 }
 
 // leaseRules returns the agent's rules on the gateway's Lease with
@@ -153,35 +169,26 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 // sees the Lease released at once (leader.WatchReleases, a watch of that
 // one name); the provider creates it (lease), so the agents need no
 // create, which RBAC cannot restrict to a name.
-func leaseRules(gw *v1alpha1.Gateway, n Names) []rbacv1.PolicyRule {
+func leaseRules(gw *v1alpha1.Gateway, n Names) []*rbacv1ac.PolicyRuleApplyConfiguration {
 	if pods(gw) < 2 {
 		return nil
 	}
-	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update", "watch"}}}
+	return []*rbacv1ac.PolicyRuleApplyConfiguration{rule(coordinationv1.GroupName, "leases", n.Gateway, "get", "update", "watch")}
 }
 
 // lease is the gateway's Lease with replicas 2, applied with its metadata
-// only: its spec (holder, renew time) is the agents'.
-func lease(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) []client.Object {
+// only: its spec (holder, renew time) is the agents'. It is nil with one
+// pod.
+func lease(gw *v1alpha1.Gateway, name string) *coordinationv1ac.LeaseApplyConfiguration {
 	if pods(gw) < 2 {
 		return nil
 	}
-	return []client.Object{&coordinationv1.Lease{TypeMeta: typeMeta("coordination.k8s.io/v1", "Lease"), ObjectMeta: meta}}
-}
-
-// statusMeta is m with the status ConfigMap's LabelComponent.
-func statusMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	m.Labels[LabelComponent] = ComponentStatus
-	return m
+	return coordinationv1ac.Lease(name, gw.Spec.ForProvider.Namespace).WithLabels(Labels(gw.Name))
 }
 
 // Labels returns the labels of every object of the gateway named name.
 func Labels(name string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedBy, LabelName: "ipsec-gateway", LabelGateway: name}
-}
-
-func typeMeta(apiVersion, kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
 }
 
 // networkAttachment is the Multus NetworkAttachmentDefinition of the
@@ -192,7 +199,7 @@ func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 // containers cannot write /proc/sys, and a pod-level sysctl would need
 // the kubelet to allow an unsafe sysctl). The MAC address is given per pod
 // in the networks annotation.
-func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructured.Unstructured, error) {
+func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, error) {
 	p := gw.Spec.ForProvider
 	link := map[string]any{
 		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
@@ -228,7 +235,7 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 	}
 	cfg, err := json.Marshal(map[string]any{
 		"cniVersion": "0.3.1",
-		"name":       meta.Name,
+		"name":       name,
 		"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
 	})
 	if err != nil {
@@ -236,9 +243,9 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(NADKind)
-	u.SetName(meta.Name)
-	u.SetNamespace(meta.Namespace)
-	u.SetLabels(meta.Labels)
+	u.SetName(name)
+	u.SetNamespace(p.Namespace)
+	u.SetLabels(Labels(gw.Name))
 	if err := unstructured.SetNestedField(u.Object, string(cfg), "spec", "config"); err != nil {
 		return nil, err
 	}
@@ -256,29 +263,24 @@ func networkHash(nad *unstructured.Unstructured) string {
 // reverse exposures publish. IKE and ESP arrive on the secondary
 // interface, which NetworkPolicy does not govern. Egress is left open: the
 // agent talks to the API server and exposures reach tenant endpoints whose
-// addresses may change.
-func networkPolicy(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) *networkingv1.NetworkPolicy {
-	ports := make([]networkingv1.NetworkPolicyPort, 0, len(gw.Spec.ForProvider.ReverseExposures))
-	for _, r := range gw.Spec.ForProvider.ReverseExposures {
-		proto := corev1.ProtocolTCP
-		if r.Protocol == "udp" {
-			proto = corev1.ProtocolUDP
+// addresses may change. Every port names its protocol, which the API
+// server would otherwise default.
+func networkPolicy(gw *v1alpha1.Gateway, name string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	spec := networkingv1ac.NetworkPolicySpec().
+		WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(Labels(gw.Name))).
+		WithPolicyTypes(networkingv1.PolicyTypeIngress)
+	if rs := gw.Spec.ForProvider.ReverseExposures; len(rs) > 0 {
+		rule := networkingv1ac.NetworkPolicyIngressRule()
+		for _, r := range rs {
+			proto := corev1.ProtocolTCP
+			if r.Protocol == "udp" {
+				proto = corev1.ProtocolUDP
+			}
+			rule.WithPorts(networkingv1ac.NetworkPolicyPort().WithProtocol(proto).WithPort(intstr.FromInt32(int32(r.ListenPort))))
 		}
-		port := intstr.FromInt32(int32(r.ListenPort))
-		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+		spec.WithIngress(rule)
 	}
-	np := &networkingv1.NetworkPolicy{
-		TypeMeta:   typeMeta("networking.k8s.io/v1", "NetworkPolicy"),
-		ObjectMeta: meta,
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: Labels(gw.Name)},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-		},
-	}
-	if len(ports) > 0 {
-		np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: ports}}
-	}
-	return np
+	return networkingv1ac.NetworkPolicy(name, gw.Spec.ForProvider.Namespace).WithLabels(Labels(gw.Name)).WithSpec(spec)
 }
 
 func orDefault(s, def string) string {

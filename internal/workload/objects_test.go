@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -34,7 +35,7 @@ func gw(active *bool) *v1alpha1.Gateway {
 var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc", StartHash: "start"}
 
 func TestObjects(t *testing.T) {
-	objs, err := Objects(gw(nil), files)
+	objs, err := typedObjects(gw(nil), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestReplicas(t *testing.T) {
 // must: with Libipsec the ConfigMap holds the strongswan.conf fragment and
 // only the strongswan container gains it and the node's TUN device.
 func TestDataPlane(t *testing.T) {
-	base, err := Objects(gw(nil), files)
+	base, err := typedObjects(gw(nil), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestDataPlane(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := gw(nil)
 			g.Spec.ForProvider.DataPlane = tc.dp
-			objs, err := Objects(g, tc.files)
+			objs, err := typedObjects(g, tc.files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,5 +177,40 @@ func TestDataPlane(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodPlacement proves the strongswan container's resources and the
+// pod's node selector and tolerations reach the Deployment as the Gateway
+// gives them, every field.
+func TestPodPlacement(t *testing.T) {
+	g := gw(nil)
+	p := &g.Spec.ForProvider
+	p.Resources = &corev1.ResourceRequirements{
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Claims:   []corev1.ResourceClaim{{Name: "tun", Request: "dev"}},
+	}
+	p.NodeSelector = map[string]string{"node-role.kubernetes.io/gateway": ""}
+	p.Tolerations = []corev1.Toleration{
+		{Key: "gateway", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+	}
+	objs, err := typedObjects(g, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := objs[len(objs)-1].(*appsv1.Deployment).Spec.Template.Spec
+	if diff := cmp.Diff(*p.Resources, pod.Containers[0].Resources); diff != "" {
+		t.Errorf("strongswan resources: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(corev1.ResourceRequirements{}, pod.Containers[1].Resources); diff != "" {
+		t.Errorf("agent resources: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(p.NodeSelector, pod.NodeSelector); diff != "" {
+		t.Errorf("node selector: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(p.Tolerations, pod.Tolerations); diff != "" {
+		t.Errorf("tolerations: -want, +got:\n%s", diff)
 	}
 }

@@ -45,7 +45,7 @@ func TestRouteMode(t *testing.T) {
 			g.Spec.ForProvider.Tunnels = []v1alpha1.Tunnel{{Name: "cloud-vpn-1", Mode: tc.mode}}
 			f := *files
 			f.XFRMInterfaces = tc.xfrm
-			objs, err := Objects(g, &f)
+			objs, err := typedObjects(g, &f)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -174,10 +174,10 @@ func gateway(t *testing.T, img v1.Image) {
 	containers := map[string][]string{}
 	conf := ""
 	for _, c := range d.Spec.Template.Spec.Containers {
-		containers[c.Name] = c.Command
+		containers[*c.Name] = c.Command
 		for _, e := range c.Env {
-			if e.Name == "STRONGSWAN_CONF" {
-				conf = e.Value
+			if *e.Name == "STRONGSWAN_CONF" {
+				conf = *e.Value
 			}
 		}
 	}
@@ -227,20 +227,14 @@ func gateway(t *testing.T, img v1.Image) {
 
 // deployment returns the Deployment of a gateway with the default data
 // plane.
-func deployment(t *testing.T) *appsv1.Deployment {
+func deployment(t *testing.T) *appsv1ac.DeploymentApplyConfiguration {
 	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"},
 		Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{Namespace: "tenant-a"}}}
-	objs, err := workload.Objects(gw, &render.Files{})
+	objs, err := workload.Build(gw, &render.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			return d
-		}
-	}
-	t.Fatal("no Deployment")
-	return nil
+	return objs.Deployment
 }
 
 // plugins returns the plugins of the charon load setting of a

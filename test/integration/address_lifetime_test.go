@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,16 +191,11 @@ func replicas2Scripts(t *testing.T) (up, down string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := workload.Objects(&gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}, f)
+	objs, err := workload.Build(&gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var args []string
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			args = d.Spec.Template.Spec.Containers[1].Args // strongswan, agent
-		}
-	}
+	args := objs.Deployment.Spec.Template.Spec.Containers[1].Args // strongswan, agent
 	for _, arg := range args {
 		if s, ok := strings.CutPrefix(arg, "--address-up="); ok {
 			up = s

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,13 +37,9 @@ func TestAgentSourceAPI(t *testing.T) {
 	f, objs := rendered(t, gw)
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	n := workload.NamesOf(gw.Name)
-	for _, o := range objs {
-		switch o.(type) {
-		case *corev1.ConfigMap, *corev1.Secret, *corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding:
-			//nolint:staticcheck // as the provider applies them
-			if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("provider-ipsec"), client.ForceOwnership); err != nil {
-				t.Fatal(err)
-			}
+	for _, o := range []runtime.ApplyConfiguration{objs.Config, objs.Secrets, objs.ServiceAccount, objs.Role, objs.RoleBinding} {
+		if err := kube.Apply(ctx, o, client.FieldOwner("provider-ipsec"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// The mounted files: an older rendering, as a volume the kubelet has

@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +35,7 @@ import (
 // pod gets the higher pod-deletion-cost.
 func TestGatewayActiveStandby(t *testing.T) {
 	ctx := context.Background()
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
 	ns := "tenant-standby"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -46,6 +47,14 @@ func TestGatewayActiveStandby(t *testing.T) {
 	}})
 	spec := gatewaySpec(ns)
 	spec.Replicas = ptr.To[int32](2)
+	// Fields the API server canonicalizes (a quantity of "0.5") or leaves
+	// to defaults (a toleration's operator): read back, they are no drift.
+	spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.5")},
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
+	spec.NodeSelector = map[string]string{"node-role.kubernetes.io/gateway": ""}
+	spec.Tolerations = []corev1.Toleration{{Key: "gateway", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	spec.ReverseExposures = []gwv1alpha1.ReverseExposure{{Name: "dns", Protocol: "udp", ListenPort: 5353,
+		ClientAddress: "192.168.10.5", ClientPort: 53, SourceAddress: "100.64.0.53"}}
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-ha"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
 	gw.Spec.ProviderConfigReference = &xpv2.Reference{Name: "standby"}
 	create(t, gw)
@@ -112,6 +121,11 @@ func TestGatewayActiveStandby(t *testing.T) {
 		}
 		return gatewayEvent(gw, "Failover", "the Lease of gw-ha-a expired")
 	})
+
+	// The active/standby Deployment (anti-affinity, rolling update, the
+	// downward API), the Lease the agents write and a NetworkPolicy with a
+	// port read back as the provider applied them.
+	settled(t, logs, gw.Name)
 
 	// An edit that changes the pod template: the provider ranks the pods
 	// before it updates the Deployment.

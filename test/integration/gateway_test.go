@@ -398,6 +398,78 @@ func TestGatewayLifecycle(t *testing.T) {
 		return kube.Get(ctx, key(names.Config), &corev1.ConfigMap{})
 	})
 
+	// Once in place, the objects are up to date with what the provider
+	// applies: no field the API server defaulted, no field of another
+	// manager (the agent's status, the Deployment controller's annotation)
+	// counts as drift.
+	settled(t, logs, gw.Name)
+
+	// A hand edit of any field the provider owns, in any of the objects,
+	// is drift and is corrected by the next poll; an edit of a field it
+	// does not own (a label of someone else's) stays.
+	for _, tc := range []struct {
+		what      string
+		obj       client.Object
+		edit      func(client.Object)
+		corrected func(client.Object) error
+	}{
+		{
+			what: "a NetworkPolicy turned from ingress to egress by hand (which admits all ingress)",
+			obj:  &networkingv1.NetworkPolicy{},
+			edit: func(o client.Object) {
+				o.(*networkingv1.NetworkPolicy).Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+			},
+			corrected: func(o client.Object) error {
+				if pt := o.(*networkingv1.NetworkPolicy).Spec.PolicyTypes; !cmp.Equal(pt, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+					return fmt.Errorf("policy types %v", pt)
+				}
+				return nil
+			},
+		},
+		{
+			what: "a Role widened by hand",
+			obj:  &rbacv1.Role{},
+			edit: func(o client.Object) {
+				r := o.(*rbacv1.Role)
+				r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
+			},
+			corrected: func(o client.Object) error {
+				if rs := o.(*rbacv1.Role).Rules; len(rs) != 3 {
+					return fmt.Errorf("rules %+v", rs)
+				}
+				return nil
+			},
+		},
+		{
+			what: "a ServiceAccount's label changed by hand, beside a label of someone else's",
+			obj:  &corev1.ServiceAccount{},
+			edit: func(o client.Object) {
+				o.GetLabels()[workload.LabelGateway] = "other"
+				o.GetLabels()["team"] = "blue"
+			},
+			corrected: func(o client.Object) error {
+				if l := o.GetLabels(); l[workload.LabelGateway] != "gw1" || l["team"] != "blue" {
+					return fmt.Errorf("labels %v", l)
+				}
+				return nil
+			},
+		},
+	} {
+		eventually(t, 10*time.Second, "edit: "+tc.what, func() error {
+			if err := kube.Get(ctx, key(names.Gateway), tc.obj); err != nil {
+				return err
+			}
+			tc.edit(tc.obj)
+			return kube.Update(ctx, tc.obj)
+		})
+		eventually(t, 30*time.Second, tc.what+" is corrected", func() error {
+			if err := kube.Get(ctx, key(names.Gateway), tc.obj); err != nil {
+				return err
+			}
+			return tc.corrected(tc.obj)
+		})
+	}
+
 	// Pre-stage: active false keeps everything but runs 0 replicas.
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 		t.Fatal(err)
@@ -450,19 +522,76 @@ func TestGatewayLifecycle(t *testing.T) {
 	}
 }
 
+// settled fails t unless, within 20 s, three polls in a row (startProvider
+// polls every second) find no drift in the objects of the Gateway named
+// name: else the provider would update them poll after poll.
+func settled(t *testing.T, logs *syncBuffer, name string) {
+	t.Helper()
+	request := fmt.Sprintf(`"request": {"name":%q}`, name)
+	eventually(t, 20*time.Second, "three polls in a row find no drift", func() error {
+		mark := len(logs.String())
+		time.Sleep(3 * time.Second)
+		for _, l := range strings.Split(logs.String()[mark:], "\n") {
+			if strings.Contains(l, "External resource differs from desired state") && strings.Contains(l, request) {
+				return fmt.Errorf("drift found: %s", l)
+			}
+		}
+		return nil
+	})
+}
+
 // rendered returns the files and objects the provider renders for gw, with
 // the PSK of gatewaySpec's tunnel, as it would apply them.
-func rendered(t *testing.T, gw *gwv1alpha1.Gateway) (*render.Files, []client.Object) {
+func rendered(t *testing.T, gw *gwv1alpha1.Gateway) (*render.Files, *workload.Objects) {
 	t.Helper()
 	f, err := render.Render(render.Input{Spec: gw.Spec.ForProvider, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := workload.Objects(gw, f)
+	objs, err := workload.Build(gw, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return f, objs
+}
+
+// olderProviderObjects returns the typed objects a provider before apply
+// configurations applied for objs: each apply configuration decoded into
+// its kind, without the defaults the provider now applies itself (the
+// container ports' protocol, the field selectors' API version).
+func olderProviderObjects(t *testing.T, objs *workload.Objects) []client.Object {
+	t.Helper()
+	out := []client.Object{objs.NetworkAttachment}
+	for _, c := range []struct {
+		ac  any
+		obj client.Object
+	}{
+		{objs.Config, &corev1.ConfigMap{}}, {objs.Secrets, &corev1.Secret{}}, {objs.Status, &corev1.ConfigMap{}},
+		{objs.ServiceAccount, &corev1.ServiceAccount{}}, {objs.Role, &rbacv1.Role{}}, {objs.RoleBinding, &rbacv1.RoleBinding{}},
+		{objs.NetworkPolicy, &networkingv1.NetworkPolicy{}}, {objs.Deployment, &appsv1.Deployment{}},
+	} {
+		b, err := json.Marshal(c.ac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, c.obj); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c.obj)
+	}
+	d := out[len(out)-1].(*appsv1.Deployment)
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		for j := range c.Ports {
+			c.Ports[j].Protocol = ""
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				e.ValueFrom.FieldRef.APIVersion = ""
+			}
+		}
+	}
+	return out
 }
 
 // loadedHash is contract.ConfigHash of the files in cm, the gateway's
@@ -665,15 +794,15 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	create(t, gw)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
 
-	// What the older provider applied, with its field manager.
+	// What the older provider applied, with its field manager: typed
+	// objects, whose empty structs it sent too, without the defaults this
+	// provider applies itself.
 	f, objs := rendered(t, gw)
+	workload.LegacyTemplate(objs.Deployment, f.Hash)
 	names := workload.NamesOf(gw.Name)
 	key := client.ObjectKey{Namespace: ns, Name: names.Gateway}
-	for _, o := range objs {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			workload.LegacyTemplate(d, f.Hash)
-		}
-		//nolint:staticcheck // as the provider applies them
+	for _, o := range olderProviderObjects(t, objs) {
+		//nolint:staticcheck // as the older provider applied them
 		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("provider-ipsec"), client.ForceOwnership); err != nil {
 			t.Fatalf("apply %T %s as the older provider: %v", o, o.GetName(), err)
 		}

@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -19,16 +16,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 // fieldManager owns every field the provider applies.
 const fieldManager = "provider-ipsec"
+
+// Errors of the steps on the Gateway's objects, each with the object's
+// kind, namespace and name.
+const (
+	errGet             = "cannot get %s %s/%s: %w"
+	errApply           = "cannot apply %s %s/%s: %w"
+	errDelete          = "cannot delete %s %s/%s: %w"
+	errNothingRendered = "nothing rendered to apply"
+)
 
 // external manages one Gateway's objects in its target cluster.
 type external struct {
@@ -40,7 +48,7 @@ type external struct {
 	image string
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
-	objects []client.Object
+	objects *workload.Objects
 	// seen holds what get read in this reconcile.
 	seen map[string]read
 	// counters holds back counter-only status changes (countersInterval).
@@ -56,7 +64,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	got, depErr := e.get(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n.Gateway}})
 	dep := got.(*appsv1.Deployment)
 	if depErr != nil && !kerrors.IsNotFound(depErr) {
-		return managed.ExternalObservation{}, fmt.Errorf("cannot get Deployment %s/%s: %w", ns, n.Gateway, depErr)
+		return managed.ExternalObservation{}, fmt.Errorf(errGet, "Deployment", ns, n.Gateway, depErr)
 	}
 	if meta.WasDeleted(gw) {
 		// Deletion needs no rendering: a Gateway whose PSK Secret is gone
@@ -71,7 +79,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
 		return managed.ExternalObservation{ResourceLateInitialized: late}, err
 	}
-	if e.objects, err = workload.Objects(gw, files); err != nil {
+	if e.objects, err = workload.Build(gw, files); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	gw.Status.AtProvider.ConfigHash = files.Hash
@@ -202,100 +210,29 @@ func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Fi
 	return f, "", nil
 }
 
-// drift compares each desired object with the cluster's and describes the
-// first difference, or returns "" when all match. It compares what the
-// provider owns: the configuration's data, the Deployment's pod template
-// hashes, replicas and images, and the existence of every other object.
+// drift compares what the provider's field manager owns in each object's
+// cluster copy (client-go's Extract<Kind>) with what it applies, and
+// describes every difference, or returns "" when all match: a field of
+// the provider's changed or removed by someone else (who then owns it) or
+// an object deleted is drift; fields others own alone (defaults, the
+// agent's status, other managers' labels) are not. The Secret's data is
+// compared but never shown.
 func (e *external) drift(ctx context.Context) (string, error) {
-	for _, want := range e.objects {
-		got, err := e.get(ctx, want)
+	r := &drift.Report{}
+	for _, o := range ownedObjects(e.objects) {
+		got, err := e.get(ctx, o.live)
 		if kerrors.IsNotFound(err) {
-			return fmt.Sprintf("%s %s/%s is missing", kind(want), want.GetNamespace(), want.GetName()), nil
+			r.Add(fmt.Sprintf("%s %s/%s", o.kind, o.live.GetNamespace(), o.live.GetName()), "missing")
+			continue
 		}
 		if err != nil {
+			return "", fmt.Errorf(errGet, o.kind, o.live.GetNamespace(), o.live.GetName(), err)
+		}
+		if err := o.compare(r, got); err != nil {
 			return "", err
 		}
-		d := missingLabel(want, got)
-		if d == "" {
-			d = differs(want, got)
-		}
-		if d != "" {
-			return fmt.Sprintf("%s %s/%s: %s", kind(want), want.GetNamespace(), want.GetName(), d), nil
-		}
 	}
-	return "", nil
-}
-
-// missingLabel names the first label of want (by key) that got, the
-// cluster's copy of want, lacks or holds another value of, or returns "".
-// Every label want carries counts: Delete and the watches (watched) find
-// the objects by them.
-func missingLabel(want, got client.Object) string {
-	for _, k := range slices.Sorted(maps.Keys(want.GetLabels())) {
-		if v := want.GetLabels()[k]; got.GetLabels()[k] != v {
-			return fmt.Sprintf("label %s is not %s", k, v)
-		}
-	}
-	return ""
-}
-
-// differs describes how got, the cluster's copy of want, differs from it
-// in what the provider owns besides labels, or returns "".
-func differs(want, got client.Object) string {
-	switch w := want.(type) {
-	case *corev1.ConfigMap:
-		// A ConfigMap applied without data (the agent's status) is
-		// the agent's to fill.
-		if w.Data != nil && !maps.Equal(w.Data, got.(*corev1.ConfigMap).Data) {
-			return "data differs from the rendered configuration"
-		}
-	case *unstructured.Unstructured:
-		// The NetworkAttachmentDefinition: its CNI config is all of it.
-		wc, _, _ := unstructured.NestedString(w.Object, "spec", "config")
-		gc, _, _ := unstructured.NestedString(got.(*unstructured.Unstructured).Object, "spec", "config")
-		if wc != gc {
-			return "the CNI config differs from the rendered one"
-		}
-	case *corev1.Secret:
-		if !maps.EqualFunc(w.Data, got.(*corev1.Secret).Data, bytes.Equal) {
-			return "data differs from the rendered secrets"
-		}
-	case *appsv1.Deployment:
-		return deploymentDiffers(w, got.(*appsv1.Deployment))
-	}
-	return ""
-}
-
-// deploymentDiffers describes how g, the cluster's gateway Deployment,
-// differs from w in what the provider owns, or returns "".
-func deploymentDiffers(w, g *appsv1.Deployment) string {
-	switch {
-	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
-		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
-	case w.Spec.Template.Annotations[workload.AnnotationStartHash] != g.Spec.Template.Annotations[workload.AnnotationStartHash]:
-		return "the pod template is for another start-time configuration"
-	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-		// Only a legacy template keeps it (keepLegacyTemplate).
-		return "the pod template carries another provider's config hash"
-	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
-		return "the pod template is for another network attachment"
-	case w.Annotations[workload.AnnotationStartHash] != g.Annotations[workload.AnnotationStartHash]:
-		// What a kept legacy template started with (keepLegacyTemplate).
-		return "the Deployment does not say which start-time configuration its pod template runs"
-	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
-		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
-	}
-	if !sameImages(w, g) {
-		return "container images differ"
-	}
-	return ""
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 1
-	}
-	return *p
+	return r.Diff(), nil
 }
 
 // read is one object read from the target cluster, and the error.
@@ -365,24 +302,32 @@ func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 // failures the next Observe may come a minute later, and the last failure
 // must not be shown that long for a configuration that is in place.
 func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
-	if len(e.objects) == 0 {
-		return errors.New("nothing rendered to apply")
+	if e.objects == nil {
+		return errors.New(errNothingRendered)
 	}
-	for _, o := range e.objects {
-		if d, ok := o.(*appsv1.Deployment); ok {
-			if live, err := e.get(ctx, d); err == nil {
-				d = d.DeepCopy()
-				d.Spec.Strategy = strategy(live.(*appsv1.Deployment), d)
-				o = d
+	// The client decodes the API server's answer into each apply
+	// configuration: e.objects is the desired state only until here.
+	for _, o := range ownedObjects(e.objects) {
+		if d, ok := o.apply.(*appsv1ac.DeploymentApplyConfiguration); ok {
+			if live, err := e.get(ctx, o.live); err == nil {
+				o.apply = withStrategy(d, strategy(live.(*appsv1.Deployment), d))
 			}
 		}
-		//nolint:staticcheck // Patch with client.Apply keeps typed objects; the ApplyConfiguration API needs generated types per kind.
-		if err := e.target.Patch(ctx, o, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
+		if err := e.target.Apply(ctx, o.apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf(errApply, o.kind, o.live.GetNamespace(), o.live.GetName(), err)
 		}
 	}
 	gw.SetConditions(v1alpha1.ConfigRendered())
 	return nil
+}
+
+// withStrategy returns a shallow copy of d, the gateway's Deployment,
+// with strategy s; d keeps the rendered strategy.
+func withStrategy(d *appsv1ac.DeploymentApplyConfiguration, s *appsv1ac.DeploymentStrategyApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+	c, spec := *d, *d.Spec
+	spec.Strategy = s
+	c.Spec = &spec
+	return &c
 }
 
 // strategy returns the strategy to apply want, the gateway's Deployment,
@@ -394,11 +339,11 @@ func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
 // attachment rolls out with Recreate, and the next update, with the pods
 // on the new attachment, sets the rolling update (which alone rolls no
 // pod).
-func strategy(live, want *appsv1.Deployment) appsv1.DeploymentStrategy {
+func strategy(live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) *appsv1ac.DeploymentStrategyApplyConfiguration {
 	netHash := workload.AnnotationNetworkHash
 	if live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType &&
 		live.Spec.Template.Annotations[netHash] != want.Spec.Template.Annotations[netHash] {
-		return appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		return appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
 	}
 	return want.Spec.Strategy
 }
@@ -420,7 +365,7 @@ func (e *external) Delete(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 			continue
 		}
 		if err := e.target.Delete(ctx, o, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
-			return managed.ExternalDelete{}, fmt.Errorf("cannot delete %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
+			return managed.ExternalDelete{}, fmt.Errorf(errDelete, kind(o), o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return managed.ExternalDelete{}, nil

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -148,43 +150,48 @@ func TestRankPods(t *testing.T) {
 }
 
 func TestStrategy(t *testing.T) {
-	dep := func(s appsv1.DeploymentStrategyType, netHash string) *appsv1.Deployment {
+	live := func(s appsv1.DeploymentStrategyType, netHash string) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
 		d.Spec.Strategy.Type = s
 		d.Spec.Template.Annotations = map[string]string{workload.AnnotationNetworkHash: netHash}
-		if s == appsv1.RollingUpdateDeploymentStrategyType {
-			zero, one := intstr.FromInt32(0), intstr.FromInt32(1)
-			d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: &zero, MaxUnavailable: &one}
-		}
 		return d
+	}
+	desired := func(s appsv1.DeploymentStrategyType, netHash string) *appsv1ac.DeploymentApplyConfiguration {
+		st := appsv1ac.DeploymentStrategy().WithType(s)
+		if s == appsv1.RollingUpdateDeploymentStrategyType {
+			st.WithRollingUpdate(appsv1ac.RollingUpdateDeployment().WithMaxSurge(intstr.FromInt32(0)).WithMaxUnavailable(intstr.FromInt32(1)))
+		}
+		return appsv1ac.Deployment("gw", "tenant-a").WithSpec(appsv1ac.DeploymentSpec().WithStrategy(st).
+			WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{workload.AnnotationNetworkHash: netHash})))
 	}
 	recreate, rolling := appsv1.RecreateDeploymentStrategyType, appsv1.RollingUpdateDeploymentStrategyType
 	cases := map[string]struct {
-		reason     string
-		live, want *appsv1.Deployment
-		wantType   appsv1.DeploymentStrategyType
+		reason   string
+		live     *appsv1.Deployment
+		want     *appsv1ac.DeploymentApplyConfiguration
+		wantType appsv1.DeploymentStrategyType
 	}{
 		"OneToTwo": {
 			reason: "One pod becoming active/standby rolls out with Recreate: a new pod must not take the address beside the old one's static address.",
-			live:   dep(recreate, "static"), want: dep(rolling, "agent"), wantType: recreate,
+			live:   live(recreate, "static"), want: desired(rolling, "agent"), wantType: recreate,
 		},
 		"OneToTwoRolledOut": {
 			reason: "Once the pods are on the new attachment, the rolling update is set (it rolls no pod).",
-			live:   dep(recreate, "agent"), want: dep(rolling, "agent"), wantType: rolling,
+			live:   live(recreate, "agent"), want: desired(rolling, "agent"), wantType: rolling,
 		},
 		"TwoToOne": {
 			reason: "Back to one pod: Recreate, as rendered, removes both before the one with the static address starts.",
-			live:   dep(rolling, "agent"), want: dep(recreate, "static"), wantType: recreate,
+			live:   live(rolling, "agent"), want: desired(recreate, "static"), wantType: recreate,
 		},
 		"TwoRollout": {
 			reason: "An image rollout of two pods is the rolling update.",
-			live:   dep(rolling, "agent"), want: dep(rolling, "agent"), wantType: rolling,
+			live:   live(rolling, "agent"), want: desired(rolling, "agent"), wantType: rolling,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := strategy(tc.live, tc.want); got.Type != tc.wantType {
-				t.Errorf("%s\nstrategy() = %s, want %s", tc.reason, got.Type, tc.wantType)
+			if got := strategy(tc.live, tc.want); *got.Type != tc.wantType {
+				t.Errorf("%s\nstrategy() = %s, want %s", tc.reason, *got.Type, tc.wantType)
 			}
 		})
 	}

@@ -6,7 +6,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
@@ -41,11 +43,10 @@ import (
 // template stays. The live ConfigMap is read here, in Observe, before
 // anything is applied, and e.get keeps that read for the reconcile.
 func (e *external) keepLegacyTemplate(ctx context.Context, live *appsv1.Deployment, n workload.Names) error {
-	want, _ := desired[*appsv1.Deployment](e.objects, n.Gateway)
-	config, _ := desired[*corev1.ConfigMap](e.objects, n.Config)
+	want := e.objects.Deployment
 	la := live.Spec.Template.Annotations
 	legacy, ok := la[workload.AnnotationHash]
-	if want == nil || config == nil || !ok {
+	if !ok {
 		return nil
 	}
 	if _, ok := la[workload.AnnotationStartHash]; ok {
@@ -57,7 +58,7 @@ func (e *external) keepLegacyTemplate(ctx context.Context, live *appsv1.Deployme
 	}
 	started, known := live.Annotations[workload.AnnotationStartHash]
 	if !known {
-		got, err := e.get(ctx, config)
+		got, err := e.get(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: live.Namespace, Name: n.Config}})
 		if kerrors.IsNotFound(err) {
 			return nil
 		}
@@ -75,28 +76,16 @@ func (e *external) keepLegacyTemplate(ctx context.Context, live *appsv1.Deployme
 		return nil
 	}
 	workload.LegacyTemplate(want, legacy)
-	want.Annotations = map[string]string{workload.AnnotationStartHash: started}
+	want.WithAnnotations(map[string]string{workload.AnnotationStartHash: started})
 	return nil
-}
-
-// desired returns the object of type T named name among objs, and whether
-// there is one.
-func desired[T client.Object](objs []client.Object, name string) (T, bool) {
-	for _, o := range objs {
-		if t, ok := o.(T); ok && o.GetName() == name {
-			return t, true
-		}
-	}
-	var zero T
-	return zero, false
 }
 
 // sameImages says whether each container of want, the desired Deployment,
 // has its image in got, the cluster's, at the same place.
-func sameImages(want, got *appsv1.Deployment) bool {
+func sameImages(want *appsv1ac.DeploymentApplyConfiguration, got *appsv1.Deployment) bool {
 	gc := got.Spec.Template.Spec.Containers
 	for i, c := range want.Spec.Template.Spec.Containers {
-		if i >= len(gc) || gc[i].Image != c.Image {
+		if i >= len(gc) || gc[i].Image != ptr.Deref(c.Image, "") {
 			return false
 		}
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -33,8 +33,8 @@ func TestKeepLegacyTemplate(t *testing.T) {
 		f.Hash, f.StartHash = contract.ConfigHash(f.SwanctlConf, f.NATRules, ss, nil), render.StartHash(ss)
 		return f
 	}
-	objects := func(g *v1alpha1.Gateway, f *render.Files) []client.Object {
-		objs, err := workload.Objects(g, f)
+	objects := func(g *v1alpha1.Gateway, f *render.Files) *workload.Objects {
+		objs, err := workload.Build(g, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,17 +43,20 @@ func TestKeepLegacyTemplate(t *testing.T) {
 	n := workload.NamesOf("vpn")
 	// legacy is what a provider before start hashes applied for g and f:
 	// the same objects, the pod template with the config hash instead.
-	legacy := func(g *v1alpha1.Gateway, f *render.Files) []client.Object {
+	legacy := func(g *v1alpha1.Gateway, f *render.Files) *workload.Objects {
 		objs := objects(g, f)
-		d, _ := desired[*appsv1.Deployment](objs, n.Gateway)
-		workload.LegacyTemplate(d, f.Hash)
+		workload.LegacyTemplate(objs.Deployment, f.Hash)
 		return objs
 	}
 	// known is legacy after this provider took it over once: the
 	// Deployment says which fragment its pod started with.
-	known := func(objs []client.Object, start string) []client.Object {
-		d, _ := desired[*appsv1.Deployment](objs, n.Gateway)
-		d.Annotations = map[string]string{workload.AnnotationStartHash: start}
+	known := func(objs *workload.Objects, start string) *workload.Objects {
+		objs.Deployment.WithAnnotations(map[string]string{workload.AnnotationStartHash: start})
+		return objs
+	}
+	// withConfig is objs with the ConfigMap of other.
+	withConfig := func(objs, other *workload.Objects) *workload.Objects {
+		objs.Config = other.Config
 		return objs
 	}
 	// Hash and StartHash are the pod template's, Started the Deployment's.
@@ -61,7 +64,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 	old, edited := files(gw, "connections {\n}\n"), files(gw, "connections {\n  a {\n  }\n}\n")
 	cases := map[string]struct {
 		reason string
-		live   []client.Object
+		live   *workload.Objects
 		gw     *v1alpha1.Gateway
 		f      *render.Files
 		want   want
@@ -78,7 +81,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 		},
 		"LegacyKnownStart": {
 			reason: "A legacy Deployment taken over before keeps its config hash after the ConfigMap moved on: the Deployment says which fragment its pod started with.",
-			live:   append(known(legacy(gw, old), old.StartHash)[:1], append([]client.Object{objects(gw, edited)[1]}, known(legacy(gw, old), old.StartHash)[2:]...)...),
+			live:   withConfig(known(legacy(gw, old), old.StartHash), objects(gw, edited)),
 			gw:     gw, f: files(gw, "connections {\n  b {\n  }\n}\n"),
 			want: want{Hash: old.Hash, Started: old.StartHash},
 		},
@@ -99,7 +102,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 		},
 		"LegacyOtherConfigMap": {
 			reason: "A legacy pod template that was not made for the live ConfigMap (an older provider stopped between the two) cannot be trusted: the new form.",
-			live:   append(legacy(gw, edited)[:1], append([]client.Object{objects(gw, old)[1]}, legacy(gw, edited)[2:]...)...), gw: gw, f: edited,
+			live:   withConfig(legacy(gw, edited), objects(gw, old)), gw: gw, f: edited,
 			want: want{StartHash: edited.StartHash},
 		},
 		"LegacyImageChange": {
@@ -119,18 +122,25 @@ func TestKeepLegacyTemplate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := &external{target: fake.NewClientBuilder().WithObjects(tc.live...).Build(), objects: objects(tc.gw, tc.f)}
-			live, _ := desired[*appsv1.Deployment](tc.live, n.Gateway)
+			c := newTarget(nil)
+			applyAll(t, c, tc.live, fieldManager)
+			e := &external{target: c, objects: objects(tc.gw, tc.f)}
+			live := &appsv1.Deployment{}
+			if err := c.Get(context.Background(), types.NamespacedName{Namespace: "tenant-a", Name: n.Gateway}, live); err != nil {
+				t.Fatal(err)
+			}
 			if err := e.keepLegacyTemplate(context.Background(), live, n); err != nil {
 				t.Fatal(err)
 			}
-			d, _ := desired[*appsv1.Deployment](e.objects, n.Gateway)
+			d := e.objects.Deployment
 			a := d.Spec.Template.Annotations
 			if diff := cmp.Diff(tc.want, want{Hash: a[workload.AnnotationHash], StartHash: a[workload.AnnotationStartHash], Started: d.Annotations[workload.AnnotationStartHash]}); diff != "" {
 				t.Errorf("%s\npod template hashes: -want, +got:\n%s", tc.reason, diff)
 			}
 			if tc.want.Hash != "" {
-				if diff := cmp.Diff(live.Spec.Template, d.Spec.Template); diff != "" {
+				template := &corev1.PodTemplateSpec{}
+				decode(t, d.Spec.Template, template)
+				if diff := cmp.Diff(&live.Spec.Template, template); diff != "" {
 					t.Errorf("%s\nthe kept legacy template differs from the live one: -live, +desired:\n%s", tc.reason, diff)
 				}
 			}

@@ -79,14 +79,20 @@ func TestGatewayOf(t *testing.T) {
 func TestWatchedSelectsRendered(t *testing.T) {
 	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
 	gw.Spec.ForProvider.Namespace = "tenant-a"
-	objs, err := workload.Objects(gw, &render.Files{})
+	objs, err := workload.Build(gw, &render.Files{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := newTarget(nil)
+	applyAll(t, c, objs, fieldManager)
 	n := workload.NamesOf("vpn")
 	want := map[string]bool{"*v1.ConfigMap " + n.Status: true, "*v1.Deployment " + n.Gateway: true}
 	got := map[string]bool{}
-	for _, o := range objs {
+	for _, x := range ownedObjects(objs) {
+		o := x.live
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
 		for w, sel := range watched {
 			if fmt.Sprintf("%T", w) == fmt.Sprintf("%T", o) && sel.Matches(labels.Set(o.GetLabels())) {
 				got[fmt.Sprintf("%T %s", o, o.GetName())] = true
