@@ -5,6 +5,7 @@
 package mrsetup
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/gophercloud/gophercloud/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -178,6 +180,21 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 	return register(mgr, o, managed.ControllerName(gk), gvk, obj, t, b,
 		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(noteErrors(connect(c), b)),
 			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
+}
+
+// NeutronConnector returns the connector of an OpenStack kind whose
+// external client needs nothing but the Neutron client of the managed
+// resource's ProviderConfig: it tracks the resource's use of that
+// ProviderConfig (c.Network) and has external make the client from c and
+// the Neutron client. Errors name the ProviderConfig and what failed.
+func NeutronConnector[T resource.Managed](c openstack.Connector, external func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[T]) managed.TypedExternalConnector[T] {
+	return managed.TypedExternalConnectorFn[T](func(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+		sc, err := c.Network(ctx, mg)
+		if err != nil {
+			return nil, err
+		}
+		return external(c, sc), nil
+	})
 }
 
 // OpenStackOptions are the reconciler options of the OpenStack kinds.

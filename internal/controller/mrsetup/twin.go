@@ -60,12 +60,8 @@ func RegisterOpenStackTwin[N Twin[C], C resource.Managed](mgr ctrl.Manager, o co
 		}
 	}
 	return RegisterOpenStack(mgr, o, clients, gk, gvk, obj, t, findView, func(c openstack.Connector) managed.TypedExternalConnector[N] {
-		return managed.TypedExternalConnectorFn[N](func(ctx context.Context, n N) (managed.TypedExternalClient[N], error) {
-			sc, err := c.Network(ctx, n)
-			if err != nil {
-				return nil, err
-			}
-			return TwinExternal[N](external(c, sc)), nil
+		return NeutronConnector(c, func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[N] {
+			return TwinExternal[N](external(c, sc))
 		})
 	})
 }
