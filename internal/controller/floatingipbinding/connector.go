@@ -1,8 +1,6 @@
 package floatingipbinding
 
 import (
-	"context"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/gophercloud/gophercloud/v2"
 
@@ -10,25 +8,18 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
-// connector connects a FloatingIPBinding to the Neutron of its
-// ProviderConfig.
-type connector struct {
-	openstack.Connector
-}
-
-// Connect tracks the binding's use of its ProviderConfig and returns an
-// external client for its Neutron. Errors name the ProviderConfig.
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.TypedExternalClient[*v1alpha1.FloatingIPBinding], error) {
-	sc, err := c.Network(ctx, mg)
-	if err != nil {
-		return nil, err
-	}
-	return &external{neutron: sc, settle: c.Clients.Settling(nil)}, nil
+// newExternal returns the external client of a FloatingIPBinding whose
+// ProviderConfig's Neutron client is sc; c gives the time an interrupted
+// create needs to settle. mrsetup.NeutronConnector calls it once it has
+// tracked the binding's use of its ProviderConfig.
+func newExternal(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
+	return &external{neutron: sc, settle: c.Clients.Settling(nil)}
 }
 
 // NewExternal returns the external client of FloatingIPBindings that talks
-// to Neutron through sc, for callers that already hold a Neutron client
-// (the controller's connector, and tests that count its requests).
+// to Neutron through sc, as the connector does after resolving the
+// ProviderConfig; for tests that drive Observe directly and count its
+// requests.
 func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
 	return &external{neutron: sc}
 }

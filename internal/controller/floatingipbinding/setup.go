@@ -83,7 +83,7 @@ func find(ctx context.Context, sc *gophercloud.ServiceClient, mg resource.Manage
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
-			return &connector{c}
+			return mrsetup.NeutronConnector(c, newExternal)
 		})
 }
 
@@ -92,8 +92,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // interval and lookup on the namespaced twin (mrsetup.RegisterOpenStackTwin).
 // It returns an error when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find,
-		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-			return &external{neutron: sc, settle: c.Clients.Settling(nil)}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find, newExternal)
 }
