@@ -108,12 +108,14 @@ type Collection struct {
 	Path, Key, Item string
 }
 
-// The collections of the kinds the provider creates.
+// The collections of the kinds the provider creates or reads.
 var (
 	SecurityGroups = Collection{Kind: "security group", Path: "security-groups", Key: "security_groups", Item: "security_group"}
 	Ports          = Collection{Kind: "port", Path: "ports", Key: "ports", Item: "port"}
 	FloatingIPs    = Collection{Kind: "floating IP", Path: "floatingips", Key: "floatingips", Item: "floatingip"}
 	Networks       = Collection{Kind: "network", Path: "networks", Key: "networks", Item: "network"}
+	// Routers are read only: RouterRoutes adds routes to existing ones.
+	Routers = Collection{Kind: "router", Path: "routers", Key: "routers", Item: "router"}
 )
 
 // FindCreated returns the ID of the object of c that a create for mg with

@@ -128,7 +128,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(), fail: map[string]failure{"GET": {http.StatusForbidden, "PolicyNotAuthorized", "rule:get_router is disallowed by policy"}}},
 			want: want{
 				mg:    rr(),
-				err:   "cannot get router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:get_router is disallowed by policy",
+				err:   "cannot get Neutron router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:get_router is disallowed by policy",
 				calls: []string{"GET"},
 			},
 		},
@@ -137,7 +137,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(withExternalName(otherRouter))},
 			want: want{
 				mg:  rr(withExternalName(otherRouter)),
-				err: "spec.forProvider.routerId changed from " + otherRouter + " to " + routerID + ": routes are not moved between routers; set it back, or delete this resource (which removes its routes from " + otherRouter + ") and create a new one",
+				err: "cannot move routes between routers: spec.forProvider.routerId changed from " + otherRouter + " to " + routerID + "; set it back, or delete this resource (which removes its routes from " + otherRouter + ") and create a new one",
 			},
 		},
 		"NoNexthop": {
@@ -145,7 +145,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(func(mg *v1alpha1.RouterRoutes) { mg.Spec.ForProvider.Nexthop = nil })},
 			want: want{
 				mg:  rr(func(mg *v1alpha1.RouterRoutes) { mg.Spec.ForProvider.Nexthop = nil }),
-				err: "spec.forProvider.routes[0] (10.30.0.0/24) has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)",
+				err: "cannot route spec.forProvider.routes[0] (10.30.0.0/24): it has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)",
 			},
 		},
 		"UpToDate": {
@@ -296,7 +296,7 @@ func TestCreate(t *testing.T) {
 			args:   args{mg: rr(withExternalName("")), gone: true},
 			want: want{
 				mg:    rr(),
-				err:   "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID + ": Neutron 404 RouterNotFound: Router " + routerID + " could not be found",
+				err:   "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID + ": Neutron 404 RouterNotFound: Router " + routerID + " could not be found",
 				calls: []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
 		},
@@ -306,7 +306,7 @@ func TestCreate(t *testing.T) {
 				"Invalid format for routes: [{'destination': '10.30.0.0/24', 'nexthop': '10.20.0.50'}], the nexthop is not connected with router"}}},
 			want: want{
 				mg: rr(),
-				err: "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID +
+				err: "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID +
 					": Neutron 400 InvalidRoutes: Invalid format for routes: [{'destination': '10.30.0.0/24', 'nexthop': '10.20.0.50'}], the nexthop is not connected with router",
 				calls: []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
@@ -394,7 +394,7 @@ func TestUpdate(t *testing.T) {
 			want: want{
 				mg:     rr(withOwned(rC)),
 				router: []routers.Route{rC},
-				err:    "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID + ": Neutron 409 RouterInUse: Router is busy",
+				err:    "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID + ": Neutron 409 RouterInUse: Router is busy",
 				calls:  []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
 		},
@@ -405,7 +405,7 @@ func TestUpdate(t *testing.T) {
 			want: want{
 				mg:     rr(withStatus(1, rA, rB, rC)),
 				router: []routers.Route{rA, rC, rB},
-				err:    "cannot remove extra routes 10.32.0.0/24 via 10.20.0.51 from router " + routerID + ": Neutron 500 HTTPInternalServerError: Request Failed: internal server error",
+				err:    "cannot remove extra routes 10.32.0.0/24 via 10.20.0.51 from Neutron router " + routerID + ": Neutron 500 HTTPInternalServerError: Request Failed: internal server error",
 				calls:  []string{"add 10.31.0.0/24 via 10.20.0.50", "remove 10.32.0.0/24 via 10.20.0.51"},
 			},
 		},
@@ -478,7 +478,7 @@ func TestDelete(t *testing.T) {
 			want: want{
 				mg:     rr(deleting, withOwned(rA)),
 				router: []routers.Route{rA},
-				err:    "cannot remove extra routes 10.30.0.0/24 via 10.20.0.50 from router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:remove_extraroutes is disallowed by policy",
+				err:    "cannot remove extra routes 10.30.0.0/24 via 10.20.0.50 from Neutron router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:remove_extraroutes is disallowed by policy",
 				calls:  []string{"remove 10.30.0.0/24 via 10.20.0.50"},
 			},
 		},
