@@ -1,7 +1,6 @@
 package network
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 
@@ -102,8 +101,12 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Network) (managed.Ex
 	if n == nil {
 		n = &neutronNetwork{}
 		id := meta.GetExternalName(mg)
-		if found, err := openstack.Get(ctx, e.neutron, openstack.Networks, id, n); err != nil || !found {
-			return managed.ExternalUpdate{}, cmp.Or(err, fmt.Errorf(errGone, id))
+		found, err := openstack.Get(ctx, e.neutron, openstack.Networks, id, n)
+		if err == nil && !found {
+			err = fmt.Errorf(errGone, id)
+		}
+		if err != nil {
+			return managed.ExternalUpdate{}, err
 		}
 	}
 	c := compare(mg, &mg.Spec.ForProvider, n)
