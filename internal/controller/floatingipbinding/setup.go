@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
@@ -81,10 +80,7 @@ func find(ctx context.Context, sc *gophercloud.ServiceClient, mg resource.Manage
 // from clients and the OpenStack kinds' reconciler options (mrsetup). It
 // returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find,
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
-			return mrsetup.NeutronConnector(c, newExternal)
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find, newExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced FloatingIPBinding

@@ -182,6 +182,16 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
 }
 
+// RegisterNeutron is RegisterOpenStack for a kind whose external client
+// needs nothing but the Neutron client of the resource's ProviderConfig:
+// external makes it (see NeutronConnector).
+func RegisterNeutron[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
+	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, find openstack.Finder, external func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[T]) error {
+	return RegisterOpenStack(mgr, o, clients, gk, gvk, obj, t, find, func(c openstack.Connector) managed.TypedExternalConnector[T] {
+		return NeutronConnector(c, external)
+	})
+}
+
 // NeutronConnector returns the connector of an OpenStack kind whose
 // external client needs nothing but the Neutron client of the managed
 // resource's ProviderConfig: it tracks the resource's use of that

@@ -59,10 +59,8 @@ func RegisterOpenStackTwin[N Twin[C], C resource.Managed](mgr ctrl.Manager, o co
 			return find(ctx, sc, mg)
 		}
 	}
-	return RegisterOpenStack(mgr, o, clients, gk, gvk, obj, t, findView, func(c openstack.Connector) managed.TypedExternalConnector[N] {
-		return NeutronConnector(c, func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[N] {
-			return TwinExternal[N](external(c, sc))
-		})
+	return RegisterNeutron(mgr, o, clients, gk, gvk, obj, t, findView, func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[N] {
+		return TwinExternal[N](external(c, sc))
 	})
 }
 

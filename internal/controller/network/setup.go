@@ -5,7 +5,6 @@ package network
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -18,10 +17,7 @@ import (
 // clients. It returns an error when the controller cannot be built. The
 // reconciler takes the OpenStack kinds' options (mrsetup.OpenStackOptions).
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Network] {
-			return mrsetup.NeutronConnector(c, newExternal)
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), newExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Network

@@ -6,7 +6,6 @@ package port
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -26,10 +25,7 @@ import (
 // marker in its description (openstack.CreateRecovery); no creation grace
 // period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Port] {
-			return mrsetup.NeutronConnector(c, newExternal)
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), newExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Port

@@ -7,7 +7,6 @@ package routerroutes
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -27,10 +26,7 @@ import (
 // interrupted create is safe to repeat; no creation grace period, since
 // Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil,
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
-			return NewConnector(c)
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, newExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced RouterRoutes

@@ -4,7 +4,6 @@ package securitygroup
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -16,10 +15,7 @@ import (
 // Setup adds the SecurityGroup controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.SecurityGroup] {
-			return mrsetup.NeutronConnector(c, newExternal)
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), newExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced SecurityGroup
