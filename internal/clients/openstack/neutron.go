@@ -27,7 +27,7 @@ const (
 // (404); other errors are wrapped with Neutron's type and message.
 func Get(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id string, obj any) (found bool, err error) {
 	var r gophercloud.Result
-	resp, err := sc.Get(ctx, sc.ServiceURL(c.Path, id), &r.Body, nil)
+	resp, err := sc.Get(ctx, sc.ServiceURL(c.Path, id), &r.Body, nil) //nolint:bodyclose // gophercloud reads and closes the body
 	_, r.Header, r.Err = gophercloud.ParseResponse(resp, err)
 	if err := r.ExtractIntoStructPtr(obj, c.Item); err != nil {
 		if IsNotFound(err) {
@@ -63,7 +63,7 @@ func Delete(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id
 	if id == "" {
 		return nil
 	}
-	resp, err := sc.Delete(ctx, sc.ServiceURL(c.Path, id), nil)
+	resp, err := sc.Delete(ctx, sc.ServiceURL(c.Path, id), nil) //nolint:bodyclose // gophercloud closes the body
 	if _, _, err = gophercloud.ParseResponse(resp, err); err == nil || IsNotFound(err) {
 		return nil
 	}

@@ -55,7 +55,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 	}
 	e.observed = p
 	obs := observation(p)
-	if err := e.subnetDetails(ctx, mg, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
+	if err := e.subnetDetails(ctx, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	mg.Status.AtProvider = obs
@@ -182,7 +182,7 @@ func (e *external) Disconnect(context.Context) error { return nil }
 // GET; a subnet's CIDR cannot change in Neutron, and a changed gateway_ip
 // is seen when the port moves to another subnet or status is cleared.
 // Errors name the subnet and the fixed IP.
-func (e *external) subnetDetails(ctx context.Context, mg *v1alpha1.Port, saved, obs []v1alpha1.ObservedFixedIP) error {
+func (e *external) subnetDetails(ctx context.Context, saved, obs []v1alpha1.ObservedFixedIP) error {
 	known := map[string]v1alpha1.ObservedFixedIP{}
 	for _, s := range saved {
 		if s.SubnetCIDR != "" {
