@@ -8,18 +8,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
-// newExternal returns the external client of a FloatingIPBinding whose
-// ProviderConfig's Neutron client is sc; c gives the time an interrupted
-// create needs to settle. mrsetup.NeutronConnector calls it once it has
-// tracked the binding's use of its ProviderConfig.
-func newExternal(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-	return &external{neutron: sc, settle: c.Clients.Settling(nil)}
-}
-
-// NewExternal returns the external client of FloatingIPBindings that talks
-// to Neutron through sc, as the connector does after resolving the
-// ProviderConfig; for tests that drive Observe directly and count its
+// NewExternal returns the external client that manages a FloatingIPBinding's floating IP
+// through sc, the Neutron client of its ProviderConfig; settle says when an
+// interrupted create has surely made nothing (openstack.Clients.Settling;
+// the zero value never waits, for tests of one reconcile). The connector
+// (mrsetup.NeutronConnector) calls it once it has tracked the resource's
+// use of its ProviderConfig; tests call it to drive one step and count its
 // requests.
-func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-	return &external{neutron: sc}
+func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
+	return &external{neutron: sc, settle: settle}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
-	"github.com/gophercloud/gophercloud/v2"
 	fake "github.com/gophercloud/gophercloud/v2/openstack/networking/v2/common"
 	th "github.com/gophercloud/gophercloud/v2/testhelper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -868,9 +867,7 @@ func TestCrashSafeCreate(t *testing.T) {
 				mg = pinnedMG.DeepCopy()
 			}
 			mrsetuptest.Run(t, v1alpha1.FloatingIPBindingGroupVersionKind, mg, find,
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-					return &external{neutron: sc}
-				}, tc, fipID)
+				NewExternal, tc, fipID)
 		})
 	}
 }

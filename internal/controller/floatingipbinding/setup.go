@@ -80,7 +80,7 @@ func find(ctx context.Context, sc *gophercloud.ServiceClient, mg resource.Manage
 // from clients and the OpenStack kinds' reconciler options (mrsetup). It
 // returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find, newExternal)
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced FloatingIPBinding
@@ -88,5 +88,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // interval and lookup on the namespaced twin (mrsetup.RegisterOpenStackTwin).
 // It returns an error when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find, newExternal)
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
 }

@@ -205,7 +205,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			obs, err := NewExternal(sc).Observe(context.Background(), tc.mr)
+			obs, err := NewExternal(sc, openstack.Settling{}).Observe(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -273,7 +273,7 @@ func TestCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			_, err := NewExternal(sc).Create(context.Background(), tc.mr)
+			_, err := NewExternal(sc, openstack.Settling{}).Create(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -410,7 +410,7 @@ func TestDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			_, err := NewExternal(sc).Delete(context.Background(), tc.mr)
+			_, err := NewExternal(sc, openstack.Settling{}).Delete(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}

@@ -17,7 +17,7 @@ import (
 // clients. It returns an error when the controller cannot be built. The
 // reconciler takes the OpenStack kinds' options (mrsetup.OpenStackOptions).
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), newExternal)
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Network
@@ -25,5 +25,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.NetworkGroupKind, nsv1alpha1.NetworkGroupVersionKind, &nsv1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), newExternal)
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.NetworkGroupKind, nsv1alpha1.NetworkGroupVersionKind, &nsv1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), NewExternal)
 }

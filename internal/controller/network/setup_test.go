@@ -133,7 +133,7 @@ func TestReconcileNeutronRefuses(t *testing.T) {
 			c := openstack.Connector{Kube: kube, Usage: resource.NewLegacyProviderConfigUsageTracker(kube, &pcv1alpha1.ProviderConfigUsage{}), Clients: openstack.NewClients()}
 			r := managed.NewReconciler(&fake.Manager{Client: kube, Scheme: s}, resource.ManagedKind(v1alpha1.NetworkGroupVersionKind),
 				append(mrsetup.OpenStackOptions(&openstack.CreateRecovery{Kube: kube, Network: c.Network, Find: openstack.ScanFinder(openstack.Networks)}),
-					managed.WithTypedExternalConnector(mrsetup.NeutronConnector(c, newExternal)),
+					managed.WithTypedExternalConnector(mrsetup.NeutronConnector(c, NewExternal)),
 					managed.WithLogger(logging.NewLogrLogger(log)),
 					managed.WithRecorder(events))...)
 

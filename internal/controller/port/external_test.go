@@ -590,9 +590,7 @@ func TestCrashSafeCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mrsetuptest.Run(t, v1alpha1.PortGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Ports),
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
-					return &external{neutron: sc}
-				}, tc, portID)
+				NewExternal, tc, portID)
 		})
 	}
 }

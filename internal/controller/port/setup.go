@@ -25,7 +25,7 @@ import (
 // marker in its description (openstack.CreateRecovery); no creation grace
 // period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), newExternal)
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Port
@@ -33,5 +33,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.PortGroupKind, nsv1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), newExternal)
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.PortGroupKind, nsv1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
 }

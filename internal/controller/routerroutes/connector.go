@@ -9,10 +9,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// newExternal returns the external client of a RouterRoutes whose
-// ProviderConfig's Neutron client is sc. mrsetup.NeutronConnector calls
-// it once it has tracked the RouterRoutes' use of its ProviderConfig.
-func newExternal(_ openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.RouterRoutes] {
+// NewExternal returns the external client that manages a RouterRoutes' extra routes
+// through sc, the Neutron client of its ProviderConfig (its creates make no
+// Neutron object, so nothing needs to settle). The connector
+// (mrsetup.NeutronConnector) calls it once it has tracked the resource's
+// use of its ProviderConfig; tests call it to drive one step and count its
+// requests.
+func NewExternal(sc *gophercloud.ServiceClient, _ openstack.Settling) managed.TypedExternalClient[*v1alpha1.RouterRoutes] {
 	return &external{neutron: sc}
 }
 
@@ -21,5 +24,5 @@ func newExternal(_ openstack.Connector, sc *gophercloud.ServiceClient) managed.T
 // own. Its errors name the ProviderConfig and what failed (reading it, its
 // credentials, authenticating to Keystone).
 func NewConnector(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
-	return mrsetup.NeutronConnector(c, newExternal)
+	return mrsetup.NeutronConnector(c, NewExternal)
 }

@@ -26,7 +26,7 @@ import (
 // interrupted create is safe to repeat; no creation grace period, since
 // Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, newExternal)
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced RouterRoutes
@@ -34,5 +34,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.RouterRoutesGroupKind, nsv1alpha1.RouterRoutesGroupVersionKind, &nsv1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, newExternal)
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.RouterRoutesGroupKind, nsv1alpha1.RouterRoutesGroupVersionKind, &nsv1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, NewExternal)
 }

@@ -10,7 +10,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -311,9 +310,7 @@ func TestCrashSafeCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mrsetuptest.Run(t, v1alpha1.SecurityGroupGroupVersionKind, sg("", ike()), openstack.ScanFinder(openstack.SecurityGroups),
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.SecurityGroup] {
-					return &external{neutron: sc}
-				}, tc, groupID)
+				NewExternal, tc, groupID)
 		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 // Setup adds the SecurityGroup controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), newExternal)
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced SecurityGroup
@@ -23,5 +23,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.SecurityGroupGroupKind, nsv1alpha1.SecurityGroupGroupVersionKind, &nsv1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), newExternal)
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.SecurityGroupGroupKind, nsv1alpha1.SecurityGroupGroupVersionKind, &nsv1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), NewExternal)
 }
