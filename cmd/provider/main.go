@@ -20,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -135,8 +136,8 @@ func run(o options) error {
 		LeaderElectionID:           "crossplane-leader-election-provider-ipsec",
 		LeaderElectionNamespace:    o.leaderElectionNS,
 		LeaderElectionResourceLock: "leases",
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              ptr.To(60 * time.Second),
+		RenewDeadline:              ptr.To(50 * time.Second),
 	})
 	if err != nil {
 		return fmt.Errorf("cannot create controller manager: %w", err)
@@ -190,5 +191,3 @@ func run(o options) error {
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
@@ -178,15 +180,15 @@ var errMismatch = errors.New("the private key does not match the certificate in 
 // checkCert checks tunnel t's certificate settings against its parsed
 // material tc (nil when the tunnel has none) and returns the local and
 // remote identities to render.
-func checkCert(errs *Errors, path string, t v1alpha1.Tunnel, tc *TunnelCert) (local, remote string) {
-	path += ".certificate"
+func checkCert(errs *Errors, path *field.Path, t v1alpha1.Tunnel, tc *TunnelCert) (local, remote string) {
+	path = path.Child("certificate")
 	ca := t.Certificate
 	if tc == nil {
 		errs.add(path, "the certificate, key and CA certificates were not read")
 		return "", ""
 	}
 	if ca.LocalID != nil {
-		local = identity(errs, path+".localId", *ca.LocalID)
+		local = identity(errs, path.Child("localId"), *ca.LocalID)
 		switch id := *ca.LocalID; {
 		case id.DN != nil && local != "":
 			der, _ := parseDN(*id.DN)
@@ -196,17 +198,17 @@ func checkCert(errs *Errors, path string, t v1alpha1.Tunnel, tc *TunnelCert) (lo
 				// byte for byte.
 				local = asn1dn(tc.Cert.RawSubject)
 			case reversedDN(der, tc.Cert.RawSubject):
-				errs.add(path+".localId.dn", "lists the attributes in the reverse order of the certificate's subject %q: write them in that order", dnString(tc.Cert.RawSubject))
+				errs.add(path.Child("localId", "dn"), "lists the attributes in the reverse order of the certificate's subject %q: write them in that order", dnString(tc.Cert.RawSubject))
 			default:
-				errs.add(path+".localId.dn", "is not the subject of the certificate in Secret %s (%q): give that subject, or leave localId out to present it", ca.SecretName, dnString(tc.Cert.RawSubject))
+				errs.add(path.Child("localId", "dn"), "is not the subject of the certificate in Secret %s (%q): give that subject, or leave localId out to present it", ca.SecretName, dnString(tc.Cert.RawSubject))
 			}
 		case id.FQDN != nil && !slices.Contains(tc.Cert.DNSNames, *id.FQDN):
-			errs.add(path+".localId.fqdn", "%q is not a DNS name in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.FQDN, ca.SecretName, tc.Cert.DNSNames)
+			errs.add(path.Child("localId", "fqdn"), "%q is not a DNS name in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.FQDN, ca.SecretName, tc.Cert.DNSNames)
 		case id.Email != nil && !slices.Contains(tc.Cert.EmailAddresses, *id.Email):
-			errs.add(path+".localId.email", "%q is not an email address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.Email, ca.SecretName, tc.Cert.EmailAddresses)
+			errs.add(path.Child("localId", "email"), "%q is not an email address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.Email, ca.SecretName, tc.Cert.EmailAddresses)
 		}
 	}
-	remote = identity(errs, path+".remoteId", ca.RemoteID)
+	remote = identity(errs, path.Child("remoteId"), ca.RemoteID)
 	if t.Peer.ID != "" {
 		errs.add(path, "with certificate the peer's identity is certificate.remoteId: remove peer.id")
 	}
@@ -215,14 +217,14 @@ func checkCert(errs *Errors, path string, t v1alpha1.Tunnel, tc *TunnelCert) (lo
 
 // identity checks id and returns it as swanctl's id takes it: a DN as
 // asn1dn:#<DER in hex>, a DNS name or email address as it is.
-func identity(errs *Errors, path string, id v1alpha1.Identity) string {
+func identity(errs *Errors, path *field.Path, id v1alpha1.Identity) string {
 	n := 0
 	var out string
 	if id.DN != nil {
 		n++
 		der, err := parseDN(*id.DN)
 		if err != nil {
-			errs.add(path+".dn", "%q %v", *id.DN, err)
+			errs.add(path.Child("dn"), "%q %v", *id.DN, err)
 		} else {
 			out = asn1dn(der)
 		}
@@ -230,14 +232,14 @@ func identity(errs *Errors, path string, id v1alpha1.Identity) string {
 	if id.FQDN != nil {
 		n++
 		if _, err := netip.ParseAddr(*id.FQDN); err == nil || !fqdn.MatchString(*id.FQDN) {
-			errs.add(path+".fqdn", "%q is not a DNS name", *id.FQDN)
+			errs.add(path.Child("fqdn"), "%q is not a DNS name", *id.FQDN)
 		}
 		out = *id.FQDN
 	}
 	if id.Email != nil {
 		n++
 		if !email.MatchString(*id.Email) {
-			errs.add(path+".email", "%q is not an email address such as vpn@example.com", *id.Email)
+			errs.add(path.Child("email"), "%q is not an email address such as vpn@example.com", *id.Email)
 		}
 		out = *id.Email
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -139,7 +140,7 @@ func TestCheckCertIdentities(t *testing.T) {
 			var errs Errors
 			tn := v1alpha1.Tunnel{Name: "t", Peer: v1alpha1.Peer{Address: "198.51.100.7", ID: tc2.peerID},
 				Certificate: &v1alpha1.CertificateAuth{SecretName: "gw-tls", LocalID: tc2.local, RemoteID: remote}}
-			local, rem := checkCert(&errs, "tunnels[t]", tn, tc)
+			local, rem := checkCert(&errs, field.NewPath("tunnels").Key("t"), tn, tc)
 			err := errs.err()
 			if tc2.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc2.wantErr) {

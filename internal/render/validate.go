@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
@@ -29,8 +31,8 @@ type pair struct {
 	local, remote netip.Prefix
 }
 
-func (p pair) path() string {
-	return fmt.Sprintf("tunnels[%s].trafficSelectors[%d]", p.tunnel, p.index)
+func (p pair) path() *field.Path {
+	return field.NewPath("tunnels").Key(p.tunnel).Child("trafficSelectors").Index(p.index)
 }
 
 // checked is what validation learned that rendering reuses.
@@ -50,7 +52,7 @@ type checked struct {
 // hide is one parsed hideNAT rule of a tunnel: connections from tenant to
 // remote get a source address of presented (one address: a /32).
 type hide struct {
-	path           string
+	path           *field.Path
 	tenant, remote []netip.Prefix
 	presented      netip.Prefix
 }
@@ -63,8 +65,8 @@ type route struct {
 	metric uint32
 }
 
-func (r route) path() string {
-	return fmt.Sprintf("tunnels[%s].routes[%d]", r.tunnel, r.index)
+func (r route) path() *field.Path {
+	return field.NewPath("tunnels").Key(r.tunnel).Child("routes").Index(r.index)
 }
 
 // validate checks in against everything strongSwan, nftables and the
@@ -75,32 +77,32 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 	c := &checked{ids: map[string][2]string{}}
 	s := in.Spec
 
-	c.private = ipv4(&errs, "endpoint.privateAddress", string(s.Endpoint.PrivateAddress))
-	if id := ipv4(&errs, "endpoint.localId", string(s.Endpoint.LocalID)); id.IsValid() && id == c.private {
-		errs.add("endpoint.localId", "%s is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP", id)
+	c.private = ipv4(&errs, field.NewPath("endpoint", "privateAddress"), string(s.Endpoint.PrivateAddress))
+	if id := ipv4(&errs, field.NewPath("endpoint", "localId"), string(s.Endpoint.LocalID)); id.IsValid() && id == c.private {
+		errs.add(field.NewPath("endpoint", "localId"), "%s is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP", id)
 	}
-	gw := ipv4(&errs, "endpoint.gateway", string(s.Endpoint.Gateway))
+	gw := ipv4(&errs, field.NewPath("endpoint", "gateway"), string(s.Endpoint.Gateway))
 	var own netip.Prefix
 	if s.Endpoint.PrefixLength < 1 || s.Endpoint.PrefixLength > 30 {
-		errs.add("endpoint.prefixLength", "%d is not a prefix length between 1 and 30", s.Endpoint.PrefixLength)
+		errs.add(field.NewPath("endpoint", "prefixLength"), "%d is not a prefix length between 1 and 30", s.Endpoint.PrefixLength)
 	} else if c.private.IsValid() {
 		own = netip.PrefixFrom(c.private, int(s.Endpoint.PrefixLength)).Masked()
 		if gw.IsValid() && !own.Contains(gw) {
-			errs.add("endpoint.gateway", "%s is not in the endpoint's network %s", gw, own)
+			errs.add(field.NewPath("endpoint", "gateway"), "%s is not in the endpoint's network %s", gw, own)
 		}
 	}
 	if !mac.MatchString(s.Endpoint.MACAddress) {
-		errs.add("endpoint.macAddress", "%q is not a lower-case MAC address such as fa:16:3e:12:34:56", s.Endpoint.MACAddress)
+		errs.add(field.NewPath("endpoint", "macAddress"), "%q is not a lower-case MAC address such as fa:16:3e:12:34:56", s.Endpoint.MACAddress)
 	}
 	switch s.Mode {
 	case "", v1alpha1.ModeNAT, v1alpha1.ModeRouted:
 	default:
-		errs.add("mode", "%q is not nat or routed", s.Mode)
+		errs.add(field.NewPath("mode"), "%q is not nat or routed", s.Mode)
 	}
 
 	var tenant []netip.Prefix
 	for i, t := range s.TenantSubnets {
-		if p, ok := cidr(&errs, fmt.Sprintf("tenantSubnets[%d]", i), string(t)); ok {
+		if p, ok := cidr(&errs, field.NewPath("tenantSubnets").Index(i), string(t)); ok {
 			tenant = append(tenant, p)
 		}
 	}
@@ -110,9 +112,9 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 	route := map[string]bool{}
 	for _, t := range s.Tunnels {
 		route[t.Name] = t.Mode == v1alpha1.TunnelModeRoute
-		path := fmt.Sprintf("tunnels[%s]", t.Name)
+		path := field.NewPath("tunnels").Key(t.Name)
 		if !validName.MatchString(t.Name) || len(t.Name) > 32 {
-			errs.add(path+".name", "must be at most 32 lower-case letters, digits and '-', starting and ending with a letter or digit")
+			errs.add(path.Child("name"), "must be at most 32 lower-case letters, digits and '-', starting and ending with a letter or digit")
 		}
 		if _, dup := seen[t.Name]; dup {
 			errs.add(path, "a second tunnel has this name")
@@ -129,7 +131,7 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 		}
 		peer := t.Peer.Address + " " + c.remoteID(t)
 		if other, dup := peers[peer]; dup {
-			errs.add(path+".peer", "tunnel %s already connects to %s with identity %s: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel",
+			errs.add(path.Child("peer"), "tunnel %s already connects to %s with identity %s: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel",
 				other, t.Peer.Address, c.remoteID(t))
 		} else {
 			peers[peer] = t.Name
@@ -156,11 +158,11 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 		}
 		for _, t := range tenant {
 			if a.remote.Overlaps(t) {
-				errs.add(a.path()+".remote", "%s overlaps tenant subnet %s", a.remote, t)
+				errs.add(a.path().Child("remote"), "%s overlaps tenant subnet %s", a.remote, t)
 			}
 		}
 		if own.IsValid() && a.remote.Overlaps(own) {
-			errs.add(a.path()+".remote", "%s overlaps the gateway's own network %s", a.remote, own)
+			errs.add(a.path().Child("remote"), "%s overlaps the gateway's own network %s", a.remote, own)
 		}
 	}
 
@@ -171,103 +173,103 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 }
 
 // checkTunnel checks one tunnel's own fields and returns its parsed pairs.
-func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair { //nolint:gocyclo // one check per field of a tunnel, in the spec's order
+func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path *field.Path) []pair { //nolint:gocyclo // one check per field of a tunnel, in the spec's order
 	if net, err := netip.ParseAddr(t.Peer.Address); err == nil {
 		if !net.Is4() {
-			errs.add(path+".peer.address", "%s is not an IPv4 address", t.Peer.Address)
+			errs.add(path.Child("peer", "address"), "%s is not an IPv4 address", t.Peer.Address)
 		}
 	} else if !fqdn.MatchString(t.Peer.Address) {
-		errs.add(path+".peer.address", "%q is neither an IPv4 address nor a DNS name", t.Peer.Address)
+		errs.add(path.Child("peer", "address"), "%q is neither an IPv4 address nor a DNS name", t.Peer.Address)
 	}
 	if id := t.Peer.ID; id != "" && !fqdn.MatchString(id) && !email.MatchString(id) {
 		if a, err := netip.ParseAddr(id); err != nil || !a.Is4() {
-			errs.add(path+".peer.id", "%q is not an IPv4 address, DNS name or user@domain", id)
+			errs.add(path.Child("peer", "id"), "%q is not an IPv4 address, DNS name or user@domain", id)
 		}
 	}
 	if t.IKEVersion != 1 && t.IKEVersion != 2 {
-		errs.add(path+".ikeVersion", "%d is not 1 or 2", t.IKEVersion)
+		errs.add(path.Child("ikeVersion"), "%d is not 1 or 2", t.IKEVersion)
 	}
 	if t.IKEVersion == 1 && t.MOBIKE {
-		errs.add(path+".mobike", "MOBIKE is an IKEv2 extension")
+		errs.add(path.Child("mobike"), "MOBIKE is an IKEv2 extension")
 	}
 	if t.MOBIKE && in.Spec.Replicas != nil && *in.Spec.Replicas == 2 {
-		errs.add(path+".mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1")
+		errs.add(path.Child("mobike"), "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1")
 	}
 	if t.IKEVersion == 2 && t.DPD.Timeout != nil {
-		errs.add(path+".dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it")
+		errs.add(path.Child("dpd", "timeout"), "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it")
 	}
 	switch t.Unique {
 	case "", v1alpha1.UniqueNo, v1alpha1.UniqueReplace, v1alpha1.UniqueKeep:
 	default:
-		errs.add(path+".unique", "%q is not no, replace or keep", t.Unique)
+		errs.add(path.Child("unique"), "%q is not no, replace or keep", t.Unique)
 	}
 	for i, p := range t.IKEProposals {
 		if err := checkProposal(p, true); err != nil {
-			errs.add(fmt.Sprintf("%s.ikeProposals[%d]", path, i), "%q: %v", p, err)
+			errs.add(path.Child("ikeProposals").Index(i), "%q: %v", p, err)
 		}
 	}
 	for i, p := range t.ESPProposals {
 		if err := checkProposal(p, false); err != nil {
-			errs.add(fmt.Sprintf("%s.espProposals[%d]", path, i), "%q: %v", p, err)
+			errs.add(path.Child("espProposals").Index(i), "%q: %v", p, err)
 		}
 	}
 	if len(t.IKEProposals) == 0 {
-		errs.add(path+".ikeProposals", "at least one IKE proposal is needed")
+		errs.add(path.Child("ikeProposals"), "at least one IKE proposal is needed")
 	}
 	if len(t.ESPProposals) == 0 {
-		errs.add(path+".espProposals", "at least one ESP proposal is needed")
+		errs.add(path.Child("espProposals"), "at least one ESP proposal is needed")
 	}
 	switch {
 	case t.Certificate != nil && t.PreSharedKeySecretRef != nil:
 		errs.add(path, "give exactly one of preSharedKeySecretRef (a pre-shared key) and certificate (X.509 certificates)")
 	case t.Certificate == nil:
-		checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
+		checkPSK(errs, path.Child("preSharedKeySecretRef"), in.PSKs[t.Name])
 	}
 	if len(t.TrafficSelectors) == 0 {
-		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
+		errs.add(path.Child("trafficSelectors"), "at least one local/remote subnet pair is needed")
 	}
 	for _, d := range []struct {
-		field string
-		d     *v1alpha1.Duration
+		field, sub string
+		d          *v1alpha1.Duration
 	}{
-		{"ikeLifetime.rekeyTime", t.IKELifetime.RekeyTime},
-		{"ikeLifetime.reauthTime", t.IKELifetime.ReauthTime},
-		{"ikeLifetime.randTime", t.IKELifetime.RandTime},
-		{"childLifetime.rekeyTime", t.ChildLifetime.RekeyTime},
-		{"childLifetime.lifeTime", t.ChildLifetime.LifeTime},
-		{"childLifetime.randTime", t.ChildLifetime.RandTime},
-		{"dpd.delay", t.DPD.Delay},
-		{"dpd.timeout", t.DPD.Timeout},
+		{"ikeLifetime", "rekeyTime", t.IKELifetime.RekeyTime},
+		{"ikeLifetime", "reauthTime", t.IKELifetime.ReauthTime},
+		{"ikeLifetime", "randTime", t.IKELifetime.RandTime},
+		{"childLifetime", "rekeyTime", t.ChildLifetime.RekeyTime},
+		{"childLifetime", "lifeTime", t.ChildLifetime.LifeTime},
+		{"childLifetime", "randTime", t.ChildLifetime.RandTime},
+		{"dpd", "delay", t.DPD.Delay},
+		{"dpd", "timeout", t.DPD.Timeout},
 	} {
 		if d.d == nil {
 			continue
 		}
 		if _, err := d.d.Duration(); err != nil {
-			errs.add(path+"."+d.field, "%q is not a duration such as 90m or 4h", string(*d.d))
+			errs.add(path.Child(d.field, d.sub), "%q is not a duration such as 90m or 4h", string(*d.d))
 		}
 	}
 	// strongSwan's default life_time is 110% of rekey_time in whole
 	// seconds (integer arithmetic): the same under 10s.
 	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime == nil && childRekeySeconds(lt) < 10 && childRekeySeconds(lt) != 0 {
-		errs.add(path+".childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
+		errs.add(path.Child("childLifetime", "lifeTime"), "must be given with a rekeyTime under 10s: strongSwan's default (110%% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed")
 	}
 	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime != nil && childRekeySeconds(lt) == 0 && lifeSeconds(lt) != 0 {
-		errs.add(path+".childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime %s and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)", string(*lt.LifeTime))
+		errs.add(path.Child("childLifetime", "rekeyTime"), "0 turns rekeying off, so every CHILD_SA would expire at lifeTime %s and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)", string(*lt.LifeTime))
 	}
 	checkRandTimes(errs, t, path)
 	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
-		errs.add(path+".startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
+		errs.add(path.Child("startAction"), "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
 	}
 	checkTunnelMode(errs, in, t, path)
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {
-		errs.add(path+".childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair")
+		errs.add(path.Child("childSALayout"), "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair")
 	}
 	var pairs []pair
 	for i, ts := range t.TrafficSelectors {
 		p := pair{tunnel: t.Name, index: i}
 		var okL, okR bool
-		p.local, okL = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].local", path, i), string(ts.Local))
-		p.remote, okR = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].remote", path, i), string(ts.Remote))
+		p.local, okL = cidr(errs, path.Child("trafficSelectors").Index(i).Child("local"), string(ts.Local))
+		p.remote, okR = cidr(errs, path.Child("trafficSelectors").Index(i).Child("remote"), string(ts.Remote))
 		if okL && okR {
 			anyNet := p.local.Bits() == 0 || p.remote.Bits() == 0
 			if anyNet && t.Mode != v1alpha1.TunnelModeRoute {
@@ -288,39 +290,39 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 }
 
 // checkTunnelMode checks a tunnel's mode and the fields of mode route.
-func checkTunnelMode(errs *Errors, in Input, t v1alpha1.Tunnel, path string) {
+func checkTunnelMode(errs *Errors, in Input, t v1alpha1.Tunnel, path *field.Path) {
 	switch t.Mode {
 	case "", v1alpha1.TunnelModePolicy:
 		if len(t.Routes) > 0 {
-			errs.add(path+".routes", "routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes")
+			errs.add(path.Child("routes"), "routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes")
 		}
 		if t.RouteMetric != nil {
-			errs.add(path+".routeMetric", "routeMetric is for mode route: set mode route, or remove routeMetric")
+			errs.add(path.Child("routeMetric"), "routeMetric is for mode route: set mode route, or remove routeMetric")
 		}
 		return
 	case v1alpha1.TunnelModeRoute:
 	default:
-		errs.add(path+".mode", "%q is not policy or route", t.Mode)
+		errs.add(path.Child("mode"), "%q is not policy or route", t.Mode)
 		return
 	}
 	if in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
-		errs.add(path+".mode", "route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM")
+		errs.add(path.Child("mode"), "route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM")
 	}
 	if in.Spec.Mode != v1alpha1.ModeRouted {
-		errs.add(path+".mode", "route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use mode policy")
+		errs.add(path.Child("mode"), "route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use mode policy")
 	}
 	if len(t.Routes) == 0 {
-		errs.add(path+".routes", "a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface")
+		errs.add(path.Child("routes"), "a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface")
 	}
 	if m := t.RouteMetric; m != nil && (*m < 0 || *m > 65535) {
-		errs.add(path+".routeMetric", "%d is not between 0 and 65535", *m)
+		errs.add(path.Child("routeMetric"), "%d is not between 0 and 65535", *m)
 	}
 }
 
 // checkRoutes parses the routes of route-mode tunnel t and checks each
 // against the tunnel's own remote traffic selectors (pairs): a packet
 // routed into the interface outside them finds no CHILD_SA and is dropped.
-func checkRoutes(errs *Errors, t v1alpha1.Tunnel, path string, pairs []pair) []route {
+func checkRoutes(errs *Errors, t v1alpha1.Tunnel, path *field.Path, pairs []pair) []route {
 	metric := uint32(v1alpha1.DefaultRouteMetric)
 	if t.RouteMetric != nil && *t.RouteMetric >= 0 {
 		metric = uint32(*t.RouteMetric)
@@ -328,7 +330,7 @@ func checkRoutes(errs *Errors, t v1alpha1.Tunnel, path string, pairs []pair) []r
 	var out []route
 	seen := map[netip.Prefix]bool{}
 	for i, r := range t.Routes {
-		dst, ok := cidr(errs, fmt.Sprintf("%s.routes[%d]", path, i), string(r))
+		dst, ok := cidr(errs, path.Child("routes").Index(i), string(r))
 		if !ok {
 			continue
 		}
@@ -356,7 +358,7 @@ func checkRouted(errs *Errors, in Input, c *checked, tenant []netip.Prefix, own 
 		}
 		id := xfrmi.IfID(t.Name)
 		if other, dup := ids[id]; dup && other != t.Name {
-			errs.add(fmt.Sprintf("tunnels[%s].name", t.Name), "its XFRM interface ID %d is also that of tunnel %s: rename either tunnel", id, other)
+			errs.add(field.NewPath("tunnels").Key(t.Name).Child("name"), "its XFRM interface ID %d is also that of tunnel %s: rename either tunnel", id, other)
 		}
 		ids[id] = t.Name
 	}
@@ -399,7 +401,7 @@ const minPSK = 6
 
 // checkPSK checks a tunnel's pre-shared key without ever putting it, or a
 // part of it, into a message.
-func checkPSK(errs *Errors, path string, psk []byte) {
+func checkPSK(errs *Errors, path *field.Path, psk []byte) {
 	switch {
 	case len(psk) == 0:
 		errs.add(path, "the pre-shared key is missing or empty")
@@ -419,7 +421,7 @@ func checkPSK(errs *Errors, path string, psk []byte) {
 func checkPresented(errs *Errors, p pair, tenant []netip.Prefix, pairs []pair) {
 	for _, t := range tenant {
 		if p.local.Overlaps(t) {
-			errs.add(p.path()+".local", "%s overlaps tenant subnet %s: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)", p.local, t)
+			errs.add(p.path().Child("local"), "%s overlaps tenant subnet %s: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)", p.local, t)
 		}
 	}
 	for _, o := range pairs {
@@ -427,7 +429,7 @@ func checkPresented(errs *Errors, p pair, tenant []netip.Prefix, pairs []pair) {
 			continue
 		}
 		if p.local.Overlaps(o.remote) {
-			errs.add(p.path()+".local", "%s overlaps client subnet %s (%s.remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own", p.local, o.remote, o.path())
+			errs.add(p.path().Child("local"), "%s overlaps client subnet %s (%s.remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own", p.local, o.remote, o.path())
 		}
 	}
 }
@@ -451,40 +453,40 @@ func checkChildNames(errs *Errors, pairs []pair) {
 func checkExposures(errs *Errors, in Input, pairs []pair) {
 	s := in.Spec
 	if s.Mode == v1alpha1.ModeRouted && (len(s.Exposures) > 0 || len(s.ReverseExposures) > 0) {
-		errs.add("mode", "exposures and reverse exposures need mode nat")
+		errs.add(field.NewPath("mode"), "exposures and reverse exposures need mode nat")
 	}
 	listen := map[string]string{}
 	for _, e := range s.Exposures {
-		path := fmt.Sprintf("exposures[%s]", e.Name)
-		inside := ipv4(errs, path+".insideAddress", string(e.InsideAddress))
+		path := field.NewPath("exposures").Key(e.Name)
+		inside := ipv4(errs, path.Child("insideAddress"), string(e.InsideAddress))
 		if inside.IsValid() && len(remotesFor(pairs, inside)) == 0 {
-			errs.add(path+".insideAddress", "%s is in no tunnel's local traffic selector", inside)
+			errs.add(path.Child("insideAddress"), "%s is in no tunnel's local traffic selector", inside)
 		}
 		if e.Target.Address != nil {
-			ipv4(errs, path+".target.address", string(*e.Target.Address))
+			ipv4(errs, path.Child("target", "address"), string(*e.Target.Address))
 		} else if addr, ok := in.ServiceAddresses[e.Name]; !ok {
-			errs.add(path+".target.serviceName", "the Service's cluster IP is not known")
+			errs.add(path.Child("target", "serviceName"), "the Service's cluster IP is not known")
 		} else {
-			ipv4(errs, path+".target.serviceName", addr)
+			ipv4(errs, path.Child("target", "serviceName"), addr)
 		}
 		key := fmt.Sprintf("%s %s:%d", e.Protocol, e.InsideAddress, e.Port)
 		if other, dup := listen[key]; dup {
 			errs.add(path, "%s is already exposed by %s", key, other)
 		}
-		listen[key] = path
+		listen[key] = path.String()
 	}
 	for _, r := range s.ReverseExposures {
-		path := fmt.Sprintf("reverseExposures[%s]", r.Name)
-		client := ipv4(errs, path+".clientAddress", string(r.ClientAddress))
-		source := ipv4(errs, path+".sourceAddress", string(r.SourceAddress))
+		path := field.NewPath("reverseExposures").Key(r.Name)
+		client := ipv4(errs, path.Child("clientAddress"), string(r.ClientAddress))
+		source := ipv4(errs, path.Child("sourceAddress"), string(r.SourceAddress))
 		if client.IsValid() && source.IsValid() && !carried(pairs, source, client) {
 			errs.add(path, "no tunnel carries traffic from %s (sourceAddress, a local traffic selector) to %s (clientAddress, a remote one)", source, client)
 		}
 		key := fmt.Sprintf("%s port %d", r.Protocol, r.ListenPort)
 		if other, dup := listen[key]; dup {
-			errs.add(path+".listenPort", "%s is already used by %s", key, other)
+			errs.add(path.Child("listenPort"), "%s is already used by %s", key, other)
 		}
-		listen[key] = path
+		listen[key] = path.String()
 	}
 }
 
@@ -527,7 +529,7 @@ func peerID(t v1alpha1.Tunnel) string {
 
 // ipv4 parses s as an IPv4 address, recording a problem at path if it is
 // not one.
-func ipv4(errs *Errors, path, s string) netip.Addr {
+func ipv4(errs *Errors, path *field.Path, s string) netip.Addr {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
 		errs.add(path, "%q is not an IPv4 address", s)
@@ -538,7 +540,7 @@ func ipv4(errs *Errors, path, s string) netip.Addr {
 
 // cidr parses s as an IPv4 network without host bits, recording a problem
 // at path if it is not one.
-func cidr(errs *Errors, path, s string) (netip.Prefix, bool) {
+func cidr(errs *Errors, path *field.Path, s string) (netip.Prefix, bool) {
 	p, err := netip.ParsePrefix(s)
 	switch {
 	case err != nil || !p.Addr().Is4():
@@ -579,66 +581,66 @@ func checkHideNAT(errs *Errors, in Input, tenant []netip.Prefix, pairs []pair) [
 	var out []hide
 	for _, t := range in.Spec.Tunnels {
 		for _, r := range t.HideNAT {
-			h := hide{path: fmt.Sprintf("tunnels[%s].hideNAT[%s]", t.Name, r.Name)}
+			h := hide{path: field.NewPath("tunnels").Key(t.Name).Child("hideNAT").Key(r.Name)}
 			if in.Spec.Mode == v1alpha1.ModeRouted {
 				errs.add(h.path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated")
 				continue
 			}
 			if !validName.MatchString(r.Name) || len(r.Name) > 63 {
-				errs.add(h.path+".name", "must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
+				errs.add(h.path.Child("name"), "must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
 			}
 			var ok bool
 			switch {
 			case (r.PresentedAddress == nil) == (r.PresentedPool == nil):
 				errs.add(h.path, "needs exactly one of presentedAddress or presentedPool")
 			case r.PresentedAddress != nil:
-				a := ipv4(errs, h.path+".presentedAddress", string(*r.PresentedAddress))
+				a := ipv4(errs, h.path.Child("presentedAddress"), string(*r.PresentedAddress))
 				ok = a.IsValid()
 				h.presented = netip.PrefixFrom(a, 32)
 			default:
-				h.presented, ok = cidr(errs, h.path+".presentedPool", string(*r.PresentedPool))
+				h.presented, ok = cidr(errs, h.path.Child("presentedPool"), string(*r.PresentedPool))
 			}
-			field, shown := h.path+".presentedAddress", h.presented.Addr().String()
+			at, shown := h.path.Child("presentedAddress"), h.presented.Addr().String()
 			if r.PresentedPool != nil {
-				field, shown = h.path+".presentedPool", h.presented.String()
+				at, shown = h.path.Child("presentedPool"), h.presented.String()
 			}
 			for i, s := range r.TenantSubnets {
-				p, pok := cidr(errs, fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), string(s))
+				p, pok := cidr(errs, h.path.Child("tenantSubnets").Index(i), string(s))
 				if !pok {
 					continue
 				}
 				if !within(tenant, p) {
-					errs.add(fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), "%s lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)", p)
+					errs.add(h.path.Child("tenantSubnets").Index(i), "%s lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)", p)
 				}
 				h.tenant = append(h.tenant, p)
 			}
 			for i, s := range r.RemoteSubnets {
-				p, pok := cidr(errs, fmt.Sprintf("%s.remoteSubnets[%d]", h.path, i), string(s))
+				p, pok := cidr(errs, h.path.Child("remoteSubnets").Index(i), string(s))
 				if !pok {
 					continue
 				}
 				if ok && !carriedNets(pairs, t.Name, h.presented, p) {
-					errs.add(field, "%s lies in no local subnet of a traffic selector of tunnel %s whose remote subnet holds %s (remoteSubnets[%d]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors", shown, t.Name, p, i)
+					errs.add(at, "%s lies in no local subnet of a traffic selector of tunnel %s whose remote subnet holds %s (remoteSubnets[%d]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors", shown, t.Name, p, i)
 				}
 				h.remote = append(h.remote, p)
 			}
 			if len(h.tenant) == 0 {
-				errs.add(h.path+".tenantSubnets", "at least one tenant subnet is needed")
+				errs.add(h.path.Child("tenantSubnets"), "at least one tenant subnet is needed")
 			}
 			if len(h.remote) == 0 {
-				errs.add(h.path+".remoteSubnets", "at least one remote subnet is needed")
+				errs.add(h.path.Child("remoteSubnets"), "at least one remote subnet is needed")
 			}
 			if !ok {
 				continue
 			}
 			for _, s := range tenant {
 				if h.presented.Overlaps(s) {
-					errs.add(field, "%s overlaps tenant subnet %s: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)", shown, s)
+					errs.add(at, "%s overlaps tenant subnet %s: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)", shown, s)
 				}
 			}
 			for _, p := range pairs {
 				if h.presented.Overlaps(p.remote) {
-					errs.add(field, "%s overlaps client subnet %s (%s.remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet", shown, p.remote, p.path())
+					errs.add(at, "%s overlaps client subnet %s (%s.remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet", shown, p.remote, p.path())
 				}
 			}
 			for _, o := range out {
@@ -695,7 +697,7 @@ const (
 // reauthentication time it is subtracted from: charon subtracts a random
 // value below rand_time from that time without a bound, so a longer
 // rand_time can wrap the time around (no rekey at all) or rekey at once.
-func checkRandTimes(errs *Errors, t v1alpha1.Tunnel, path string) {
+func checkRandTimes(errs *Errors, t v1alpha1.Tunnel, path *field.Path) {
 	secs := func(d *v1alpha1.Duration, def int64) int64 {
 		if d == nil {
 			return def
@@ -715,11 +717,11 @@ func checkRandTimes(errs *Errors, t v1alpha1.Tunnel, path string) {
 			{"reauthTime", secs(t.IKELifetime.ReauthTime, 0)},
 		} {
 			if b.s > 0 && r >= b.s {
-				errs.add(path+".ikeLifetime.randTime", "%ds is not shorter than ikeLifetime.%s (%ds): give a randTime below it (strongSwan's default is 10%% of it)", r, b.field, b.s)
+				errs.add(path.Child("ikeLifetime", "randTime"), "%ds is not shorter than ikeLifetime.%s (%ds): give a randTime below it (strongSwan's default is 10%% of it)", r, b.field, b.s)
 			}
 		}
 	}
 	if r, rekey := secs(t.ChildLifetime.RandTime, 0), secs(t.ChildLifetime.RekeyTime, defaultChildRekey); r > 0 && rekey > 0 && r >= rekey {
-		errs.add(path+".childLifetime.randTime", "%ds is not shorter than childLifetime.rekeyTime (%ds): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)", r, rekey)
+		errs.add(path.Child("childLifetime", "randTime"), "%ds is not shorter than childLifetime.rekeyTime (%ds): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)", r, rekey)
 	}
 }

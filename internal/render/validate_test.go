@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -42,7 +43,7 @@ func TestValidate(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		mod    func(*Input)
-		want   Errors
+		want   []problem
 	}{
 		"Valid": {
 			reason: "The base gateway has no problem.",
@@ -53,7 +54,7 @@ func TestValidate(t *testing.T) {
 			mod: func(in *Input) {
 				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "100.64.0.128/25", Remote: "192.168.0.0/16"}
 			},
-			want: Errors{{"tunnels[b].trafficSelectors[0]", "local 100.64.0.128/25 and remote 192.168.0.0/16 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
+			want: []problem{{"tunnels[b].trafficSelectors[0]", "local 100.64.0.128/25 and remote 192.168.0.0/16 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
 		},
 		"OverlapWithinTunnel": {
 			reason: "A repeated pair in one tunnel overlaps itself.",
@@ -61,7 +62,7 @@ func TestValidate(t *testing.T) {
 				ts := &in.Spec.Tunnels[0].TrafficSelectors
 				*ts = append(*ts, (*ts)[0])
 			},
-			want: Errors{{"tunnels[a].trafficSelectors[1]", "local 100.64.0.0/24 and remote 192.168.1.0/24 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
+			want: []problem{{"tunnels[a].trafficSelectors[1]", "local 100.64.0.0/24 and remote 192.168.1.0/24 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
 		},
 		"SameRemoteDifferentLocal": {
 			reason: "One remote subnet reached from two distinct inside subnets is no overlap.",
@@ -74,32 +75,32 @@ func TestValidate(t *testing.T) {
 		"RemoteOverlapsTenant": {
 			reason: "A client subnet inside the tenant's own networks cannot be routed to the tunnel.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Remote = "10.244.8.0/24" },
-			want:   Errors{{"tunnels[a].trafficSelectors[0].remote", "10.244.8.0/24 overlaps tenant subnet 10.244.0.0/16"}},
+			want:   []problem{{"tunnels[a].trafficSelectors[0].remote", "10.244.8.0/24 overlaps tenant subnet 10.244.0.0/16"}},
 		},
 		"RemoteOverlapsOwnNetwork": {
 			reason: "A client subnet overlapping the gateway's own network would capture its own traffic.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Remote = "10.20.0.0/16" },
-			want:   Errors{{"tunnels[a].trafficSelectors[0].remote", "10.20.0.0/16 overlaps the gateway's own network 10.20.0.0/24"}},
+			want:   []problem{{"tunnels[a].trafficSelectors[0].remote", "10.20.0.0/16 overlaps the gateway's own network 10.20.0.0/24"}},
 		},
 		"HostBits": {
 			reason: "A subnet with host bits set is refused with the network it probably means.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].TrafficSelectors[0].Local = "100.64.0.1/24" },
-			want:   Errors{{"tunnels[a].trafficSelectors[0].local", "100.64.0.1/24 has host bits set: did you mean 100.64.0.0/24?"}},
+			want:   []problem{{"tunnels[a].trafficSelectors[0].local", "100.64.0.1/24 has host bits set: did you mean 100.64.0.0/24?"}},
 		},
 		"UnknownProposalKeyword": {
 			reason: "A keyword strongSwan does not know is named.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].IKEProposals = []string{"aes256-sha256-modp2047"} },
-			want:   Errors{{"tunnels[a].ikeProposals[0]", `"aes256-sha256-modp2047": "modp2047" is not a strongSwan proposal keyword`}},
+			want:   []problem{{"tunnels[a].ikeProposals[0]", `"aes256-sha256-modp2047": "modp2047" is not a strongSwan proposal keyword`}},
 		},
 		"IKEProposalWithoutDH": {
 			reason: "An IKE proposal needs a DH group.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].IKEProposals = []string{"aes256-sha256"} },
-			want:   Errors{{"tunnels[a].ikeProposals[0]", `"aes256-sha256": no DH group`}},
+			want:   []problem{{"tunnels[a].ikeProposals[0]", `"aes256-sha256": no DH group`}},
 		},
 		"ESPWithoutIntegrity": {
 			reason: "Non-AEAD encryption needs an integrity algorithm.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].ESPProposals = []string{"aes256-modp2048"} },
-			want:   Errors{{"tunnels[a].espProposals[0]", `"aes256-modp2048": no integrity algorithm for non-AEAD encryption`}},
+			want:   []problem{{"tunnels[a].espProposals[0]", `"aes256-modp2048": no integrity algorithm for non-AEAD encryption`}},
 		},
 		"IKEv1SingleChild": {
 			reason: "IKEv1 cannot carry several subnet pairs in one CHILD_SA.",
@@ -108,12 +109,12 @@ func TestValidate(t *testing.T) {
 				tn.IKEVersion, tn.ChildSALayout = 1, v1alpha1.ChildSASingle
 				tn.TrafficSelectors = append(tn.TrafficSelectors, v1alpha1.TrafficSelector{Local: "100.64.0.0/24", Remote: "192.168.9.0/24"})
 			},
-			want: Errors{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
+			want: []problem{{"tunnels[a].childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair"}},
 		},
 		"DPDTimeoutIKEv2": {
 			reason: "dpd_timeout is an IKEv1 setting; charon would ignore it for IKEv2 and the user would believe it applies.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s") },
-			want:   Errors{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
+			want:   []problem{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
 		},
 		"MOBIKEReplicas2": {
 			reason: "With replicas 2 a pod that gives the address up must not move its IKE SAs to the pod network: MOBIKE is refused.",
@@ -121,7 +122,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Replicas = ptr.To[int32](2)
 				in.Spec.Tunnels[0].MOBIKE = true
 			},
-			want: Errors{{"tunnels[a].mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1"}},
+			want: []problem{{"tunnels[a].mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1"}},
 		},
 		"MOBIKEReplicas1": {
 			reason: "One pod keeps MOBIKE as the user asked for it.",
@@ -147,12 +148,12 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[0].IKEVersion = 1
 				in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("a minute")
 			},
-			want: Errors{{"tunnels[a].dpd.timeout", `"a minute" is not a duration such as 90m or 4h`}},
+			want: []problem{{"tunnels[a].dpd.timeout", `"a minute" is not a duration such as 90m or 4h`}},
 		},
 		"UniqueUnknown": {
 			reason: "Only the uniqueness policies the API offers reach swanctl.conf.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].Unique = "never" },
-			want:   Errors{{"tunnels[a].unique", `"never" is not no, replace or keep`}},
+			want:   []problem{{"tunnels[a].unique", `"never" is not no, replace or keep`}},
 		},
 		"TrapWithLibipsec": {
 			reason: "kernel-libipsec raises no acquires: a trapped tunnel on the userspace data plane would never initiate.",
@@ -160,7 +161,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.DataPlane = v1alpha1.DataPlaneLibipsec
 				in.Spec.Tunnels[0].StartAction = "trap"
 			},
-			want: Errors{{"tunnels[a].startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM"}},
+			want: []problem{{"tunnels[a].startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM"}},
 		},
 		"TrapWithKernelXFRM": {
 			reason: "The kernel's XFRM raises acquires: trap works there.",
@@ -183,7 +184,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("9s")
 				in.Spec.Tunnels[1].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("9.5s")
 			},
-			want: Errors{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
+			want: []problem{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
 		},
 		"IKERandTimeNotShorter": {
 			reason: "An IKE randTime as long as rekeyTime (strongSwan's 4h when absent) could wrap the rekey time around; so could one as long as reauthTime.",
@@ -191,7 +192,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[0].IKELifetime = v1alpha1.IKELifetime{RandTime: ptr.To[v1alpha1.Duration]("4h")}
 				in.Spec.Tunnels[1].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("8h"), ReauthTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("90m")}
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].ikeLifetime.randTime", "14400s is not shorter than ikeLifetime.rekeyTime (14400s): give a randTime below it (strongSwan's default is 10% of it)"},
 				{"tunnels[b].ikeLifetime.randTime", "5400s is not shorter than ikeLifetime.reauthTime (3600s): give a randTime below it (strongSwan's default is 10% of it)"},
 			},
@@ -201,7 +202,7 @@ func TestValidate(t *testing.T) {
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("10m"), RandTime: ptr.To[v1alpha1.Duration]("10m")}
 			},
-			want: Errors{{"tunnels[a].childLifetime.randTime", "600s is not shorter than childLifetime.rekeyTime (600s): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)"}},
+			want: []problem{{"tunnels[a].childLifetime.randTime", "600s is not shorter than childLifetime.rekeyTime (600s): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)"}},
 		},
 		"RandTimesShorterOrOff": {
 			reason: "randTimes below their rekey times are fine, and so is any randTime when rekeying is off (0).",
@@ -223,7 +224,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[0].DPD.Delay = ptr.To[v1alpha1.Duration]("30 s")
 				in.Spec.Tunnels[0].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("1d")
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].childLifetime.rekeyTime", `"1d" is not a duration such as 90m or 4h`},
 				{"tunnels[a].dpd.delay", `"30 s" is not a duration such as 90m or 4h`},
 			},
@@ -236,22 +237,22 @@ func TestValidate(t *testing.T) {
 					{Local: "100.64.0.0/24", Remote: "172.16.88.244/32"},
 				}
 			},
-			want: Errors{{"tunnels[a].trafficSelectors[1]", "its CHILD_SA name a-d93db0d6 is also that of tunnels[a].trafficSelectors[0]: change the subnets of either pair"}},
+			want: []problem{{"tunnels[a].trafficSelectors[1]", "its CHILD_SA name a-d93db0d6 is also that of tunnels[a].trafficSelectors[0]: change the subnets of either pair"}},
 		},
 		"DuplicatePeer": {
 			reason: "Two tunnels to one peer address and identity would share one IKE SA.",
 			mod:    func(in *Input) { in.Spec.Tunnels[1].Peer.Address = "198.51.100.1" },
-			want:   Errors{{"tunnels[b].peer", "tunnel a already connects to 198.51.100.1 with identity 198.51.100.1: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel"}},
+			want:   []problem{{"tunnels[b].peer", "tunnel a already connects to 198.51.100.1 with identity 198.51.100.1: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel"}},
 		},
 		"MissingPSK": {
 			reason: "A tunnel without a PSK cannot authenticate.",
 			mod:    func(in *Input) { delete(in.PSKs, "b") },
-			want:   Errors{{"tunnels[b].preSharedKeySecretRef", "the pre-shared key is missing or empty"}},
+			want:   []problem{{"tunnels[b].preSharedKeySecretRef", "the pre-shared key is missing or empty"}},
 		},
 		"PeerAddressInjection": {
 			reason: "A peer address that is neither IP nor DNS name is refused before it can reach swanctl.conf.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].Peer.Address = "1.2.3.4\n}\nsecrets {" },
-			want:   Errors{{"tunnels[a].peer.address", `"1.2.3.4\n}\nsecrets {" is neither an IPv4 address nor a DNS name`}},
+			want:   []problem{{"tunnels[a].peer.address", `"1.2.3.4\n}\nsecrets {" is neither an IPv4 address nor a DNS name`}},
 		},
 		"ExposureOutsideTS": {
 			reason: "An exposure at an inside address no tunnel carries cannot be reached.",
@@ -259,7 +260,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Exposures = []v1alpha1.Exposure{{Name: "web", Protocol: "tcp", InsideAddress: "100.64.9.1", Port: 443,
 					Target: v1alpha1.ExposureTarget{Address: addr("10.96.0.1"), Port: 443}}}
 			},
-			want: Errors{{"exposures[web].insideAddress", "100.64.9.1 is in no tunnel's local traffic selector"}},
+			want: []problem{{"exposures[web].insideAddress", "100.64.9.1 is in no tunnel's local traffic selector"}},
 		},
 		"ExposureUnresolvedService": {
 			reason: "An exposure to a Service whose cluster IP is unknown cannot be rendered.",
@@ -268,7 +269,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Exposures = []v1alpha1.Exposure{{Name: "web", Protocol: "tcp", InsideAddress: "100.64.0.1", Port: 443,
 					Target: v1alpha1.ExposureTarget{ServiceName: &svc, Port: 443}}}
 			},
-			want: Errors{{"exposures[web].target.serviceName", "the Service's cluster IP is not known"}},
+			want: []problem{{"exposures[web].target.serviceName", "the Service's cluster IP is not known"}},
 		},
 		"ReverseExposureWrongTunnel": {
 			reason: "A reverse exposure whose source and client are in different tunnels matches no CHILD_SA.",
@@ -276,7 +277,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "db", Protocol: "tcp", ListenPort: 5432,
 					ClientAddress: "192.168.2.5", ClientPort: 5432, SourceAddress: "100.64.0.9"}}
 			},
-			want: Errors{{"reverseExposures[db]", "no tunnel carries traffic from 100.64.0.9 (sourceAddress, a local traffic selector) to 192.168.2.5 (clientAddress, a remote one)"}},
+			want: []problem{{"reverseExposures[db]", "no tunnel carries traffic from 100.64.0.9 (sourceAddress, a local traffic selector) to 192.168.2.5 (clientAddress, a remote one)"}},
 		},
 		"RoutedWithExposures": {
 			reason: "Exposures need mode nat.",
@@ -285,12 +286,12 @@ func TestValidate(t *testing.T) {
 				in.Spec.ReverseExposures = []v1alpha1.ReverseExposure{{Name: "db", Protocol: "tcp", ListenPort: 5432,
 					ClientAddress: "192.168.1.5", ClientPort: 5432, SourceAddress: "100.64.0.9"}}
 			},
-			want: Errors{{"mode", "exposures and reverse exposures need mode nat"}},
+			want: []problem{{"mode", "exposures and reverse exposures need mode nat"}},
 		},
 		"GatewayOutsideNetwork": {
 			reason: "The default gateway must be on the endpoint's network.",
 			mod:    func(in *Input) { in.Spec.Endpoint.Gateway = "10.21.0.1" },
-			want:   Errors{{"endpoint.gateway", "10.21.0.1 is not in the endpoint's network 10.20.0.0/24"}},
+			want:   []problem{{"endpoint.gateway", "10.21.0.1 is not in the endpoint's network 10.20.0.0/24"}},
 		},
 		"AEADIKEProposalWithoutPRF": {
 			reason: "charon refuses an AEAD IKE proposal without a PRF (a PRF algorithm is mandatory in IKE proposals); with one, or with an integrity algorithm it derives the PRF from, it loads.",
@@ -298,7 +299,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[0].IKEProposals = []string{"aes128gcm16-ecp256", "aes128gcm16-prfsha256-ecp256"}
 				in.Spec.Tunnels[1].IKEProposals = []string{"chacha20poly1305-prfsha256-x25519"}
 			},
-			want: Errors{{"tunnels[a].ikeProposals[0]", `"aes128gcm16-ecp256": an AEAD IKE proposal needs a PRF, such as aes128gcm16-prfsha256-...: charon refuses it (a PRF algorithm is mandatory in IKE proposals)`}},
+			want: []problem{{"tunnels[a].ikeProposals[0]", `"aes128gcm16-ecp256": an AEAD IKE proposal needs a PRF, such as aes128gcm16-prfsha256-...: charon refuses it (a PRF algorithm is mandatory in IKE proposals)`}},
 		},
 		"PSKLineBreak": {
 			reason: "A PSK with a line break (the trailing newline of echo) cannot be typed into a peer's configuration; the message never quotes the key.",
@@ -306,7 +307,7 @@ func TestValidate(t *testing.T) {
 				in.PSKs["a"] = []byte("secret-key\n")
 				in.PSKs["b"] = []byte("secret\r\nkey")
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].preSharedKeySecretRef", "the pre-shared key contains a line break (often a trailing newline from echo or a file): no peer's configuration can type it, so authentication would fail; write the Secret with printf '%s' or kubectl create secret --from-literal"},
 				{"tunnels[b].preSharedKeySecretRef", "the pre-shared key contains a line break (often a trailing newline from echo or a file): no peer's configuration can type it, so authentication would fail; write the Secret with printf '%s' or kubectl create secret --from-literal"},
 			},
@@ -314,7 +315,7 @@ func TestValidate(t *testing.T) {
 		"PSKNUL": {
 			reason: "A PSK with a NUL byte is cut there by peers' configurations.",
 			mod:    func(in *Input) { in.PSKs["a"] = []byte("secret\x00key") },
-			want:   Errors{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key contains a NUL byte, which peers' configurations end the key at: write it without"}},
+			want:   []problem{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key contains a NUL byte, which peers' configurations end the key at: write it without"}},
 		},
 		"PSKShort": {
 			reason: "A PSK under minPSK bytes is refused; one of minPSK is accepted.",
@@ -322,28 +323,28 @@ func TestValidate(t *testing.T) {
 				in.PSKs["a"] = []byte("abcde")
 				in.PSKs["b"] = []byte("abcdef")
 			},
-			want: Errors{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key is 5 bytes: at least 6 are needed (20 or more random characters are advised)"}},
+			want: []problem{{"tunnels[a].preSharedKeySecretRef", "the pre-shared key is 5 bytes: at least 6 are needed (20 or more random characters are advised)"}},
 		},
 		"LocalOverlapsRemote": {
 			reason: "A pair whose local and remote subnets overlap puts the same addresses on both sides of the tunnel.",
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "192.168.1.0/25", Remote: "192.168.1.0/24"}
 			},
-			want: Errors{{"tunnels[a].trafficSelectors[0]", "local 192.168.1.0/25 overlaps remote 192.168.1.0/24: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"}},
+			want: []problem{{"tunnels[a].trafficSelectors[0]", "local 192.168.1.0/25 overlaps remote 192.168.1.0/24: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"}},
 		},
 		"PresentedOverlapsTenant": {
 			reason: "In mode nat a presented (local) subnet inside the tenant's real subnets cannot be told apart from them by the NAT.",
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].TrafficSelectors[0].Local = "10.244.1.0/24"
 			},
-			want: Errors{{"tunnels[a].trafficSelectors[0].local", "10.244.1.0/24 overlaps tenant subnet 10.244.0.0/16: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)"}},
+			want: []problem{{"tunnels[a].trafficSelectors[0].local", "10.244.1.0/24 overlaps tenant subnet 10.244.0.0/16: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)"}},
 		},
 		"PresentedOverlapsClient": {
 			reason: "In mode nat a presented subnet that is another client's subnet is refused.",
 			mod: func(in *Input) {
 				in.Spec.Tunnels[1].TrafficSelectors[0].Local = "192.168.1.0/24"
 			},
-			want: Errors{{"tunnels[b].trafficSelectors[0].local", "192.168.1.0/24 overlaps client subnet 192.168.1.0/24 (tunnels[a].trafficSelectors[0].remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own"}},
+			want: []problem{{"tunnels[b].trafficSelectors[0].local", "192.168.1.0/24 overlaps client subnet 192.168.1.0/24 (tunnels[a].trafficSelectors[0].remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own"}},
 		},
 		"RoutedLocalIsAnotherClient": {
 			reason: "In mode routed a local subnet may be another client's (a hub routing between sites): no nat rule applies.",
@@ -355,7 +356,7 @@ func TestValidate(t *testing.T) {
 		"LocalIDIsPrivateAddress": {
 			reason: "Peers know the gateway by its floating IP: the private address as localId fails IKE_AUTH on the identity.",
 			mod:    func(in *Input) { in.Spec.Endpoint.LocalID = "10.20.0.10" },
-			want:   Errors{{"endpoint.localId", "10.20.0.10 is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP"}},
+			want:   []problem{{"endpoint.localId", "10.20.0.10 is the gateway's private address: peers reach the gateway through its floating IP and know it by that address, so IKE_AUTH would fail on the identity; set localId to the floating IP"}},
 		},
 		"ChildRekeyZero": {
 			reason: "rekeyTime 0 (no rekeying) without lifeTime is strongSwan's 'no lifetime': accepted, not refused as a rekeyTime under 10s.",
@@ -366,7 +367,7 @@ func TestValidate(t *testing.T) {
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("0"), LifeTime: ptr.To[v1alpha1.Duration]("1h")}
 			},
-			want: Errors{{"tunnels[a].childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime 1h and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)"}},
+			want: []problem{{"tunnels[a].childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime 1h and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)"}},
 		},
 		"SeveralProblems": {
 			reason: "Every problem is reported at once, in spec order.",
@@ -374,7 +375,7 @@ func TestValidate(t *testing.T) {
 				in.Spec.Endpoint.LocalID = "not-an-ip"
 				in.Spec.Tunnels[1].IKEVersion = 3
 			},
-			want: Errors{
+			want: []problem{
 				{"endpoint.localId", `"not-an-ip" is not an IPv4 address`},
 				{"tunnels[b].ikeVersion", "3 is not 1 or 2"},
 			},
@@ -402,7 +403,7 @@ func TestValidateHideNAT(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		mod    func(*Input)
-		want   Errors
+		want   []problem
 	}{
 		"Address": {
 			reason: "A presented address of the local subnet, for a tenant subnet and a client subnet of the tunnel, is valid.",
@@ -417,34 +418,34 @@ func TestValidateHideNAT(t *testing.T) {
 		"NeitherPresented": {
 			reason: "A rule needs a presented address or pool.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedAddress = nil },
-			want:   Errors{{path, "needs exactly one of presentedAddress or presentedPool"}},
+			want:   []problem{{path, "needs exactly one of presentedAddress or presentedPool"}},
 		},
 		"BothPresented": {
 			reason: "A rule with both a presented address and a pool is ambiguous.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedPool = pool("100.64.0.32/28") },
-			want:   Errors{{path, "needs exactly one of presentedAddress or presentedPool"}},
+			want:   []problem{{path, "needs exactly one of presentedAddress or presentedPool"}},
 		},
 		"PresentedOutsideLocal": {
 			reason: "An address of another tunnel's local subnet is not carried by this tunnel to the client subnet.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedAddress = addr("100.64.1.20") },
-			want:   Errors{{path + ".presentedAddress", "100.64.1.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+			want:   []problem{{path + ".presentedAddress", "100.64.1.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
 		},
 		"PoolBeyondLocal": {
 			reason: "A pool larger than the local subnet is not carried whole.",
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].HideNAT[0].PresentedAddress, in.Spec.Tunnels[0].HideNAT[0].PresentedPool = nil, pool("100.64.0.0/23")
 			},
-			want: Errors{{path + ".presentedPool", "100.64.0.0/23 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+			want: []problem{{path + ".presentedPool", "100.64.0.0/23 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
 		},
 		"RemoteOfAnotherTunnel": {
 			reason: "A remote subnet the tunnel does not carry is refused.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].RemoteSubnets[0] = "192.168.2.0/24" },
-			want:   Errors{{path + ".presentedAddress", "100.64.0.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.2.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+			want:   []problem{{path + ".presentedAddress", "100.64.0.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.2.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
 		},
 		"PresentedOverlapsTenant": {
 			reason: "A presented address among the tenant's real ones is refused, beside the local subnet's own overlap.",
 			mod:    func(in *Input) { in.Spec.TenantSubnets = append(in.Spec.TenantSubnets, "100.64.0.16/28") },
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].trafficSelectors[0].local", "100.64.0.0/24 overlaps tenant subnet 100.64.0.16/28: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)"},
 				{path + ".presentedAddress", "100.64.0.20 overlaps tenant subnet 100.64.0.16/28: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)"},
 			},
@@ -455,7 +456,7 @@ func TestValidateHideNAT(t *testing.T) {
 				in.Spec.Tunnels[0].TrafficSelectors[0].Local = "100.64.0.0/16"
 				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "100.65.0.0/24", Remote: "100.64.0.16/28"}
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].trafficSelectors[0].local", "100.64.0.0/16 overlaps client subnet 100.64.0.16/28 (tunnels[b].trafficSelectors[0].remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own"},
 				{path + ".presentedAddress", "100.64.0.20 overlaps client subnet 100.64.0.16/28 (tunnels[b].trafficSelectors[0].remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet"},
 			},
@@ -463,19 +464,19 @@ func TestValidateHideNAT(t *testing.T) {
 		"TenantSubnetNotListed": {
 			reason: "A tenant subnet outside the gateway's tenantSubnets is refused: the security group admits those only.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].TenantSubnets[0] = "10.99.0.0/24" },
-			want:   Errors{{path + ".tenantSubnets[0]", "10.99.0.0/24 lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)"}},
+			want:   []problem{{path + ".tenantSubnets[0]", "10.99.0.0/24 lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)"}},
 		},
 		"Routed": {
 			reason: "Hide NAT is for mode nat.",
 			mod:    func(in *Input) { in.Spec.Mode = v1alpha1.ModeRouted },
-			want:   Errors{{path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated"}},
+			want:   []problem{{path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated"}},
 		},
 		"OverlappingRules": {
 			reason: "Two rules translating the same connections are refused: only the first would apply.",
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].HideNAT = append(in.Spec.Tunnels[0].HideNAT, rule("more", "10.244.1.0/24", "192.168.1.128/25", addr("100.64.0.21"), nil))
 			},
-			want: Errors{{"tunnels[a].hideNAT[more]", "translates connections tunnels[a].hideNAT[out] also translates (their tenantSubnets and remoteSubnets overlap): give each connection one rule"}},
+			want: []problem{{"tunnels[a].hideNAT[more]", "translates connections tunnels[a].hideNAT[out] also translates (their tenantSubnets and remoteSubnets overlap): give each connection one rule"}},
 		},
 		"DisjointRules": {
 			reason: "Rules for distinct tenant subnets may present distinct addresses to the same client subnet.",
@@ -497,12 +498,23 @@ func TestValidateHideNAT(t *testing.T) {
 
 // wantErrors renders in and fails t unless Render returns exactly want
 // (nil: no error), saying reason.
-func wantErrors(t *testing.T, reason string, in Input, want Errors) {
+// problem is what a test wants of one field error of Errors: its path and
+// its detail.
+type problem struct{ Path, Detail string }
+
+func wantErrors(t *testing.T, reason string, in Input, want []problem) {
 	t.Helper()
 	_, err := Render(in)
-	var got Errors
-	if err != nil && !errors.As(err, &got) {
+	var errs Errors
+	if err != nil && !errors.As(err, &errs) {
 		t.Fatalf("%s\nRender() error %v is not Errors", reason, err)
+	}
+	var got []problem
+	for _, fe := range errs {
+		if fe.Type != field.ErrorTypeInvalid {
+			t.Errorf("%s\nRender() error %q is of type %s, want %s", reason, fe.Field, fe.Type, field.ErrorTypeInvalid)
+		}
+		got = append(got, problem{Path: fe.Field, Detail: fe.Detail})
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s\nRender() errors: -want, +got:\n%s", reason, diff)

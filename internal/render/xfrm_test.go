@@ -32,7 +32,7 @@ func TestValidateRouteMode(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		mod    func(*Input)
-		want   Errors
+		want   []problem
 	}{
 		"ActiveBackup": {
 			reason: "Two route-mode tunnels with identical 0.0.0.0/0 selectors and different metrics: the XFRM interfaces keep them apart.",
@@ -47,7 +47,7 @@ func TestValidateRouteMode(t *testing.T) {
 		"PolicyAnyNet": {
 			reason: "0.0.0.0/0 selectors in mode policy stay refused (their policies would take every packet), naming the pair and the way out.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0] = policy(in.Spec.Tunnels[0]) },
-			want:   Errors{{"tunnels[a].trafficSelectors[0]", "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"}},
+			want:   []problem{{"tunnels[a].trafficSelectors[0]", "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"}},
 		},
 		"TwoPolicyIdentical": {
 			reason: "Two policy-mode tunnels with identical selectors stay refused: traffic would match both.",
@@ -57,22 +57,22 @@ func TestValidateRouteMode(t *testing.T) {
 					in.Spec.Tunnels[i].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "10.30.0.0/24", Remote: "172.31.0.0/16"}
 				}
 			},
-			want: Errors{{"tunnels[b].trafficSelectors[0]", "local 10.30.0.0/24 and remote 172.31.0.0/16 overlap tunnels[a].trafficSelectors[0] (local 10.30.0.0/24, remote 172.31.0.0/16): traffic would match both"}},
+			want: []problem{{"tunnels[b].trafficSelectors[0]", "local 10.30.0.0/24 and remote 172.31.0.0/16 overlap tunnels[a].trafficSelectors[0] (local 10.30.0.0/24, remote 172.31.0.0/16): traffic would match both"}},
 		},
 		"Libipsec": {
 			reason: "kernel-libipsec has no interface IDs: refused, naming the tunnel's mode.",
 			mod:    func(in *Input) { in.Spec.Tunnels = in.Spec.Tunnels[:1]; in.Spec.DataPlane = v1alpha1.DataPlaneLibipsec },
-			want:   Errors{{"tunnels[a].mode", "route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM"}},
+			want:   []problem{{"tunnels[a].mode", "route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM"}},
 		},
 		"ModeNAT": {
 			reason: "The gateway's mode left out is nat, whose presented local subnets 0.0.0.0/0 cannot be: refused.",
 			mod:    func(in *Input) { in.Spec.Tunnels = in.Spec.Tunnels[:1]; in.Spec.Mode = "" },
-			want:   Errors{{"tunnels[a].mode", "route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use mode policy"}},
+			want:   []problem{{"tunnels[a].mode", "route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use mode policy"}},
 		},
 		"NoRoutes": {
 			reason: "A route-mode tunnel without routes would carry nothing.",
 			mod:    func(in *Input) { in.Spec.Tunnels[1].Routes = nil },
-			want:   Errors{{"tunnels[b].routes", "a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface"}},
+			want:   []problem{{"tunnels[b].routes", "a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface"}},
 		},
 		"RoutesAndMetricInPolicy": {
 			reason: "routes and routeMetric mean nothing in mode policy: refused, each named.",
@@ -81,7 +81,7 @@ func TestValidateRouteMode(t *testing.T) {
 				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "10.30.0.0/24", Remote: "192.168.2.0/24"}
 				in.Spec.Tunnels[0].Routes = []v1alpha1.CIDR{"172.16.0.0/16"}
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[b].routes", "routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes"},
 				{"tunnels[b].routeMetric", "routeMetric is for mode route: set mode route, or remove routeMetric"},
 			},
@@ -91,7 +91,7 @@ func TestValidateRouteMode(t *testing.T) {
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].TrafficSelectors[0].Remote = "172.31.0.0/17"
 			},
-			want: Errors{{"tunnels[a].routes[0]", "172.31.0.0/16 is in no remote traffic selector of the tunnel: its packets would find no CHILD_SA in the interface and be dropped; widen a remote selector (such as 0.0.0.0/0) or route a subnet inside one"}},
+			want: []problem{{"tunnels[a].routes[0]", "172.31.0.0/16 is in no remote traffic selector of the tunnel: its packets would find no CHILD_SA in the interface and be dropped; widen a remote selector (such as 0.0.0.0/0) or route a subnet inside one"}},
 		},
 		"NarrowedSelectors": {
 			reason: "A route-mode tunnel with narrowed selectors routes a subnet inside its remote one; local inside remote is no overlap in route mode when the remote is 0.0.0.0/0.",
@@ -105,7 +105,7 @@ func TestValidateRouteMode(t *testing.T) {
 			mod: func(in *Input) {
 				in.Spec.Tunnels[0].Routes = []v1alpha1.CIDR{"10.244.1.0/24", "10.20.0.0/16", "198.51.100.0/24"}
 			},
-			want: Errors{
+			want: []problem{
 				{"tunnels[a].routes[0]", "10.244.1.0/24 overlaps tenant subnet 10.244.0.0/16"},
 				{"tunnels[a].routes[1]", "10.20.0.0/16 overlaps the gateway's own network 10.20.0.0/24"},
 				{"tunnels[a].routes[2]", "198.51.100.0/24 holds the address 198.51.100.1 of tunnel a's peer: IKE and ESP to it would enter the tunnel; route the peer's subnets, not its address"},
@@ -118,7 +118,7 @@ func TestValidateRouteMode(t *testing.T) {
 				in.Spec.Tunnels[1] = policy(in.Spec.Tunnels[1])
 				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "10.30.0.0/24", Remote: "172.31.5.0/24"}
 			},
-			want: Errors{{"tunnels[a].routes[0]", "172.31.0.0/16 overlaps tunnels[b].trafficSelectors[0].remote 172.31.5.0/24 of a tunnel in mode policy: the route would take that tunnel's traffic into the XFRM interface"}},
+			want: []problem{{"tunnels[a].routes[0]", "172.31.0.0/16 overlaps tunnels[b].trafficSelectors[0].remote 172.31.5.0/24 of a tunnel in mode policy: the route would take that tunnel's traffic into the XFRM interface"}},
 		},
 		"MixedApart": {
 			reason: "A route-mode tunnel beside a policy-mode tunnel whose subnets it does not route: its 0.0.0.0/0 selectors overlap nothing that matters.",
@@ -130,12 +130,12 @@ func TestValidateRouteMode(t *testing.T) {
 		"RouteTwice": {
 			reason: "One destination twice in a tunnel's routes is refused.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].Routes = []v1alpha1.CIDR{"172.31.0.0/16", "172.31.0.0/16"} },
-			want:   Errors{{"tunnels[a].routes[1]", "172.31.0.0/16 is routed twice"}},
+			want:   []problem{{"tunnels[a].routes[1]", "172.31.0.0/16 is routed twice"}},
 		},
 		"UnknownMode": {
 			reason: "A mode that is neither policy nor route is refused.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].Mode = "vti" },
-			want:   Errors{{"tunnels[a].mode", `"vti" is not policy or route`}, {"tunnels[a].trafficSelectors[0]", "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"}},
+			want:   []problem{{"tunnels[a].mode", `"vti" is not policy or route`}, {"tunnels[a].trafficSelectors[0]", "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"}},
 		},
 	}
 	for name, tc := range cases {

@@ -223,7 +223,7 @@ func TestFloatingIPBindingAllocated(t *testing.T) {
 
 	// Steady state: one Observe is exactly one Neutron request.
 	sc, count := ownNetwork(t)
-	ext := floatingipbinding.NewExternal(sc)
+	ext := floatingipbinding.NewExternal(sc, openstack.Settling{})
 	o, err := ext.Observe(ctx, mg)
 	if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
 		t.Fatalf("Observe() = %+v, %v; want existing and up to date", o, err)

@@ -110,7 +110,7 @@ func TestNetwork(t *testing.T) {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), imported); err != nil {
 			t.Fatal(err)
 		}
-		obs, err := network.NewExternal(own).Observe(ctx, imported)
+		obs, err := network.NewExternal(own, openstack.Settling{}).Observe(ctx, imported)
 		if err != nil {
 			t.Fatal(err)
 		}

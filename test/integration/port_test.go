@@ -206,7 +206,7 @@ func TestPort(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := n.Load()
-		obs, err := port.NewExternal(own).Observe(ctx, vip)
+		obs, err := port.NewExternal(own, openstack.Settling{}).Observe(ctx, vip)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -394,7 +395,7 @@ func goldens(t *testing.T, prefix string) []underTest {
 		uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(out)+1))
 		for _, d := range documents(t, f) {
 			o := d.obj
-			owner := metav1.OwnerReference{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: prefix + c, UID: uid, Controller: ptrTo(true)}
+			owner := metav1.OwnerReference{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: prefix + c, UID: uid, Controller: ptr.To(true)}
 			o.SetOwnerReferences([]metav1.OwnerReference{owner})
 			o.SetGenerateName("")
 			o.SetName(prefix + c + "-" + o.GetAnnotations()["crossplane.io/composition-resource-name"])
@@ -409,8 +410,6 @@ func goldens(t *testing.T, prefix string) []underTest {
 	}
 	return out
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // localize points an example's or golden's object at the fixtures: Neutron
 // IDs, fresh ports and floating IPs, free fixed IPs, the Gateways'

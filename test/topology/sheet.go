@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -91,7 +92,7 @@ func (s ClientSheet) SwanctlConf() []byte {
 	if version == 0 {
 		version = 2
 	}
-	localID, remoteID := or(s.LocalID, s.LocalAddress), or(s.RemoteID, s.RemoteAddress)
+	localID, remoteID := cmp.Or(s.LocalID, s.LocalAddress), cmp.Or(s.RemoteID, s.RemoteAddress)
 	line(0, "connections {")
 	line(1, "%s {", s.Name)
 	set(2, "version", fmt.Sprint(version))
@@ -157,13 +158,6 @@ func (s ClientSheet) SwanctlConf() []byte {
 	line(1, "}")
 	line(0, "}")
 	return []byte(b.String())
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // LoadSheet configures the peer from s with the swanctl command (see

@@ -101,17 +101,21 @@ type Collection struct {
 	// Kind names one object in errors, such as "security group".
 	Kind string
 	// Path is the collection's path under the Neutron endpoint, such as
-	// "security-groups"; Key is its JSON key in a list answer, such as
-	// "security_groups".
-	Path, Key string
+	// "security-groups", which is also its resource type in Neutron's tag
+	// API; Key is its JSON key in a list answer, such as
+	// "security_groups", and Item in the answer of one object, such as
+	// "security_group".
+	Path, Key, Item string
 }
 
-// The collections of the kinds the provider creates.
+// The collections of the kinds the provider creates or reads.
 var (
-	SecurityGroups = Collection{Kind: "security group", Path: "security-groups", Key: "security_groups"}
-	Ports          = Collection{Kind: "port", Path: "ports", Key: "ports"}
-	FloatingIPs    = Collection{Kind: "floating IP", Path: "floatingips", Key: "floatingips"}
-	Networks       = Collection{Kind: "network", Path: "networks", Key: "networks"}
+	SecurityGroups = Collection{Kind: "security group", Path: "security-groups", Key: "security_groups", Item: "security_group"}
+	Ports          = Collection{Kind: "port", Path: "ports", Key: "ports", Item: "port"}
+	FloatingIPs    = Collection{Kind: "floating IP", Path: "floatingips", Key: "floatingips", Item: "floatingip"}
+	Networks       = Collection{Kind: "network", Path: "networks", Key: "networks", Item: "network"}
+	// Routers are read only: RouterRoutes adds routes to existing ones.
+	Routers = Collection{Kind: "router", Path: "routers", Key: "routers", Item: "router"}
 )
 
 // FindCreated returns the ID of the object of c that a create for mg with

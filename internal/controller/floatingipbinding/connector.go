@@ -1,8 +1,6 @@
 package floatingipbinding
 
 import (
-	"context"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/gophercloud/gophercloud/v2"
 
@@ -10,25 +8,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
-// connector connects a FloatingIPBinding to the Neutron of its
-// ProviderConfig.
-type connector struct {
-	openstack.Connector
-}
-
-// Connect tracks the binding's use of its ProviderConfig and returns an
-// external client for its Neutron. Errors name the ProviderConfig.
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.TypedExternalClient[*v1alpha1.FloatingIPBinding], error) {
-	sc, err := c.Network(ctx, mg)
-	if err != nil {
-		return nil, err
-	}
-	return &external{neutron: sc, settle: c.Clients.Settling(nil)}, nil
-}
-
-// NewExternal returns the external client of FloatingIPBindings that talks
-// to Neutron through sc, for callers that already hold a Neutron client
-// (the controller's connector, and tests that count its requests).
-func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-	return &external{neutron: sc}
+// NewExternal returns the external client that manages a FloatingIPBinding's floating IP
+// through sc, the Neutron client of its ProviderConfig; settle says when an
+// interrupted create has surely made nothing (openstack.Clients.Settling;
+// the zero value never waits, for tests of one reconcile). The connector
+// (mrsetup.NeutronConnector) calls it once it has tracked the resource's
+// use of its ProviderConfig; tests call it to drive one step and count its
+// requests.
+func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
+	return &external{neutron: sc, settle: settle}
 }

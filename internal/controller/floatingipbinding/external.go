@@ -3,6 +3,7 @@ package floatingipbinding
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,14 +18,18 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
+// Error messages; %s are floating IPs (address or Neutron ID), ports and
+// networks.
 const (
-	errGet          = "cannot get floating IP %s"
-	errAllocate     = "cannot allocate a floating IP from network %s"
-	errAssociate    = "cannot associate floating IP %s with port %s"
-	errUpdate       = "cannot update floating IP %s"
-	errDisassociate = "cannot disassociate floating IP %s from port %s"
-	errRelease      = "cannot release floating IP %s"
-	errNoExternal   = "floating IP of this binding is not known yet (no external name)"
+	errGone          = "cannot read floating IP %s: Neutron no longer has it"
+	errAllocate      = "cannot allocate a floating IP from network %s"
+	errAssociate     = "cannot associate floating IP %s with port %s"
+	errUpdate        = "cannot update floating IP %s"
+	errDisassociate  = "cannot disassociate floating IP %s from port %s"
+	errNoExternal    = "cannot update the floating IP of this binding: it is not known yet (no external name)"
+	errLookupAddress = "cannot look up floating IP %s"
+	errLookupPort    = "cannot look up the floating IP on port %s"
+	errAmbiguous     = "cannot tell which of %d floating IPs matching %s (%v) is this binding's: remove the extra ones"
 
 	// errPinnedMissing and errBoundElsewhere are the runbook's pinning
 	// contract: a pinned floating IP must exist, and it is never taken from
@@ -114,12 +119,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 // and whether it was found by a lookup rather than by the external name.
 func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*floatingips.FloatingIP, bool, error) {
 	if id := externalID(mg); id != "" {
-		fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
+		fip, err := e.read(ctx, id)
 		switch {
-		case err == nil:
+		case err != nil:
+			return nil, false, err
+		case fip != nil:
 			return fip, false, nil
-		case !openstack.IsNotFound(err):
-			return nil, false, openstack.Wrap(err, fmt.Sprintf(errGet, id))
 		case !pinned(mg):
 			return nil, false, nil
 		}
@@ -142,11 +147,11 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 	if err != nil || id == "" {
 		return nil, false, err
 	}
-	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
-	if err != nil {
-		return nil, false, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	fip, err := e.read(ctx, id)
+	if err == nil && fip == nil {
+		err = fmt.Errorf(errGone, id)
 	}
-	return fip, true, nil
+	return fip, err == nil, err
 }
 
 // Create binds a floating IP to the port. Pinned: it looks the address up
@@ -212,7 +217,7 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	pages, lerr := floatingips.List(e.neutron, floatingips.ListOpts{PortID: port, FixedIP: string(ptr.Deref(p.FixedIP, "")),
 		FloatingNetworkID: string(ptr.Deref(p.FloatingNetworkID, ""))}).AllPages(ctx)
 	if lerr != nil {
-		return nil, openstack.Wrap(lerr, fmt.Sprintf("%s: cannot look up the floating IP on port %s", a, port))
+		return nil, openstack.Wrap(lerr, fmt.Sprintf("%s: "+errLookupPort, a, port))
 	}
 	on, lerr := floatingips.ExtractFloatingIPs(pages)
 	if lerr != nil || len(on) == 0 {
@@ -245,9 +250,12 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalUpdate, error) {
 	id := externalID(mg)
 	if id == "" {
-		return managed.ExternalUpdate{}, fmt.Errorf("%s", errNoExternal)
+		return managed.ExternalUpdate{}, errors.New(errNoExternal)
 	}
 	fip, err := e.read(ctx, id)
+	if err == nil && fip == nil {
+		err = fmt.Errorf(errGone, id)
+	}
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -308,7 +316,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	return updated, nil
 }
 
-// Delete releases an allocated floating IP (DELETE). A pinned floating IP
+// Delete releases an allocated floating IP (DELETE; one already gone is
+// released). A pinned floating IP
 // is customer-owned and never released: Delete only disassociates it
 // (port_id null, with If-Match: revision_number), and only when it is
 // bound to the binding's port. A floating IP already gone is no error.
@@ -318,19 +327,13 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		return managed.ExternalDelete{}, nil
 	}
 	if !pinned(mg) {
-		err := floatingips.Delete(ctx, e.neutron, id).ExtractErr()
-		if openstack.IsNotFound(err) {
-			err = nil
-		}
-		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errRelease, id))
+		return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.FloatingIPs, id)
 	}
 	fip, err := e.read(ctx, id)
 	switch {
-	case openstack.IsNotFound(err):
-		return managed.ExternalDelete{}, nil
 	case err != nil:
 		return managed.ExternalDelete{}, err
-	case !boundToUs(mg, fip):
+	case fip == nil || !boundToUs(mg, fip):
 		return managed.ExternalDelete{}, nil
 	}
 	none, rev := "", fip.RevisionNumber
@@ -339,17 +342,53 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 }
 
 // read returns floating IP id as Observe read it, or with one GET when
-// Observe did not read it in this reconcile.
+// Observe did not read it in this reconcile; nil when Neutron has no such
+// floating IP (404).
 func (e *external) read(ctx context.Context, id string) (*floatingips.FloatingIP, error) {
 	if e.observed != nil && e.observed.ID == id {
 		return e.observed, nil
 	}
-	fip, err := floatingips.Get(ctx, e.neutron, id).Extract()
-	if err != nil {
-		return nil, openstack.Wrap(err, fmt.Sprintf(errGet, id))
+	fip := &floatingips.FloatingIP{}
+	if found, err := openstack.Get(ctx, e.neutron, openstack.FloatingIPs, id, fip); err != nil || !found {
+		return nil, err
 	}
 	return fip, nil
 }
 
 // Disconnect does nothing: the Neutron client is cached per ProviderConfig.
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// byAddress returns the project's floating IP with address addr, or nil
+// when there is none (Neutron answers 200 with an empty list), with one GET
+// floatingips?floating_ip_address=addr.
+func byAddress(ctx context.Context, sc *gophercloud.ServiceClient, addr string) (*floatingips.FloatingIP, error) {
+	fip, err := only(ctx, sc, floatingips.ListOpts{FloatingIP: addr}, addr)
+	if err != nil {
+		return nil, fmt.Errorf(errLookupAddress+": %w", addr, err)
+	}
+	return fip, nil
+}
+
+// only lists the floating IPs opts selects and returns the one there is,
+// nil when there is none, and an error when there are several.
+func only(ctx context.Context, sc *gophercloud.ServiceClient, opts floatingips.ListOpts, what string) (*floatingips.FloatingIP, error) {
+	pages, err := floatingips.List(sc, opts).AllPages(ctx)
+	if err != nil {
+		return nil, openstack.Wrap(err, "list")
+	}
+	all, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return nil, err
+	}
+	switch len(all) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &all[0], nil
+	}
+	ids := make([]string, len(all))
+	for i := range all {
+		ids[i] = all[i].ID
+	}
+	return nil, fmt.Errorf(errAmbiguous, len(all), what, ids)
+}

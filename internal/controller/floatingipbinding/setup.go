@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
@@ -81,10 +80,7 @@ func find(ctx context.Context, sc *gophercloud.ServiceClient, mg resource.Manage
 // from clients and the OpenStack kinds' reconciler options (mrsetup). It
 // returns an error when a client or the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find,
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.FloatingIPBinding] {
-			return &connector{c}
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced FloatingIPBinding
@@ -92,8 +88,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // interval and lookup on the namespaced twin (mrsetup.RegisterOpenStackTwin).
 // It returns an error when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find,
-		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
-			return &external{neutron: sc, settle: c.Clients.Settling(nil)}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
 }

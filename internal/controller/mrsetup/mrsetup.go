@@ -5,6 +5,7 @@
 package mrsetup
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/gophercloud/gophercloud/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -178,6 +180,38 @@ func RegisterOpenStack[T resource.Managed](mgr ctrl.Manager, o controller.Option
 	return register(mgr, o, managed.ControllerName(gk), gvk, obj, t, b,
 		append(OpenStackOptions(recovery), managed.WithTypedExternalConnector(noteErrors(connect(c), b)),
 			managed.WithReferenceResolver(NewFollowingResolver(mgr.GetClient())))...)
+}
+
+// An ExternalFor makes the external client of a kind from the Neutron
+// client sc of a resource's ProviderConfig and settle, which says when an
+// interrupted create has surely made nothing (openstack.Clients.Settling;
+// the zero value never waits, for tests of one reconcile).
+type ExternalFor[T resource.Managed] func(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[T]
+
+// RegisterNeutron is RegisterOpenStack for a kind whose external client
+// needs nothing but the Neutron client of the resource's ProviderConfig:
+// external makes it (see NeutronConnector).
+func RegisterNeutron[T resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
+	gk string, gvk schema.GroupVersionKind, obj T, t Tuning, find openstack.Finder, external ExternalFor[T]) error {
+	return RegisterOpenStack(mgr, o, clients, gk, gvk, obj, t, find, func(c openstack.Connector) managed.TypedExternalConnector[T] {
+		return NeutronConnector(c, external)
+	})
+}
+
+// NeutronConnector returns the connector of an OpenStack kind whose
+// external client needs nothing but the Neutron client of the managed
+// resource's ProviderConfig: it tracks the resource's use of that
+// ProviderConfig (c.Network) and has external make the client from the
+// Neutron client and the settling time of c's Clients. Errors name the
+// ProviderConfig and what failed.
+func NeutronConnector[T resource.Managed](c openstack.Connector, external ExternalFor[T]) managed.TypedExternalConnector[T] {
+	return managed.TypedExternalConnectorFn[T](func(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+		sc, err := c.Network(ctx, mg)
+		if err != nil {
+			return nil, err
+		}
+		return external(sc, c.Clients.Settling(nil)), nil
+	})
 }
 
 // OpenStackOptions are the reconciler options of the OpenStack kinds.

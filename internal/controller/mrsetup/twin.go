@@ -40,8 +40,7 @@ type Twin[C resource.Managed] interface {
 // C. t's Poll and find see a C as well. It returns an error when a client
 // or the controller cannot be built.
 func RegisterOpenStackTwin[N Twin[C], C resource.Managed](mgr ctrl.Manager, o controller.Options, clients *openstack.Clients,
-	gk string, gvk schema.GroupVersionKind, obj N, t Tuning, find openstack.Finder,
-	external func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[C]) error {
+	gk string, gvk schema.GroupVersionKind, obj N, t Tuning, find openstack.Finder, external ExternalFor[C]) error {
 	if poll := t.Poll; poll != nil {
 		t.Poll = func(mg resource.Managed, d time.Duration) time.Duration {
 			if n, ok := mg.(N); ok {
@@ -59,14 +58,8 @@ func RegisterOpenStackTwin[N Twin[C], C resource.Managed](mgr ctrl.Manager, o co
 			return find(ctx, sc, mg)
 		}
 	}
-	return RegisterOpenStack(mgr, o, clients, gk, gvk, obj, t, findView, func(c openstack.Connector) managed.TypedExternalConnector[N] {
-		return managed.TypedExternalConnectorFn[N](func(ctx context.Context, n N) (managed.TypedExternalClient[N], error) {
-			sc, err := c.Network(ctx, n)
-			if err != nil {
-				return nil, err
-			}
-			return TwinExternal[N](external(c, sc)), nil
-		})
+	return RegisterNeutron(mgr, o, clients, gk, gvk, obj, t, findView, func(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[N] {
+		return TwinExternal[N](external(sc, settle))
 	})
 }
 

@@ -141,7 +141,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(),
 			want: want{
 				mr:       mr(),
-				err:      errors.New("Network tenant-net: cannot get Neutron network " + netID + ": Neutron 503 ServiceUnavailable: try again later"),
+				err:      errors.New("cannot get Neutron network " + netID + ": Neutron 503 ServiceUnavailable: try again later"),
 				requests: []string{get},
 			},
 		},
@@ -187,7 +187,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Network tenant-net: cannot tell which of 2 Neutron networks carrying " + marker + " (" + netID + ", other) to adopt: delete all but one by hand"),
+				err:      errors.New("cannot tell which of 2 Neutron networks carrying " + marker + " (" + netID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{byMarker},
 			},
 		},
@@ -205,7 +205,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			obs, err := NewExternal(sc).Observe(context.Background(), tc.mr)
+			obs, err := NewExternal(sc, openstack.Settling{}).Observe(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -252,7 +252,7 @@ func TestCreate(t *testing.T) {
 			replies:  map[string]reply{post: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['network'].")}},
 			mr:       mr(withoutExternalName),
 			refused:  true,
-			err:      errors.New("Network tenant-net: cannot create Neutron network: Neutron 409 OverQuota: Quota exceeded for resources: ['network']."),
+			err:      errors.New("cannot create Neutron network: Neutron 409 OverQuota: Quota exceeded for resources: ['network']."),
 			requests: []string{post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`},
 		},
 		"TaggingFails": {
@@ -262,7 +262,7 @@ func TestCreate(t *testing.T) {
 				putTags: {Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "boom")},
 			},
 			mr:   mr(withoutExternalName),
-			err:  errors.New("Network tenant-net: cannot set the tags of Neutron network " + netID + ": Neutron 500 HTTPInternalServerError: boom"),
+			err:  errors.New("cannot set the tags of Neutron network " + netID + ": Neutron 500 HTTPInternalServerError: boom"),
 			name: netID,
 			requests: []string{
 				post + ` {"network":{"description":"` + marked + `","name":"tenant-net"}}`,
@@ -273,7 +273,7 @@ func TestCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			_, err := NewExternal(sc).Create(context.Background(), tc.mr)
+			_, err := NewExternal(sc, openstack.Settling{}).Create(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -330,7 +330,7 @@ func TestUpdate(t *testing.T) {
 			replies:  map[string]reply{put: {Code: 412, Body: neutrontest.Error("RevisionNumberConstraintFailed", "Constrained to 4, but current revision is 5")}},
 			network:  neutronNetworkJSON(func(n map[string]any) { n["description"] = "" }),
 			mr:       mr(),
-			err:      errors.New("Network tenant-net: cannot update Neutron network " + netID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 4, but current revision is 5"),
+			err:      errors.New("cannot update Neutron network " + netID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 4, but current revision is 5"),
 			requests: []string{put + ` If-Match=revision_number=4 {"network":{"description":"tenant A"}}`},
 		},
 		"NotObserved": {
@@ -353,7 +353,7 @@ func TestUpdate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{network: sc}
+			e := &external{neutron: sc}
 			if tc.network != nil {
 				// Decoded as gophercloud does, for the embedded
 				// extensions' fields.
@@ -399,7 +399,7 @@ func TestDelete(t *testing.T) {
 			reason:   "A network with ports is refused (409 NetworkInUse): an error with Neutron's type and message, for the reconciler to retry.",
 			replies:  map[string]reply{del: {Code: 409, Body: neutrontest.Error("NetworkInUse", "Unable to complete operation on network. There are one or more ports still in use on the network.")}},
 			mr:       mr(),
-			err:      errors.New("Network tenant-net: cannot delete Neutron network " + netID + ": Neutron 409 NetworkInUse: Unable to complete operation on network. There are one or more ports still in use on the network."),
+			err:      errors.New("cannot delete Neutron network " + netID + ": Neutron 409 NetworkInUse: Unable to complete operation on network. There are one or more ports still in use on the network."),
 			requests: []string{del},
 		},
 		"NeverCreated": {
@@ -410,7 +410,7 @@ func TestDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			_, err := NewExternal(sc).Delete(context.Background(), tc.mr)
+			_, err := NewExternal(sc, openstack.Settling{}).Delete(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}

@@ -4,11 +4,7 @@
 package network
 
 import (
-	"context"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/gophercloud/gophercloud/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -17,36 +13,11 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// connector gives a Network the Neutron client of its ProviderConfig.
-type connector struct{ openstack.Connector }
-
-// Connect tracks the Network's use of its ProviderConfig and returns an
-// external client with that ProviderConfig's Neutron client. Errors name
-// the ProviderConfig and what failed.
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.Network) (managed.TypedExternalClient[*v1alpha1.Network], error) {
-	sc, err := c.Network(ctx, mg)
-	if err != nil {
-		return nil, err
-	}
-	return &external{network: sc, settle: c.Clients.Settling(nil)}, nil
-}
-
-// NewExternal returns the external client that manages a Network's
-// network through the Neutron client sc, as Connect does after resolving
-// the ProviderConfig; for tests that drive Observe directly and count its
-// requests.
-func NewExternal(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
-	return &external{network: sc}
-}
-
 // Setup adds the Network controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built. The
 // reconciler takes the OpenStack kinds' options (mrsetup.OpenStackOptions).
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Network] {
-			return &connector{c}
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.NetworkGroupKind, v1alpha1.NetworkGroupVersionKind, &v1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Network
@@ -54,8 +25,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.NetworkGroupKind, nsv1alpha1.NetworkGroupVersionKind, &nsv1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks),
-		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Network] {
-			return &external{network: sc, settle: c.Clients.Settling(nil)}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.NetworkGroupKind, nsv1alpha1.NetworkGroupVersionKind, &nsv1alpha1.Network{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Networks), NewExternal)
 }

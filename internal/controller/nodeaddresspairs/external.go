@@ -13,16 +13,18 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
+// Error messages; %s are Neutron IDs of ports and networks, and a Node's
+// name.
 const (
-	errNoPort       = "spec.forProvider.portId is not set: set it to the gateway's Neutron port ID, or name the gateway's Port with portIdRef or portIdSelector"
-	errNetworkMoved = "the gateway's Neutron port %s (spec.forProvider.portId) is on network %s, the pairs this resource added on network %s: pairs are not moved between networks; give it a port on %s, or delete this resource (which removes its pairs) and create a new one"
-	errGetPort      = "cannot get the gateway's Neutron port %s (spec.forProvider.portId)"
+	errNoPort       = "cannot add pairs: spec.forProvider.portId is not set; set it to the gateway's Neutron port ID, or name the gateway's Port with portIdRef or portIdSelector"
+	errNetworkMoved = "cannot move pairs between networks: the gateway's Neutron port %s (spec.forProvider.portId) is on network %s, the pairs this resource added on network %s; give it a port on %s, or delete this resource (which removes its pairs) and create a new one"
 	errListPorts    = "cannot list the Neutron ports of network %s"
 	errListNodes    = "cannot list the Nodes selected by spec.forProvider.nodeSelector"
 	errUpdatePort   = "cannot update the allowed address pairs of node %s's Neutron port %s"
@@ -61,7 +63,7 @@ type external struct {
 // happens to be the port's ID, means "not created" too.
 func created(mg *v1alpha1.NodeAddressPairs) bool {
 	en := meta.GetExternalName(mg)
-	return en != "" && (en != mg.GetName() || en == deref(mg.Spec.ForProvider.PortID))
+	return en != "" && (en != mg.GetName() || en == ptr.Deref(mg.Spec.ForProvider.PortID, ""))
 }
 
 // Observe reads the gateway's port, the selected Nodes and the ports of the
@@ -80,7 +82,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 		return managed.ExternalObservation{}, nil
 	}
 	deleting := meta.WasDeleted(mg)
-	id := deref(mg.Spec.ForProvider.PortID)
+	id := ptr.Deref(mg.Spec.ForProvider.PortID, "")
 	if id == "" {
 		// Deleted while its reference no longer resolves.
 		id = meta.GetExternalName(mg)
@@ -163,11 +165,8 @@ func setReady(mg *v1alpha1.NodeAddressPairs, problems, unmapped []string, networ
 // gatewayPort reads the gateway's port; nil when it is gone (404).
 func (e *external) gatewayPort(ctx context.Context, id string) (*neutronPort, error) {
 	gw := &neutronPort{}
-	if err := ports.Get(ctx, e.neutron, id).ExtractInto(gw); err != nil {
-		if openstack.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, openstack.Wrap(err, fmt.Sprintf(errGetPort, id))
+	if found, err := openstack.Get(ctx, e.neutron, openstack.Ports, id, gw); err != nil || !found {
+		return nil, err
 	}
 	return gw, nil
 }
@@ -215,7 +214,7 @@ func networkOf(gw *neutronPort, mg *v1alpha1.NodeAddressPairs) string {
 // here. The next reconcile observes the resource as existing and Update
 // adds the pairs.
 func (e *external) Create(_ context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalCreation, error) {
-	id := deref(mg.Spec.ForProvider.PortID)
+	id := ptr.Deref(mg.Spec.ForProvider.PortID, "")
 	if id == "" {
 		return managed.ExternalCreation{}, errors.New(errNoPort)
 	}
@@ -266,7 +265,7 @@ func (e *external) apply(ctx context.Context, mg *v1alpha1.NodeAddressPairs) err
 		if c.needed() && firstErr == nil {
 			pairs := newPairs(c)
 			rev := c.port.RevisionNumber
-			err := ports.Update(ctx, e.neutron, c.port.ID, updateOpts{UpdateOpts: ports.UpdateOpts{AllowedAddressPairs: &pairs}, RevisionNumber: &rev}).Err
+			err := ports.Update(ctx, e.neutron, c.port.ID, ports.UpdateOpts{AllowedAddressPairs: &pairs, RevisionNumber: &rev}).Err
 			if err != nil {
 				firstErr = openstack.Wrap(err, fmt.Sprintf(errUpdatePort, c.node, c.port.ID))
 			} else {
@@ -283,19 +282,3 @@ func (e *external) apply(ctx context.Context, mg *v1alpha1.NodeAddressPairs) err
 
 // Disconnect does nothing: the Neutron client is shared per ProviderConfig.
 func (e *external) Disconnect(context.Context) error { return nil }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// updateOpts is the body and headers of PUT /v2.0/ports/{id} with the
-// If-Match: revision_number=N header
-// (https://docs.openstack.org/api-ref/network/v2/#revisions). gophercloud
-// reads headers only from the top level of the options struct.
-type updateOpts struct {
-	ports.UpdateOpts
-	RevisionNumber *int `h:"If-Match"`
-}

@@ -370,28 +370,6 @@ func stored(mg *v1alpha1.NodeAddressPairs) *v1alpha1.NodeAddressPairs {
 	return s
 }
 
-func TestInstanceID(t *testing.T) {
-	cases := map[string]struct {
-		reason, providerID, want string
-		ok                       bool
-	}{
-		"NoRegion":  {reason: "The OpenStack cloud provider's usual form.", providerID: "openstack:///" + instA, want: instA, ok: true},
-		"Region":    {reason: "With a region.", providerID: "openstack://RegionOne/" + instA, want: instA, ok: true},
-		"Other":     {reason: "Another cloud's providerID names no instance.", providerID: "aws:///eu-west-1a/i-0abc", ok: false},
-		"Empty":     {reason: "A node without providerID names no instance.", providerID: "", ok: false},
-		"NoID":      {reason: "openstack:/// alone names no instance.", providerID: "openstack:///", ok: false},
-		"NoSlashes": {reason: "openstack://<id> without the path slash is not the cloud provider's form.", providerID: "openstack://" + instA, ok: false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, ok := instanceID(tc.providerID)
-			if diff := cmp.Diff([]any{tc.want, tc.ok}, []any{got, ok}); diff != "" {
-				t.Errorf("%s\ninstanceID(%q) (-want +got):\n%s", tc.reason, tc.providerID, diff)
-			}
-		})
-	}
-}
-
 func TestCreateAndRefusals(t *testing.T) {
 	const other = "99999999-0000-4000-8000-000000000009"
 	cases := map[string]struct {
@@ -447,7 +425,7 @@ func TestCreateAndRefusals(t *testing.T) {
 				return err
 			},
 			wantEN: gwID,
-			err:    "the gateway's Neutron port " + other + " (spec.forProvider.portId) is on network " + other + ", the pairs this resource added on network " + netID + ": pairs are not moved between networks; give it a port on " + netID + ", or delete this resource (which removes its pairs) and create a new one",
+			err:    "cannot move pairs between networks: the gateway's Neutron port " + other + " (spec.forProvider.portId) is on network " + other + ", the pairs this resource added on network " + netID + "; give it a port on " + netID + ", or delete this resource (which removes its pairs) and create a new one",
 			seen:   []string{"GET /ports/" + other},
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsecurity"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/utils/ptr"
 
@@ -15,6 +16,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
+
+// neutronPort is a port as Neutron returns it, with the port-security
+// extension's port_security_enabled.
+type neutronPort struct {
+	ports.Port
+	portsecurity.PortSecurityExt
+}
 
 // changes are what an Update must send to make a Neutron port match a
 // Port's spec.
@@ -77,7 +85,7 @@ func compare(mg resource.Object, spec *v1alpha1.PortParameters, p *neutronPort) 
 	if want := addressPairs(spec.AllowedAddressPairs, p.MACAddress); c.Differs("allowedAddressPairs", want, observedPairs(p.AllowedAddressPairs), sortPairs) {
 		send := make([]ports.AddressPair, 0, len(spec.AllowedAddressPairs))
 		for _, ap := range spec.AllowedAddressPairs {
-			send = append(send, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: deref(ap.MACAddress)})
+			send = append(send, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: ptr.Deref(ap.MACAddress, "")})
 		}
 		c.update.AllowedAddressPairs = &send
 	}
@@ -148,7 +156,7 @@ func matchFixedIPs(want []v1alpha1.FixedIP, have []ports.IP) ([]ports.IP, bool) 
 		}
 		if j < 0 {
 			ok = false
-			out[i] = ports.IP{SubnetID: string(deref(w.SubnetID)), IPAddress: string(deref(w.IPAddress))}
+			out[i] = ports.IP{SubnetID: string(ptr.Deref(w.SubnetID, "")), IPAddress: string(ptr.Deref(w.IPAddress, ""))}
 			continue
 		}
 		used[j] = true
@@ -219,12 +227,4 @@ func uniqueBy[T comparable](ts []T) []T {
 		}
 	}
 	return out
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

@@ -10,28 +10,28 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
-// Error messages; %s are the Port's name and the Neutron port ID.
+// Error messages; %s are Neutron IDs: of the port, of its network, of a
+// subnet and a fixed IP's address.
 const (
-	errGet      = "Port %s: cannot get Neutron port %s"
-	errCreate   = "Port %s: cannot create Neutron port on network %s"
-	errTag      = "Port %s: cannot set the tags of Neutron port %s"
-	errUpdate   = "Port %s: cannot update Neutron port %s"
-	errDelete   = "Port %s: cannot delete Neutron port %s"
-	errSubnet   = "Port %s: cannot get Neutron subnet %s of fixed IP %s"
-	statusError = "ERROR"
+	errCreate = "cannot create Neutron port on network %s"
+	errUpdate = "cannot update Neutron port %s"
+	errGone   = "cannot update Neutron port %s: Neutron no longer has it"
+	errSubnet = "cannot get Neutron subnet %s of fixed IP %s"
 )
 
 // external manages one Port's Neutron port.
 type external struct {
-	network *gophercloud.ServiceClient
+	neutron *gophercloud.ServiceClient
 	// settle says when an interrupted create has surely made nothing.
 	settle openstack.Settling
 	// observed is the port as Observe read it, for Update in the same
@@ -44,28 +44,22 @@ type external struct {
 // subnetDetails), late-initializes portSecurityEnabled and compares the
 // spec with the port (see changes). While the external name is empty it
 // first looks up the port whose description carries the MR's marker
-// (openstack.LookupCreated): a port found there was created by a Create whose answer was lost, and is
+// (openstack.GetOrAdopt): a port found there was created by a Create whose answer was lost, and is
 // adopted (its ID becomes the external name). More than one such port is
 // an error naming them all. A port that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
-	id, adopted, err := openstack.ObservedID(ctx, e.network, openstack.Ports, mg, deref(mg.Spec.ForProvider.Description), e.settle)
-	if err != nil || id == "" {
-		return managed.ExternalObservation{ResourceExists: false}, wrapName(mg, err)
-	}
 	p := &neutronPort{}
-	if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
-		if openstack.IsNotFound(err) {
-			return managed.ExternalObservation{ResourceExists: false}, nil
-		}
-		return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Ports, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle, p)
+	if err != nil || !exists {
+		return managed.ExternalObservation{}, err
 	}
 	e.observed = p
 	obs := observation(p)
-	if err := e.subnetDetails(ctx, mg, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
+	if err := e.subnetDetails(ctx, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	mg.Status.AtProvider = obs
-	if p.Status == statusError {
+	if p.Status == ports.StatusError {
 		mg.SetConditions(xpv2.Unavailable().WithMessage("Neutron reports the port in status ERROR"))
 	} else {
 		// An unbound port is DOWN for as long as no device uses it: it
@@ -85,14 +79,6 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.Exte
 	}, nil
 }
 
-// wrapName prefixes err, if any, with the Port's name.
-func wrapName(mg *v1alpha1.Port, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("Port %s: %w", mg.GetName(), err) //nolint:staticcheck // ST1005: it starts with the kind's name
-}
-
 // Create creates the port with the spec's attributes, its description
 // carrying the MR's marker (openstack.Mark) by which Observe, or the
 // CreateRecovery of a provider killed before the ID was saved, finds it
@@ -108,9 +94,9 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	slices.Sort(tags)
 	opts := createOpts{
 		CreateOpts: ports.CreateOpts{
-			NetworkID:   deref(fp.NetworkID),
-			Name:        deref(fp.Name),
-			Description: openstack.Mark(mg, deref(fp.Description)),
+			NetworkID:   ptr.Deref(fp.NetworkID, ""),
+			Name:        ptr.Deref(fp.Name, ""),
+			Description: openstack.Mark(mg, ptr.Deref(fp.Description, "")),
 		},
 		PortSecurityEnabled: fp.PortSecurityEnabled,
 		Tags:                tags,
@@ -118,7 +104,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	if len(fp.FixedIPs) > 0 {
 		ips := make([]ports.IP, 0, len(fp.FixedIPs))
 		for _, f := range fp.FixedIPs {
-			ips = append(ips, ports.IP{SubnetID: string(deref(f.SubnetID)), IPAddress: string(deref(f.IPAddress))})
+			ips = append(ips, ports.IP{SubnetID: string(ptr.Deref(f.SubnetID, "")), IPAddress: string(ptr.Deref(f.IPAddress, ""))})
 		}
 		opts.FixedIPs = ips
 	}
@@ -126,17 +112,17 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 		opts.SecurityGroups = &sgs
 	}
 	for _, ap := range fp.AllowedAddressPairs {
-		opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: deref(ap.MACAddress)})
+		opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: ptr.Deref(ap.MACAddress, "")})
 	}
 	p := &neutronPort{}
-	if err := ports.Create(ctx, e.network, opts).ExtractInto(p); err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errCreate, mg.GetName(), deref(fp.NetworkID)))
+	if err := ports.Create(ctx, e.neutron, opts).ExtractInto(p); err != nil {
+		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errCreate, ptr.Deref(fp.NetworkID, "")))
 	}
 	// The reconciler saves the external name even when Create fails from
 	// here on.
 	meta.SetExternalName(mg, p.ID)
 	if len(tags) > 0 && !cmp.Equal(tags, p.Tags, drift.SortStrings) {
-		if err := e.setTags(ctx, mg, p.ID, tags); err != nil {
+		if err := openstack.ReplaceTags(ctx, e.neutron, openstack.Ports, p.ID, tags); err != nil {
 			return managed.ExternalCreation{}, err
 		}
 	}
@@ -154,45 +140,119 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	if p == nil {
 		p = &neutronPort{}
 		id := meta.GetExternalName(mg)
-		if err := ports.Get(ctx, e.network, id).ExtractInto(p); err != nil {
-			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errGet, mg.GetName(), id))
+		found, err := openstack.Get(ctx, e.neutron, openstack.Ports, id, p)
+		if err == nil && !found {
+			err = fmt.Errorf(errGone, id)
+		}
+		if err != nil {
+			return managed.ExternalUpdate{}, err
 		}
 	}
 	c := compare(mg, &mg.Spec.ForProvider, p)
 	if c.portChanged() {
 		rev := p.RevisionNumber
 		opts := updateOpts{UpdateOpts: c.update, PortSecurityEnabled: c.portSecurity, RevisionNumber: &rev}
-		if err := ports.Update(ctx, e.network, p.ID, opts).Err; err != nil {
-			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, mg.GetName(), p.ID))
+		if err := ports.Update(ctx, e.neutron, p.ID, opts).Err; err != nil {
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, p.ID))
 		}
 	}
 	if c.tags != nil {
-		if err := e.setTags(ctx, mg, p.ID, c.tags); err != nil {
+		if err := openstack.ReplaceTags(ctx, e.neutron, openstack.Ports, p.ID, c.tags); err != nil {
 			return managed.ExternalUpdate{}, err
 		}
 	}
 	return managed.ExternalUpdate{}, nil
 }
 
-func (e *external) setTags(ctx context.Context, mg *v1alpha1.Port, id string, tags []string) error {
-	err := attributestags.ReplaceAll(ctx, e.network, resourceType, id, attributestags.ReplaceAllOpts{Tags: tags}).Err
-	return openstack.Wrap(err, fmt.Sprintf(errTag, mg.GetName(), id))
-}
-
 // Delete deletes the port; a port that is already gone (404) is deleted.
 // deletionPolicy Orphan never gets here: the reconciler skips Delete.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
-	id := meta.GetExternalName(mg)
-	if id == "" {
-		return managed.ExternalDelete{}, nil
-	}
 	mg.SetConditions(xpv2.Deleting())
-	err := ports.Delete(ctx, e.network, id).ExtractErr()
-	if err != nil && !openstack.IsNotFound(err) {
-		return managed.ExternalDelete{}, openstack.Wrap(err, fmt.Sprintf(errDelete, mg.GetName(), id))
-	}
-	return managed.ExternalDelete{}, nil
+	return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.Ports, meta.GetExternalName(mg))
 }
 
 // Disconnect does nothing: the Neutron client is shared per ProviderConfig.
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// subnetDetails fills SubnetCIDR and GatewayIP of each fixed IP in obs. It
+// takes them from saved, the fixed IPs in status from an earlier Observe,
+// when that has them for the same subnet, and otherwise reads the subnet
+// with one GET /v2.0/subnets/{id} (Networking API v2, "Show subnet
+// details"). An up-to-date port therefore costs no request beyond its own
+// GET; a subnet's CIDR cannot change in Neutron, and a changed gateway_ip
+// is seen when the port moves to another subnet or status is cleared.
+// Errors name the subnet and the fixed IP.
+func (e *external) subnetDetails(ctx context.Context, saved, obs []v1alpha1.ObservedFixedIP) error {
+	known := map[string]v1alpha1.ObservedFixedIP{}
+	for _, s := range saved {
+		if s.SubnetCIDR != "" {
+			known[s.SubnetID] = s
+		}
+	}
+	for i := range obs {
+		k, ok := known[obs[i].SubnetID]
+		if !ok {
+			sn, err := subnets.Get(ctx, e.neutron, obs[i].SubnetID).Extract()
+			if err != nil {
+				return openstack.Wrap(err, fmt.Sprintf(errSubnet, obs[i].SubnetID, obs[i].IPAddress))
+			}
+			k = v1alpha1.ObservedFixedIP{SubnetCIDR: sn.CIDR, GatewayIP: sn.GatewayIP}
+			known[obs[i].SubnetID] = k
+		}
+		obs[i].SubnetCIDR, obs[i].GatewayIP = k.SubnetCIDR, k.GatewayIP
+	}
+	return nil
+}
+
+// createOpts is the body of POST /v2.0/ports: the base attributes, the
+// port-security extension's port_security_enabled and tags. Neutron takes
+// tags in the create body only when its ML2 extension driver
+// tag_ports_during_bulk_creation is enabled and silently drops them
+// otherwise, so Create checks the answer and sets them with PUT .../tags
+// when they are missing.
+type createOpts struct {
+	ports.CreateOpts
+	PortSecurityEnabled *bool
+	Tags                []string
+}
+
+// ToPortCreateMap builds the request body.
+func (o createOpts) ToPortCreateMap() (map[string]any, error) {
+	body, err := o.CreateOpts.ToPortCreateMap()
+	if err != nil {
+		return nil, err
+	}
+	p := body["port"].(map[string]any)
+	if o.PortSecurityEnabled != nil {
+		p["port_security_enabled"] = *o.PortSecurityEnabled
+	}
+	if len(o.Tags) > 0 {
+		p["tags"] = o.Tags
+	}
+	return body, nil
+}
+
+// updateOpts is the body and headers of PUT /v2.0/ports/{id}: the changed
+// base attributes, the port-security extension's port_security_enabled and
+// the If-Match: revision_number=N header
+// (https://docs.openstack.org/api-ref/network/v2/#revisions), so that a
+// port changed since Observe read it gets 412 RevisionNumberConstraintFailed
+// instead of a blind overwrite. gophercloud reads headers only from the top
+// level of the options struct, hence RevisionNumber here.
+type updateOpts struct {
+	ports.UpdateOpts
+	PortSecurityEnabled *bool
+	RevisionNumber      *int `h:"If-Match"`
+}
+
+// ToPortUpdateMap builds the request body.
+func (o updateOpts) ToPortUpdateMap() (map[string]any, error) {
+	body, err := o.UpdateOpts.ToPortUpdateMap()
+	if err != nil {
+		return nil, err
+	}
+	if o.PortSecurityEnabled != nil {
+		body["port"].(map[string]any)["port_security_enabled"] = *o.PortSecurityEnabled
+	}
+	return body, nil
+}

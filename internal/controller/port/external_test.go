@@ -165,7 +165,7 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"SubnetGetFails": {
-			reason: "A subnet that cannot be read fails the Observe naming the Port, the subnet and the fixed IP.",
+			reason: "A subnet that cannot be read fails the Observe naming the subnet and the fixed IP.",
 			replies: map[string]reply{
 				get:                     {Code: 200, Body: neutronPortJSON()},
 				"GET /subnets/" + subID: {Code: 404, Body: neutrontest.Error("SubnetNotFound", "Subnet could not be found.")},
@@ -173,7 +173,7 @@ func TestObserve(t *testing.T) {
 			mr: mr(func(p *v1alpha1.Port) { p.Status.AtProvider = v1alpha1.PortObservation{} }),
 			want: want{
 				mr:       mr(func(p *v1alpha1.Port) { p.Status.AtProvider = v1alpha1.PortObservation{} }),
-				err:      errors.New("Port vip: cannot get Neutron subnet " + subID + " of fixed IP 10.20.0.10: Neutron 404 SubnetNotFound: Subnet could not be found."),
+				err:      errors.New("cannot get Neutron subnet " + subID + " of fixed IP 10.20.0.10: Neutron 404 SubnetNotFound: Subnet could not be found."),
 				requests: []string{get, "GET /subnets/" + subID},
 			},
 		},
@@ -184,12 +184,12 @@ func TestObserve(t *testing.T) {
 			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(), requests: []string{get}},
 		},
 		"GetFails": {
-			reason:  "Other errors of the GET carry Neutron's type and message, the Port's name and the port ID.",
+			reason:  "Other errors of the GET carry Neutron's type and message and the port ID.",
 			replies: map[string]reply{get: {Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "boom")}},
 			mr:      mr(),
 			want: want{
 				mr:       mr(),
-				err:      errors.New("Port vip: cannot get Neutron port " + portID + ": Neutron 500 HTTPInternalServerError: boom"),
+				err:      errors.New("cannot get Neutron port " + portID + ": Neutron 500 HTTPInternalServerError: boom"),
 				requests: []string{get},
 			},
 		},
@@ -259,7 +259,7 @@ func TestObserve(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
-				err:      errors.New("Port vip: cannot tell which of 2 Neutron ports carrying " + marker + " (" + portID + ", other) to adopt: delete all but one by hand"),
+				err:      errors.New("cannot tell which of 2 Neutron ports carrying " + marker + " (" + portID + ", other) to adopt: delete all but one by hand"),
 				requests: []string{list},
 			},
 		},
@@ -277,7 +277,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{network: sc}
+			e := &external{neutron: sc}
 			got, err := e.Observe(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -347,7 +347,7 @@ func TestCreate(t *testing.T) {
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName, refusalRecorded),
-				err:      errors.New("Port vip: cannot create Neutron port on network " + netID + ": Neutron 409 IpAddressAlreadyAllocated: IP address 10.20.0.10 already allocated in subnet " + subID),
+				err:      errors.New("cannot create Neutron port on network " + netID + ": Neutron 409 IpAddressAlreadyAllocated: IP address 10.20.0.10 already allocated in subnet " + subID),
 				requests: []string{post + " " + fullBody},
 			},
 		},
@@ -360,7 +360,7 @@ func TestCreate(t *testing.T) {
 			mr: mr(withoutExternalName),
 			want: want{
 				mr:       mr(),
-				err:      errors.New("Port vip: cannot set the tags of Neutron port " + portID + ": Neutron 503 ServiceUnavailable: try later"),
+				err:      errors.New("cannot set the tags of Neutron port " + portID + ": Neutron 503 ServiceUnavailable: try later"),
 				requests: []string{post + " " + fullBody, putTags + ` {"tags":["team-a"]}`},
 			},
 		},
@@ -368,7 +368,7 @@ func TestCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{network: sc}
+			e := &external{neutron: sc}
 			_, err := e.Create(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -454,7 +454,7 @@ func TestUpdate(t *testing.T) {
 			}),
 			mr: mr(),
 			want: want{
-				err:      errors.New("Port vip: cannot update Neutron port " + portID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 3, but current revision is 4"),
+				err:      errors.New("cannot update Neutron port " + portID + ": Neutron 412 RevisionNumberConstraintFailed: Constrained to 3, but current revision is 4"),
 				requests: []string{put + ` If-Match=revision_number=3 {"port":{"name":"vip"}}`},
 			},
 		},
@@ -475,7 +475,7 @@ func TestUpdate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{network: sc}
+			e := &external{neutron: sc}
 			if tc.observed != "" {
 				e.observed = &neutronPort{}
 				var r gophercloud.Result
@@ -522,7 +522,7 @@ func TestDelete(t *testing.T) {
 			reason:   "A refused delete is an error with Neutron's type and message.",
 			replies:  map[string]reply{del: {Code: 409, Body: neutrontest.Error("PortInUse", "Port is in use")}},
 			mr:       mr(),
-			err:      errors.New("Port vip: cannot delete Neutron port " + portID + ": Neutron 409 PortInUse: Port is in use"),
+			err:      errors.New("cannot delete Neutron port " + portID + ": Neutron 409 PortInUse: Port is in use"),
 			requests: []string{del},
 		},
 		"NeverCreated": {
@@ -533,7 +533,7 @@ func TestDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{network: sc}
+			e := &external{neutron: sc}
 			_, err := e.Delete(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -590,9 +590,7 @@ func TestCrashSafeCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mrsetuptest.Run(t, v1alpha1.PortGroupVersionKind, mr(withoutExternalName), openstack.ScanFinder(openstack.Ports),
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
-					return &external{network: sc}
-				}, tc, portID)
+				NewExternal, tc, portID)
 		})
 	}
 }

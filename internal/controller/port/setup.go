@@ -6,8 +6,6 @@ package port
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/gophercloud/gophercloud/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -27,10 +25,7 @@ import (
 // marker in its description (openstack.CreateRecovery); no creation grace
 // period, since Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.Port] {
-			return &connector{openstack: &c}
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced Port
@@ -38,8 +33,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.PortGroupKind, nsv1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports),
-		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.Port] {
-			return &external{network: sc, settle: c.Clients.Settling(nil)}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.PortGroupKind, nsv1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
 }

@@ -15,11 +15,13 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
+// Error messages; %s are routes (describe), Neutron router IDs and a
+// route's index and destination in the spec.
 const (
-	errGetRouter     = "cannot get router %s"
-	errAddRoutes     = "cannot add extra routes %s to router %s"
-	errRemoveRoutes  = "cannot remove extra routes %s from router %s"
-	errRouterChanged = "spec.forProvider.routerId changed from %s to %s: routes are not moved between routers; set it back, or delete this resource (which removes its routes from %s) and create a new one"
+	errAddRoutes     = "cannot add extra routes %s to Neutron router %s"
+	errRemoveRoutes  = "cannot remove extra routes %s from Neutron router %s"
+	errRouterChanged = "cannot move routes between routers: spec.forProvider.routerId changed from %s to %s; set it back, or delete this resource (which removes its routes from %s) and create a new one"
+	errNoNexthop     = "cannot route spec.forProvider.routes[%d] (%s): it has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)"
 )
 
 // external manages a RouterRoutes' extra routes with one Neutron client.
@@ -74,14 +76,15 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.RouterRoutes) (mana
 	if err != nil && !deleting {
 		return managed.ExternalObservation{}, err
 	}
-	r, err := routers.Get(ctx, e.neutron, id).Extract()
-	if openstack.IsNotFound(err) {
+	r := &routers.Router{}
+	found, err := openstack.Get(ctx, e.neutron, openstack.Routers, id, r)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if !found {
 		// A router that is gone took its routes with it.
 		mg.Status.AtProvider = v1alpha1.RouterRoutesObservation{}
 		return managed.ExternalObservation{}, nil
-	}
-	if err != nil {
-		return managed.ExternalObservation{}, openstack.Wrap(err, fmt.Sprintf(errGetRouter, id))
 	}
 	ours, missing, stale := classify(desired, owned(mg.Status.AtProvider.Routes), r.Routes)
 	mg.Status.AtProvider = v1alpha1.RouterRoutesObservation{Routes: observed(ours), RevisionNumber: r.RevisionNumber}

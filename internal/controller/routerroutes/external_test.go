@@ -2,7 +2,11 @@ package routerroutes
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,12 +15,120 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	th "github.com/gophercloud/gophercloud/v2/testhelper"
+	fakeclient "github.com/gophercloud/gophercloud/v2/testhelper/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 )
+
+// routerID is the fake router's ID.
+const routerID = "8604a0de-7f6b-409a-a47c-a1cc7bc77b2e"
+
+// A failure is an error response the fake Neutron gives.
+type failure struct {
+	code int
+	typ  string
+	msg  string
+}
+
+// fakeNeutron is one router in a gophercloud testhelper server that
+// answers GET /v2.0/routers/{id} and PUT .../add_extraroutes and
+// .../remove_extraroutes as Neutron does, and records each request.
+type fakeNeutron struct {
+	t      *testing.T
+	mu     sync.Mutex
+	routes []routers.Route
+	rev    int
+	// gone makes the router 404 (RouterNotFound).
+	gone bool
+	// fail answers "GET", "add" or "remove" with an error.
+	fail map[string]failure
+	// calls are "GET", "add 10.30.0.0/24 via 10.20.0.50, …", "remove …".
+	calls []string
+}
+
+// start serves f and returns a Neutron client of it; the server stops when
+// the test ends.
+func (f *fakeNeutron) start(t *testing.T) *gophercloud.ServiceClient {
+	f.t = t
+	s := th.SetupHTTP()
+	t.Cleanup(s.Teardown)
+	s.Mux.HandleFunc("/v2.0/routers/", f.serve)
+	sc := fakeclient.ServiceClient(s)
+	sc.ResourceBase = sc.Endpoint + "v2.0/"
+	return sc
+}
+
+func (f *fakeNeutron) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/v2.0/routers/"), "/")
+	op := "GET"
+	if len(parts) == 2 {
+		op = strings.TrimSuffix(parts[1], "_extraroutes")
+	}
+	var body struct {
+		Router struct {
+			Routes []routers.Route `json:"routes"`
+		} `json:"router"`
+	}
+	if r.Method == http.MethodPut {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			f.t.Errorf("%s: bad body: %v", r.URL.Path, err)
+		}
+		f.calls = append(f.calls, op+" "+describe(body.Router.Routes))
+	} else {
+		f.calls = append(f.calls, op)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fl, failing := f.fail[op]
+	switch {
+	case parts[0] != routerID || f.gone:
+		fl, failing = failure{http.StatusNotFound, "RouterNotFound", "Router " + parts[0] + " could not be found"}, true
+	case op == "GET" && r.Method != http.MethodGet, op != "GET" && r.Method != http.MethodPut:
+		f.t.Errorf("%s %s: unexpected method", r.Method, r.URL.Path)
+	}
+	if failing {
+		w.WriteHeader(fl.code)
+		fmt.Fprintf(w, `{"NeutronError": {"type": %q, "message": %q, "detail": ""}}`, fl.typ, fl.msg)
+		return
+	}
+	switch op {
+	case "add":
+		for _, n := range body.Router.Routes {
+			if !contains(f.routes, n) {
+				f.routes = append(f.routes, n)
+			}
+		}
+		f.rev++
+	case "remove":
+		var kept []routers.Route
+		for _, o := range f.routes {
+			if !contains(body.Router.Routes, o) {
+				kept = append(kept, o)
+			}
+		}
+		f.routes = kept
+		f.rev++
+	}
+	out := map[string]any{"router": map[string]any{"id": routerID, "name": "tenant-a-router", "routes": f.routes, "revision_number": f.rev}}
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		f.t.Error(err)
+	}
+}
+
+func contains(rs []routers.Route, r routers.Route) bool {
+	for _, x := range rs {
+		if key(x) == key(r) {
+			return true
+		}
+	}
+	return false
+}
 
 const otherRouter = "0b4c1f1e-2a43-4f0e-9d49-6c1a1f0e5c11"
 
@@ -128,7 +240,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(), fail: map[string]failure{"GET": {http.StatusForbidden, "PolicyNotAuthorized", "rule:get_router is disallowed by policy"}}},
 			want: want{
 				mg:    rr(),
-				err:   "cannot get router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:get_router is disallowed by policy",
+				err:   "cannot get Neutron router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:get_router is disallowed by policy",
 				calls: []string{"GET"},
 			},
 		},
@@ -137,7 +249,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(withExternalName(otherRouter))},
 			want: want{
 				mg:  rr(withExternalName(otherRouter)),
-				err: "spec.forProvider.routerId changed from " + otherRouter + " to " + routerID + ": routes are not moved between routers; set it back, or delete this resource (which removes its routes from " + otherRouter + ") and create a new one",
+				err: "cannot move routes between routers: spec.forProvider.routerId changed from " + otherRouter + " to " + routerID + "; set it back, or delete this resource (which removes its routes from " + otherRouter + ") and create a new one",
 			},
 		},
 		"NoNexthop": {
@@ -145,7 +257,7 @@ func TestObserve(t *testing.T) {
 			args:   args{mg: rr(func(mg *v1alpha1.RouterRoutes) { mg.Spec.ForProvider.Nexthop = nil })},
 			want: want{
 				mg:  rr(func(mg *v1alpha1.RouterRoutes) { mg.Spec.ForProvider.Nexthop = nil }),
-				err: "spec.forProvider.routes[0] (10.30.0.0/24) has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)",
+				err: "cannot route spec.forProvider.routes[0] (10.30.0.0/24): it has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)",
 			},
 		},
 		"UpToDate": {
@@ -296,7 +408,7 @@ func TestCreate(t *testing.T) {
 			args:   args{mg: rr(withExternalName("")), gone: true},
 			want: want{
 				mg:    rr(),
-				err:   "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID + ": Neutron 404 RouterNotFound: Router " + routerID + " could not be found",
+				err:   "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID + ": Neutron 404 RouterNotFound: Router " + routerID + " could not be found",
 				calls: []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
 		},
@@ -306,7 +418,7 @@ func TestCreate(t *testing.T) {
 				"Invalid format for routes: [{'destination': '10.30.0.0/24', 'nexthop': '10.20.0.50'}], the nexthop is not connected with router"}}},
 			want: want{
 				mg: rr(),
-				err: "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID +
+				err: "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID +
 					": Neutron 400 InvalidRoutes: Invalid format for routes: [{'destination': '10.30.0.0/24', 'nexthop': '10.20.0.50'}], the nexthop is not connected with router",
 				calls: []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
@@ -394,7 +506,7 @@ func TestUpdate(t *testing.T) {
 			want: want{
 				mg:     rr(withOwned(rC)),
 				router: []routers.Route{rC},
-				err:    "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to router " + routerID + ": Neutron 409 RouterInUse: Router is busy",
+				err:    "cannot add extra routes 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50 to Neutron router " + routerID + ": Neutron 409 RouterInUse: Router is busy",
 				calls:  []string{"add 10.30.0.0/24 via 10.20.0.50, 10.31.0.0/24 via 10.20.0.50"},
 			},
 		},
@@ -405,7 +517,7 @@ func TestUpdate(t *testing.T) {
 			want: want{
 				mg:     rr(withStatus(1, rA, rB, rC)),
 				router: []routers.Route{rA, rC, rB},
-				err:    "cannot remove extra routes 10.32.0.0/24 via 10.20.0.51 from router " + routerID + ": Neutron 500 HTTPInternalServerError: Request Failed: internal server error",
+				err:    "cannot remove extra routes 10.32.0.0/24 via 10.20.0.51 from Neutron router " + routerID + ": Neutron 500 HTTPInternalServerError: Request Failed: internal server error",
 				calls:  []string{"add 10.31.0.0/24 via 10.20.0.50", "remove 10.32.0.0/24 via 10.20.0.51"},
 			},
 		},
@@ -478,7 +590,7 @@ func TestDelete(t *testing.T) {
 			want: want{
 				mg:     rr(deleting, withOwned(rA)),
 				router: []routers.Route{rA},
-				err:    "cannot remove extra routes 10.30.0.0/24 via 10.20.0.50 from router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:remove_extraroutes is disallowed by policy",
+				err:    "cannot remove extra routes 10.30.0.0/24 via 10.20.0.50 from Neutron router " + routerID + ": Neutron 403 PolicyNotAuthorized: rule:remove_extraroutes is disallowed by policy",
 				calls:  []string{"remove 10.30.0.0/24 via 10.20.0.50"},
 			},
 		},

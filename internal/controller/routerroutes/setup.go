@@ -7,8 +7,6 @@ package routerroutes
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/gophercloud/gophercloud/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -28,10 +26,7 @@ import (
 // interrupted create is safe to repeat; no creation grace period, since
 // Neutron reads its own writes.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil,
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.RouterRoutes] {
-			return &connector{c}
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.RouterRoutesGroupKind, v1alpha1.RouterRoutesGroupVersionKind, &v1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced RouterRoutes
@@ -39,8 +34,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.RouterRoutesGroupKind, nsv1alpha1.RouterRoutesGroupVersionKind, &nsv1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil,
-		func(_ openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.RouterRoutes] {
-			return &external{neutron: sc}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.RouterRoutesGroupKind, nsv1alpha1.RouterRoutesGroupVersionKind, &nsv1alpha1.RouterRoutes{}, mrsetup.Tuning{}, nil, NewExternal)
 }

@@ -11,13 +11,20 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
-// errLookup prefixes the error of the lookup of an unrecorded create with
-// the SecurityGroup's name, as the Port's and Network's do.
-const errLookup = "SecurityGroup %s: %w"
+// Error messages; %s are the Neutron IDs of the group and of a rule, and
+// a rule's direction and protocol.
+const (
+	errCreate     = "cannot create Neutron security group"
+	errUpdate     = "cannot update Neutron security group %s"
+	errDeleteRule = "cannot delete rule %s of Neutron security group %s"
+	errAddRule    = "cannot add %s %s rule to Neutron security group %s"
+)
 
 // external manages one security group in Neutron.
 type external struct {
@@ -30,23 +37,14 @@ type external struct {
 
 // Observe reads the group with its rules in one GET. A group without an
 // external name is looked up by the MR's marker in its description
-// (openstack.LookupCreated), so that a group whose create answer was lost
-// is adopted, not created twice. The
-// marker is no drift: the description compared is the user's part.
+// (openstack.GetOrAdopt), so that a group whose create answer was lost is
+// adopted, not created twice. The marker is no drift: the description
+// compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
-	id, adopted, err := openstack.ObservedID(ctx, e.neutron, openstack.SecurityGroups, sg, deref(sg.Spec.ForProvider.Description), e.settle)
-	if err != nil {
-		return managed.ExternalObservation{}, fmt.Errorf(errLookup, sg.GetName(), err)
-	}
-	if id == "" {
-		return managed.ExternalObservation{}, nil
-	}
-	g, err := groups.Get(ctx, e.neutron, id).Extract()
-	if openstack.IsNotFound(err) {
-		return managed.ExternalObservation{}, nil
-	}
-	if err != nil {
-		return managed.ExternalObservation{}, openstack.Wrap(err, "cannot get security group "+id)
+	g := &groups.SecGroup{}
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, ptr.Deref(sg.Spec.ForProvider.Description, ""), e.settle, g)
+	if err != nil || !exists {
+		return managed.ExternalObservation{}, err
 	}
 	e.observed = g
 	sg.Status.AtProvider = observation(g)
@@ -61,7 +59,7 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	} else {
 		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))))
 	}
-	upToDate := g.Name == p.Name && desc == deref(p.Description) && len(missing) == 0 && len(extra) == 0
+	upToDate := g.Name == p.Name && desc == ptr.Deref(p.Description, "") && len(missing) == 0 && len(extra) == 0
 	var d string
 	if !upToDate {
 		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, desc, len(missing), len(extra))
@@ -71,32 +69,15 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: adopted, Diff: d}, nil
 }
 
-func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
-	o := v1alpha1.SecurityGroupObservation{ID: g.ID, RevisionNumber: g.RevisionNumber}
-	for _, r := range g.Rules {
-		or := v1alpha1.ObservedRule{ID: r.ID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
-			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID}
-		if r.PortRangeMin != 0 || r.PortRangeMax != 0 {
-			lo, hi := int32(r.PortRangeMin), int32(r.PortRangeMax) //nolint:gosec // G115: Neutron's port ranges are within 0-65535
-			or.PortRangeMin, or.PortRangeMax = &lo, &hi
-		}
-		if r.Description != "" {
-			or.Description = &r.Description
-		}
-		o.Rules = append(o.Rules, or)
-	}
-	return o
-}
-
 // Create creates the group with one POST whose description carries the
 // MR's marker (openstack.Mark), by which Observe, or the CreateRecovery of
 // a provider killed before the ID was saved, finds it again. Rules follow
 // in the Update of the next reconcile.
 func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
 	p := sg.Spec.ForProvider
-	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, deref(p.Description))}).Extract()
+	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, ptr.Deref(p.Description, ""))}).Extract()
 	if err != nil {
-		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(sg, err), "cannot create security group")
+		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(sg, err), errCreate)
 	}
 	meta.SetExternalName(sg, g.ID)
 	return managed.ExternalCreation{}, nil
@@ -109,16 +90,16 @@ func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	p := sg.Spec.ForProvider
 	g := e.observed
-	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != deref(p.Description) {
-		desc = openstack.KeepMark(sg, g.Description, deref(p.Description))
+	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != ptr.Deref(p.Description, "") {
+		desc = openstack.KeepMark(sg, g.Description, ptr.Deref(p.Description, ""))
 		if _, err := groups.Update(ctx, e.neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
-			return managed.ExternalUpdate{}, openstack.Wrap(err, "cannot update security group "+g.ID)
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, g.ID))
 		}
 	}
 	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
 	for _, id := range extra {
 		if err := rules.Delete(ctx, e.neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
-			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf("cannot delete rule %s of security group %s", id, g.ID))
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errDeleteRule, id, g.ID))
 		}
 	}
 	for _, r := range missing {
@@ -128,7 +109,7 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID, Description: r.Description,
 		}
 		if _, err := rules.Create(ctx, e.neutron, opts).Extract(); err != nil {
-			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf("cannot add %s %s rule to security group %s", r.Direction, orAny(r.Protocol), g.ID))
+			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errAddRule, r.Direction, orAny(r.Protocol), g.ID))
 		}
 	}
 	// The rules are now exactly the spec's: Ready at once, not at the next
@@ -140,27 +121,13 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 // Delete deletes the group; one already gone is not an error. A group still
 // used by ports answers 409 SecurityGroupInUse, returned to retry later.
 func (e *external) Delete(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
-	id := meta.GetExternalName(sg)
-	if err := groups.Delete(ctx, e.neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
-		return managed.ExternalDelete{}, openstack.Wrap(err, "cannot delete security group "+id)
-	}
-	return managed.ExternalDelete{}, nil
+	return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.SecurityGroups, meta.GetExternalName(sg))
 }
 
 // Disconnect does nothing: the Neutron client is shared.
 func (e *external) Disconnect(context.Context) error { return nil }
 
-func keepDefaults(p v1alpha1.SecurityGroupParameters) bool {
-	return p.KeepDefaultEgressRules == nil || *p.KeepDefaultEgressRules
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
+// orAny names a rule's protocol in messages, "any-protocol" when unset.
 func orAny(proto string) string {
 	if proto == "" {
 		return "any-protocol"

@@ -10,7 +10,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/gophercloud/gophercloud/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -133,17 +132,17 @@ func TestObserve(t *testing.T) {
 				ready: corev1.ConditionTrue},
 		},
 		"LookupFails": {
-			reason:  "A failed lookup of an unrecorded create names the SecurityGroup, as the Port's and Network's do.",
+			reason:  "A failed lookup of an unrecorded create says what it looked for, with Neutron's answer.",
 			mg:      sg(""),
 			replies: map[string]reply{find: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")}},
-			want: want{err: "SecurityGroup gw: cannot look up the security group with description \"" + marked + "\": Neutron 503 ServiceUnavailable: busy",
+			want: want{err: "cannot look up the security group with description \"" + marked + "\": Neutron 503 ServiceUnavailable: busy",
 				requests: []string{find}},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
 			mg:      sg(groupID),
 			replies: map[string]reply{get: {Code: 500, Body: neutrontest.Error("HTTPInternalServerError", "Request Failed")}},
-			want: want{err: "cannot get security group " + groupID + ": Neutron 500 HTTPInternalServerError: Request Failed",
+			want: want{err: "cannot get Neutron security group " + groupID + ": Neutron 500 HTTPInternalServerError: Request Failed",
 				requests: []string{get}, extName: groupID},
 		},
 	}
@@ -182,7 +181,7 @@ func TestCreate(t *testing.T) {
 			reason:   "A refused create is an error with Neutron's type and message, and records nothing.",
 			replies:  map[string]reply{create: {Code: 409, Body: neutrontest.Error("OverQuota", "Quota exceeded for resources: ['security_group'].")}},
 			refused:  true,
-			err:      "cannot create security group: Neutron 409 OverQuota: Quota exceeded for resources: ['security_group'].",
+			err:      "cannot create Neutron security group: Neutron 409 OverQuota: Quota exceeded for resources: ['security_group'].",
 			requests: []string{created},
 		},
 	}
@@ -311,9 +310,7 @@ func TestCrashSafeCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			mrsetuptest.Run(t, v1alpha1.SecurityGroupGroupVersionKind, sg("", ike()), openstack.ScanFinder(openstack.SecurityGroups),
-				func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.SecurityGroup] {
-					return &external{neutron: sc}
-				}, tc, groupID)
+				NewExternal, tc, groupID)
 		})
 	}
 }

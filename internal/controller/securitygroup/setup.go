@@ -3,11 +3,7 @@
 package securitygroup
 
 import (
-	"context"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/gophercloud/gophercloud/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -16,25 +12,10 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// connector gives a SecurityGroup the Neutron client of its ProviderConfig.
-type connector struct{ openstack.Connector }
-
-// Connect returns an external client for sg's ProviderConfig.
-func (c *connector) Connect(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.TypedExternalClient[*v1alpha1.SecurityGroup], error) {
-	n, err := c.Network(ctx, sg)
-	if err != nil {
-		return nil, err
-	}
-	return &external{neutron: n, settle: c.Clients.Settling(nil)}, nil
-}
-
 // Setup adds the SecurityGroup controller to mgr, authenticating through
 // clients. It returns an error when the controller cannot be built.
 func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups),
-		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.SecurityGroup] {
-			return &connector{c}
-		})
+	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.SecurityGroupGroupKind, v1alpha1.SecurityGroupGroupVersionKind, &v1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), NewExternal)
 }
 
 // SetupNamespaced adds the controller of the namespaced SecurityGroup
@@ -42,8 +23,5 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 // namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
 // when the controller cannot be built.
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.SecurityGroupGroupKind, nsv1alpha1.SecurityGroupGroupVersionKind, &nsv1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups),
-		func(c openstack.Connector, sc *gophercloud.ServiceClient) managed.TypedExternalClient[*v1alpha1.SecurityGroup] {
-			return &external{neutron: sc, settle: c.Clients.Settling(nil)}
-		})
+	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.SecurityGroupGroupKind, nsv1alpha1.SecurityGroupGroupVersionKind, &nsv1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), NewExternal)
 }

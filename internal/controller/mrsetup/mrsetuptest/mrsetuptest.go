@@ -35,7 +35,7 @@ type Harness[T resource.Managed] struct {
 	Kube client.Client
 	key  client.ObjectKey
 	// connect makes the external client of one reconcile.
-	connect func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[T]
+	connect mrsetup.ExternalFor[T]
 	sc      *gophercloud.ServiceClient
 	replies map[string]neutrontest.Reply
 	seen    *[]string
@@ -56,7 +56,7 @@ type Step struct {
 // openstack.Finder and connect making the external client on the fake
 // Neutron's client.
 func New[T resource.Managed](t *testing.T, gvk schema.GroupVersionKind, mg T,
-	find openstack.Finder, connect func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[T]) *Harness[T] {
+	find openstack.Finder, connect mrsetup.ExternalFor[T]) *Harness[T] {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
@@ -94,7 +94,7 @@ func (h *Harness[T]) reconcile() {
 	r := managed.NewReconciler(&fake.Manager{Client: h.Kube, Scheme: h.Kube.Scheme()}, resource.ManagedKind(h.gvk),
 		append(mrsetup.OpenStackOptions(recovery),
 			managed.WithTypedExternalConnector[T](managed.TypedExternalConnectorFn[T](func(context.Context, T) (managed.TypedExternalClient[T], error) {
-				return h.connect(h.sc), nil
+				return h.connect(h.sc, openstack.Settling{}), nil
 			})))...)
 	_, _ = r.Reconcile(context.Background(), reconcile.Request{NamespacedName: h.key})
 }
@@ -112,7 +112,7 @@ type Case struct {
 // Run runs the steps of c on mg (see New) and fails t unless mg ends with
 // external name id and its create complete: one Neutron object, recorded.
 func Run[T resource.Managed](t *testing.T, gvk schema.GroupVersionKind, mg T, find openstack.Finder,
-	connect func(sc *gophercloud.ServiceClient) managed.TypedExternalClient[T], c Case, id string) {
+	connect mrsetup.ExternalFor[T], c Case, id string) {
 	t.Helper()
 	if c.Pending {
 		meta.SetExternalCreatePending(mg, time.Now().Add(-time.Minute))

@@ -27,7 +27,7 @@ func desiredRoutes(p v1alpha1.RouterRoutesParameters) ([]routers.Route, error) {
 		case p.Nexthop != nil && *p.Nexthop != "":
 			nh = *p.Nexthop
 		default:
-			return nil, fmt.Errorf("spec.forProvider.routes[%d] (%s) has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)", i, r.Destination)
+			return nil, fmt.Errorf(errNoNexthop, i, r.Destination)
 		}
 		rt := routers.Route{DestinationCIDR: string(r.Destination), NextHop: nh}
 		if k := key(rt); !seen[k] {

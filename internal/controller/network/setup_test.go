@@ -95,12 +95,12 @@ func TestReconcileNeutronRefuses(t *testing.T) {
 		"Unavailable": {
 			reason: "An overloaded Neutron's 503 names its type and message.",
 			get:    neutrontest.Reply{Code: http.StatusServiceUnavailable, Body: neutrontest.Error("ServiceUnavailable", "Neutron is too busy, try again")},
-			want:   "observe failed: Network tenant-net: cannot get Neutron network " + netID + ": Neutron 503 ServiceUnavailable: Neutron is too busy, try again",
+			want:   "observe failed: cannot get Neutron network " + netID + ": Neutron 503 ServiceUnavailable: Neutron is too busy, try again",
 		},
 		"RateLimited": {
 			reason: "A rate limiter's 429 in front of Neutron, whose body is no Neutron error, gives the HTTP status text.",
 			get:    neutrontest.Reply{Code: http.StatusTooManyRequests, Body: "<html><body>429 Too Many Requests</body></html>"},
-			want:   "observe failed: Network tenant-net: cannot get Neutron network " + netID + ": OpenStack API returned 429: Too Many Requests",
+			want:   "observe failed: cannot get Neutron network " + netID + ": OpenStack API returned 429: Too Many Requests",
 		},
 	}
 	for name, tc := range cases {
@@ -133,7 +133,7 @@ func TestReconcileNeutronRefuses(t *testing.T) {
 			c := openstack.Connector{Kube: kube, Usage: resource.NewLegacyProviderConfigUsageTracker(kube, &pcv1alpha1.ProviderConfigUsage{}), Clients: openstack.NewClients()}
 			r := managed.NewReconciler(&fake.Manager{Client: kube, Scheme: s}, resource.ManagedKind(v1alpha1.NetworkGroupVersionKind),
 				append(mrsetup.OpenStackOptions(&openstack.CreateRecovery{Kube: kube, Network: c.Network, Find: openstack.ScanFinder(openstack.Networks)}),
-					managed.WithTypedExternalConnector[*v1alpha1.Network](&connector{c}),
+					managed.WithTypedExternalConnector(mrsetup.NeutronConnector(c, NewExternal)),
 					managed.WithLogger(logging.NewLogrLogger(log)),
 					managed.WithRecorder(events))...)
 

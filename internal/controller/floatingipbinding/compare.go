@@ -1,8 +1,10 @@
 package floatingipbinding
 
 import (
+	"regexp"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
@@ -12,6 +14,33 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
+
+// uuid matches a Neutron ID.
+var uuid = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// externalID is the floating IP's ID from mg's external name, or "" while
+// it is not known. Only a Neutron UUID counts: an external name set to
+// anything else (by hand, or by an initializer naming it after the MR) is
+// not looked up as an ID.
+func externalID(mg *v1alpha1.FloatingIPBinding) string {
+	if n := meta.GetExternalName(mg); uuid.MatchString(n) {
+		return n
+	}
+	return ""
+}
+
+// pinned says whether mg pins an existing, customer-owned floating IP.
+func pinned(mg *v1alpha1.FloatingIPBinding) bool {
+	return mg.Spec.ForProvider.FloatingIPAddress != nil
+}
+
+// pinnedAddress is mg's pinned floating IP address, or "".
+func pinnedAddress(mg *v1alpha1.FloatingIPBinding) string {
+	if a := mg.Spec.ForProvider.FloatingIPAddress; a != nil {
+		return string(*a)
+	}
+	return ""
+}
 
 // observation is status.atProvider for fip.
 func observation(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) v1alpha1.FloatingIPBindingObservation {

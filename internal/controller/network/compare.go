@@ -14,10 +14,6 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
 )
 
-// resourceType is the path segment of networks in Neutron's tag API
-// (https://docs.openstack.org/api-ref/network/v2/#standard-attributes-tag-extension).
-const resourceType = "networks"
-
 // neutronNetwork is a network as Neutron returns it
 // (https://docs.openstack.org/api-ref/network/v2/#show-network-details),
 // with the net-mtu extension's mtu and the external-net extension's

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -99,4 +100,28 @@ func diff(spec []v1alpha1.SecurityGroupRule, have []rules.SecGroupRule, keepDefa
 		}
 	}
 	return missing, extra
+}
+
+// observation is the SecurityGroup's status.atProvider for g.
+func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
+	o := v1alpha1.SecurityGroupObservation{ID: g.ID, RevisionNumber: g.RevisionNumber}
+	for _, r := range g.Rules {
+		or := v1alpha1.ObservedRule{ID: r.ID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
+			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID}
+		if r.PortRangeMin != 0 || r.PortRangeMax != 0 {
+			lo, hi := int32(r.PortRangeMin), int32(r.PortRangeMax) //nolint:gosec // G115: Neutron's port ranges are within 0-65535
+			or.PortRangeMin, or.PortRangeMax = &lo, &hi
+		}
+		if r.Description != "" {
+			or.Description = &r.Description
+		}
+		o.Rules = append(o.Rules, or)
+	}
+	return o
+}
+
+// keepDefaults says whether Neutron's default egress rules are kept
+// (spec.forProvider.keepDefaultEgressRules, true when unset).
+func keepDefaults(p v1alpha1.SecurityGroupParameters) bool {
+	return p.KeepDefaultEgressRules == nil || *p.KeepDefaultEgressRules
 }

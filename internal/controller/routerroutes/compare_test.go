@@ -35,7 +35,7 @@ func TestDesiredRoutes(t *testing.T) {
 		"EmptyDefault": {
 			reason: "An empty spec.forProvider.nexthop is no nexthop.",
 			p:      v1alpha1.RouterRoutesParameters{Nexthop: ptr.To(""), Routes: []v1alpha1.Route{{Destination: "10.30.0.0/24", Nexthop: ptr.To[v1alpha1.IPAddress]("10.20.0.50")}, {Destination: "10.31.0.0/24"}}},
-			want:   want{err: "spec.forProvider.routes[1] (10.31.0.0/24) has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)"},
+			want:   want{err: "cannot route spec.forProvider.routes[1] (10.31.0.0/24): it has no nexthop and spec.forProvider.nexthop is not set (is the nexthopPortRef resolved?)"},
 		},
 	}
 	for name, tc := range cases {
