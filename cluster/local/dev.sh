@@ -7,7 +7,9 @@
 # (as root), the site around it (cluster/site/site.sh up): the VM gateway's
 # charon, the client site whose tunnel is up with it, the floating-IP NAT.
 # Then the pinned-FIP example claim, applied with the local Neutron's IDs:
-# the runbook's pre-stage.
+# the runbook's pre-stage. With ARGOCD=1 Argo CD applies the ProviderConfig
+# and the claim instead, from a Git repository made from examples/gitops/
+# (cluster/local/argocd.sh); the stack writes only their Secrets.
 #
 #   cluster/local/dev.sh [prestage|cutover]
 #
@@ -36,9 +38,13 @@ fi
 read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
 "$ROOT/cluster/local/provider.sh" >/dev/null
 
-log "applying the example ProviderConfig (credentials of the local tenant-a)"
+ARGOCD=${ARGOCD:-0}
+log "applying the example ProviderConfig's Secret (credentials of the local tenant-a)"
 sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/providerconfig/secret.yaml" | kubectl apply -f - >/dev/null
-kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
+if [ "$ARGOCD" = 0 ]; then
+	log "applying the example ProviderConfig"
+	kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
+fi
 
 log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
@@ -59,11 +65,15 @@ else
 	log "no Node is an OpenStack instance: the claims take nodePorts: Unmanaged (no address pairs on node ports)"
 fi
 mkdir -p "$STATE/claims"
-for f in pinned-fip allocated-fip; do
+# The claims with the local Neutron's IDs: the examples', and the pinned
+# claim of examples/gitops for Argo CD's repository (gitops-branch-office).
+for f in pinned-fip allocated-fip gitops-branch-office; do
+	src=$ROOT/examples/claim/$f.yaml
+	[ "$f" != gitops-branch-office ] || src=$ROOT/examples/gitops/tenants/tenant-a/branch-office.yaml
 	sed -e "s/00000000-0000-4000-8000-00000000aaaa/$(field network_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000bbbb/$(field subnet_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000cccc/$(field ext_net_id)/" \
-		"$ROOT/examples/claim/$f.yaml" >"$STATE/claims/$f.yaml"
+		"$src" >"$STATE/claims/$f.yaml"
 	# This machine's kernel has no ESP: the node's gateway pods run
 	# strongSwan's userspace data plane.
 	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
@@ -79,10 +89,17 @@ if [ "$NODE" = 1 ]; then
 	# Service), beside the VM-era intranet server.
 	"$ROOT/cluster/local/tenant-app.sh"
 	sed -i 's/^  exposures:$/  exposures:\n  - name: app\n    insideAddress: 100.64.0.11\n    port: 443\n    target: {serviceName: tenant-app, port: 443}/' \
-		"$STATE/claims/pinned-fip.yaml"
+		"$STATE/claims/pinned-fip.yaml" "$STATE/claims/gitops-branch-office.yaml"
 fi
 kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
-kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
+if [ "$ARGOCD" = 0 ]; then
+	kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
+else
+	"$ROOT/cluster/local/argocd.sh" up "$STATE/claims/gitops-branch-office.yaml"
+	log "waiting for Argo CD to sync the ProviderConfig and the claim from Git"
+	wait_for "the claim from Git (cluster/local/argocd.sh status ipsecgw-tenant-a)" 300 \
+		kubectl -n tenant-a get ipsecgateway branch-office
+fi
 
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
 claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }

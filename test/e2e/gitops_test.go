@@ -1,0 +1,350 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ipsecgw/provider-ipsec/test/topology"
+)
+
+// Argo CD's Applications of examples/gitops on the local stack: the root
+// one applied by hand, the platform's, and the one the ApplicationSet
+// ipsecgw-tenants makes for tenants/tenant-a.
+const (
+	argoNS      = "argocd"
+	rootApp     = "ipsecgw"
+	platformApp = "ipsecgw-platform"
+	tenantApp   = "ipsecgw-tenant-a"
+	gitopsClaim = "tenants/tenant-a/branch-office.yaml"
+)
+
+// Argo CD's kinds.
+var (
+	applicationGVK    = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	applicationSetGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationSet"}
+)
+
+// TestGitOps drives the pinned-FIP claim from Git with a real Argo CD
+// (cluster/local/argocd.sh, ARGOCD=1 cluster/local/dev.sh): the stack's
+// repository is examples/gitops with its placeholders substituted, served
+// by git daemon; Argo CD's application-controller, applicationset-controller
+// and repo-server run out of cluster.
+//
+//  1. The root Application syncs the AppProjects, the platform Application
+//     (Provider, Configuration, DeploymentRuntimeConfig, the provider's
+//     RBAC, the ProviderConfig) and the ApplicationSet, whose Application
+//     for tenant-a syncs its namespace and the claim: all Synced.
+//  2. Pre-stage: Argo CD's health for the claim, as the Application's
+//     status records it, is Progressing with the floating IP binding's
+//     message (the VM's port holds the address).
+//  3. Cutover (the runbook's steps): the claim's health turns Healthy once
+//     the tunnel is up with the gateway pod.
+//  4. A commit that changes the tunnel (its DPD delay) reaches the running
+//     gateway: the rendered swanctl.conf changes, the gateway pod and the
+//     client's IKE SA stay.
+//  5. The Applications stay Synced after hard refreshes, with what
+//     Crossplane wrote into the claim (the shipped ignoreDifferences).
+//  6. Taking tenants/tenant-a out of Git deletes its Application, and with
+//     it the claim and its managed resources; the pinned floating IP stays
+//     in Neutron.
+//
+// It logs the times from the root Application to each Application Synced
+// and Healthy, and from the cutover to the claim Healthy in Argo CD.
+func TestGitOps(t *testing.T) {
+	if os.Getenv("NODE") == "0" {
+		t.Skip("NODE=0: no node runs the gateway pod")
+	}
+	env := []string{"ARGOCD=1"}
+	for _, v := range [][2]string{
+		{"GIT_PORT", "27090"}, {"ARGOCD_REPO_PORT", "27091"}, {"ARGOCD_REPO_METRICS_PORT", "27092"},
+		{"ARGOCD_CONTROLLER_METRICS_PORT", "27093"}, {"ARGOCD_APPSET_METRICS_PORT", "27094"},
+		{"ARGOCD_APPSET_PROBE_PORT", "27095"}, {"ARGOCD_APPSET_WEBHOOK_PORT", "27096"},
+	} {
+		env = append(env, v[0]+"="+e2eSetting(v[0], v[1]))
+	}
+	s := startStack(t, env...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTails(t, s.state, "argocd-controller.log", "argocd-repo-server.log", "argocd-appset.log")
+			for _, a := range []string{rootApp, platformApp, tenantApp} {
+				out, _ := s.kubectlCommand("-n", argoNS, "get", "application", a, "-o", "jsonpath={.status}").CombinedOutput()
+				t.Logf("Application %s status: %s", a, out)
+			}
+		}
+	})
+	peer := siteCharon(t, s.state, "client")
+
+	// 1. Every Application Synced at Git's head; the platform's Healthy.
+	// dev.sh waited for the claim, which the tenant's Application made.
+	root := s.app(t, rootApp)
+	applied := root.GetCreationTimestamp().Time
+	head := s.gitHead(t)
+	for _, name := range []string{rootApp, platformApp, tenantApp} {
+		s.waitApp(t, name, 5*time.Minute, func(a appStatus) bool { return a.sync == "Synced" && a.revision == head })
+		t.Logf("Application %s Synced at %s, %s after the root Application was applied", name, head[:8],
+			time.Since(applied).Round(100*time.Millisecond))
+	}
+	s.waitApp(t, platformApp, 3*time.Minute, func(a appStatus) bool { return a.health == "Healthy" })
+	t.Logf("the platform Application Healthy %s after the root Application was applied", time.Since(applied).Round(100*time.Millisecond))
+	for _, r := range []struct{ group, kind, ns, name string }{
+		{"pkg.crossplane.io", "Provider", "", "provider-ipsec"},
+		{"pkg.crossplane.io", "Configuration", "", "ipsecgw-configuration"},
+		{"ipsecgw.io", "ProviderConfig", "", "default"},
+	} {
+		if st, msg := s.resourceHealth(t, platformApp, r.group, r.kind, r.ns, r.name); st != "Healthy" {
+			t.Errorf("the platform Application: %s %s is %s (%s), want Healthy", r.kind, r.name, st, msg)
+		}
+	}
+
+	// 2. Pre-stage.
+	eventually(t, "pre-stage: Argo CD's health for the claim is Progressing with the floating IP's message", 2*time.Minute, func() (bool, string) {
+		st, msg := s.resourceHealth(t, tenantApp, "vpn.ipsecgw.io", "IPsecGateway", tenant, pinned)
+		return st == "Progressing" && strings.Contains(msg, "floating IP "+s.runbook.FloatingIP+" is not attached yet") &&
+			strings.Contains(msg, s.runbook.VMPortID), st + ": " + msg
+	})
+	if a := s.appStatus(t, tenantApp); a.health != "Progressing" {
+		t.Errorf("pre-stage: Application %s is %s, want Progressing (its claim is)", tenantApp, a.health)
+	}
+
+	// 3. Cutover, as the runbook's steps.
+	vmSA := peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
+	cutover := time.Now()
+	s.setFIPPort(t, "")
+	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
+	s.labelClaim(t)
+	s.waitAttached(t, "cutover")
+	gw := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "name")
+	pod := s.readyPod(t, gw, 2*time.Minute)
+	sa := peer.WaitSA(t, siteConn, 2*time.Minute, newer(vmSA))
+	took := eventually(t, "cutover: Argo CD's health for the claim is Healthy", 3*time.Minute, func() (bool, string) {
+		st, msg := s.resourceHealth(t, tenantApp, "vpn.ipsecgw.io", "IPsecGateway", tenant, pinned)
+		return st == "Healthy", st + ": " + msg
+	})
+	_, msg := s.resourceHealth(t, tenantApp, "vpn.ipsecgw.io", "IPsecGateway", tenant, pinned)
+	t.Logf("cutover: the claim Healthy in Argo CD %s after the floating IP was unset on the VM's port (%s): %q",
+		time.Since(cutover).Round(100*time.Millisecond), took.Round(100*time.Millisecond), msg)
+	if !strings.Contains(msg, "tunnels 1/1 up") {
+		t.Errorf("cutover: the claim's health message %q does not say its tunnel is up", msg)
+	}
+	s.waitApp(t, tenantApp, time.Minute, func(a appStatus) bool { return a.health == "Healthy" })
+
+	// 4. A commit that changes the tunnel: its DPD delay.
+	before := s.swanctlConf(t, gw)
+	s.editGit(t, gitopsClaim, func(y string) string {
+		return strings.Replace(y, "    ikeVersion: 2\n", "    ikeVersion: 2\n    dpd: {delay: 20s, action: restart}\n", 1)
+	})
+	commit := mustRun(t, s.env, "cluster/local/argocd.sh", "commit", "tenant-a: branch-a's DPD every 20 s")
+	head = strings.TrimSpace(commit)
+	committed := time.Now()
+	// What a Git webhook would do: ask Argo CD to look at Git now.
+	s.refresh(t, tenantApp, "normal")
+	s.waitApp(t, tenantApp, 3*time.Minute, func(a appStatus) bool { return a.sync == "Synced" && a.revision == head })
+	eventually(t, "the commit's DPD delay reaches the gateway's swanctl.conf", 2*time.Minute, func() (bool, string) {
+		conf := s.swanctlConf(t, gw)
+		return strings.Contains(conf, "dpd_delay = 20s"), "swanctl.conf unchanged: " + fmt.Sprint(conf == before)
+	})
+	t.Logf("commit %s: in the gateway's ConfigMap %s after the push", head[:8], time.Since(committed).Round(100*time.Millisecond))
+	// The agent loads it live: the client's IKE SA and the pod stay.
+	time.Sleep(90 * time.Second)
+	if after := peer.WaitSA(t, siteConn, 10*time.Second, topology.Up(siteConn)); after.UniqueID != sa.UniqueID {
+		t.Errorf("the commit re-established the client's IKE SA (unique id %s, was %s): it must be loaded live", after.UniqueID, sa.UniqueID)
+	}
+	if l := s.pods(t, gw); len(l) != 1 || l[0].Name != pod.Name {
+		t.Errorf("the commit replaced the gateway pod %s: it must be loaded live", pod.Name)
+	}
+
+	// 5. Synced with what Crossplane wrote into the claim.
+	claim := s.get(t, claimGVK, tenant, pinned)
+	for _, f := range []string{"resourceRef", "compositionRef", "compositionRevisionRef"} {
+		if str(claim, "spec", f) == "" {
+			t.Errorf("the claim has no spec.%s: Crossplane did not write what ignoreDifferences leaves alone", f)
+		}
+	}
+	for _, name := range []string{rootApp, platformApp, tenantApp} {
+		s.refresh(t, name, "hard")
+		if a := s.appStatus(t, name); a.sync != "Synced" || a.revision != head && name == tenantApp {
+			t.Errorf("after a hard refresh Application %s is %s at %s, want Synced at %s; its resources: %s", name, a.sync, a.revision, head, a.outOfSync)
+		}
+	}
+
+	// 6. The tenant out of Git.
+	mustRun(t, s.env, "cluster/local/argocd.sh", "rm", "tenants/tenant-a", "tenant-a leaves")
+	s.annotateUntilDone(t, applicationSetGVK, "ipsecgw-tenants", "argocd.argoproj.io/application-set-refresh", "true")
+	eventually(t, "the ApplicationSet deletes Application "+tenantApp+", and it the claim", 5*time.Minute, func() (bool, string) {
+		if a := s.get(t, applicationGVK, argoNS, tenantApp); a != nil {
+			return false, "the Application exists"
+		}
+		return s.get(t, claimGVK, tenant, pinned) == nil, "the claim exists"
+	})
+	s.waitClaimGone(t, pinned, time.Now())
+	f, err := floatingips.Get(context.Background(), s.network, s.runbook.FloatingIPID).Extract()
+	if err != nil {
+		t.Fatalf("the pinned floating IP after the claim's deletion: %v", err)
+	}
+	if f.FloatingIP != s.runbook.FloatingIP {
+		t.Errorf("the pinned floating IP's address is %s, want %s", f.FloatingIP, s.runbook.FloatingIP)
+	}
+	if n := s.count(t, neutronName); n != 0 {
+		t.Errorf("after deleting the claim %d Neutron ports and security groups named %s remain", n, neutronName)
+	}
+}
+
+// appStatus is what `argocd app get` shows of an Application, from its
+// status.
+type appStatus struct {
+	sync, health, revision string
+	// outOfSync names the resources that are not Synced.
+	outOfSync []string
+}
+
+// app returns Application name; it fails t when there is none.
+func (s *stack) app(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	a := s.get(t, applicationGVK, argoNS, name)
+	if a == nil {
+		t.Fatalf("no Application %s", name)
+	}
+	return a
+}
+
+// appStatus reads Application name's status.
+func (s *stack) appStatus(t *testing.T, name string) appStatus {
+	t.Helper()
+	a := s.get(t, applicationGVK, argoNS, name)
+	if a == nil {
+		return appStatus{sync: "(no Application)"}
+	}
+	st := appStatus{sync: str(a, "status", "sync", "status"), health: str(a, "status", "health", "status"),
+		revision: str(a, "status", "sync", "revision")}
+	l, _, _ := unstructured.NestedSlice(a.Object, "status", "resources")
+	for _, r := range l {
+		m, _ := r.(map[string]any)
+		if m["status"] != "Synced" {
+			st.outOfSync = append(st.outOfSync, fmt.Sprintf("%v %v/%v %v", m["kind"], m["namespace"], m["name"], m["status"]))
+		}
+	}
+	return st
+}
+
+// waitApp waits until ok holds for Application name's status and returns
+// how long that took.
+func (s *stack) waitApp(t *testing.T, name string, timeout time.Duration, ok func(appStatus) bool) time.Duration {
+	t.Helper()
+	return eventually(t, "Application "+name, timeout, func() (bool, string) {
+		a := s.appStatus(t, name)
+		return ok(a), fmt.Sprintf("%+v", a)
+	})
+}
+
+// resourceHealth returns the health status and message that Application
+// app records for one of its resources (status.resources: the controller
+// runs with --persist-resource-health).
+func (s *stack) resourceHealth(t *testing.T, app, group, kind, ns, name string) (status, message string) {
+	t.Helper()
+	a := s.get(t, applicationGVK, argoNS, app)
+	if a == nil {
+		return "", "no Application " + app
+	}
+	l, _, _ := unstructured.NestedSlice(a.Object, "status", "resources")
+	for _, r := range l {
+		m, _ := r.(map[string]any)
+		if fmt.Sprint(m["group"]) == group && m["kind"] == kind && fmt.Sprint(m["namespace"]) == ns && m["name"] == name {
+			h, _ := m["health"].(map[string]any)
+			return fmt.Sprint(h["status"]), fmt.Sprint(h["message"])
+		}
+	}
+	return "", fmt.Sprintf("Application %s has no %s %s", app, kind, name)
+}
+
+// refresh asks Argo CD to compare Application name with Git again (kind
+// normal) or with its manifest cache dropped (hard), as `argocd app get
+// --refresh` / `--hard-refresh` do, and waits until it has.
+func (s *stack) refresh(t *testing.T, name, kind string) {
+	t.Helper()
+	s.annotateUntilDone(t, applicationGVK, name, "argocd.argoproj.io/refresh", kind)
+}
+
+// annotateUntilDone sets annotation key to value on Argo CD's object name
+// of kind gvk, as Argo CD's webhook handler does to make a controller look
+// at Git now, and waits until the controller has done so and removed it.
+func (s *stack) annotateUntilDone(t *testing.T, gvk schema.GroupVersionKind, name, key, value string) {
+	t.Helper()
+	o := s.get(t, gvk, argoNS, name)
+	if o == nil {
+		t.Fatalf("no %s %s", gvk.Kind, name)
+	}
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[key] = value
+	o.SetAnnotations(ann)
+	if err := s.kube.Update(context.Background(), o); err != nil {
+		t.Fatalf("annotate %s %s: %v", gvk.Kind, name, err)
+	}
+	eventually(t, "Argo CD refreshes "+gvk.Kind+" "+name, 2*time.Minute, func() (bool, string) {
+		o := s.get(t, gvk, argoNS, name)
+		if o == nil {
+			return true, ""
+		}
+		_, pending := o.GetAnnotations()[key]
+		return !pending, "annotation " + key + " is still there"
+	})
+}
+
+// gitHead returns the commit the stack's repository's main is at.
+func (s *stack) gitHead(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(mustRun(t, s.env, "cluster/local/argocd.sh", "head"))
+}
+
+// editGit rewrites file path of the work tree of the stack's repository
+// with edit; argocd.sh commit commits and pushes it.
+func (s *stack) editGit(t *testing.T, path string, edit func(string) string) {
+	t.Helper()
+	p := filepath.Join(s.state, "argocd", "gitops", path)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := edit(string(b))
+	if changed == string(b) {
+		t.Fatalf("the edit of %s changed nothing", path)
+	}
+	if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// swanctlConf returns the rendered swanctl.conf of the gateway named gw.
+func (s *stack) swanctlConf(t *testing.T, gw string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: gw + "-config"}, cm); err != nil {
+		t.Fatalf("the gateway's configuration: %v", err)
+	}
+	return cm.Data["swanctl.conf"]
+}
+
+// logTails logs the last 40 lines of each of the stack's logs names.
+func logTails(t *testing.T, state string, names ...string) {
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(state, n)); err == nil {
+			lines := strings.Split(string(b), "\n")
+			t.Logf("%s (last 40 lines):\n%s", n, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	}
+}
