@@ -27,9 +27,9 @@
 # Secrets the ExternalSecrets would (the clouds.yaml and the PSK, as a
 # secret manager would) before this runs, and its repository leaves the
 # ExternalSecrets out. It has no registry either: the stack installs the
-# packages (up.sh) and its repository's Provider and Configuration name them
-# as installed (by digest), so that Argo CD adopts them; the ImageConfig,
-# which would rewrite those references, is left out.
+# packages (up.sh) and its repository's Provider and Configuration have the
+# specs it installed them with, so that Argo CD adopts them as they are; the
+# ImageConfig, which would rewrite their references, is left out.
 #
 # The application-controller keeps each resource's health in its
 # Application's status (--persist-resource-health, as before Argo CD 3.0),
@@ -75,28 +75,40 @@ git() {
 # makes it from that file with the local Neutron's IDs and the stack's
 # claim settings).
 make_repo() {
-	local url=git://127.0.0.1:$GIT_PORT/$REPO provider configuration
+	local url=git://127.0.0.1:$GIT_PORT/$REPO
 	rm -rf "$WORK" "$DIR/git/$REPO"
 	mkdir -p "$DIR/git"
 	git init -q --bare -b main "$DIR/git/$REPO"
 	cp -r "$ROOT/examples/gitops/." "$WORK"
 	rm -f "$WORK/platform/imageconfig.yaml" "$WORK/tenants/tenant-a/branch-office-psk.yaml"
-	provider=$(kubectl get provider.pkg.crossplane.io provider-ipsec -o jsonpath='{.spec.package}')
-	configuration=$(kubectl get configuration.pkg.crossplane.io ipsecgw-configuration -o jsonpath='{.spec.package}')
 	grep -rl 'https://git.ipsecgw.invalid/platform/ipsecgw-gitops.git' "$WORK" |
 		xargs sed -i "s|https://git.ipsecgw.invalid/platform/ipsecgw-gitops.git|$url|"
-	sed -i -e "s|xpkg.ipsecgw.invalid/ipsecgw/provider-ipsec:v0.1.0|$provider|" \
-		-e "s|xpkg.ipsecgw.invalid/ipsecgw/ipsecgw-configuration:v0.1.0|$configuration|" "$WORK/platform/packages.yaml"
-	# The ProviderConfig's file without its ExternalSecret, the cloud of
-	# the local clouds.yaml.
-	python3 - "$WORK/platform/providerconfig.yaml" <<'PY'
-import sys, yaml
-p = sys.argv[1]
-docs = [d for d in yaml.safe_load_all(open(p)) if d and d["kind"] != "ExternalSecret"]
-for d in docs:
-    if d["kind"] == "ProviderConfig":
-        d["spec"]["credentials"]["cloud"] = "local"
-open(p, "w").write(yaml.safe_dump_all(docs, sort_keys=False))
+	# The Provider and the Configuration with the specs the stack installed
+	# them with (up.sh: by digest from Crossplane's package cache, the
+	# provider's process out of cluster): Argo CD's server-side apply takes
+	# over every field kubectl applied, so a spec of Git's would replace
+	# them. The ProviderConfig's file without its ExternalSecret, with the
+	# cloud of the local clouds.yaml.
+	kubectl get provider.pkg.crossplane.io/provider-ipsec configuration.pkg.crossplane.io/ipsecgw-configuration \
+		-o json >"$DIR/packages.json"
+	python3 - "$WORK/platform" "$DIR/packages.json" <<'PY'
+import json, sys, yaml
+d, live = sys.argv[1], {o["kind"]: o["spec"] for o in json.load(open(sys.argv[2]))["items"]}
+def edit(name, f):
+    p = d + "/" + name
+    docs = [f(o) for o in yaml.safe_load_all(open(p)) if o]
+    open(p, "w").write(yaml.safe_dump_all([o for o in docs if o], sort_keys=False))
+def packages(o):
+    if o["kind"] in live:
+        o["spec"] = live[o["kind"]]
+    return o
+def providerconfig(o):
+    if o["kind"] == "ExternalSecret":
+        return None
+    o["spec"]["credentials"]["cloud"] = "local"
+    return o
+edit("packages.yaml", packages)
+edit("providerconfig.yaml", providerconfig)
 PY
 	cp "$1" "$WORK/tenants/tenant-a/branch-office.yaml"
 	git -C "$WORK" init -q -b main
@@ -146,8 +158,9 @@ up() {
 	log "installing Argo CD's CRDs and configuration"
 	kubectl apply --server-side -f "$bin/argocd-crds/application-crd.yaml" -f "$bin/argocd-crds/applicationset-crd.yaml" \
 		-f "$bin/argocd-crds/appproject-crd.yaml" >/dev/null
-	kubectl wait --for condition=Established --timeout 60s crd/applications.argoproj.io crd/applicationsets.argoproj.io \
-		crd/appprojects.argoproj.io >/dev/null
+	# (A wait right after the create fails while the CRDs have no status.)
+	wait_for "Argo CD's CRDs" 60 kubectl wait --for condition=Established --timeout 5s crd/applications.argoproj.io \
+		crd/applicationsets.argoproj.io crd/appprojects.argoproj.io
 	kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 	# What Argo CD's install manifests create: its ConfigMaps and Secret
 	# (its settings read them by this label) and the project "default",
@@ -160,11 +173,15 @@ metadata: {name: argocd-cm, namespace: $NS, labels: {app.kubernetes.io/part-of: 
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: argocd-cmd-params-cm, namespace: $NS, labels: {app.kubernetes.io/part-of: argocd}}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: argocd-secret, namespace: $NS, labels: {app.kubernetes.io/part-of: argocd}}
----
+YAML
+	# The key Argo CD signs with, which its API server would generate (the
+	# application-controller refuses to record clusters' info without it).
+	[ -n "$(kubectl -n "$NS" get secret argocd-secret -o jsonpath='{.data.server\.secretkey}' 2>/dev/null)" ] ||
+		openssl rand -base64 32 | tr -d '\n' |
+		kubectl -n "$NS" create secret generic argocd-secret --from-file=server.secretkey=/dev/stdin \
+			--dry-run=client -o yaml | kubectl apply -f - >/dev/null
+	kubectl -n "$NS" label secret argocd-secret app.kubernetes.io/part-of=argocd --overwrite >/dev/null
+	kubectl apply -f - >/dev/null <<YAML
 apiVersion: argoproj.io/v1alpha1
 kind: AppProject
 metadata: {name: default, namespace: $NS}
@@ -198,7 +215,8 @@ YAML
 			--metrics-addr "127.0.0.1:$ARGOCD_APPSET_METRICS_PORT" --probe-addr "127.0.0.1:$ARGOCD_APPSET_PROBE_PORT" \
 			--webhook-addr "127.0.0.1:$ARGOCD_APPSET_WEBHOOK_PORT"
 		wait_ready argocd-controller "Argo CD's application-controller" 60 answers "http://127.0.0.1:$ARGOCD_CONTROLLER_METRICS_PORT/metrics"
-		wait_ready argocd-appset "Argo CD's applicationset-controller" 60 answers "http://127.0.0.1:$ARGOCD_APPSET_PROBE_PORT/readyz"
+		# It registers no health checks on its probe address.
+		wait_ready argocd-appset "Argo CD's applicationset-controller" 60 answers "http://127.0.0.1:$ARGOCD_APPSET_METRICS_PORT/metrics"
 	fi
 
 	log "applying the root Application (argocd/root.yaml): it syncs the platform and the tenants"
