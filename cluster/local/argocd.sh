@@ -34,7 +34,11 @@
 # The application-controller keeps each resource's health in its
 # Application's status (--persist-resource-health, as before Argo CD 3.0),
 # where `kubectl get application -o yaml` and the e2e read it: the stack
-# runs no Argo CD API server for `argocd app get`.
+# runs no Argo CD API server for `argocd app get`. It writes them there at
+# each comparison with Git, not at each change of a resource's status:
+# every 20 s here (--app-resync; Argo CD's default is 180 s, with up to 60 s
+# of jitter), so that the status says what a user's `argocd app get` would
+# within 20 s.
 #
 # The application-controller reaches the cluster as the stack's admin (its
 # in-cluster ClusterRole grants all as well) through $KUBECONFIG
@@ -209,7 +213,7 @@ YAML
 		wait_ready argocd-repo-server "Argo CD's repo-server" 60 answers "http://127.0.0.1:$ARGOCD_REPO_METRICS_PORT/healthz"
 		start argocd-controller "${env[@]}" "$bin/argocd-application-controller" --namespace "$NS" \
 			--redis "$DIR/redis.sock" --repo-server "127.0.0.1:$ARGOCD_REPO_PORT" \
-			--metrics-port "$ARGOCD_CONTROLLER_METRICS_PORT" --persist-resource-health
+			--metrics-port "$ARGOCD_CONTROLLER_METRICS_PORT" --persist-resource-health --app-resync 20 --app-resync-jitter 0
 		start argocd-appset "${env[@]}" ARGOCD_BINARY_NAME=argocd-applicationset-controller "$bin/argocd" \
 			--namespace "$NS" --argocd-repo-server "127.0.0.1:$ARGOCD_REPO_PORT" \
 			--metrics-addr "127.0.0.1:$ARGOCD_APPSET_METRICS_PORT" --probe-addr "127.0.0.1:$ARGOCD_APPSET_PROBE_PORT" \
