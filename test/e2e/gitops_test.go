@@ -146,6 +146,7 @@ func TestGitOps(t *testing.T) {
 	}
 
 	// 6. The tenant out of Git.
+	removed := time.Now()
 	mustRun(t, s.env, "cluster/local/argocd.sh", "rm", "tenants/tenant-a", "tenant-a leaves")
 	s.annotateUntilDone(t, applicationSetGVK, "ipsecgw-tenants", "argocd.argoproj.io/application-set-refresh", "true")
 	eventually(t, "the ApplicationSet deletes Application "+tenantApp+", and it the claim", 5*time.Minute, func() (bool, string) {
@@ -154,7 +155,7 @@ func TestGitOps(t *testing.T) {
 		}
 		return s.get(t, claimGVK, tenant, pinned) == nil, "the claim exists"
 	})
-	s.waitClaimGone(t, pinned, time.Now())
+	s.waitClaimGone(t, pinned, removed)
 	f, err := floatingips.Get(context.Background(), s.network, s.runbook.FloatingIPID).Extract()
 	if err != nil {
 		t.Fatalf("the pinned floating IP after the claim's deletion: %v", err)
