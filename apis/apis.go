@@ -9,6 +9,7 @@ import (
 	gatewayv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	networkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	clusterv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	nsgatewayv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
 	nsnetworkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 )
@@ -20,6 +21,7 @@ var AddToSchemes = runtime.SchemeBuilder{
 	networkingv1alpha1.SchemeBuilder.AddToScheme,
 	nsv1alpha1.SchemeBuilder.AddToScheme,
 	nsnetworkingv1alpha1.SchemeBuilder.AddToScheme,
+	nsgatewayv1alpha1.SchemeBuilder.AddToScheme,
 }
 
 // AddToScheme adds all of the provider's types to s. It returns the first

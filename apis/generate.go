@@ -12,8 +12,9 @@
 //go:generate go tool controller-gen crd:crdVersions=v1,allowDangerousTypes=false paths=./... output:artifacts:config=../package/crds
 
 // The IPsecGateway XRD takes its tunnels, exposures and reverse exposures
-// schemas from the Gateway CRD.
-//go:generate go run ../hack/xrdgen ../hack/xrdgen/definition.yaml ../package/crds/gateway.ipsecgw.io_gateways.yaml ../package/configuration/zz_generated_definition.yaml
+// schemas from the Gateway CRD; the namespaced IPsecGateway's XRD (v2) is
+// derived from it.
+//go:generate go run ../hack/xrdgen ../hack/xrdgen/definition.yaml ../package/crds/gateway.ipsecgw.io_gateways.yaml ../package/configuration/zz_generated_definition.yaml ../package/configuration/zz_generated_definition_namespaced.yaml
 
 // Crossplane method sets: managed resource, ProviderConfig(Usage), references
 // (angryjet, a tool of hack/codegen.mod; see there why it is separate).

@@ -37,8 +37,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 VERSION=${VERSION:-v0.1.0}
-# Never resolved: see hack/xpkg.sh.
-REPO=${REPO:-xpkg.ipsecgw.invalid/ipsecgw}
 PROVIDER_OUT=${PROVIDER_OUT:-$ROOT/_output/xpkg}
 GATEWAY_OUT=${GATEWAY_OUT:-$ROOT/_output/images}
 # spec.forProvider.images' default in apis/cluster/gateway/v1alpha1.
@@ -155,13 +153,13 @@ static() {
 }
 
 provider() {
-	static provider ./cmd/provider "$REPO/provider-ipsec:$VERSION" \
+	static provider ./cmd/provider "provider-ipsec:$VERSION" \
 		-file /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:0644
 }
 
 # The composition function: what Crossplane's Function runtime runs,
 # serving on 9443 with the certificates it mounts at TLS_SERVER_CERTS_DIR.
-fn() { static function ./cmd/function "$REPO/function-ipsecgw:$VERSION"; }
+fn() { static function ./cmd/function "function-ipsecgw:$VERSION"; }
 
 gateway() {
 	local work=$GATEWAY_OUT/work base

@@ -113,8 +113,6 @@ build_etcd() { gobuild "$1/etcd" . ; }
 build_crossplane() {
 	gobuild "$1/crossplane" github.com/crossplane/crossplane/v2/cmd/crossplane \
 		"-X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$XP_VERSION"
-	# Writes packages into core's package cache (see its doc comment).
-	gobuild "$1/xpkgcache" ./xpkgcache
 	# Core's own CRDs, which 'crossplane core init' installs (CRDS_PATH).
 	cp -r "$(go list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2)/cluster/crds" "$1/crossplane-crds"
 	chmod -R u+w "$1/crossplane-crds"

@@ -26,10 +26,12 @@
 # The local stack has no External Secrets Operator: the stack writes the
 # Secrets the ExternalSecrets would (the clouds.yaml and the PSK, as a
 # secret manager would) before this runs, and its repository leaves the
-# ExternalSecrets out. It has no registry either: the stack installs the
-# packages (up.sh) and its repository's Provider and Configuration have the
-# specs it installed them with, so that Argo CD adopts them as they are; the
-# ImageConfig, which would rewrite their references, is left out.
+# ExternalSecrets out. The packages are the ones up.sh pushed to the stack's
+# registry (ARGOCD=1: pushed, not installed), the Configuration built for
+# it: the repository names them there, as the README has a platform team
+# substitute its registry path, and Argo CD's platform Application installs
+# them; Crossplane resolves the Configuration's dependencies. The stack then
+# plays the External runtime for them (packages.sh runtime, dev.sh).
 #
 # The application-controller keeps each resource's health in its
 # Application's status (--persist-resource-health, as before Argo CD 3.0),
@@ -74,8 +76,8 @@ git() {
 }
 
 # make_repo CLAIM writes the stack's repository from examples/gitops/ (see
-# above): the repository's URL, the cloud's name, the packages as
-# installed, and CLAIM as tenants/tenant-a/branch-office.yaml (dev.sh
+# above): the repository's URL, the registry path of the packages, the
+# cloud's name, and CLAIM as tenants/tenant-a/branch-office.yaml (dev.sh
 # makes it from that file with the local Neutron's IDs and the stack's
 # claim settings).
 make_repo() {
@@ -84,35 +86,25 @@ make_repo() {
 	mkdir -p "$DIR/git"
 	git init -q --bare -b main "$DIR/git/$REPO"
 	cp -r "$ROOT/examples/gitops/." "$WORK"
-	rm -f "$WORK/platform/imageconfig.yaml" "$WORK/tenants/tenant-a/branch-office-psk.yaml"
+	rm -f "$WORK/tenants/tenant-a/branch-office-psk.yaml"
 	grep -rl 'https://git.ipsecgw.invalid/platform/ipsecgw-gitops.git' "$WORK" |
 		xargs sed -i "s|https://git.ipsecgw.invalid/platform/ipsecgw-gitops.git|$url|"
-	# The Provider and the Configuration with the specs the stack installed
-	# them with (up.sh: by digest from Crossplane's package cache, the
-	# provider's process out of cluster): Argo CD's server-side apply takes
-	# over every field kubectl applied, so a spec of Git's would replace
-	# them. The ProviderConfig's file without its ExternalSecret, with the
-	# cloud of the local clouds.yaml.
-	kubectl get provider.pkg.crossplane.io/provider-ipsec configuration.pkg.crossplane.io/ipsecgw-configuration \
-		-o json >"$DIR/packages.json"
-	python3 - "$WORK/platform" "$DIR/packages.json" <<'PY'
-import json, sys, yaml
-d, live = sys.argv[1], {o["kind"]: o["spec"] for o in json.load(open(sys.argv[2]))["items"]}
-def edit(name, f):
-    p = d + "/" + name
-    docs = [f(o) for o in yaml.safe_load_all(open(p)) if o]
-    open(p, "w").write(yaml.safe_dump_all([o for o in docs if o], sort_keys=False))
-def packages(o):
-    if o["kind"] in live:
-        o["spec"] = live[o["kind"]]
-    return o
-def providerconfig(o):
+	# The stack's registry path: its root (packages.sh pushes there).
+	sed -i "s|registry.ipsecgw.invalid/ipsecgw/|$(registry)/|" "$WORK/platform/packages.yaml"
+	! grep -rq --include '*.yaml' 'ipsecgw\.invalid' "$WORK" ||
+		die "placeholders left in $WORK: $(grep -rl --include '*.yaml' 'ipsecgw\.invalid' "$WORK")"
+	# The ProviderConfig's file without its ExternalSecret, with the cloud
+	# of the local clouds.yaml.
+	python3 - "$WORK/platform/providerconfig.yaml" <<'PY'
+import sys, yaml
+p = sys.argv[1]
+def edit(o):
     if o["kind"] == "ExternalSecret":
         return None
     o["spec"]["credentials"]["cloud"] = "local"
     return o
-edit("packages.yaml", packages)
-edit("providerconfig.yaml", providerconfig)
+docs = [edit(o) for o in yaml.safe_load_all(open(p)) if o]
+open(p, "w").write(yaml.safe_dump_all([o for o in docs if o], sort_keys=False))
 PY
 	cp "$1" "$WORK/tenants/tenant-a/branch-office.yaml"
 	git -C "$WORK" init -q -b main

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # The main job on the bundled local stack (`make dev`): the control plane
 # with Crossplane, the function and the IPsecGateway XRD and Composition
-# (up.sh), the real Keystone + Neutron (cluster/openstack/up.sh), the
-# provider (provider.sh); then the migration runbook's starting point — a
-# "VM gateway" port holding floating IP 203.0.113.10 — and, with the node
-# (as root), the site around it (cluster/site/site.sh up): the VM gateway's
-# charon, the client site whose tunnel is up with it, the floating-IP NAT.
-# Then the pinned-FIP example claim, applied with the local Neutron's IDs:
-# the runbook's pre-stage. With ARGOCD=1 Argo CD applies the ProviderConfig
-# and the claim instead, from a Git repository made from examples/gitops/
-# (cluster/local/argocd.sh); the stack writes only their Secrets.
+# (up.sh), the real Keystone + Neutron with Neutron's real L2 and L3 agents
+# (AGENTS=1 cluster/openstack/up.sh), the provider (provider.sh); then the
+# migration runbook's starting point — a "VM gateway" port holding floating
+# IP 203.0.113.10 — and, with the node (as root), the site around it
+# (cluster/site/site.sh up): the VM gateway's charon, the client site whose
+# tunnel is up with it through the L3 agent's qrouter, the node's tenant
+# interface a port with the L2 agent's port security.
+# Then the pinned-FIP example, applied with the local Neutron's IDs: the
+# runbook's pre-stage. That is the legacy claim
+# (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io, with the cluster-scoped
+# ProviderConfig); CLAIM=0 applies the namespaced IPsecGateway instead
+# (examples/xr/pinned-fip.yaml, vpn.m.ipsecgw.io, with tenant-a's own
+# ProviderConfig, examples/namespaced/providerconfig.yaml). "The claim"
+# below is either. With ARGOCD=1 a real Argo CD installs the packages from
+# the stack's registry and applies the ProviderConfig and the legacy claim,
+# from a Git repository made from examples/gitops/ (cluster/local/argocd.sh):
+# up.sh only pushes the packages, the stack writes only the Secrets (as a
+# secret manager would) and plays the External runtime for the packages
+# Argo CD installs (packages.sh runtime), then starts the provider.
 #
-#   cluster/local/dev.sh [prestage|cutover]
+#   [CLAIM=0] [ARGOCD=1] cluster/local/dev.sh [prestage|cutover]
 #
 # prestage (the default) leaves the claim pre-staged; cutover goes on with
 # the runbook's cutover — the floating IP off the VM's port, the VM's
@@ -27,6 +37,16 @@ source "$(dirname "$0")/lib.sh"
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
 SITE=$ROOT/cluster/site/site.sh
 STOP_AT=${1:-prestage}
+# The legacy claim stays the default until the runbook e2e has passed with
+# the namespaced IPsecGateway on the live stack.
+CLAIM=${CLAIM:-1}
+case $CLAIM in
+0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr ;;
+1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim ;;
+*) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
+esac
+ARGOCD=${ARGOCD:-0}
+[ "$ARGOCD" = 0 ] || [ "$CLAIM" = 1 ] || die "ARGOCD=1 syncs examples/gitops, whose tenant has the legacy claim: CLAIM=1"
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
 if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 	log "no node (NODE=0): stopping at the pre-stage, no gateway pod could run"
@@ -34,16 +54,19 @@ if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 fi
 
 "$ROOT/cluster/local/up.sh"
-"$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
+AGENTS=1 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
 read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
-"$ROOT/cluster/local/provider.sh" >/dev/null
+# With ARGOCD=1 the provider's CRDs come with the package Argo CD installs:
+# the provider starts after that (below).
+[ "$ARGOCD" = 1 ] || "$ROOT/cluster/local/provider.sh" >/dev/null
 
-ARGOCD=${ARGOCD:-0}
 log "applying the example ProviderConfig's Secret (credentials of the local tenant-a)"
 sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/providerconfig/secret.yaml" | kubectl apply -f - >/dev/null
 if [ "$ARGOCD" = 0 ]; then
 	log "applying the example ProviderConfig"
 	kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
+	# The namespaced IPsecGateway's: tenant-a's own, its Secret in tenant-a.
+	sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/namespaced/providerconfig.yaml" | kubectl apply -f - >/dev/null
 fi
 
 log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
@@ -57,7 +80,7 @@ if [ "$NODE" = 1 ]; then
 	"$SITE" vm-start >/dev/null
 fi
 
-log "applying the pinned-FIP claim (examples/claim/pinned-fip.yaml with the local IDs)"
+log "applying the pinned-FIP claim (examples/$examples/pinned-fip.yaml with the local IDs)"
 node_ports=0
 if kubectl get nodes -o 'jsonpath={.items[*].spec.providerID}' | grep -q 'openstack://'; then
 	node_ports=1
@@ -68,7 +91,7 @@ mkdir -p "$STATE/claims"
 # The claims with the local Neutron's IDs: the examples', and the pinned
 # claim of examples/gitops for Argo CD's repository (gitops-branch-office).
 for f in pinned-fip allocated-fip gitops-branch-office; do
-	src=$ROOT/examples/claim/$f.yaml
+	src=$ROOT/examples/$examples/$f.yaml
 	[ "$f" != gitops-branch-office ] || src=$ROOT/examples/gitops/tenants/tenant-a/branch-office.yaml
 	sed -e "s/00000000-0000-4000-8000-00000000aaaa/$(field network_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000bbbb/$(field subnet_id)/" \
@@ -96,37 +119,40 @@ if [ "$ARGOCD" = 0 ]; then
 	kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
 else
 	"$ROOT/cluster/local/argocd.sh" up "$STATE/claims/gitops-branch-office.yaml"
+	log "Argo CD installs the packages from Git; Crossplane resolves the Configuration's dependencies"
+	"$ROOT/cluster/local/packages.sh" runtime
+	"$ROOT/cluster/local/provider.sh" >/dev/null
 	log "waiting for Argo CD to sync the ProviderConfig and the claim from Git"
 	wait_for "the claim from Git (cluster/local/argocd.sh status ipsecgw-tenant-a)" 300 \
-		kubectl -n tenant-a get ipsecgateway branch-office
+		kubectl -n tenant-a get "$XR" branch-office
 fi
 
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
-claim_is() { [ "$(kubectl -n tenant-a get ipsecgateway branch-office -o "jsonpath=$1")" = "$2" ]; }
+claim_is() { [ "$(kubectl -n tenant-a get "$XR" branch-office -o "jsonpath=$1")" = "$2" ]; }
 claim_has() { ! claim_is "$1" ""; }
 wait_for "the claim's port" 120 claim_has '{.status.port.privateIP}'
 wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 
-gw=$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.gateway.name}')
+gw=$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.gateway.name}')
 
 # With Neutron's real agents the node's port drops the gateway pod's
 # frames (its net1 has the gateway port's MAC and fixed IP) unless they are
 # an allowed address pair of the node's port. The claim's NodeAddressPairs
 # keeps it; HAND_PAIRS=1 grants it by hand as well, as a cluster's operator
 # would (for a claim with nodePorts: Unmanaged).
-if [ "${AGENTS:-0}" = 1 ] && [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
+if [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 	log "by hand: the gateway's fixed IP and MAC as an allowed address pair of the nodes' ports (HAND_PAIRS=1)"
-	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')"
+	"$RUNBOOK" node-pairs "$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.port.id}')"
 fi
 
 if [ "$STOP_AT" = cutover ]; then
 	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null
 	"$SITE" vm-stop >/dev/null
-	kubectl -n tenant-a label ipsecgateway branch-office cutover="$(date +%s)" --overwrite >/dev/null
+	kubectl -n tenant-a label "$XR" branch-office cutover="$(date +%s)" --overwrite >/dev/null
 	# Neutron's word, not the claim's status: after an earlier cutover the
 	# status can still say attached from before this run's vm-up.
-	fip_on_gateway() { [ "$("$RUNBOOK" show 203.0.113.10)" = "$(kubectl -n tenant-a get ipsecgateway branch-office -o jsonpath='{.status.port.id}')" ]; }
+	fip_on_gateway() { [ "$("$RUNBOOK" show 203.0.113.10)" = "$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.port.id}')" ]; }
 	wait_for "the floating IP on the gateway's port" 60 fip_on_gateway
 	wait_for "the claim's floating IP attached" 60 claim_is '{.status.floatingIP.attached}' true
 	wait_for "the claim Ready" 180 claim_is '{.status.conditions[?(@.type=="Ready")].status}' True
@@ -141,10 +167,10 @@ envs=
 cat <<MSG
 
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
-  kubectl get ipsecgateway -A
+  kubectl get $XR -A
   kubectl get managed                      # Synced/Ready of each composed resource
   kubectl get gateway                      # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
-  crank beta trace ipsecgateway branch-office -n tenant-a
+  crank beta trace $XR branch-office -n tenant-a
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
 MSG
 if [ "$NODE" = 1 ]; then
@@ -169,8 +195,8 @@ makes it retry at once):
 MSG
 	[ "$NODE" = 0 ] || echo "  $envs$SITE vm-stop"
 	cat <<MSG
-  kubectl -n tenant-a label ipsecgateway branch-office cutover=\$(date +%s) --overwrite
-  kubectl get ipsecgateway -A -w
+  kubectl -n tenant-a label $XR branch-office cutover=\$(date +%s) --overwrite
+  kubectl get $XR -A -w
 MSG
 else
 	cat <<MSG
@@ -181,30 +207,29 @@ MSG
 fi
 cat <<MSG
 
-Rollback (pause the binding so that it cannot take the address back while
-it is free, move it, unpause: the binding reports the VM's port again):
+Rollback (the binding leaves the address alone for 2 minutes once it saw
+it leave its port; docs/runbook.md: pause it if the two commands may be
+further apart), then the binding reports the VM's port again:
 
-  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused=true
   $envs$RUNBOOK unset 203.0.113.10
   $envs$RUNBOOK set 203.0.113.10 $vm_port
 MSG
 [ "$NODE" = 0 ] || echo "  $envs$SITE vm-start"
 cat <<MSG
-  kubectl annotate floatingipbinding -l crossplane.io/claim-name=branch-office crossplane.io/paused-
 
 After the rollback, deleting the claim leaves the floating IP on the VM's
 port (a pinned address is never released; deleted while cut over, the
 claim would leave it unassociated and the client's tunnel down):
 
-  kubectl -n tenant-a delete ipsecgateway branch-office
+  kubectl -n tenant-a delete $XR branch-office
 
 A claim with an allocated floating IP: kubectl apply -f $STATE/claims/allocated-fip.yaml
 
 'make dev-down' stops everything.
 
 MSG
-echo "\$ kubectl get ipsecgateway -A"
-kubectl get ipsecgateway -A
+echo "\$ kubectl get $XR -A"
+kubectl get "$XR" -A
 echo
-echo "\$ crank beta trace ipsecgateway branch-office -n tenant-a"
-"$TOOLS_BIN/crank" beta trace ipsecgateway branch-office -n tenant-a || true
+echo "\$ crank beta trace $XR branch-office -n tenant-a"
+"$TOOLS_BIN/crank" beta trace "$XR" branch-office -n tenant-a || true

@@ -23,6 +23,9 @@ active_revision() {
 }
 wait_for "active ${kind}revision of $ref" 60 active_revision
 active_revision
+# A revision already played for (packages.sh runtime after an upgrade of
+# another package) is left as it is.
+[ "$(kubectl get "${kind}revision" "$rev" -o 'jsonpath={.status.conditions[?(@.type=="RuntimeHealthy")].status}')" != True ] || exit 0
 case $kind in
 function) status="{\"endpoint\":\"$endpoint\",\"tlsServerSecretName\":\"$name-tls-server\"}" ;;
 provider) status="{\"tlsServerSecretName\":\"$name-tls-server\",\"tlsClientSecretName\":\"$name-tls-server\"}" ;;

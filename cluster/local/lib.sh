@@ -17,7 +17,7 @@ export KUBECONFIG=$STATE/kubeconfig
 PORT_BASE=${PORT_BASE:-12000}
 LOCAL_PORTS=("APISERVER_PORT=$PORT_BASE" "ETCD_PORT=$((PORT_BASE + 1))" "ETCD_PEER_PORT=$((PORT_BASE + 2))"
 	"XP_METRICS_PORT=$((PORT_BASE + 3))" "XP_HEALTH_PORT=$((PORT_BASE + 4))" "FN_PORT=$((PORT_BASE + 5))"
-	"PROVIDER_METRICS_PORT=$((PORT_BASE + 6))" "PROVIDER_HEALTH_PORT=$((PORT_BASE + 7))")
+	"PROVIDER_METRICS_PORT=$((PORT_BASE + 6))" "PROVIDER_HEALTH_PORT=$((PORT_BASE + 7))" "REGISTRY_PORT=$((PORT_BASE + 8))")
 # ETCD_PORT set alone brings its peer's port after it.
 if from_env ETCD_PORT && ! from_env ETCD_PEER_PORT; then export ETCD_PEER_PORT=$((ETCD_PORT + 1)); fi
 read_ports "$STATE/ports" "${LOCAL_PORTS[@]}"
@@ -33,11 +33,17 @@ API_IP=10.99.0.1
 # port-forward) through the relay's HTTP CONNECT proxy on this socket.
 EGRESS_SOCK=$STATE/apirelay.sock
 
-# The repository of this project's packages (make xpkg): they are
-# referenced by digest under a host that is never resolved; with
-# packagePullPolicy Never, Crossplane reads them from its cache.
-XPKG_REPO=xpkg.ipsecgw.invalid/ipsecgw
+# The packages `make xpkg` builds, which the stack pushes to its registry.
 XPKG_DIR=${XPKG_DIR:-$ROOT/_output/xpkg}
+
+# registry prints the stack's OCI registry (cluster/registry, started by
+# up.sh on REGISTRY_PORT, its certificate from $STATE/pki/ca.crt): every
+# package and image is pushed there and pulled from there by tag, under
+# this path.
+registry() { echo "127.0.0.1:$REGISTRY_PORT"; }
+# The gateway image's repository and tag there (cluster/node/up.sh pushes
+# it): the provider's --gateway-image (provider.sh).
+GATEWAY_REF=ipsecgw/gateway:v0.1.0
 
 kubectl() { "$TOOLS_BIN/kubectl" "$@"; }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the provider binary (_output/bin/provider, from `make build`) against
 # the local stack, out of cluster, and waits until it is ready. A provider
-# that already runs is left as it is.
+# that already runs is left as it is. PROVIDER_ARGS are its flags beside
+# the metrics and health addresses (default --debug; the scale benchmark,
+# hack/scale.sh, gives --poll and no --debug, as in production).
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -13,7 +15,10 @@ else
 	[ -x "$ROOT/_output/bin/provider" ] || die "no provider binary: run 'make build'"
 	need_free PROVIDER_METRICS_PORT PROVIDER_HEALTH_PORT
 	log "starting the provider"
-	start provider "$ROOT/_output/bin/provider" --debug \
+	# Gateways take the gateway image from the stack's registry
+	# (cluster/node/up.sh pushes it there).
+	read -ra args <<<"${PROVIDER_ARGS---debug}"
+	start provider "$ROOT/_output/bin/provider" "${args[@]}" --gateway-image "$(registry)/$GATEWAY_REF" \
 		--metrics-bind-address "127.0.0.1:$PROVIDER_METRICS_PORT" \
 		--health-probe-bind-address "127.0.0.1:$PROVIDER_HEALTH_PORT"
 	wait_ready provider provider 60 answers "http://127.0.0.1:$PROVIDER_HEALTH_PORT/readyz"

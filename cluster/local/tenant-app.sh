@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A tenant's application in the local cluster, for the claim's exposure of
 # a Service (`target.serviceName`): the site's echo (cluster/site) packed as
-# an image (hack/imagebuild), imported into every node's containerd, run by the
+# an image (hack/imagebuild), pushed to the stack's registry, run by the
 # Deployment tenant-a/tenant-app (non-root, port 8443) behind the ClusterIP
 # Service tenant-app (port 443). It answers each connection with the
 # address it came from: through the gateway, the gateway pod's own
@@ -15,11 +15,10 @@ source "$(dirname "$0")/../node/lib.sh"
 running node1-kubelet || die "the tenant application needs the node (cluster/node/up.sh)"
 site=$STATE/site/bin/site
 [ -x "$site" ] || die "no $site: bring the site up first (cluster/site/site.sh up)"
-IMAGE=registry.local/tenant-app:dev
 mkdir -p "$STATE/tenant-app"
-"$NODES_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$IMAGE" -entrypoint /site -user 65532:65532 \
+"$NODES_DIR/bin/imagebuild" -o "$STATE/tenant-app/image.tar" -tag "$(registry)/tenant-app:dev" -entrypoint /site -user 65532:65532 \
 	-file "$site:/site:0755" >/dev/null
-import_image "$STATE/tenant-app/image.tar"
+IMAGE=$(push_image "$STATE/tenant-app/image.tar" tenant-app:dev)
 
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -38,7 +37,7 @@ spec:
       containers:
       - name: echo
         image: $IMAGE
-        imagePullPolicy: Never
+        imagePullPolicy: IfNotPresent
         args: [echo, -listen, ":8443"]
         ports: [{containerPort: 8443}]
         readinessProbe: {tcpSocket: {port: 8443}, periodSeconds: 1}

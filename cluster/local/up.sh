@@ -3,11 +3,16 @@
 # client-certificate auth, ServiceAccount tokens), kube-controller-manager
 # (garbage collector and namespace controllers, which Crossplane relies on
 # to delete composed resources, and those a node and its pods need),
-# Crossplane core out of cluster, and this project's packages (make xpkg)
-# installed by Crossplane's package manager from them: the composition
-# function (its process, the binary the package embeds, runs out of
-# cluster with mTLS), the provider's CRDs, the IPsecGateway XRD and
-# Composition; with NODE=1 (the default as root) then the nodes
+# the stack's OCI registry (cluster/registry, TLS with a certificate from
+# the stack's CA), Crossplane core out of cluster trusting that CA, and this
+# project's packages (make xpkg) pushed to the registry and installed from
+# it by Crossplane's package manager (cluster/local/packages.sh: the
+# Configuration by tag, its provider and function by dependency
+# resolution): the composition function (its process, the binary the
+# package embeds, runs out of cluster with mTLS), the provider's CRDs, the
+# IPsecGateway XRD and Composition (with ARGOCD=1 the packages are only
+# pushed: Argo CD installs them from Git, cluster/local/dev.sh); with NODE=1
+# (the default as root) then the nodes
 # (cluster/node/up.sh, NODES of them). Writes $STATE/kubeconfig. A second run while the
 # stack runs says so and changes nothing, but starts the node if it does not
 # run.
@@ -20,7 +25,7 @@ if running apiserver; then
 	[ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 	exit 0
 fi
-need_tools etcd kube-apiserver kube-controller-manager kubectl crossplane xpkgcache
+need_tools etcd kube-apiserver kube-controller-manager kubectl crossplane crank
 [ -x "$XPKG_DIR/image/function" ] || die "no $XPKG_DIR/image/function: run 'make xpkg'"
 # Leftovers of a stack that died without cluster-down.
 "$ROOT/cluster/local/down.sh" >/dev/null
@@ -31,7 +36,14 @@ mkdir -p "$STATE/pki"
 # A failed bring-up keeps its logs and stops what it started, so that no
 # half-started stack is left to be mistaken for a running one.
 on_failure "$ROOT/cluster/local/down.sh" bring-up "$STATE.failed" '*.log'
-"$ROOT/cluster/local/pki.sh" "$STATE/pki"
+"$ROOT/cluster/local/pki.sh" "$STATE/pki" "$API_IP"
+
+log "starting the registry on $(registry)"
+mkdir -p "$STATE/bin"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$STATE/bin/registry" ./cluster/registry)
+start registry "$STATE/bin/registry" -listen "$(registry)" -cert "$STATE/pki/registry.crt" \
+	-key "$STATE/pki/registry.key" -dir "$STATE/registry"
+wait_ready registry registry 10 curl -fsS -o /dev/null -m 5 --cacert "$STATE/pki/ca.crt" "https://$(registry)/v2/"
 
 log "starting etcd and kube-apiserver"
 egress=()
@@ -101,27 +113,34 @@ done
 # and for 5 minutes a change reaches the claim only at a probe every 30 s
 # (the runbook e2e saw 61 s for a 10 s cutover). A loop still opens it
 # within seconds; the refill (1/s) and cooldown are Crossplane's.
+# Packages come from the registry, whose certificate the stack's CA signs
+# (CA_BUNDLE_PATH). A Configuration whose new version raises its
+# dependencies' constraints upgrades them (an alpha feature of core v2.4;
+# without it, the package manager refuses the new constraint).
 start crossplane env POD_NAMESPACE=$XP_NAMESPACE POD_SERVICE_ACCOUNT=crossplane ENABLE_WEBHOOKS=false \
-	TLS_CLIENT_CERTS_DIR="$STATE/xp/client" PACKAGE_RUNTIME=External \
+	TLS_CLIENT_CERTS_DIR="$STATE/xp/client" PACKAGE_RUNTIME=External CA_BUNDLE_PATH="$STATE/pki/ca.crt" \
 	XPKG_CACHE_DIR="$STATE/xp/xpkg-cache" XFN_CACHE_DIR="$STATE/xp/xfn-cache" \
 	"$TOOLS_BIN/crossplane" core start --metrics-port "$XP_METRICS_PORT" --health-probe-port "$XP_HEALTH_PORT" --poll-interval 10s \
-	--circuit-breaker-burst 200
+	--circuit-breaker-burst 200 --enable-dependency-version-upgrades
 
-log "starting the composition function and installing its package"
+log "starting the composition function"
 "$ROOT/cluster/local/function-cert.sh" "$STATE/xp/fn"
 # The binary the function package embeds (hack/images.sh function).
 start function "$XPKG_DIR/image/function" --address "127.0.0.1:$FN_PORT" --tls-certs-dir "$STATE/xp/fn"
-"$ROOT/cluster/local/install-package.sh" function function-ipsecgw "$XPKG_DIR/function-ipsecgw.xpkg" >/dev/null
 
 log "installing the NetworkAttachmentDefinition CRD"
 kubectl apply --server-side -f "$ROOT/cluster/crds" >/dev/null
 kubectl wait --for condition=Established --timeout 60s -f "$ROOT/cluster/crds" >/dev/null
 
-log "installing the provider and the Configuration packages through Crossplane's package manager"
-"$ROOT/cluster/local/install-package.sh" provider provider-ipsec "$XPKG_DIR/provider-ipsec.xpkg" >/dev/null
-"$ROOT/cluster/local/install-package.sh" configuration ipsecgw-configuration "$XPKG_DIR/ipsecgw-configuration.xpkg" >/dev/null
-kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
-kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+if [ "${ARGOCD:-0}" = 1 ]; then
+	log "pushing the packages to the registry (Argo CD installs them from Git)"
+	"$ROOT/cluster/local/packages.sh" publish
+else
+	log "pushing the packages to the registry and installing the Configuration from it"
+	"$ROOT/cluster/local/packages.sh"
+	kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+	kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+fi
 [ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 
 succeeded

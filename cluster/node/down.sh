@@ -52,7 +52,7 @@ node_down() {
 }
 for i in $(nodes); do node_down "$i" & done
 wait
-stop apirelay
+stop registryrelay apirelay
 
 # Mounts under $STATE (pods' volumes, container root filesystems, network
 # namespaces of pods), deepest first.

@@ -47,7 +47,8 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 # the kubelet's container log links (to $NODE_DIR).
 HOST_PATHS="/run/containerd /var/lib/cni /var/log/containers"
 CNI_PLUGINS=/usr/lib/cni
-# The gateway pods' image (hack/images.sh), tagged as the Gateway's default.
+# The gateway pods' image (hack/images.sh), which up.sh pushes to the
+# registry as $GATEWAY_REF (cluster/local/lib.sh).
 GATEWAY_IMAGE=${GATEWAY_IMAGE:-$ROOT/_output/images/gateway-image.tar}
 
 # select_node N sets the variables of node N (node-N): NODE_ID names its
@@ -79,9 +80,13 @@ nodes() { find "$NODES_DIR" -mindepth 1 -maxdepth 1 -type d -regex '.*/[0-9]+' -
 # ctr CMD... runs ctr on the selected node's containerd.
 ctr() { "$TOOLS_BIN/ctr" -a "$SOCK" -n k8s.io "$@"; }
 
-# import_image TAR imports the image tarball TAR into every node's
-# containerd.
-import_image() { local i; for i in $(nodes); do (select_node "$i" && ctr images import "$1" >/dev/null); done; }
+# push_image TAR NAME pushes the image tarball TAR to the stack's registry as
+# NAME (REPOSITORY:TAG) and prints its reference there, from which the
+# nodes' containerd pulls it (up.sh: the registry's hosts.toml).
+push_image() {
+	SSL_CERT_FILE=$STATE/pki/ca.crt "$NODES_DIR/bin/imagebuild" push "$1" "$(registry)/$2" >/dev/null
+	echo "$(registry)/$2"
+}
 
 # locked CMD...: runs CMD (a function too) holding the host record's lock.
 locked() { (

@@ -8,12 +8,27 @@
 #                                   the cgroup freezer
 #   cluster/node/node.sh return N   thaws it and brings its links back up:
 #                                   the kubelet resumes where it stopped
+#   cluster/node/node.sh tag IMAGE NAME
+#                                   pushes the gateway image IMAGE (the
+#                                   stack's registry reference of
+#                                   $GATEWAY_IMAGE) to the registry again as
+#                                   NAME: a new image for the pods that name
+#                                   it (a rollout), with the same content,
+#                                   pulled by the nodes as any other
 set -euo pipefail
 # shellcheck source=cluster/node/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 verb=${1:-}
-if [[ ! $verb =~ ^(lose|return)$ || ! ${2:-} =~ ^[0-9]+$ ]]; then die "usage: $0 lose|return N"; fi
+if [ "$verb" = tag ]; then
+	[ $# = 3 ] || die "usage: $0 tag IMAGE NAME"
+	[ "$2" = "$(registry)/$GATEWAY_REF" ] || die "$2 is not the gateway image $(registry)/$GATEWAY_REF"
+	[ "${3#"$(registry)/"}" != "$3" ] || die "$3 is not in the stack's registry $(registry)"
+	push_image "$GATEWAY_IMAGE" "${3#"$(registry)/"}" >/dev/null
+	log "image $2 pushed again as $3"
+	exit 0
+fi
+if [[ ! $verb =~ ^(lose|return)$ || ! ${2:-} =~ ^[0-9]+$ ]]; then die "usage: $0 lose|return N, or $0 tag IMAGE NAME"; fi
 select_node "$2"
 [ -e "/run/netns/$NETNS" ] || die "node $NODE_NAME does not run (no network namespace $NETNS)"
 freezer=/sys/fs/cgroup/freezer/$CGROUP_ROOT/freezer.state

@@ -6,11 +6,14 @@
 # front of a bridge for the pod network, Debian's macvlan and static plugins
 # for NetworkAttachmentDefinitions (parent interface eth1); and one
 # kube-scheduler. The control plane (cluster/local/up.sh) must run; the
-# nodes reach it through cluster/node/apirelay, in the hub at $API_IP. The sandbox ("pause") image
-# is built here from cluster/node/pause with hack/imagebuild and pinned in
-# containerd; images are never pulled (imagePullPolicy: Never, loaded with
-# `ctr -n k8s.io images import`): the gateway image that `make images`
-# builds ($GATEWAY_IMAGE) is imported here.
+# nodes reach it through cluster/node/apirelay, in the hub at $API_IP, and
+# the stack's registry the same way (a second relay, at $API_IP on
+# REGISTRY_PORT): each containerd pulls from it under its host's name
+# (127.0.0.1:REGISTRY_PORT, a hosts.toml leading to the relay, with the
+# stack's CA), as a cluster pulls from its registry. The sandbox ("pause")
+# image is built here from cluster/node/pause with hack/imagebuild, pushed
+# and pinned in containerd; the gateway image that `make images` builds
+# ($GATEWAY_IMAGE) is pushed here, as $GATEWAY_REF.
 #
 # This machine's quirks: cgroup v1 only (failCgroupV1: false), no
 # CAP_SYS_RESOURCE (restrict_oom_score_adj), no dummy module (veth pairs),
@@ -54,9 +57,16 @@ ip netns add "$HUB"
 
 log "nodes: building the sandbox image and the API relay"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODES_DIR/bin/" ./cluster/node/pause ./cluster/node/apirelay ./hack/imagebuild)
-PAUSE_IMAGE=registry.local/pause:node
-"$NODES_DIR/bin/imagebuild" -o "$NODES_DIR/pause.tar" -tag "$PAUSE_IMAGE" -entrypoint /pause \
+"$NODES_DIR/bin/imagebuild" -o "$NODES_DIR/pause.tar" -tag "$(registry)/pause:node" -entrypoint /pause \
 	-file "$NODES_DIR/bin/pause:/pause:0755" >/dev/null
+PAUSE_IMAGE=$(push_image "$NODES_DIR/pause.tar" pause:node)
+if [ -f "$GATEWAY_IMAGE" ]; then
+	t1=$(date +%s%N)
+	ref=$(push_image "$GATEWAY_IMAGE" "$GATEWAY_REF")
+	log "nodes: pushed the gateway image $ref ($(($(stat -c %s "$GATEWAY_IMAGE") / 1048576)) MiB) in $(elapsed "$t1")s"
+else
+	log "nodes: no gateway image at $GATEWAY_IMAGE ('make images' builds it): gateway pods will not start"
+fi
 # The nodes' components reach the API through the relay at $API_IP; pods
 # through the `kubernetes` Service (kube-proxy to $API_IP); the API server
 # reaches the kubelets through the relay's proxy (cluster/local/up.sh points
@@ -65,6 +75,9 @@ sed "s|{server: \"https://127.0.0.1:|{tls-server-name: kubernetes, server: \"htt
 start apirelay "$NODES_DIR/bin/apirelay" -netns "/run/netns/$HUB" \
 	-listen "0.0.0.0:$APISERVER_PORT" -connect "127.0.0.1:$APISERVER_PORT" -proxy "$EGRESS_SOCK"
 wait_ready apirelay "the API relay" 10 "${IN_HUB[@]}" "$TOOLS_BIN/kubectl" --kubeconfig "$NODE_KUBECONFIG" get --raw /readyz
+start registryrelay "$NODES_DIR/bin/apirelay" -netns "/run/netns/$HUB" \
+	-listen "0.0.0.0:$REGISTRY_PORT" -connect "127.0.0.1:$REGISTRY_PORT"
+wait_ready registryrelay "the registry relay" 10 "${IN_HUB[@]}" curl -fsS -o /dev/null -m 5 --cacert "$STATE/pki/ca.crt" "https://$API_IP:$REGISTRY_PORT/v2/"
 start scheduler "$TOOLS_BIN/kube-scheduler" --kubeconfig "$KUBECONFIG" --leader-elect=false --secure-port 0
 
 # record: the first node to run saves what the kubelet changes on the host.
@@ -118,6 +131,8 @@ state = "$NODE_DIR/containerd/state"
   snapshotter = 'overlayfs'
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = '$PAUSE_IMAGE'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = '$NODE_DIR/containerd/certs.d'
 [plugins.'io.containerd.cri.v1.runtime']
   # No CAP_SYS_RESOURCE here: runc cannot lower oom_score_adj below its own.
   restrict_oom_score_adj = true
@@ -147,15 +162,14 @@ TOML
     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
              "dataDir": "$NODE_DIR/cni/ipam"}}]}]}
 JSON
+	# The registry, by its host's name, is the relay in the hub.
+	mkdir -p "$NODE_DIR/containerd/certs.d/$(registry)"
+	cat >"$NODE_DIR/containerd/certs.d/$(registry)/hosts.toml" <<TOML
+server = "https://$API_IP:$REGISTRY_PORT"
+ca = "$STATE/pki/ca.crt"
+TOML
 	start "${NODE_SV}containerd" env "PATH=$TOOLS_BIN:$PATH" "${IN_NODE[@]}" "$TOOLS_BIN/containerd" --config "$NODE_DIR/containerd/config.toml"
 	wait_ready "${NODE_SV}containerd" "$NODE_NAME's containerd" 30 ctr version
-	ctr images import "$NODES_DIR/pause.tar" >/dev/null
-	if [ -f "$GATEWAY_IMAGE" ]; then
-		ctr images import "$GATEWAY_IMAGE" >/dev/null
-		log "$NODE_NAME: imported the gateway image $(basename "$GATEWAY_IMAGE")"
-	else
-		log "$NODE_NAME: no gateway image at $GATEWAY_IMAGE ('make images' builds it): gateway pods will not start"
-	fi
 
 	log "$NODE_NAME: kubelet and kube-proxy"
 	cat >"$NODE_DIR/kubelet/config.yaml" <<YAML
@@ -175,23 +189,19 @@ authorization: {mode: AlwaysAllow}
 failSwapOn: false
 podLogsDir: $NODE_DIR/pod-logs
 volumePluginDir: $NODE_DIR/volume-plugins
-# Images are imported, never pulled: never collect them.
+# Pulled images are never collected: the node's disk is the host's, and
+# the registry is not there after the stack stops.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%}
 YAML
-	# With Neutron's real agents (AGENTS=1) the node is an instance whose
-	# tenant interface the site makes a port of (cluster/site/site.sh): its
-	# UUID is the port's device_id and, as the OpenStack cloud provider sets
-	# it, the Node's spec.providerID.
-	local provider=()
-	if [ "${AGENTS:-0}" = 1 ]; then
-		[ -s "$NODE_DIR/instance-id" ] || cat /proc/sys/kernel/random/uuid >"$NODE_DIR/instance-id"
-		provider=(--provider-id "openstack:///$(cat "$NODE_DIR/instance-id")")
-	fi
+	# The node is an instance whose tenant interface the site makes a port
+	# of (cluster/site/site.sh): its UUID is the port's device_id and, as
+	# the OpenStack cloud provider sets it, the Node's spec.providerID.
+	[ -s "$NODE_DIR/instance-id" ] || cat /proc/sys/kernel/random/uuid >"$NODE_DIR/instance-id"
 	start "${NODE_SV}kubelet" "${IN_NODE[@]}" "$TOOLS_BIN/kubelet" --config "$NODE_DIR/kubelet/config.yaml" \
 		--kubeconfig "$NODE_KUBECONFIG" --root-dir "$NODE_DIR/kubelet" \
-		--hostname-override "$NODE_NAME" --node-ip "$NODE_IP" "${provider[@]}"
+		--hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --provider-id "openstack:///$(cat "$NODE_DIR/instance-id")"
 	cat >"$NODE_DIR/kube-proxy.yaml" <<YAML
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration

@@ -15,7 +15,7 @@ Neutron: external flat network "ext-net" with subnet "ext-subnet"
 (203.0.113.0/24, a documentation range that only lives in Neutron's
 database) owned by admin; in tenant-a, network "tenant-net" with subnet
 "tenant-subnet" (10.20.0.0/24) and router "tenant-a-router" with its gateway
-on ext-net and an interface on tenant-subnet.
+on ext-net (203.0.113.254, pinned) and an interface on tenant-subnet.
 
 Writes $OS_STATE/clouds.yaml (clouds tenant-a, tenant-a-appcred, admin) and
 $OS_STATE/fixtures.json (names and IDs).
@@ -47,6 +47,9 @@ APPCRED = "tenant-a-appcred"
 APPCRED_SECRET = "tenant-a-appcred-secret"
 
 EXT_CIDR = "203.0.113.0/24"
+# ROUTER_EXT_IP is tenant-a-router's address on ext-net, its SNAT address:
+# one no test pins as a floating IP.
+ROUTER_EXT_IP = "203.0.113.254"
 TENANT_CIDR = "10.20.0.0/24"
 
 
@@ -135,8 +138,15 @@ def neutron(admin, tenant):
     subnet = ensure(tenant, NET, "subnets", {
         "name": "tenant-subnet", "network_id": net["id"], "ip_version": 4,
         "cidr": TENANT_CIDR, "gateway_ip": "10.20.0.1"})
-    router = ensure(tenant, NET, "routers", {
-        "name": "tenant-a-router", "external_gateway_info": {"network_id": ext_net["id"]}})
+    router = ensure(tenant, NET, "routers", {"name": "tenant-a-router"})
+    if not router.get("external_gateway_info"):
+        # The router's address on ext-net is pinned (admin-only, hence
+        # admin's PUT): left to Neutron it is any free address of
+        # ext-subnet, and it took 203.0.113.10, the runbook's floating IP,
+        # once (vm-up's create: 409).
+        router = admin.put("%s/routers/%s" % (NET, router["id"]), json={"router": {"external_gateway_info": {
+            "network_id": ext_net["id"],
+            "external_fixed_ips": [{"subnet_id": ext_subnet["id"], "ip_address": ROUTER_EXT_IP}]}}}).json()["router"]
     ports = tenant.get(NET + "/ports", params={
         "device_id": router["id"], "network_id": net["id"]}).json()["ports"]
     if not ports:

@@ -13,7 +13,7 @@
                                   provider) must grant on a cloud with port
                                   security: the port's fixed IP and MAC as an
                                   allowed address pair of every node's port
-                                  (ports node-*: AGENTS=1 cluster/site)
+                                  (ports node-*: cluster/site)
 
 Reads $OS_STATE/clouds.yaml and fixtures.json (cluster/openstack/up.sh);
 runs with Debian's python3 like fixtures.py. Only talks to the loopback
@@ -98,7 +98,7 @@ def main(argv):
         nodes = [p for p in tenant.get(net + "/ports", params={"network_id": gw["network_id"]}).json()["ports"]
                  if p["name"].startswith("node-")]
         if not nodes:
-            sys.exit("no node ports (node-*) on the network: AGENTS=1 cluster/site/site.sh up makes them")
+            sys.exit("no node ports (node-*) on the network: cluster/site/site.sh up makes them")
         for p in nodes:
             pairs = [x for x in p["allowed_address_pairs"] if x != pair] + [pair]
             tenant.put("%s/ports/%s" % (net, p["id"]), json={"port": {"allowed_address_pairs": pairs}})

@@ -9,8 +9,9 @@
 # RabbitMQ, in a network namespace of their own (agents.sh): ports bound to
 # the agents' host are wired with iptables/ebtables anti-spoofing, routers
 # and floating IPs get real qrouter namespaces. AGENTS=1 on a running
-# instance without them adds them (Neutron restarts). Off by default: the
-# integration tests' API alone needs none of it, and they cost ~0.8 GiB.
+# instance without them adds them (Neutron restarts). make dev (dev.sh)
+# and the e2e pass AGENTS=1; off by default for the integration tests'
+# API-only Neutron, which needs none of it (they cost ~0.8 GiB).
 #
 # Both keep their data in a MariaDB server of their own (Debian's mariadbd,
 # its data in $OS_STATE/mysql, listening only on the unix socket
@@ -202,7 +203,14 @@ EOF
 pss() {
 	local pids
 	if [ "$1" = rabbitmq ]; then
-		pids=$(ip netns pids "$AGENTS_NS" | while read -r p; do [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/linuxbridge-agent.pid")" ] && [ "$(ps -o sid= -p "$p")" -ne "$(cat "$OS_STATE/l3-agent.pid")" ] && echo "$p"; done)
+		# A process of the namespace may be gone by the time ps asks (an
+		# agent's short-lived helper): it has no session then.
+		local l2 l3 sid
+		l2=$(cat "$OS_STATE/linuxbridge-agent.pid") l3=$(cat "$OS_STATE/l3-agent.pid")
+		pids=$(ip netns pids "$AGENTS_NS" | while read -r p; do
+			sid=$(ps -o sid= -p "$p" | tr -d ' ')
+			if [ -n "$sid" ] && [ "$sid" -ne "$l2" ] && [ "$sid" -ne "$l3" ]; then echo "$p"; fi
+		done)
 	else
 		pids=$(ps -o pid= --sid "$(cat "$OS_STATE/$1.pid")")
 	fi

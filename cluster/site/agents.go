@@ -23,9 +23,9 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
-// With Neutron's real agents (site up -agents, AGENTS=1): the router
-// stands for the internet in front of Neutron's external network (it
-// holds ext-subnet's gateway and routes the client sites), and every
+// The site lives with Neutron's real agents (cluster/openstack/agents.sh):
+// the router stands for the internet in front of Neutron's external
+// network (it holds ext-subnet's gateway and routes the client sites), and every
 // tenant-side host is a VM on a Neutron port of tenant-net bound to the
 // agents' host, so that the linuxbridge agent's port security and
 // security groups apply to its frames and the L3 agent's qrouter does the
@@ -231,7 +231,7 @@ func (a *agents) attach(ctx context.Context, netns, link, instance string) (stri
 		return fmt.Sprintf("%s of %s is on port %s already\n", link, netns, a.nodes[link].Port.ID), nil
 	}
 	if instance == "" {
-		return "", errors.New("attach: the node's instance UUID is missing (AGENTS=1 cluster/node/up.sh writes it to $STATE/node/N/instance-id)")
+		return "", errors.New("attach: the node's instance UUID is missing (cluster/node/up.sh writes it to $STATE/node/N/instance-id)")
 	}
 	addr := firstNodeIP
 	for range a.nodes {

@@ -1,8 +1,9 @@
 // Command site builds and works the local stack's site, the world the
 // migration runbook happens in (test/topology, as the integration tests
 // build it; docs/site.md): `site up` is its one long-running process, which
-// owns the namespaces (PREFIX + role), the charons, the floating-IP NAT
-// kept from the local Neutron and the tenant service, serves the verbs
+// owns the namespaces (PREFIX + role), the charons, the VMs' and nodes'
+// Neutron ports (Neutron's real agents do their port security and the
+// floating IPs) and the tenant service, serves the verbs
 // that change them on a unix socket in STATE/site and removes everything
 // when it ends (SIGTERM, or a failed bring-up). Every other verb talks to
 // it or reads the site directly. cluster/site/site.sh runs it.
@@ -28,17 +29,16 @@ import (
 
 // usage is what site.sh prints for a verb it does not know.
 const usage = `usage: site -state STATE -prefix PREFIX VERB
-  up -clouds F -psk F [-agents]  bring the site up and run it until SIGTERM (-agents: Neutron's real agents)
-  status                namespaces, charons, the floating-IP NAT's table, the client's SAs
+  up -clouds F -psk F   bring the site up with Neutron's real agents and run it until SIGTERM
+  status                namespaces, charons, the qrouter's floating IPs, the node ports' rules, the client's SAs
   vm-stop, vm-start     stop the VM gateway's charon (SIGTERM: its IKE DELETEs go out), start it again
   client-sas, sas ROLE  swanctl --list-sas of the client site's charon, or of ROLE's (client, vm, gw)
   probe [FLAGS]         the client host's connections to the tenant service: who carries them (probe -h)
-  mappings              the floating-IP NAT's table and its log of mapping changes
   exec ROLE CMD...      run CMD in the namespace of ROLE (router, client, host, vm, svc, gw)
   standin-up            a stand-in gateway at 10.20.0.10 (namespace gw, a charon like the VM's)
   standin-down          remove it
-  attach NETNS LINK [INSTANCE]  move NETNS's LINK (a node's macvlan parent's peer) onto the tenant network (-agents: a port of INSTANCE)
-  remove                remove what a killed site left (namespaces, attached links)
+  attach NETNS LINK INSTANCE  make NETNS's LINK (a node's macvlan parent's peer) the tap of a tenant-net port of INSTANCE
+  remove                remove what a killed site left (namespaces)
   echo [-listen :443]   answer each TCP connection with its source address, here (the tenant app's image)
 `
 
@@ -84,12 +84,10 @@ func run(p paths, tp *topology.Topology, verb string, args []string) error {
 		return sas(p, args[0])
 	case "probe":
 		return probe(tp, args)
-	case "mappings":
-		return mappings(p, tp)
 	case "exec":
 		return execVerb(tp, args)
 	case "remove":
-		return topology.Remove(tp.Prefix, p.dir)
+		return topology.Remove(tp.Prefix)
 	case "echo":
 		fs := flag.NewFlagSet("echo", flag.ExitOnError)
 		listen := fs.String("listen", ":443", "TCP address to listen on")
@@ -111,24 +109,19 @@ func upVerb(p paths, tp *topology.Topology, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
 	clouds := fs.String("clouds", "", "the clouds.yaml of the local Neutron")
 	psk := fs.String("psk", "", "the YAML holding the PSK both ends share (psk: VALUE)")
-	withAgents := fs.Bool("agents", false, "live with Neutron's real agents (AGENTS=1 cluster/openstack/up.sh): their external network, tenant ports and floating IPs")
 	_ = fs.Parse(args)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return up(ctx, p, tp.Prefix, *clouds, *psk, *withAgents)
+	return up(ctx, p, tp.Prefix, *clouds, *psk)
 }
 
-// attach asks the running site to attach NETNS's LINK (args: NETNS LINK
-// [INSTANCE]).
+// attach asks the running site to attach NETNS's LINK for the instance
+// INSTANCE (args: NETNS LINK INSTANCE).
 func attach(p paths, args []string) error {
-	if len(args) != 2 && len(args) != 3 {
-		return fmt.Errorf("usage: attach NETNS LINK [INSTANCE]")
+	if len(args) != 3 {
+		return fmt.Errorf("usage: attach NETNS LINK INSTANCE")
 	}
-	q := url.Values{"netns": {args[0]}, "link": {args[1]}}
-	if len(args) == 3 {
-		q.Set("instance", args[2])
-	}
-	return call(p, "attach", q)
+	return call(p, "attach", url.Values{"netns": {args[0]}, "link": {args[1]}, "instance": {args[2]}})
 }
 
 // execVerb replaces this process with args[1:] run in the namespace of
@@ -166,22 +159,5 @@ func call(p paths, verb string, q url.Values) error {
 func sas(p paths, role string) error {
 	out, err := (&topology.Charon{Dir: filepath.Join(p.dir, role)}).Swanctl(context.Background(), "--list-sas")
 	fmt.Print(out)
-	return err
-}
-
-// mappings prints the NAT's table and the mapping changes of the site's
-// log.
-func mappings(p paths, tp *topology.Topology) error {
-	table, err := tp.NAT.Table()
-	fmt.Print(table)
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(filepath.Join(p.state, "site.log"))
-	for l := range strings.Lines(string(b)) {
-		if strings.Contains(l, `"msg":"mapped"`) || strings.Contains(l, `"msg":"unmapped"`) {
-			fmt.Print(l)
-		}
-	}
 	return err
 }

@@ -38,42 +38,74 @@ func (e Event) String() string {
 	}
 }
 
-// A tracker follows the results of the probe's connections, in the order
-// they complete, and reports each change of carrier. Connections overlap:
-// a result of a connection begun before the newest answered one is stale
-// (a timeout completing after the path came back) and ignored.
-type tracker struct {
-	known      bool      // a result came
-	via        string    // carrier now, "" while unanswered
-	lastVia    string    // carrier of the last answer
-	lastAnswer time.Time // when the last answer came
-	lastBegun  time.Time // when the connection of the last answer began
+// A result is what one connection got.
+type result struct {
+	begun, at time.Time
+	via       string // the address the service saw, "" on error
+	err       error
 }
 
-// answer records an answer at time at, carried by via, of a connection
-// begun at begun, and returns the event it makes, nil when the carrier did
-// not change.
-func (t *tracker) answer(begun, at time.Time, via string) *Event {
-	if begun.Before(t.lastBegun) {
-		return nil
+// A tracker follows the results of the probe's connections and reports
+// each change of carrier. Connections overlap (each may take up to the
+// probe's timeout) and complete out of order: an attempt that timed out
+// during a short outage completes after a later attempt was answered. The
+// tracker therefore takes the results in the order the attempts began
+// (holding those that complete early), so every failed attempt counts: an
+// outage is a run of failed attempts between two answered ones, measured
+// from the last answer before it to the first answer after it. Its
+// resolution is the probe's interval: an outage that no attempt began in
+// reads as none, and a measured one is within an interval of the truth at
+// each end.
+type tracker struct {
+	next       int            // the attempt whose result is taken next
+	pending    map[int]result // results of attempts after next
+	known      bool           // a result was taken
+	via        string         // carrier now, "" while unanswered
+	lastVia    string         // carrier of the last answer
+	lastAnswer time.Time      // when the last answer came
+}
+
+// add records the result r of attempt n (0, 1, ... in the order the
+// attempts began, each exactly once) and returns the events of the
+// results it could take in order, none while an earlier attempt is open.
+func (t *tracker) add(n int, r result) []Event {
+	if t.pending == nil {
+		t.pending = map[int]result{}
 	}
-	var e *Event
-	if !t.known || via != t.via {
-		e = &Event{Time: at, Via: via, Previous: t.lastVia}
-		if t.lastVia != "" {
-			e.OutageMS = at.Sub(t.lastAnswer).Milliseconds()
+	t.pending[n] = r
+	var events []Event
+	for {
+		r, ok := t.pending[t.next]
+		if !ok {
+			return events
+		}
+		delete(t.pending, t.next)
+		t.next++
+		if e := t.take(r); e != nil {
+			events = append(events, *e)
 		}
 	}
-	t.known, t.via, t.lastVia, t.lastAnswer, t.lastBegun = true, via, via, at, begun
-	return e
 }
 
-// fail records a connection begun at begun that got no answer at time at,
-// and returns the event it makes, nil when answers had already stopped.
-func (t *tracker) fail(begun, at time.Time, err error) *Event {
-	if begun.Before(t.lastBegun) || t.known && t.via == "" {
-		return nil
+// take records the next result in order and returns the event it makes,
+// nil when the carrier did not change.
+func (t *tracker) take(r result) *Event {
+	if r.err != nil {
+		if t.known && t.via == "" {
+			return nil
+		}
+		t.known, t.via = true, ""
+		return &Event{Time: r.at, Previous: t.lastVia, Error: r.err.Error()}
 	}
-	t.known, t.via = true, ""
-	return &Event{Time: at, Previous: t.lastVia, Error: err.Error()}
+	var e *Event
+	if !t.known || r.via != t.via {
+		e = &Event{Time: r.at, Via: r.via, Previous: t.lastVia}
+		if t.lastVia != "" {
+			// Never negative: the last answer before may have come
+			// after this one did, when it was slow.
+			e.OutageMS = max(0, r.at.Sub(t.lastAnswer).Milliseconds())
+		}
+	}
+	t.known, t.via, t.lastVia, t.lastAnswer = true, r.via, r.via, r.at
+	return e
 }

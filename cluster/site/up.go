@@ -54,52 +54,39 @@ type site struct {
 	mu sync.Mutex
 	// vm and client are their charons; gw the stand-in's, nil without.
 	vm, client, gw *topology.Charon
-	// agents is nil without Neutron's real agents: then the site's NAT
-	// stands in for the L3 agent and the tenant network is its bridge.
+	// agents is the site's part in Neutron's real agents' world: the
+	// tenant network's ports, the qrouter's floating IPs.
 	agents *agents
 }
 
-// up builds the site, serves the verbs on p's socket until ctx ends and
-// removes everything, also when the bring-up fails. With withAgents, the
-// site lives in the world of Neutron's real agents (agents.go).
-func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents bool) (err error) {
+// up builds the site in the world of Neutron's real agents (agents.go),
+// serves the verbs on p's socket until ctx ends and removes everything,
+// also when the bring-up fails.
+func up(ctx context.Context, p paths, prefix, clouds, pskFile string) (err error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	psk, err := readPSK(pskFile)
 	if err != nil {
 		return err
 	}
 	// Leftovers of a site that was killed.
-	if err := topology.Remove(prefix, p.dir); err != nil {
+	if err := topology.Remove(prefix); err != nil {
 		return err
 	}
 	began := time.Now()
-	o := topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1}
-	var ag *agents
-	if withAgents {
-		if ag, err = newAgents(ctx, clouds); err != nil {
-			return err
-		}
-		o.Uplink = ag.uplink()
+	ag, err := newAgents(ctx, clouds)
+	if err != nil {
+		return err
 	}
-	tp, err := topology.Build(o)
+	tp, err := topology.Build(topology.Options{Prefix: prefix, Dir: p.dir, Peers: 1, Uplink: ag.uplink()})
 	if err != nil {
 		return err
 	}
 	s := &site{tp: tp, log: log, psk: psk, agents: ag}
 	defer func() {
-		if ag != nil {
-			// A context of its own: ctx has ended.
-			err = errors.Join(err, ag.close(context.Background())) //nolint:contextcheck // teardown after ctx ended
-		}
-		err = errors.Join(err, tp.Close())
+		// A context of its own: ctx has ended.
+		err = errors.Join(err, ag.close(context.Background()), tp.Close()) //nolint:contextcheck // teardown after ctx ended
 		log.Info("site down", "error", err)
 	}()
-	nat := make(chan error, 1)
-	if ag == nil {
-		if err := s.startNAT(ctx, clouds, nat); err != nil {
-			return err
-		}
-	}
 	ln, err := s.serveTenant(ctx)
 	if err != nil {
 		return err
@@ -117,31 +104,8 @@ func up(ctx context.Context, p paths, prefix, clouds, pskFile string, withAgents
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(sock) }()
 	log.Info("site up: the client's tunnel is ESTABLISHED", "seconds", time.Since(began).Seconds(), "namespaces", prefix+"*")
-	select {
-	case <-ctx.Done():
-	case err = <-nat:
-	}
+	<-ctx.Done()
 	_ = srv.Close()
-	return err
-}
-
-// startNAT applies the floating IPs of the Neutron of the clouds.yaml at
-// clouds and keeps them applied until ctx ends; the loop's end is sent to
-// done.
-func (s *site) startNAT(ctx context.Context, clouds string, done chan<- error) error {
-	list, err := newNeutron(ctx, clouds, "admin")
-	if err != nil {
-		return fmt.Errorf("cannot connect to Neutron: %w", err)
-	}
-	s.tp.NAT.Log = s.log
-	m, err := list(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.tp.NAT.Apply(m); err != nil {
-		return err
-	}
-	go func() { done <- s.tp.NAT.Loop(ctx, list, 500*time.Millisecond) }()
 	return nil
 }
 
@@ -176,9 +140,8 @@ func (s *site) startCharons(ctx context.Context) error {
 }
 
 // gateway adds a gateway built by hand as the runbook's VM was, in a
-// namespace of role on the tenant network at addr (with the agents: on the
-// port portName, which the site makes unless it is the VM's), and starts
-// its charon:
+// namespace of role on the tenant network at addr (on the port portName,
+// which the site makes unless it is the VM's), and starts its charon:
 // it responds to the client site as the floating IP's identity, and its
 // nftables rules publish the tenant service to the client as the example
 // claim's exposure does.
@@ -203,12 +166,9 @@ func (s *site) gateway(ctx context.Context, role, portName string, addr netip.Ad
 }
 
 // tenantHost adds the namespace of role on the tenant network at addr,
-// interface eth0: on the router's tenant bridge, or with the agents
-// plugged into the Neutron port portName (made if create) as a VM.
+// interface eth0, plugged into the Neutron port portName (made if create)
+// as a VM.
 func (s *site) tenantHost(ctx context.Context, role, portName string, addr netip.Addr, create bool) (string, error) {
-	if s.agents == nil {
-		return s.tp.AddHost(role, addr, "eth0", "")
-	}
 	ns, err := s.tp.AddNamespace(role)
 	if err != nil {
 		return "", err
@@ -292,10 +252,8 @@ func (s *site) handler() http.Handler {
 				s.gw.Stop(syscall.SIGKILL)
 				s.gw = nil
 			}
-			if s.agents != nil {
-				if err := s.agents.unplug(ctx, s.tp.NS("gw")); err != nil {
-					return "", err
-				}
+			if err := s.agents.unplug(ctx, s.tp.NS("gw")); err != nil {
+				return "", err
 			}
 			if _, err := os.Stat("/run/netns/" + s.tp.NS("gw")); err == nil {
 				if err := s.tp.RemoveHost("gw"); err != nil {
@@ -305,14 +263,8 @@ func (s *site) handler() http.Handler {
 			return "stand-in gateway down\n", os.RemoveAll(filepath.Join(s.tp.Dir, "gw"))
 		},
 		"attach": func(ctx context.Context, r *http.Request) (string, error) {
-			netns, link := r.URL.Query().Get("netns"), r.URL.Query().Get("link")
-			if s.agents != nil {
-				return s.agents.attach(ctx, netns, link, r.URL.Query().Get("instance"))
-			}
-			if err := s.tp.Attach(netns, link); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s of %s is on the tenant network\n", link, netns), nil
+			q := r.URL.Query()
+			return s.agents.attach(ctx, q.Get("netns"), q.Get("link"), q.Get("instance"))
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -334,8 +286,8 @@ func (s *site) handler() http.Handler {
 	})
 }
 
-// status reports the namespaces, the charons, the NAT's table and the
-// client's SAs.
+// status reports the namespaces, the charons, the qrouter's floating IPs,
+// the node ports' rules and the client's SAs.
 func (s *site) status(ctx context.Context, _ *http.Request) (string, error) {
 	var b strings.Builder
 	entries, _ := os.ReadDir("/run/netns")
@@ -354,10 +306,7 @@ func (s *site) status(ctx context.Context, _ *http.Request) (string, error) {
 			fmt.Fprintf(&b, "charon of %s: not running\n", filepath.Base(c.Dir))
 		}
 	}
-	table, err := s.tp.NAT.Table()
-	if s.agents != nil {
-		table, err = s.agents.status(ctx)
-	}
+	table, err := s.agents.status(ctx)
 	b.WriteString("\n" + table)
 	if err != nil {
 		return b.String(), err

@@ -33,14 +33,17 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/run"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/source"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 type options struct {
 	configDir, secretsDir, viciSocket string
 	namespace, statusConfigMap        string
+	configMap, secret                 string
 	metricsAddr, healthAddr           string
 	interval, poll, publishInterval   time.Duration
 	reinitiateAfterSeconds            int
@@ -59,6 +62,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.secretsDir, "secrets-dir", "/etc/ipsecgw/secrets", "Directory of the mounted Secret (secrets.conf).")
 	fs.StringVar(&o.viciSocket, "vici-socket", "/var/run/charon/charon.vici", "charon's VICI socket.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the status ConfigMap (defaults to $POD_NAMESPACE).")
+	fs.StringVar(&o.configMap, "config-configmap", "", "Name of the ConfigMap in --namespace mounted at --config-dir: with --secret, the agent watches both through the API server and loads a change within a second; empty reads only the mounted files (every --interval; the kubelet updates them within about a minute).")
+	fs.StringVar(&o.secret, "secret", "", "Name of the Secret in --namespace mounted at --secrets-dir (see --config-configmap).")
 	fs.StringVar(&o.statusConfigMap, "status-configmap", "", "Name of the ConfigMap the tunnel status is written to; empty publishes nothing.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9100", "Address of the Prometheus /metrics endpoint.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":9101", "Address of /healthz and /readyz (ready: configuration loaded and charon answering).")
@@ -84,6 +89,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.statusConfigMap != "" && o.namespace == "" {
 		return o, errors.New("--status-configmap needs --namespace or $POD_NAMESPACE")
+	}
+	if (o.configMap == "") != (o.secret == "") {
+		return o, errors.New("--config-configmap and --secret go together")
+	}
+	if o.configMap != "" && o.namespace == "" {
+		return o, errors.New("--config-configmap needs --namespace or $POD_NAMESPACE")
 	}
 	if o.lease != "" {
 		if o.namespace == "" || o.podName == "" || o.addressUp == "" || o.addressDown == "" {
@@ -130,12 +141,28 @@ func runAgent(ctx context.Context, o options) error {
 	if o.validate {
 		ro.Validator = apply.CharonValidator{}
 	}
+	// The route-mode tunnels' XFRM interfaces, on the tenant network's
+	// interface; without route-mode tunnels it only makes sure that none
+	// of its interfaces is left.
+	xa, errX := xfrmlink.New(workload.SecondaryInterface)
+	if errX != nil {
+		return errX
+	}
+	ro.XFRM = xa
 	var c client.Client
 	if o.statusConfigMap != "" || o.lease != "" {
 		var err error
 		if c, err = kubeClient(); err != nil {
 			return err
 		}
+	}
+	if o.configMap != "" {
+		api, err := configSource(o, log)
+		if err != nil {
+			return err
+		}
+		go api.Run(ctx)
+		ro.Source = api
 	}
 	if o.statusConfigMap != "" {
 		ro.Publisher = &status.Publisher{Client: c, Namespace: o.namespace, Name: o.statusConfigMap, MinInterval: o.publishInterval}
@@ -192,7 +219,8 @@ func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Col
 	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
 	e := &leader.Elector{
 		Lock: lock, Log: log,
-		Holder: holder{addr: addr, agent: agent},
+		Holder:   holder{addr: addr, agent: agent},
+		Released: leader.WatchReleases(ctx, cs.CoordinationV1().Leases(o.namespace), o.lease, log),
 		Active: func(ctx context.Context, active bool, t leader.Takeover) {
 			m.Leader(active)
 			if !active {
@@ -234,6 +262,10 @@ func (h holder) Release(ctx context.Context) error {
 	return err
 }
 
+// Refresh keeps the address for d more: its lifetime in the kernel, which
+// removes it if this agent is killed or frozen.
+func (h holder) Refresh(ctx context.Context, d time.Duration) error { return h.addr.Refresh(ctx, d) }
+
 // health serves /healthz (the process runs) and /readyz (the configuration
 // is loaded into a charon that answers).
 func health(a *run.Agent) http.Handler {
@@ -247,6 +279,23 @@ func health(a *run.Agent) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// configSource returns the source that watches the gateway's ConfigMap
+// and Secret through the API server, the mounted files until it answered.
+func configSource(o options, log logging.Logger) (*source.API, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the API server: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &source.API{
+		Client: cs, Namespace: o.namespace, ConfigMap: o.configMap, Secret: o.secret,
+		Fallback: source.Dir{ConfigDir: o.configDir, SecretsDir: o.secretsDir}, Log: log,
+	}, nil
 }
 
 // kubeClient returns a client with the pod's own identity (its

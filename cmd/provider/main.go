@@ -30,6 +30,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
@@ -48,6 +49,7 @@ type options struct {
 	managementPolicies bool
 	requestTimeout     time.Duration
 	requestRate        float64
+	gatewayImage       string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -66,6 +68,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.managementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
 	fs.DurationVar(&o.requestTimeout, "openstack-request-timeout", openstack.DefaultRequestTimeout, "Longest wait for one OpenStack API request; an interrupted create is concluded to have made nothing only 1.5 times this after it was sent.")
 	fs.Float64Var(&o.requestRate, "openstack-request-rate", openstack.DefaultRequestRate, "Most OpenStack API requests a second for each ProviderConfig (a token bucket, bursts of twice that); a request that would wait more than 5 s for its slot is not sent and its resource retries later.")
+	fs.StringVar(&o.gatewayImage, "gateway-image", gateway.DefaultImage, "Image of the gateway pods of a Gateway that names none (spec.forProvider.images), such as REGISTRY/ipsecgw/gateway:v0.1.0; written into each such Gateway when first observed, so a later change restarts no running gateway.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -74,6 +77,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.requestRate <= 0 {
 		return o, fmt.Errorf("--openstack-request-rate must be positive, not %g", o.requestRate)
+	}
+	if o.gatewayImage == "" || len(o.gatewayImage) > 512 {
+		return o, fmt.Errorf("--gateway-image must be an image reference of 1 to 512 characters, not %q", o.gatewayImage)
 	}
 	if o.maxReconcileRate < 1 {
 		return o, fmt.Errorf("--max-reconcile-rate must be at least 1, not %d", o.maxReconcileRate)
@@ -178,7 +184,7 @@ func run(o options) error {
 	oc.Metrics = openstackMetrics
 	oc.Credentials = credentials
 	oc.IdleConnsPerHost = o.maxReconcileRate
-	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: oc}); err != nil {
+	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: oc, GatewayImage: o.gatewayImage}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)

@@ -11,7 +11,7 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		poll: time.Minute, sync: time.Hour, maxReconcileRate: 10, leaderElectionNS: "crossplane-system",
 		metricsAddr: ":8080", healthAddr: ":8081", pollStateMetrics: 5 * time.Second, managementPolicies: true,
-		requestTimeout: time.Minute, requestRate: 20,
+		requestTimeout: time.Minute, requestRate: 20, gatewayImage: "ipsecgw/gateway:v0.1.0",
 	}
 	cases := map[string]struct {
 		reason  string
@@ -40,6 +40,20 @@ func TestParseFlags(t *testing.T) {
 				o.requestRate = 2.5
 				return o
 			}(),
+		},
+		"GatewayImage": {
+			reason: "The image of Gateways that name none is a flag, so that a cluster pulls it from its own registry.",
+			args:   []string{"--gateway-image=127.0.0.1:5000/ipsecgw/gateway:v0.1.0"},
+			want: func() options {
+				o := defaults
+				o.gatewayImage = "127.0.0.1:5000/ipsecgw/gateway:v0.1.0"
+				return o
+			}(),
+		},
+		"EmptyGatewayImage": {
+			reason:  "An empty gateway image would give pods no image and is refused.",
+			args:    []string{"--gateway-image="},
+			wantErr: `--gateway-image must be an image reference of 1 to 512 characters, not ""`,
 		},
 		"ZeroRequestRate": {
 			reason:  "A request rate of zero would send nothing and is refused.",

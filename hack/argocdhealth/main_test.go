@@ -62,9 +62,14 @@ func TestHealth(t *testing.T) {
 	)
 	healthy := health{Status: "Healthy"}
 	// namespaced makes a captured managed resource its namespaced twin
-	// (networking.m.ipsecgw.io), whose status has the same shape.
+	// (networking.m.ipsecgw.io, gateway.m.ipsecgw.io), whose status has
+	// the same shape.
 	namespaced := func(obj map[string]any) {
-		obj["apiVersion"] = "networking.m.ipsecgw.io/v1alpha1"
+		group := "networking.m.ipsecgw.io"
+		if obj["kind"] == "Gateway" {
+			group = "gateway.m.ipsecgw.io"
+		}
+		obj["apiVersion"] = group + "/v1alpha1"
 		obj["metadata"].(map[string]any)["namespace"] = "tenant-a"
 	}
 	cases := map[string]struct {
@@ -163,8 +168,13 @@ func TestHealth(t *testing.T) {
 			file: "prestaged", kind: "FloatingIPBinding", edit: namespaced,
 			want: health{"Degraded", notOnPort},
 		},
-		"namespaced: network imported":    {file: "network-imported", kind: "Network", edit: namespaced, want: healthy},
-		"namespaced: router routes ready": {file: "routed", kind: "RouterRoutes", edit: namespaced, want: healthy},
+		"namespaced: network imported":                    {file: "network-imported", kind: "Network", edit: namespaced, want: healthy},
+		"namespaced: router routes ready":                 {file: "routed", kind: "RouterRoutes", edit: namespaced, want: healthy},
+		"namespaced: node ports hold the gateway's pairs": {file: "node-pairs", kind: "NodeAddressPairs", name: "vpn-gateway-node-pairs", edit: namespaced, want: healthy},
+		"namespaced: pre-stage: gateway rendered, 0 replicas": {
+			file: "prestaged", kind: "Gateway", edit: namespaced,
+			want: health{"Progressing", "DeploymentReady: " + preStaged},
+		},
 		"claim paused": {
 			file: "claim-paused", kind: "IPsecGateway", name: "branch-office",
 			want: health{"Suspended", "Reconciliation (including deletion) is paused via the pause annotation"},

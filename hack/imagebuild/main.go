@@ -22,6 +22,12 @@
 //
 // prints the digest of the image in an image tarball, such as an .xpkg: the
 // digest a registry would serve it under.
+//
+//	imagebuild push FILE REGISTRY/REPOSITORY:TAG
+//
+// pushes the image in an image tarball to a registry over HTTPS, with no
+// authentication (the local stack's, cluster/registry; a private CA through
+// SSL_CERT_FILE), and prints its digest.
 package main
 
 import (
@@ -42,6 +48,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -68,17 +75,14 @@ func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "digest" {
-		img, err := tarball.ImageFromPath(os.Args[2], nil)
-		if err == nil {
-			var d v1.Hash
-			if d, err = img.Digest(); err == nil {
-				fmt.Println(d)
-				return
-			}
+	if (len(os.Args) == 3 && os.Args[1] == "digest") || (len(os.Args) == 4 && os.Args[1] == "push") {
+		d, err := digestOrPush(os.Args[2], os.Args[3:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "imagebuild:", err)
+			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "imagebuild:", err)
-		os.Exit(1)
+		fmt.Println(d)
+		return
 	}
 	var o options
 	var env, files, texts list
@@ -99,6 +103,25 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(digest)
+}
+
+// digestOrPush returns the digest of the image in the tarball file, after
+// pushing it to ref when one is given.
+func digestOrPush(file string, ref []string) (v1.Hash, error) {
+	img, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if len(ref) == 1 {
+		r, err := name.ParseReference(ref[0], name.StrictValidation)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		if err := remote.Write(r, img); err != nil {
+			return v1.Hash{}, fmt.Errorf("cannot push %s: %w", r, err)
+		}
+	}
+	return img.Digest()
 }
 
 func build(o options) (string, error) { //nolint:gocyclo // the build steps in order, each with its error

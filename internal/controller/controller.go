@@ -22,13 +22,19 @@ type Dependencies struct {
 	// OpenStack caches authenticated OpenStack clients per ProviderConfig
 	// for the OpenStack kinds.
 	OpenStack *openstack.Clients
+	// GatewayImage is the image of a Gateway that names none
+	// (spec.forProvider.images); empty: gateway.DefaultImage.
+	GatewayImage string
 }
 
 // Setup adds every controller of the provider to mgr. It returns the first
 // error a controller's setup returns.
 func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
-	for _, setup := range []func(ctrl.Manager, controller.Options) error{providerconfig.Setup, gateway.Setup} {
-		if err := setup(mgr, o); err != nil {
+	if err := providerconfig.Setup(mgr, o); err != nil {
+		return err
+	}
+	for _, setup := range []func(ctrl.Manager, controller.Options, string) error{gateway.Setup, gateway.SetupNamespaced} {
+		if err := setup(mgr, o, d.GatewayImage); err != nil {
 			return err
 		}
 	}
@@ -37,6 +43,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 		// The namespaced twins (networking.m.ipsecgw.io), by the same
 		// external clients.
 		securitygroup.SetupNamespaced, network.SetupNamespaced, port.SetupNamespaced, floatingipbinding.SetupNamespaced, routerroutes.SetupNamespaced,
+		nodeaddresspairs.SetupNamespaced,
 	} {
 		if err := setup(mgr, o, d.OpenStack); err != nil {
 			return err

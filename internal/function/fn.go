@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -66,11 +67,12 @@ const (
 	errComposeGateway = "cannot compose the Gateway"
 	errStatus         = "cannot set the composite resource's status"
 	errSetDesired     = "cannot set the desired state"
+	errProviderConfig = "cannot use the ProviderConfig"
 )
 
-// advisory starts the warning result of each of the Gateway's advisories
-// (its status.atProvider.warnings), so that the claim's events say them
-// beside its status.gateway.warnings.
+// advisory starts the warning result of each new advisory of the Gateway
+// (its status.atProvider.warnings), so that the claim's events say it when
+// it appears, beside its status.gateway.warnings.
 const advisory = "the Gateway's configuration is accepted but advised against"
 
 // Why the Gateway cannot be composed, when waiting will not fix it (the
@@ -110,8 +112,11 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // simply not composed yet, without a result; a Gateway that cannot be
 // composed until someone acts (a subnet without a gateway IP, a composite
 // without a claim) is a warning, to the composite and its claim, naming the
-// resource, the field and the fix. So is each advisory the observed Gateway
-// reports (status.atProvider.warnings).
+// resource, the field and the fix. So is each new advisory the observed
+// Gateway reports (status.atProvider.warnings). The ProviderConfig of every
+// composed resource is the one the platform pins to the claim's namespace
+// (pinProviderConfig; a refused one is fatal), and condition StepsReady on
+// the composite and its claim says the first failing step.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -128,13 +133,21 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		rsp.Desired.Composite = &fnv1.Resource{}
 	}
 
-	xr := &XIPsecGateway{}
-	if err := convert(req.GetObserved().GetComposite().GetResource().AsMap(), xr); err != nil {
-		return fatal(rsp, errors.Wrap(err, errDecodeXR)), nil
+	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
+	xr, nsPC, err := decode(oxr)
+	if err != nil {
+		return fatal(rsp, err), nil
 	}
 	observed := Observed{}
 	for n, r := range req.GetObserved().GetResources() {
 		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
+	}
+
+	// A namespaced XR's managed resources take its spec.providerConfigRef,
+	// confined to its namespace by the provider (ResolveConfig); only the
+	// legacy claim's ProviderConfig is pinned by the platform.
+	if nsPC == nil && !pinProviderConfig(req, rsp, xr, observed) {
+		return rsp, nil
 	}
 
 	objs, warnings := Compose(xr, observed)
@@ -145,17 +158,15 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
-	rsp.Results = append(rsp.Results, advisories(observed)...)
+	rsp.Results = append(rsp.Results, advisories(fieldpath.Pave(oxr), observed)...)
+	st, reason, msg := stepsReady(objs, observed, warnings)
+	setStepsReady(rsp, st, reason, msg)
 	for name, o := range objs {
-		m, err := desiredObject(o, xr.Metadata.Labels)
+		r, err := desiredResource(o, nsPC, xr.Metadata.Labels, observed[name])
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
 		}
-		s, err := structpb.NewStruct(m)
-		if err != nil {
-			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
-		}
-		rsp.Desired.Resources[name] = &fnv1.Resource{Resource: s, Ready: ready(observed[name])}
+		rsp.Desired.Resources[name] = r
 	}
 
 	dxr := rsp.Desired.Composite.GetResource().AsMap()
@@ -172,28 +183,6 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	rsp.Desired.Composite.Resource = s
 	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
 	return rsp, nil
-}
-
-// advisories returns a warning result, to the composite and its claim, for
-// each advisory of the observed Gateway (status.atProvider.warnings).
-func advisories(observed Observed) []*fnv1.Result {
-	gw, ok := observed[GatewayName]
-	if !ok {
-		return nil
-	}
-	var ws []string
-	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
-		return nil
-	}
-	out := make([]*fnv1.Result, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, &fnv1.Result{
-			Severity: fnv1.Severity_SEVERITY_WARNING,
-			Message:  advisory + ": " + w,
-			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
-		})
-	}
-	return out
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.
@@ -237,7 +226,7 @@ func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, [
 // that an operator finds them in Neutron: ipsecgw-<namespace>-<name>; a
 // composite without a claim after itself.
 func neutronName(xr *XIPsecGateway) string {
-	if c := xr.Spec.ClaimRef; c != nil {
+	if c := xr.owner(); c != nil {
 		return fmt.Sprintf("ipsecgw-%s-%s", c.Namespace, c.Name)
 	}
 	return "ipsecgw-" + xr.Metadata.Name
@@ -270,7 +259,7 @@ func securityGroup(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alp
 
 // port is the gateway's unbound ("VIP-style") port on the tenant subnet,
 // in the composite's security group; in mode routed the client subnets are
-// its allowed address pairs.
+// its allowed address pairs, in mode nat the remote subnets of hide NAT.
 func port(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alpha1.Port {
 	fixed := nv1alpha1.FixedIP{SubnetID: ptr.To(nv1alpha1.UUID(s.Network.SubnetID))}
 	if s.Network.FixedIP != "" {
@@ -296,7 +285,33 @@ func port(s XIPsecGatewaySpec, name string, pc *xpv2.Reference) *nv1alpha1.Port 
 			p.Spec.ForProvider.AllowedAddressPairs = append(p.Spec.ForProvider.AllowedAddressPairs, nv1alpha1.AddressPair{IPAddress: c})
 		}
 	}
+	for _, c := range hiddenRemotes(s) {
+		p.Spec.ForProvider.AllowedAddressPairs = append(p.Spec.ForProvider.AllowedAddressPairs, nv1alpha1.AddressPair{IPAddress: c})
+	}
 	return p
+}
+
+// hiddenRemotes are, in mode nat, the remote subnets of the tunnels' hide
+// NAT rules, each once, in the spec's order: the replies of a hide NAT's
+// connections reach a tenant host on the tenant network from the client
+// host's own address, which port security lets out of the gateway's port
+// (and the nodes' ports) only as an allowed address pair, as mode routed's
+// client subnets.
+func hiddenRemotes(s XIPsecGatewaySpec) []string {
+	if s.Mode == gwv1alpha1.ModeRouted {
+		return nil
+	}
+	var out []string
+	for _, t := range s.Tunnels {
+		for _, h := range t.HideNAT {
+			for _, r := range h.RemoteSubnets {
+				if !slices.Contains(out, string(r)) {
+					out = append(out, string(r))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // floatingIP is the floating IP on the port. Pinned (endpoint.floatingIP):
@@ -343,7 +358,8 @@ func routes(r *Routed, pc *xpv2.Reference) *nv1alpha1.RouterRoutes {
 // its pod may run on (spec.nodeSelector, the Gateway's too), so that a cloud with
 // port security on lets the pod's frames out: the controller takes the
 // fixed IP and MAC from the Port it selects (the composite's, by controller
-// reference) and, in mode routed, adds the client subnets with that MAC.
+// reference) and, in mode routed, adds the client subnets with that MAC (in
+// mode nat the remote subnets of hide NAT).
 // Removed with the composite, it removes the pairs it added and only those.
 func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPairs {
 	np := &nv1alpha1.NodeAddressPairs{Spec: nv1alpha1.NodeAddressPairsSpec{
@@ -357,6 +373,9 @@ func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPa
 		for _, c := range s.Routed.ClientSubnets {
 			np.Spec.ForProvider.CIDRs = append(np.Spec.ForProvider.CIDRs, nv1alpha1.CIDR(c))
 		}
+	}
+	for _, c := range hiddenRemotes(s) {
+		np.Spec.ForProvider.CIDRs = append(np.Spec.ForProvider.CIDRs, nv1alpha1.CIDR(c))
 	}
 	return np
 }
@@ -399,18 +418,19 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
-			Namespace:        s.ClaimRef.Namespace, // not nil: blocked checks it
-			Active:           ptr.To(attached),
-			Replicas:         s.Replicas,
-			DataPlane:        s.DataPlane,
-			Endpoint:         ep,
-			Tunnels:          s.Tunnels,
-			Mode:             s.Mode,
-			TenantSubnets:    s.TenantSubnets,
-			Exposures:        s.Exposures,
-			ReverseExposures: s.ReverseExposures,
-			NodeSelector:     s.NodeSelector,
-		},
+			Namespace: xr.owner().Namespace, // not nil: blocked checks it
+			GatewayConfig: gwv1alpha1.GatewayConfig{
+				Active:           ptr.To(attached),
+				Replicas:         s.Replicas,
+				DataPlane:        s.DataPlane,
+				Endpoint:         ep,
+				Tunnels:          s.Tunnels,
+				Mode:             s.Mode,
+				TenantSubnets:    s.TenantSubnets,
+				Exposures:        s.Exposures,
+				ReverseExposures: s.ReverseExposures,
+				NodeSelector:     s.NodeSelector,
+			}},
 	}}, nil
 }
 
@@ -421,7 +441,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 // no reason: it is waited for.
 func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
 	var w []string
-	if c := xr.Spec.ClaimRef; c == nil || c.Namespace == "" {
+	if c := xr.owner(); c == nil || c.Namespace == "" {
 		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
 	}
 	if ready(p) != fnv1.Ready_READY_TRUE {
@@ -506,6 +526,7 @@ var rollUps = map[string][]rollUp{
 	GatewayName: {
 		{"metadata.name", "status.gateway.name"},
 		{"status.atProvider.configHash", "status.gateway.configHash"},
+		{"status.atProvider.loadedConfigHash", "status.gateway.loadedConfigHash"},
 		{"status.atProvider.replicas", "status.gateway.replicas"},
 		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
 		{"status.atProvider.warnings", "status.gateway.warnings"},
@@ -623,4 +644,24 @@ func convert(in map[string]any, out any) error {
 		return err
 	}
 	return json.Unmarshal(b, out)
+}
+
+// desiredResource is the desired resource of composed object o: in the
+// composite's scope (nsPC, the namespaced composite's ProviderConfig
+// reference; nil for the claim's), with the composite's labels, ready as
+// its observed state says.
+func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, labels map[string]string, observed *fieldpath.Paved) (*fnv1.Resource, error) {
+	o, err := inScope(o, nsPC)
+	if err != nil {
+		return nil, err
+	}
+	m, err := desiredObject(o, labels)
+	if err != nil {
+		return nil, err
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, err
+	}
+	return &fnv1.Resource{Resource: s, Ready: ready(observed)}, nil
 }

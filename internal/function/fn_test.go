@@ -14,7 +14,10 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
 // obj parses a YAML object.
@@ -269,6 +272,7 @@ spec:
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: SecurityGroup
 spec:
+  providerConfigRef: {name: default}
   forProvider:
     name: ipsecgw-tenant-c-campus-vpn
     description: IPsec gateway (provider-ipsec)
@@ -280,6 +284,7 @@ spec:
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: RouterRoutes
 spec:
+  providerConfigRef: {name: default}
   forProvider:
     routerId: r-1
     nexthopPortSelector: {matchControllerRef: true}
@@ -289,6 +294,7 @@ spec:
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: NodeAddressPairs
 spec:
+  providerConfigRef: {name: default}
   forProvider:
     portIdSelector: {matchControllerRef: true}
     cidrs:
@@ -309,6 +315,31 @@ func withForProvider(t *testing.T, y, key string, v any) map[string]any {
 	m := obj(t, y)
 	m["spec"].(map[string]any)["forProvider"].(map[string]any)[key] = v
 	return m
+}
+
+// resultStrings are the results of rsp as "SEVERITY TARGET: message", each
+// that starts with the one of want at its index as that one.
+func resultStrings(rsp *fnv1.RunFunctionResponse, want []string) []string {
+	var out []string
+	for i, r := range rsp.GetResults() {
+		g := r.GetSeverity().String() + " " + r.GetTarget().String() + ": " + r.GetMessage()
+		if i < len(want) && strings.HasPrefix(g, want[i]) {
+			g = want[i]
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// conditionString is condition StepsReady of rsp as "STATUS TARGET Reason:
+// message", empty when rsp has none.
+func conditionString(rsp *fnv1.RunFunctionResponse) string {
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == TypeStepsReady {
+			return c.GetStatus().String() + " " + c.GetTarget().String() + " " + c.GetReason() + ": " + c.GetMessage()
+		}
+	}
+	return ""
 }
 
 // got is what a response says of each desired composed resource.
@@ -332,6 +363,9 @@ func TestRunFunction(t *testing.T) {
 		// readiness of the desired composite: the function leaves it to
 		// Crossplane, which derives it from the composed resources'.
 		compositeReady fnv1.Ready
+		// stepsReady is condition StepsReady as conditionString says it;
+		// empty: not checked.
+		stepsReady string
 	}
 	cases := map[string]struct {
 		reason   string
@@ -417,7 +451,7 @@ func TestRunFunction(t *testing.T) {
 			},
 		},
 		"GatewayWarnings": {
-			reason: "The Gateway's advisories (status.atProvider.warnings) reach the composite's, and so the claim's, status.gateway.warnings, and each is a warning to the composite and the claim (their events).",
+			reason: "The Gateway's advisories (status.atProvider.warnings) reach the composite's, and so the claim's, status.gateway.warnings, and each that the composite does not hold yet is a warning to the composite and the claim (their events).",
 			xr:     xrNAT,
 			observed: map[string]string{
 				"port":        "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: Port, metadata: {name: p}}",
@@ -436,6 +470,19 @@ gateway: {name: branch-vpn-7xk2p-g1, warnings: ['tunnels[branch-a].ikeVersion: I
 				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: the Gateway's configuration is accepted but advised against: tunnels[branch-a].ikeVersion: IKEv1 is deprecated"},
 			},
 		},
+		"GatewayWarningsHeld": {
+			reason: "An advisory the composite already holds (status.gateway.warnings, rolled up by the run before) is no warning again: one event when it appears, not one per reconcile of the composite.",
+			xr:     xrNAT + "status: {gateway: {warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated']}}\n",
+			observed: map[string]string{
+				"port":        "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: Port, metadata: {name: p}}",
+				"floating-ip": observedBinding(true),
+				"gateway":     "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: branch-vpn-7xk2p-g1}, spec: {forProvider: {endpoint: {privateAddress: 10.20.0.10, prefixLength: 24, gateway: 10.20.0.1, macAddress: 'fa:16:3e:12:34:56', localId: 203.0.113.10}}}, status: {atProvider: {warnings: ['tunnels[branch-a].ikeVersion: IKEv1 is deprecated', 'tunnels[branch-a].espProposals: modp1024 is weak']}}}",
+			},
+			want: want{
+				names:   []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: the Gateway's configuration is accepted but advised against: tunnels[branch-a].espProposals: modp1024 is weak"},
+			},
+		},
 		"TwentySubnetsRouted": {
 			reason: "Mode routed with 20 tenant and 20 client subnets: 22 security group rules, 20 allowed address pairs, 20 extra routes, the 20 client subnets as CIDRs of the node address pairs, and the allocated binding is released with the composite (deletionPolicy Delete).",
 			xr:     xr20,
@@ -449,6 +496,7 @@ gateway: {name: branch-vpn-7xk2p-g1, warnings: ['tunnels[branch-a].ikeVersion: I
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: FloatingIPBinding
 spec:
+  providerConfigRef: {name: default}
   deletionPolicy: Delete
   forProvider: {description: IPsec gateway (provider-ipsec), floatingNetworkId: ext-1, portIdSelector: {matchControllerRef: true}}
 `), Ready: fnv1.Ready_READY_FALSE},
@@ -613,7 +661,9 @@ gateway:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, tc.xr), Resources: map[string]*fnv1.Resource{}}}
+			// The pins Crossplane fetched for the claim's namespace: none.
+			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, tc.xr), Resources: map[string]*fnv1.Resource{}},
+				RequiredResources: map[string]*fnv1.Resources{pinRequirement: {}}}
 			for n, y := range tc.observed {
 				req.Observed.Resources[n] = res(t, y)
 			}
@@ -621,16 +671,13 @@ gateway:
 			if err != nil {
 				t.Fatal(err)
 			}
-			var results []string
-			for i, r := range rsp.GetResults() {
-				g := r.GetSeverity().String() + " " + r.GetTarget().String() + ": " + r.GetMessage()
-				if i < len(tc.want.results) && strings.HasPrefix(g, tc.want.results[i]) {
-					g = tc.want.results[i]
-				}
-				results = append(results, g)
-			}
-			if diff := cmp.Diff(tc.want.results, results); diff != "" {
+			if diff := cmp.Diff(tc.want.results, resultStrings(rsp, tc.want.results)); diff != "" {
 				t.Errorf("%s\nresults: -want +got:\n%s", tc.reason, diff)
+			}
+			if tc.want.stepsReady != "" {
+				if diff := cmp.Diff(tc.want.stepsReady, conditionString(rsp)); diff != "" {
+					t.Errorf("%s\ncondition StepsReady: -want +got:\n%s", tc.reason, diff)
+				}
 			}
 			if diff := cmp.Diff(tc.want.compositeReady, rsp.GetDesired().GetComposite().GetReady()); diff != "" {
 				t.Errorf("%s\ndesired composite's readiness: -want +got:\n%s", tc.reason, diff)
@@ -752,4 +799,60 @@ func dig(m map[string]any, keys ...string) any {
 		v = v.(map[string]any)[k]
 	}
 	return v
+}
+
+// TestHideNATPairs proves that the remote subnets of the tunnels' hide NAT
+// rules become, in mode nat, allowed address pairs of the gateway's port
+// and CIDRs of the node address pairs (the replies reach tenant hosts from
+// client addresses), each once, and nothing in mode routed.
+func TestHideNATPairs(t *testing.T) {
+	rule := func(remotes ...gwv1alpha1.CIDR) gwv1alpha1.HideNAT {
+		return gwv1alpha1.HideNAT{Name: "r", TenantSubnets: []gwv1alpha1.CIDR{"10.20.0.0/24"}, RemoteSubnets: remotes, PresentedAddress: ptr.To[gwv1alpha1.IPv4]("100.64.0.20")}
+	}
+	cases := map[string]struct {
+		reason string
+		spec   XIPsecGatewaySpec
+		want   []string
+	}{
+		"NoHideNAT": {
+			reason: "Mode nat without hide NAT has no pairs beyond the port's own address.",
+			spec:   XIPsecGatewaySpec{Mode: gwv1alpha1.ModeNAT, Tunnels: []gwv1alpha1.Tunnel{{Name: "a"}}},
+		},
+		"EachOnce": {
+			reason: "Remote subnets of several rules and tunnels are listed once each, in spec order.",
+			spec: XIPsecGatewaySpec{Mode: gwv1alpha1.ModeNAT, Tunnels: []gwv1alpha1.Tunnel{
+				{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24", "192.168.11.0/24"), rule("192.168.10.0/24")}},
+				{Name: "b", HideNAT: []gwv1alpha1.HideNAT{rule("172.16.0.0/16")}},
+			}},
+			want: []string{"192.168.10.0/24", "192.168.11.0/24", "172.16.0.0/16"},
+		},
+		"ModeLeftOut": {
+			reason: "mode left out is nat.",
+			spec:   XIPsecGatewaySpec{Tunnels: []gwv1alpha1.Tunnel{{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24")}}}},
+			want:   []string{"192.168.10.0/24"},
+		},
+		"Routed": {
+			reason: "In mode routed (which admission refuses hide NAT in) only the client subnets are pairs.",
+			spec: XIPsecGatewaySpec{Mode: gwv1alpha1.ModeRouted, Routed: &Routed{ClientSubnets: []string{"192.168.20.0/24"}},
+				Tunnels: []gwv1alpha1.Tunnel{{Name: "a", HideNAT: []gwv1alpha1.HideNAT{rule("192.168.10.0/24")}}}},
+			want: []string{"192.168.20.0/24"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var pairs, cidrs []string
+			for _, p := range port(tc.spec, "gw", nil).Spec.ForProvider.AllowedAddressPairs {
+				pairs = append(pairs, p.IPAddress)
+			}
+			for _, c := range nodePairs(tc.spec, nil).Spec.ForProvider.CIDRs {
+				cidrs = append(cidrs, string(c))
+			}
+			if diff := cmp.Diff(tc.want, pairs); diff != "" {
+				t.Errorf("%s\nport's allowed address pairs: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, cidrs); diff != "" {
+				t.Errorf("%s\nnode address pairs' CIDRs: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

@@ -20,10 +20,12 @@ type XIPsecGateway struct {
 }
 
 // Metadata is the part of the composite's metadata the function reads (the
-// v1 XRD's composite is cluster-scoped: it has no namespace).
+// v1 XRD's composite is cluster-scoped: it has no namespace; the
+// namespaced IPsecGateway's has, see owner).
 type Metadata struct {
-	Name   string            `json:"name,omitempty"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Name      string            `json:"name,omitempty"`
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 }
 
 // XIPsecGatewaySpec is the spec of an XIPsecGateway.

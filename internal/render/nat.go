@@ -26,7 +26,12 @@ const clusterInterface = "eth0"
 // leaves by, so replies come back through the gateway. Reverse exposures:
 // traffic arriving on the cluster interface at listenPort is DNATed to the
 // client host and SNATed to sourceAddress so it matches the tunnel's
-// traffic selectors.
+// traffic selectors. Hide NAT: traffic from a rule's tenant subnets to its
+// remote subnets is SNATed to the presented address (or pool), after the
+// reverse exposures, whose own SNAT a connection to a client address
+// through the gateway's port must keep; conntrack translates the replies
+// back. The gateway's own packets (IKE to a peer whose address lies in a
+// remote subnet, say) keep their source: fib saddr type local.
 func natRules(in Input, c *checked) []byte {
 	var pre, post bytes.Buffer
 	for _, e := range in.Spec.Exposures {
@@ -56,6 +61,11 @@ func natRules(in Input, c *checked) []byte {
 			r.ClientAddress, proto(r.Protocol), r.ClientPort, r.SourceAddress)
 	}
 
+	for _, h := range c.hides {
+		fmt.Fprintf(&post, "\t\t# hide NAT %s\n", h.path)
+		fmt.Fprintf(&post, "\t\tfib saddr type != local ip saddr { %s } ip daddr { %s } snat to %s\n", prefixes(h.tenant), prefixes(h.remote), presented(h.presented))
+	}
+
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# NAT rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), NATTable)
 	fmt.Fprintf(&b, "table ip %s {\n}\ndelete table ip %s\ntable ip %s {\n", NATTable, NATTable, NATTable)
@@ -63,6 +73,28 @@ func natRules(in Input, c *checked) []byte {
 	fmt.Fprintf(&b, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n%s\t}\n", post.String())
 	b.WriteString("}\n")
 	return b.Bytes()
+}
+
+// prefixes lists ps for an nftables anonymous set.
+func prefixes(ps []netip.Prefix) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ", ")
+}
+
+// presented is the snat target of a hide NAT: one address, or the range
+// of a pool, persistent so that a tenant host keeps its pool address.
+func presented(p netip.Prefix) string {
+	if p.IsSingleIP() {
+		return p.Addr().String()
+	}
+	last := p.Addr().As4()
+	for i, host := 0, 32-p.Bits(); host > 0; i, host = i+1, host-8 {
+		last[3-i] |= byte(0xff >> max(0, 8-host))
+	}
+	return fmt.Sprintf("%s-%s persistent", p.Addr(), netip.AddrFrom4(last))
 }
 
 func proto(p v1alpha1.Protocol) string {

@@ -25,6 +25,9 @@ type Input struct {
 	Spec v1alpha1.GatewayParameters
 	// PSKs holds each tunnel's pre-shared key, raw bytes, by tunnel name.
 	PSKs map[string][]byte
+	// Certs holds the X.509 material of each tunnel with a certificate,
+	// by tunnel name (ParseTunnelCert).
+	Certs map[string]*TunnelCert
 	// ServiceAddresses holds the cluster IP of each exposure's
 	// target.serviceName, by exposure name.
 	ServiceAddresses map[string]string
@@ -36,7 +39,13 @@ type Files struct {
 	// and goes into a ConfigMap.
 	SwanctlConf []byte
 	// Secrets is a swanctl.conf fragment with the secrets section: the PSKs,
-	// hex-encoded. It goes into a Secret.
+	// hex-encoded, and the private keys of certificate tunnels
+	// (private-<tunnel>: type, hex DER data); with certificate tunnels also
+	// a certs section holding, hex DER, the peer CA certificates
+	// swanctl.conf names (cacert-<tunnel>-<i>), the gateway's certificates
+	// (cert-<tunnel>) and their intermediates (chain-<tunnel>-<i>), the
+	// contents of swanctl's x509ca and x509 directories. It goes into a
+	// Secret.
 	Secrets []byte
 	// NATRules is an nftables script that atomically replaces the table
 	// ipsecgw; in mode routed the table is empty.
@@ -46,10 +55,49 @@ type Files struct {
 	// goes into the ConfigMap. Nil unless spec.dataPlane needs one: with
 	// Libipsec it loads kernel-libipsec before kernel-netlink.
 	StrongSwanConf []byte
-	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there is
-	// one, StrongSwanConf. Secrets are left out so that the hash, which is
-	// shown in status, reveals nothing about a PSK.
+	// XFRMInterfaces is the JSON of an xfrmi.Config: the XFRM interfaces
+	// and routes of the route-mode tunnels, which the gateway agent
+	// creates in the pod's network namespace; it goes into the ConfigMap.
+	// Nil when no tunnel is in mode route.
+	XFRMInterfaces []byte
+	// Hash is the hex SHA-256 of SwanctlConf, NATRules and, when there are,
+	// StrongSwanConf and XFRMInterfaces (ConfigHash): the whole rendered
+	// configuration, shown in status. Secrets are left out so that the
+	// hash reveals nothing about a PSK.
 	Hash string
+	// StartHash is the hex SHA-256 of what charon reads only when it starts
+	// (StartHash): the StrongSwanConf fragment. The pod template carries it,
+	// so that a change of it, and only of it among the files, replaces the
+	// gateway pod; the agent reloads the rest live.
+	StartHash string
+}
+
+// ConfigHash returns Files.Hash of the rendered files swanctlConf,
+// natRules, strongSwanConf and xfrmInterfaces (the last two empty when
+// there is none), so that the agent can tell which rendering it loaded
+// from the files alone. A rendering without the last two hashes as it did
+// before they existed, so a provider upgrade changes no Gateway's hash.
+func ConfigHash(swanctlConf, natRules, strongSwanConf, xfrmInterfaces []byte) string {
+	h := sha256.New()
+	h.Write(swanctlConf)
+	h.Write([]byte{0})
+	h.Write(natRules)
+	if len(strongSwanConf) > 0 {
+		h.Write([]byte{0})
+		h.Write(strongSwanConf)
+	}
+	if len(xfrmInterfaces) > 0 {
+		h.Write([]byte{1})
+		h.Write(xfrmInterfaces)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// StartHash returns Files.StartHash of the rendered strongswan.conf
+// fragment strongSwanConf (empty when there is none).
+func StartHash(strongSwanConf []byte) string {
+	sum := sha256.Sum256(strongSwanConf)
+	return hex.EncodeToString(sum[:])
 }
 
 // Render validates in and renders it. It returns Errors listing every
@@ -67,14 +115,8 @@ func Render(in Input) (*Files, error) {
 	if f.Secrets, err = secrets.Format(); err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	h.Write(f.SwanctlConf)
-	h.Write([]byte{0})
-	h.Write(f.NATRules)
-	if f.StrongSwanConf != nil {
-		h.Write([]byte{0})
-		h.Write(f.StrongSwanConf)
-	}
-	f.Hash = hex.EncodeToString(h.Sum(nil))
+	f.XFRMInterfaces = xfrmConf(in, c)
+	f.Hash = ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
+	f.StartHash = StartHash(f.StrongSwanConf)
 	return f, nil
 }

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -33,6 +35,10 @@ func goldenInput(t *testing.T, name string) Input {
 		t.Fatalf("%s/gateway.yaml: %v", name, err)
 	}
 	for _, tn := range in.Spec.Tunnels {
+		if tn.Certificate != nil {
+			in.Certs = goldenCerts(t, name, in.Certs, tn.Name)
+			continue
+		}
 		in.PSKs[tn.Name] = []byte("psk-" + tn.Name)
 	}
 	for i, e := range in.Spec.Exposures {
@@ -43,20 +49,49 @@ func goldenInput(t *testing.T, name string) Input {
 	return in
 }
 
+// goldenCerts adds to certs (made when nil) the material of certificate
+// tunnel tunnel from testdata/<name>/: tls.crt, tls.key and ca.crt, test
+// certificates valid from 2026 to 2126.
+func goldenCerts(t *testing.T, name string, certs map[string]*TunnelCert, tunnel string) map[string]*TunnelCert {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join("testdata", name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tc, err := ParseTunnelCert(read(KeyTLSCert), read(KeyTLSKey), read("ca.crt"), "ca.crt", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certs == nil {
+		certs = map[string]*TunnelCert{}
+	}
+	certs[tunnel] = tc
+	return certs
+}
+
 // TestGolden renders representative gateways and compares every file with
 // testdata/<case>/. Run with -update to rewrite them after a deliberate
 // change, and review the diff.
 func TestGolden(t *testing.T) {
 	cases := map[string]string{
-		"single-tunnel":      "One IKEv2 tunnel with one subnet pair and every optional setting.",
-		"several-tunnels":    "Three tunnels to different peers, one identified by FQDN.",
-		"pairs-per-child":    "Several subnet pairs, one CHILD_SA each.",
-		"pairs-single-child": "Several subnet pairs carried by one CHILD_SA.",
-		"ikev1":              "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
-		"nat-exposures":      "Mode nat with exposures (by address and by Service) and reverse exposures.",
-		"routed":             "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
-		"psk-special-chars":  "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
-		"libipsec":           "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
+		"single-tunnel":       "One IKEv2 tunnel with one subnet pair and every optional setting.",
+		"several-tunnels":     "Three tunnels to different peers, one identified by FQDN.",
+		"pairs-per-child":     "Several subnet pairs, one CHILD_SA each.",
+		"pairs-single-child":  "Several subnet pairs carried by one CHILD_SA.",
+		"ikev1":               "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
+		"nat-exposures":       "Mode nat with exposures (by address and by Service) and reverse exposures.",
+		"hide-nat":            "Mode nat with hide NAT (a presented address for one tenant subnet, a pool for another; a third, unlisted, untranslated) beside an exposure and a reverse exposure, whose SNAT comes first.",
+		"routed":              "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
+		"psk-special-chars":   "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
+		"libipsec":            "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
+		"cert-tunnel":         "Certificate tunnels: DN identities (several RDNs, non-ASCII, escaped ',' and '+') rendered as asn1dn DER, FQDN and email identities, the certificate's subject by default, beside a PSK tunnel; the key and certificates only in secrets.conf.",
+		"replicas-2":          "Active/standby, mobike left out: mobike = no and local_addrs the private address, so that no IKE SA of a pod that lost the address can move to another interface.",
+		"route-active-backup": "Two route-mode tunnels to a cloud VPN's two endpoints with identical 0.0.0.0/0 selectors: if_id_in/if_id_out per tunnel, an XFRM interface each, the same routes with metrics 100 (active) and 200 (backup).",
+		"route-ecmp":          "The same two tunnels with equal metrics: one multipath route per destination with a next hop per interface.",
+		"route-mixed":         "A route-mode tunnel with narrowed selectors, trap and the default metric, an IKEv1 route-mode tunnel, and a policy-mode tunnel rendered as before.",
 	}
 	for name, reason := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -69,7 +104,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%s\nRender(): %v", reason, err)
 			}
 			files := map[string][]byte{"swanctl.conf": f.SwanctlConf, "secrets.conf": f.Secrets, "nat.nft": f.NATRules,
-				"strongswan.conf": f.StrongSwanConf}
+				"strongswan.conf": f.StrongSwanConf, "xfrm.json": f.XFRMInterfaces}
 			for file, got := range files {
 				path := filepath.Join("testdata", name, file)
 				if got == nil {
@@ -123,6 +158,12 @@ func TestRenderDeterministic(t *testing.T) {
 	d, _ := Render(in)
 	if d.Hash == a.Hash {
 		t.Errorf("a configuration change did not change the hash")
+	}
+	if d.StartHash != a.StartHash {
+		t.Errorf("a tunnel change changed the start hash: the gateway pod would be replaced for a change the agent reloads live")
+	}
+	if got := ConfigHash(d.SwanctlConf, d.NATRules, d.StrongSwanConf, d.XFRMInterfaces); got != d.Hash {
+		t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s: the agent would report another hash than the provider", got, d.Hash)
 	}
 }
 
@@ -242,23 +283,75 @@ func TestDataPlane(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Hashes are compared by whether they changed.
-				ignore := cmpopts.IgnoreFields(Files{}, "StrongSwanConf", "Hash")
+				ignore := cmpopts.IgnoreFields(Files{}, "StrongSwanConf", "Hash", "StartHash")
 				if diff := cmp.Diff(base, f, ignore); diff != "" {
 					t.Errorf("the data plane changed more than the strongswan.conf fragment: -KernelXFRM, +%s:\n%s", dpName, diff)
 				}
 				if tc.want == "" {
-					if f.StrongSwanConf != nil || f.Hash != base.Hash {
-						t.Errorf("StrongSwanConf = %q, hash changed %v; want none and the same hash", f.StrongSwanConf, f.Hash != base.Hash)
+					if f.StrongSwanConf != nil || f.Hash != base.Hash || f.StartHash != base.StartHash {
+						t.Errorf("StrongSwanConf = %q, hash changed %v, start hash changed %v; want none and the same hashes",
+							f.StrongSwanConf, f.Hash != base.Hash, f.StartHash != base.StartHash)
 					}
 					return
 				}
 				if got := plugins(f.StrongSwanConf); got != tc.want {
 					t.Errorf("fragment plugins:\n%s\nwant the image's with kernel-libipsec before kernel-netlink:\n%s", got, tc.want)
 				}
-				if f.Hash == base.Hash {
-					t.Errorf("the fragment did not change the hash: the pod would not follow a data plane change")
+				if f.Hash == base.Hash || f.StartHash == base.StartHash {
+					t.Errorf("the fragment did not change the hash (%v) or the start hash (%v): the pod would not follow a data plane change",
+						f.Hash != base.Hash, f.StartHash != base.StartHash)
+				}
+				if got := ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces); got != f.Hash {
+					t.Errorf("ConfigHash of the rendered files is %s, Files.Hash %s", got, f.Hash)
 				}
 			})
 		}
+	}
+}
+
+func TestRandTime(t *testing.T) {
+	// randTimes lists the rand_time lines of conf, in order.
+	randTimes := func(conf []byte) []string {
+		var got []string
+		for _, l := range strings.Split(string(conf), "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "rand_time") {
+				got = append(got, l)
+			}
+		}
+		return got
+	}
+	cases := map[string]struct {
+		reason string
+		ike    *v1alpha1.Duration
+		child  *v1alpha1.Duration
+		want   []string
+	}{
+		"Absent": {
+			reason: "No randTime leaves strongSwan's defaults: no rand_time is rendered.",
+		},
+		"Both": {
+			reason: "The IKE SA's randTime goes on the connection, the CHILD_SA's on each child, in whole seconds.",
+			ike:    ptr.To[v1alpha1.Duration]("10m"), child: ptr.To[v1alpha1.Duration]("90s"),
+			want: []string{"rand_time = 600s", "rand_time = 90s"},
+		},
+		"Off": {
+			reason: "0 turns the randomization off, as charon reads it.",
+			child:  ptr.To[v1alpha1.Duration]("0"),
+			want:   []string{"rand_time = 0s"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := goldenInput(t, "single-tunnel")
+			in.Spec.Tunnels[0].IKELifetime.RandTime = tc.ike
+			in.Spec.Tunnels[0].ChildLifetime.RandTime = tc.child
+			f, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, randTimes(f.SwanctlConf)); diff != "" {
+				t.Errorf("%s\nrand_time lines: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // The API's start actions (a tunnel's startAction).
@@ -58,6 +60,7 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 		conn.Set("proposals", strings.Join(t.IKEProposals, ","))
 		setDuration(conn, "rekey_time", t.IKELifetime.RekeyTime)
 		setDuration(conn, "reauth_time", t.IKELifetime.ReauthTime)
+		setDuration(conn, "rand_time", t.IKELifetime.RandTime)
 		setDuration(conn, "dpd_delay", t.DPD.Delay)
 		setDuration(conn, "dpd_timeout", t.DPD.Timeout)
 		conn.Set("encap", yesNo(t.ForceEncapsulation))
@@ -69,8 +72,12 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			conn.Set("keyingtries", "0")
 		}
 		conn.Set("unique", cmp.Or(t.Unique, v1alpha1.UniqueNo))
-		conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
-		conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
+		if t.Certificate != nil {
+			certAuth(conn, secs, certsOf(secrets), t, c, in.Certs[t.Name])
+		} else {
+			conn.Section("local").Set("auth", "psk").Set("id", string(ep.LocalID))
+			conn.Section("remote").Set("auth", "psk").Set("id", peerID(t))
+		}
 		children := conn.Section("children")
 		for _, ch := range childSAs(t, c.pairs) {
 			child := children.Section(ch.name)
@@ -79,6 +86,7 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			child.Set("esp_proposals", strings.Join(t.ESPProposals, ","))
 			setDuration(child, "rekey_time", t.ChildLifetime.RekeyTime)
 			setDuration(child, "life_time", t.ChildLifetime.LifeTime)
+			setDuration(child, "rand_time", t.ChildLifetime.RandTime)
 			if t.DPD.Action != "" {
 				child.Set("dpd_action", t.DPD.Action)
 			}
@@ -88,6 +96,18 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			if a, ok := closeActions[t.StartAction]; ok {
 				child.Set("close_action", a)
 			}
+			if t.Mode == v1alpha1.TunnelModeRoute {
+				// The CHILD_SAs' SAs and policies are bound to the
+				// tunnel's XFRM interface; charon installs no routes
+				// for them (kernel-netlink's install_routes_xfrmi is
+				// off): the agent routes the tunnel's routes.
+				id := strconv.FormatUint(uint64(xfrmi.IfID(t.Name)), 10)
+				child.Set("if_id_in", id)
+				child.Set("if_id_out", id)
+			}
+		}
+		if t.Certificate != nil {
+			continue
 		}
 		secs.Section("ike-"+t.Name).
 			Set("id-local", string(ep.LocalID)).
@@ -95,6 +115,48 @@ func swanctlConf(in Input, c *checked) (conf, secrets *swanctl.Section) {
 			Set("secret", "0x"+hex.EncodeToString(in.PSKs[t.Name]))
 	}
 	return conf, secrets
+}
+
+// certAuth renders certificate tunnel t's authentication (swanctl auth
+// pubkey): its local and remote sections in conn, the remote one naming
+// the peer's CA certificates (remote.cacerts) that certs holds, and its
+// private key in secs. The gateway's certificate is in certs too, but no
+// connection names it (no local.certs): charon finds it by the local
+// identity among the loaded certificates. So a renewed certificate with
+// the same identity leaves the connection as it was, and charon keeps its
+// IKE SAs (a changed connection's would be closed and initiated again)
+// until they are reauthenticated, with the new certificate. It is sent
+// whether or not the peer asks for it (send_cert always): not every
+// peer sends a certificate request.
+func certAuth(conn, secs, certs *swanctl.Section, t v1alpha1.Tunnel, c *checked, tc *TunnelCert) {
+	id := c.ids[t.Name][0]
+	if id == "" {
+		id = asn1dn(tc.Cert.RawSubject)
+	}
+	conn.Set("send_cert", "always")
+	conn.Section("local").Set("auth", "pubkey").Set("id", id)
+	cas := make([]string, len(tc.CAs))
+	for i := range tc.CAs {
+		cas[i] = fmt.Sprintf("cacert-%s-%d", t.Name, i)
+	}
+	conn.Section("remote").Set("auth", "pubkey").Set("id", c.ids[t.Name][1]).Set("cacerts", strings.Join(cas, ","))
+	secs.Section("private-"+t.Name).Set("type", tc.KeyType).Set("data", "0x"+hex.EncodeToString(tc.Key))
+	certs.Set("cert-"+t.Name, "0x"+hex.EncodeToString(tc.Cert.Raw))
+	for i, der := range tc.Chain {
+		certs.Set(fmt.Sprintf("chain-%s-%d", t.Name, i+1), "0x"+hex.EncodeToString(der))
+	}
+	for i, ca := range tc.CAs {
+		certs.Set(cas[i], "0x"+hex.EncodeToString(ca.Raw))
+	}
+}
+
+// certsOf returns the certs section of the secrets document, adding it
+// after the secrets section when it is not there yet.
+func certsOf(secrets *swanctl.Section) *swanctl.Section {
+	if s := secrets.Lookup("certs"); s != nil {
+		return s
+	}
+	return secrets.Section("certs")
 }
 
 // child is one CHILD_SA to render.

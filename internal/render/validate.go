@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 var (
@@ -35,6 +37,34 @@ func (p pair) path() string {
 type checked struct {
 	pairs   []pair
 	private netip.Addr
+	// ids are the local and remote identities of each certificate
+	// tunnel, by name, as swanctl's id takes them; local is "" when
+	// certificate.localId is not given (the certificate's subject).
+	ids   map[string][2]string
+	hides []hide
+	// routes are the parsed routes of the route-mode tunnels, in spec
+	// order.
+	routes []route
+}
+
+// hide is one parsed hideNAT rule of a tunnel: connections from tenant to
+// remote get a source address of presented (one address: a /32).
+type hide struct {
+	path           string
+	tenant, remote []netip.Prefix
+	presented      netip.Prefix
+}
+
+// route is one parsed route of a route-mode tunnel.
+type route struct {
+	tunnel string
+	index  int
+	dst    netip.Prefix
+	metric uint32
+}
+
+func (r route) path() string {
+	return fmt.Sprintf("tunnels[%s].routes[%d]", r.tunnel, r.index)
 }
 
 // validate checks in against everything strongSwan, nftables and the
@@ -42,7 +72,7 @@ type checked struct {
 // found as Errors.
 func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per part of the spec, in its order
 	var errs Errors
-	c := &checked{}
+	c := &checked{ids: map[string][2]string{}}
 	s := in.Spec
 
 	c.private = ipv4(&errs, "endpoint.privateAddress", string(s.Endpoint.PrivateAddress))
@@ -77,7 +107,9 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 
 	seen := map[string]string{}
 	peers := map[string]string{}
+	route := map[string]bool{}
 	for _, t := range s.Tunnels {
+		route[t.Name] = t.Mode == v1alpha1.TunnelModeRoute
 		path := fmt.Sprintf("tunnels[%s]", t.Name)
 		if !validName.MatchString(t.Name) || len(t.Name) > 32 {
 			errs.add(path+".name", "must be at most 32 lower-case letters, digits and '-', starting and ending with a letter or digit")
@@ -86,21 +118,37 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 			errs.add(path, "a second tunnel has this name")
 		}
 		seen[t.Name] = t.Name
-		c.pairs = append(c.pairs, checkTunnel(&errs, in, t, path)...)
-		peer := t.Peer.Address + " " + peerID(t)
+		pairs := checkTunnel(&errs, in, t, path)
+		c.pairs = append(c.pairs, pairs...)
+		if route[t.Name] {
+			c.routes = append(c.routes, checkRoutes(&errs, t, path, pairs)...)
+		}
+		if t.Certificate != nil {
+			local, remote := checkCert(&errs, path, t, in.Certs[t.Name])
+			c.ids[t.Name] = [2]string{local, remote}
+		}
+		peer := t.Peer.Address + " " + c.remoteID(t)
 		if other, dup := peers[peer]; dup {
 			errs.add(path+".peer", "tunnel %s already connects to %s with identity %s: strongSwan negotiates one IKE SA per peer, so put the subnet pairs into one tunnel",
-				other, t.Peer.Address, peerID(t))
+				other, t.Peer.Address, c.remoteID(t))
 		} else {
 			peers[peer] = t.Name
 		}
 	}
 
 	for i, a := range c.pairs {
+		if route[a.tunnel] {
+			// Its traffic is what its routes send into its XFRM
+			// interface: checkRouted checks those.
+			continue
+		}
 		if s.Mode != v1alpha1.ModeRouted {
 			checkPresented(&errs, a, tenant, c.pairs)
 		}
 		for _, b := range c.pairs[i+1:] {
+			if route[b.tunnel] {
+				continue
+			}
 			if a.local.Overlaps(b.local) && a.remote.Overlaps(b.remote) {
 				errs.add(b.path(), "local %s and remote %s overlap %s (local %s, remote %s): traffic would match both",
 					b.local, b.remote, a.path(), a.local, a.remote)
@@ -116,7 +164,9 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 		}
 	}
 
+	checkRouted(&errs, in, c, tenant, own, route)
 	checkExposures(&errs, in, c.pairs)
+	c.hides = checkHideNAT(&errs, in, tenant, c.pairs)
 	return c, errs.err()
 }
 
@@ -139,6 +189,9 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	}
 	if t.IKEVersion == 1 && t.MOBIKE {
 		errs.add(path+".mobike", "MOBIKE is an IKEv2 extension")
+	}
+	if t.MOBIKE && in.Spec.Replicas != nil && *in.Spec.Replicas == 2 {
+		errs.add(path+".mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1")
 	}
 	if t.IKEVersion == 2 && t.DPD.Timeout != nil {
 		errs.add(path+".dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it")
@@ -164,7 +217,12 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if len(t.ESPProposals) == 0 {
 		errs.add(path+".espProposals", "at least one ESP proposal is needed")
 	}
-	checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
+	switch {
+	case t.Certificate != nil && t.PreSharedKeySecretRef != nil:
+		errs.add(path, "give exactly one of preSharedKeySecretRef (a pre-shared key) and certificate (X.509 certificates)")
+	case t.Certificate == nil:
+		checkPSK(errs, path+".preSharedKeySecretRef", in.PSKs[t.Name])
+	}
 	if len(t.TrafficSelectors) == 0 {
 		errs.add(path+".trafficSelectors", "at least one local/remote subnet pair is needed")
 	}
@@ -174,8 +232,10 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	}{
 		{"ikeLifetime.rekeyTime", t.IKELifetime.RekeyTime},
 		{"ikeLifetime.reauthTime", t.IKELifetime.ReauthTime},
+		{"ikeLifetime.randTime", t.IKELifetime.RandTime},
 		{"childLifetime.rekeyTime", t.ChildLifetime.RekeyTime},
 		{"childLifetime.lifeTime", t.ChildLifetime.LifeTime},
+		{"childLifetime.randTime", t.ChildLifetime.RandTime},
 		{"dpd.delay", t.DPD.Delay},
 		{"dpd.timeout", t.DPD.Timeout},
 	} {
@@ -194,9 +254,11 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 	if lt := t.ChildLifetime; lt.RekeyTime != nil && lt.LifeTime != nil && childRekeySeconds(lt) == 0 && lifeSeconds(lt) != 0 {
 		errs.add(path+".childLifetime.rekeyTime", "0 turns rekeying off, so every CHILD_SA would expire at lifeTime %s and the tunnel drop until a new one is negotiated: give a rekeyTime below lifeTime, or leave lifeTime out (with rekeyTime 0 the CHILD_SA then lives until the peer rekeys it)", string(*lt.LifeTime))
 	}
+	checkRandTimes(errs, t, path)
 	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
 		errs.add(path+".startAction", "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
 	}
+	checkTunnelMode(errs, in, t, path)
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {
 		errs.add(path+".childSALayout", "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair")
 	}
@@ -207,7 +269,13 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		p.local, okL = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].local", path, i), string(ts.Local))
 		p.remote, okR = cidr(errs, fmt.Sprintf("%s.trafficSelectors[%d].remote", path, i), string(ts.Remote))
 		if okL && okR {
-			if p.local.Overlaps(p.remote) {
+			anyNet := p.local.Bits() == 0 || p.remote.Bits() == 0
+			if anyNet && t.Mode != v1alpha1.TunnelModeRoute {
+				// Refused here alone: it would overlap everything.
+				errs.add(p.path(), "0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries")
+				continue
+			}
+			if p.local.Overlaps(p.remote) && !anyNet {
 				errs.add(p.path(), "local %s overlaps remote %s: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it", p.local, p.remote)
 			}
 			pairs = append(pairs, p)
@@ -217,6 +285,110 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path string) []pair 
 		checkChildNames(errs, pairs)
 	}
 	return pairs
+}
+
+// checkTunnelMode checks a tunnel's mode and the fields of mode route.
+func checkTunnelMode(errs *Errors, in Input, t v1alpha1.Tunnel, path string) {
+	switch t.Mode {
+	case "", v1alpha1.TunnelModePolicy:
+		if len(t.Routes) > 0 {
+			errs.add(path+".routes", "routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes")
+		}
+		if t.RouteMetric != nil {
+			errs.add(path+".routeMetric", "routeMetric is for mode route: set mode route, or remove routeMetric")
+		}
+		return
+	case v1alpha1.TunnelModeRoute:
+	default:
+		errs.add(path+".mode", "%q is not policy or route", t.Mode)
+		return
+	}
+	if in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
+		errs.add(path+".mode", "route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM")
+	}
+	if in.Spec.Mode != v1alpha1.ModeRouted {
+		errs.add(path+".mode", "route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use mode policy")
+	}
+	if len(t.Routes) == 0 {
+		errs.add(path+".routes", "a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface")
+	}
+	if m := t.RouteMetric; m != nil && (*m < 0 || *m > 65535) {
+		errs.add(path+".routeMetric", "%d is not between 0 and 65535", *m)
+	}
+}
+
+// checkRoutes parses the routes of route-mode tunnel t and checks each
+// against the tunnel's own remote traffic selectors (pairs): a packet
+// routed into the interface outside them finds no CHILD_SA and is dropped.
+func checkRoutes(errs *Errors, t v1alpha1.Tunnel, path string, pairs []pair) []route {
+	metric := uint32(v1alpha1.DefaultRouteMetric)
+	if t.RouteMetric != nil && *t.RouteMetric >= 0 {
+		metric = uint32(*t.RouteMetric)
+	}
+	var out []route
+	seen := map[netip.Prefix]bool{}
+	for i, r := range t.Routes {
+		dst, ok := cidr(errs, fmt.Sprintf("%s.routes[%d]", path, i), string(r))
+		if !ok {
+			continue
+		}
+		rt := route{tunnel: t.Name, index: i, dst: dst, metric: metric}
+		if seen[dst] {
+			errs.add(rt.path(), "%s is routed twice", dst)
+			continue
+		}
+		seen[dst] = true
+		if !slices.ContainsFunc(pairs, func(p pair) bool { return p.remote.Bits() <= dst.Bits() && p.remote.Contains(dst.Addr()) }) {
+			errs.add(rt.path(), "%s is in no remote traffic selector of the tunnel: its packets would find no CHILD_SA in the interface and be dropped; widen a remote selector (such as 0.0.0.0/0) or route a subnet inside one", dst)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// checkRouted checks the route-mode tunnels across the gateway: their
+// interface IDs must differ, and each route must pass checkRoute.
+func checkRouted(errs *Errors, in Input, c *checked, tenant []netip.Prefix, own netip.Prefix, route map[string]bool) {
+	ids := map[uint32]string{}
+	for _, t := range in.Spec.Tunnels {
+		if !route[t.Name] {
+			continue
+		}
+		id := xfrmi.IfID(t.Name)
+		if other, dup := ids[id]; dup && other != t.Name {
+			errs.add(fmt.Sprintf("tunnels[%s].name", t.Name), "its XFRM interface ID %d is also that of tunnel %s: rename either tunnel", id, other)
+		}
+		ids[id] = t.Name
+	}
+	for _, r := range c.routes {
+		checkRoute(errs, in, r, c.pairs, tenant, own, route)
+	}
+}
+
+// checkRoute reports a route that covers a tenant subnet, the gateway's
+// own network (own, when valid), a peer's address (IKE and ESP would enter
+// a tunnel) or a policy-mode tunnel's remote selector (the route would win
+// over that tunnel's policy, whose traffic would then leave through the
+// XFRM interface).
+func checkRoute(errs *Errors, in Input, r route, pairs []pair, tenant []netip.Prefix, own netip.Prefix, routed map[string]bool) {
+	for _, t := range tenant {
+		if r.dst.Overlaps(t) {
+			errs.add(r.path(), "%s overlaps tenant subnet %s", r.dst, t)
+		}
+	}
+	if own.IsValid() && r.dst.Overlaps(own) {
+		errs.add(r.path(), "%s overlaps the gateway's own network %s", r.dst, own)
+	}
+	for _, t := range in.Spec.Tunnels {
+		if a, err := netip.ParseAddr(t.Peer.Address); err == nil && r.dst.Contains(a) {
+			errs.add(r.path(), "%s holds the address %s of tunnel %s's peer: IKE and ESP to it would enter the tunnel; route the peer's subnets, not its address", r.dst, a, t.Name)
+		}
+	}
+	for _, p := range pairs {
+		if !routed[p.tunnel] && r.dst.Overlaps(p.remote) {
+			errs.add(r.path(), "%s overlaps %s.remote %s of a tunnel in mode policy: the route would take that tunnel's traffic into the XFRM interface", r.dst, p.path(), p.remote)
+		}
+	}
 }
 
 // minPSK is the shortest pre-shared key accepted, in bytes: anything
@@ -338,6 +510,14 @@ func carried(pairs []pair, src, dst netip.Addr) bool {
 	return false
 }
 
+// remoteID is the identity tunnel t's peer presents, as rendered.
+func (c *checked) remoteID(t v1alpha1.Tunnel) string {
+	if t.Certificate != nil {
+		return c.ids[t.Name][1]
+	}
+	return peerID(t)
+}
+
 func peerID(t v1alpha1.Tunnel) string {
 	if t.Peer.ID != "" {
 		return t.Peer.ID
@@ -390,4 +570,156 @@ func childRekeySeconds(lt v1alpha1.ChildLifetime) int64 {
 		return 10
 	}
 	return seconds(d)
+}
+
+// checkHideNAT checks the tunnels' hideNAT rules against the gateway's
+// tenant subnets and every tunnel's traffic selectors, and returns them
+// parsed, in the spec's order.
+func checkHideNAT(errs *Errors, in Input, tenant []netip.Prefix, pairs []pair) []hide { //nolint:gocyclo // one check per rule of a hideNAT, in its order
+	var out []hide
+	for _, t := range in.Spec.Tunnels {
+		for _, r := range t.HideNAT {
+			h := hide{path: fmt.Sprintf("tunnels[%s].hideNAT[%s]", t.Name, r.Name)}
+			if in.Spec.Mode == v1alpha1.ModeRouted {
+				errs.add(h.path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated")
+				continue
+			}
+			if !validName.MatchString(r.Name) || len(r.Name) > 63 {
+				errs.add(h.path+".name", "must be at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
+			}
+			var ok bool
+			switch {
+			case (r.PresentedAddress == nil) == (r.PresentedPool == nil):
+				errs.add(h.path, "needs exactly one of presentedAddress or presentedPool")
+			case r.PresentedAddress != nil:
+				a := ipv4(errs, h.path+".presentedAddress", string(*r.PresentedAddress))
+				ok = a.IsValid()
+				h.presented = netip.PrefixFrom(a, 32)
+			default:
+				h.presented, ok = cidr(errs, h.path+".presentedPool", string(*r.PresentedPool))
+			}
+			field, shown := h.path+".presentedAddress", h.presented.Addr().String()
+			if r.PresentedPool != nil {
+				field, shown = h.path+".presentedPool", h.presented.String()
+			}
+			for i, s := range r.TenantSubnets {
+				p, pok := cidr(errs, fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), string(s))
+				if !pok {
+					continue
+				}
+				if !within(tenant, p) {
+					errs.add(fmt.Sprintf("%s.tenantSubnets[%d]", h.path, i), "%s lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)", p)
+				}
+				h.tenant = append(h.tenant, p)
+			}
+			for i, s := range r.RemoteSubnets {
+				p, pok := cidr(errs, fmt.Sprintf("%s.remoteSubnets[%d]", h.path, i), string(s))
+				if !pok {
+					continue
+				}
+				if ok && !carriedNets(pairs, t.Name, h.presented, p) {
+					errs.add(field, "%s lies in no local subnet of a traffic selector of tunnel %s whose remote subnet holds %s (remoteSubnets[%d]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors", shown, t.Name, p, i)
+				}
+				h.remote = append(h.remote, p)
+			}
+			if len(h.tenant) == 0 {
+				errs.add(h.path+".tenantSubnets", "at least one tenant subnet is needed")
+			}
+			if len(h.remote) == 0 {
+				errs.add(h.path+".remoteSubnets", "at least one remote subnet is needed")
+			}
+			if !ok {
+				continue
+			}
+			for _, s := range tenant {
+				if h.presented.Overlaps(s) {
+					errs.add(field, "%s overlaps tenant subnet %s: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)", shown, s)
+				}
+			}
+			for _, p := range pairs {
+				if h.presented.Overlaps(p.remote) {
+					errs.add(field, "%s overlaps client subnet %s (%s.remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet", shown, p.remote, p.path())
+				}
+			}
+			for _, o := range out {
+				if overlapsAny(h.tenant, o.tenant) && overlapsAny(h.remote, o.remote) {
+					errs.add(h.path, "translates connections %s also translates (their tenantSubnets and remoteSubnets overlap): give each connection one rule", o.path)
+				}
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// within says whether p lies inside one of nets.
+func within(nets []netip.Prefix, p netip.Prefix) bool {
+	for _, n := range nets {
+		if n.Bits() <= p.Bits() && n.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapsAny says whether a network of a overlaps one of b.
+func overlapsAny(a, b []netip.Prefix) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Overlaps(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// carriedNets says whether a pair of tunnel carries traffic from every
+// address of src to every address of dst.
+func carriedNets(pairs []pair, tunnel string, src, dst netip.Prefix) bool {
+	for _, p := range pairs {
+		if p.tunnel == tunnel && within([]netip.Prefix{p.local}, src) && within([]netip.Prefix{p.remote}, dst) {
+			return true
+		}
+	}
+	return false
+}
+
+// strongSwan's rekey times when a tunnel leaves them out, in seconds.
+const (
+	defaultIKERekey   = 4 * 3600
+	defaultChildRekey = 3600
+)
+
+// checkRandTimes refuses a rand_time that is not shorter than the rekey or
+// reauthentication time it is subtracted from: charon subtracts a random
+// value below rand_time from that time without a bound, so a longer
+// rand_time can wrap the time around (no rekey at all) or rekey at once.
+func checkRandTimes(errs *Errors, t v1alpha1.Tunnel, path string) {
+	secs := func(d *v1alpha1.Duration, def int64) int64 {
+		if d == nil {
+			return def
+		}
+		v, err := d.Duration()
+		if err != nil {
+			return -1
+		}
+		return seconds(v)
+	}
+	if r := secs(t.IKELifetime.RandTime, 0); r > 0 {
+		for _, b := range []struct {
+			field string
+			s     int64
+		}{
+			{"rekeyTime", secs(t.IKELifetime.RekeyTime, defaultIKERekey)},
+			{"reauthTime", secs(t.IKELifetime.ReauthTime, 0)},
+		} {
+			if b.s > 0 && r >= b.s {
+				errs.add(path+".ikeLifetime.randTime", "%ds is not shorter than ikeLifetime.%s (%ds): give a randTime below it (strongSwan's default is 10%% of it)", r, b.field, b.s)
+			}
+		}
+	}
+	if r, rekey := secs(t.ChildLifetime.RandTime, 0), secs(t.ChildLifetime.RekeyTime, defaultChildRekey); r > 0 && rekey > 0 && r >= rekey {
+		errs.add(path+".childLifetime.randTime", "%ds is not shorter than childLifetime.rekeyTime (%ds): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)", r, rekey)
+	}
 }

@@ -22,16 +22,17 @@ func valid() Input {
 	return Input{
 		Spec: v1alpha1.GatewayParameters{
 			Namespace: "tenant-a",
-			Endpoint: v1alpha1.Endpoint{
-				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-			},
-			TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
-			Tunnels: []v1alpha1.Tunnel{
-				tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
-				tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
-			},
-		},
+			GatewayConfig: v1alpha1.GatewayConfig{
+				Endpoint: v1alpha1.Endpoint{
+					PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+					MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+				},
+				TenantSubnets: []v1alpha1.CIDR{"10.244.0.0/16"},
+				Tunnels: []v1alpha1.Tunnel{
+					tunnel("a", "198.51.100.1", "100.64.0.0/24", "192.168.1.0/24"),
+					tunnel("b", "198.51.100.2", "100.64.1.0/24", "192.168.2.0/24"),
+				},
+			}},
 		PSKs: map[string][]byte{"a": []byte("psk-key-a"), "b": []byte("psk-key-b")},
 	}
 }
@@ -114,6 +115,25 @@ func TestValidate(t *testing.T) {
 			mod:    func(in *Input) { in.Spec.Tunnels[0].DPD.Timeout = ptr.To[v1alpha1.Duration]("60s") },
 			want:   Errors{{"tunnels[a].dpd.timeout", "is an IKEv1 setting: an IKEv2 peer is declared dead when the retransmissions of a DPD check run out; remove it"}},
 		},
+		"MOBIKEReplicas2": {
+			reason: "With replicas 2 a pod that gives the address up must not move its IKE SAs to the pod network: MOBIKE is refused.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](2)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+			want: Errors{{"tunnels[a].mobike", "must be false with replicas 2: a pod that gives the gateway's address up would move its IKE SAs to the pod network's interface (MOBIKE); leave it out, or use replicas 1"}},
+		},
+		"MOBIKEReplicas1": {
+			reason: "One pod keeps MOBIKE as the user asked for it.",
+			mod: func(in *Input) {
+				in.Spec.Replicas = ptr.To[int32](1)
+				in.Spec.Tunnels[0].MOBIKE = true
+			},
+		},
+		"NoMOBIKEReplicas2": {
+			reason: "Replicas 2 with MOBIKE off (the default) is valid.",
+			mod:    func(in *Input) { in.Spec.Replicas = ptr.To[int32](2) },
+		},
 		"DPDTimeoutIKEv1": {
 			reason: "An IKEv1 tunnel takes a DPD timeout.",
 			mod: func(in *Input) {
@@ -164,6 +184,32 @@ func TestValidate(t *testing.T) {
 				in.Spec.Tunnels[1].ChildLifetime.RekeyTime = ptr.To[v1alpha1.Duration]("9.5s")
 			},
 			want: Errors{{"tunnels[a].childLifetime.lifeTime", "must be given with a rekeyTime under 10s: strongSwan's default (110% of rekeyTime in whole seconds) would equal it, and the CHILD_SA would expire instead of being rekeyed"}},
+		},
+		"IKERandTimeNotShorter": {
+			reason: "An IKE randTime as long as rekeyTime (strongSwan's 4h when absent) could wrap the rekey time around; so could one as long as reauthTime.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKELifetime = v1alpha1.IKELifetime{RandTime: ptr.To[v1alpha1.Duration]("4h")}
+				in.Spec.Tunnels[1].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("8h"), ReauthTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("90m")}
+			},
+			want: Errors{
+				{"tunnels[a].ikeLifetime.randTime", "14400s is not shorter than ikeLifetime.rekeyTime (14400s): give a randTime below it (strongSwan's default is 10% of it)"},
+				{"tunnels[b].ikeLifetime.randTime", "5400s is not shorter than ikeLifetime.reauthTime (3600s): give a randTime below it (strongSwan's default is 10% of it)"},
+			},
+		},
+		"ChildRandTimeNotShorter": {
+			reason: "A CHILD_SA randTime as long as its rekeyTime could wrap the rekey time around.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("10m"), RandTime: ptr.To[v1alpha1.Duration]("10m")}
+			},
+			want: Errors{{"tunnels[a].childLifetime.randTime", "600s is not shorter than childLifetime.rekeyTime (600s): give a randTime below it (strongSwan's default is lifeTime - rekeyTime)"}},
+		},
+		"RandTimesShorterOrOff": {
+			reason: "randTimes below their rekey times are fine, and so is any randTime when rekeying is off (0).",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("5m")}
+				in.Spec.Tunnels[0].ChildLifetime = v1alpha1.ChildLifetime{RekeyTime: ptr.To[v1alpha1.Duration]("1h"), RandTime: ptr.To[v1alpha1.Duration]("0")}
+				in.Spec.Tunnels[1].IKELifetime = v1alpha1.IKELifetime{RekeyTime: ptr.To[v1alpha1.Duration]("0"), RandTime: ptr.To[v1alpha1.Duration]("5h")}
+			},
 		},
 		"ShortChildRekeyWithLifeTime": {
 			reason: "A short rekeyTime with its lifeTime is fine.",
@@ -338,14 +384,127 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := valid()
 			tc.mod(&in)
-			_, err := Render(in)
-			var got Errors
-			if err != nil && !errors.As(err, &got) {
-				t.Fatalf("%s\nRender() error %v is not Errors", tc.reason, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nRender() errors: -want, +got:\n%s", tc.reason, diff)
-			}
+			wantErrors(t, tc.reason, in, tc.want)
 		})
+	}
+}
+
+// TestValidateHideNAT checks the tunnels' hideNAT rules at reconcile: each
+// message names the field and the fix.
+func TestValidateHideNAT(t *testing.T) {
+	addr := func(s string) *v1alpha1.IPv4 { a := v1alpha1.IPv4(s); return &a }
+	pool := func(s string) *v1alpha1.CIDR { c := v1alpha1.CIDR(s); return &c }
+	rule := func(name, tenant, remote string, address *v1alpha1.IPv4, pool *v1alpha1.CIDR) v1alpha1.HideNAT {
+		return v1alpha1.HideNAT{Name: name, TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(tenant)}, RemoteSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(remote)},
+			PresentedAddress: address, PresentedPool: pool}
+	}
+	const path = "tunnels[a].hideNAT[out]"
+	cases := map[string]struct {
+		reason string
+		mod    func(*Input)
+		want   Errors
+	}{
+		"Address": {
+			reason: "A presented address of the local subnet, for a tenant subnet and a client subnet of the tunnel, is valid.",
+			mod:    func(*Input) {},
+		},
+		"Pool": {
+			reason: "A presented pool inside the local subnet is valid.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].HideNAT[0].PresentedAddress, in.Spec.Tunnels[0].HideNAT[0].PresentedPool = nil, pool("100.64.0.32/28")
+			},
+		},
+		"NeitherPresented": {
+			reason: "A rule needs a presented address or pool.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedAddress = nil },
+			want:   Errors{{path, "needs exactly one of presentedAddress or presentedPool"}},
+		},
+		"BothPresented": {
+			reason: "A rule with both a presented address and a pool is ambiguous.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedPool = pool("100.64.0.32/28") },
+			want:   Errors{{path, "needs exactly one of presentedAddress or presentedPool"}},
+		},
+		"PresentedOutsideLocal": {
+			reason: "An address of another tunnel's local subnet is not carried by this tunnel to the client subnet.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].PresentedAddress = addr("100.64.1.20") },
+			want:   Errors{{path + ".presentedAddress", "100.64.1.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+		},
+		"PoolBeyondLocal": {
+			reason: "A pool larger than the local subnet is not carried whole.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].HideNAT[0].PresentedAddress, in.Spec.Tunnels[0].HideNAT[0].PresentedPool = nil, pool("100.64.0.0/23")
+			},
+			want: Errors{{path + ".presentedPool", "100.64.0.0/23 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.1.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+		},
+		"RemoteOfAnotherTunnel": {
+			reason: "A remote subnet the tunnel does not carry is refused.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].RemoteSubnets[0] = "192.168.2.0/24" },
+			want:   Errors{{path + ".presentedAddress", "100.64.0.20 lies in no local subnet of a traffic selector of tunnel a whose remote subnet holds 192.168.2.0/24 (remoteSubnets[0]): the tunnel carries only its selectors' pairs; present an address of that local subnet, or add the pair to trafficSelectors"}},
+		},
+		"PresentedOverlapsTenant": {
+			reason: "A presented address among the tenant's real ones is refused, beside the local subnet's own overlap.",
+			mod:    func(in *Input) { in.Spec.TenantSubnets = append(in.Spec.TenantSubnets, "100.64.0.16/28") },
+			want: Errors{
+				{"tunnels[a].trafficSelectors[0].local", "100.64.0.0/24 overlaps tenant subnet 100.64.0.16/28: in mode nat the local subnets are the addresses presented to the client, apart from the tenant's real ones; pick a range of its own (such as in 100.64.0.0/10)"},
+				{path + ".presentedAddress", "100.64.0.20 overlaps tenant subnet 100.64.0.16/28: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)"},
+			},
+		},
+		"PresentedOverlapsClient": {
+			reason: "A presented address that is another client's address is refused, beside the local subnet's own overlap.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].TrafficSelectors[0].Local = "100.64.0.0/16"
+				in.Spec.Tunnels[1].TrafficSelectors[0] = v1alpha1.TrafficSelector{Local: "100.65.0.0/24", Remote: "100.64.0.16/28"}
+			},
+			want: Errors{
+				{"tunnels[a].trafficSelectors[0].local", "100.64.0.0/16 overlaps client subnet 100.64.0.16/28 (tunnels[b].trafficSelectors[0].remote): in mode nat the presented addresses must be apart from every client's; pick a range of its own"},
+				{path + ".presentedAddress", "100.64.0.20 overlaps client subnet 100.64.0.16/28 (tunnels[b].trafficSelectors[0].remote): the client would see its own addresses as the source; present addresses of the tunnel's local subnet"},
+			},
+		},
+		"TenantSubnetNotListed": {
+			reason: "A tenant subnet outside the gateway's tenantSubnets is refused: the security group admits those only.",
+			mod:    func(in *Input) { in.Spec.Tunnels[0].HideNAT[0].TenantSubnets[0] = "10.99.0.0/24" },
+			want:   Errors{{path + ".tenantSubnets[0]", "10.99.0.0/24 lies in no tenantSubnets entry of the gateway: add it there (the security group admits traffic from those only)"}},
+		},
+		"Routed": {
+			reason: "Hide NAT is for mode nat.",
+			mod:    func(in *Input) { in.Spec.Mode = v1alpha1.ModeRouted },
+			want:   Errors{{path, "hideNAT needs mode nat: in mode routed the tenant network reaches client subnets untranslated"}},
+		},
+		"OverlappingRules": {
+			reason: "Two rules translating the same connections are refused: only the first would apply.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].HideNAT = append(in.Spec.Tunnels[0].HideNAT, rule("more", "10.244.1.0/24", "192.168.1.128/25", addr("100.64.0.21"), nil))
+			},
+			want: Errors{{"tunnels[a].hideNAT[more]", "translates connections tunnels[a].hideNAT[out] also translates (their tenantSubnets and remoteSubnets overlap): give each connection one rule"}},
+		},
+		"DisjointRules": {
+			reason: "Rules for distinct tenant subnets may present distinct addresses to the same client subnet.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].HideNAT[0].TenantSubnets[0] = "10.244.0.0/17"
+				in.Spec.Tunnels[0].HideNAT = append(in.Spec.Tunnels[0].HideNAT, rule("more", "10.244.128.0/17", "192.168.1.0/24", nil, pool("100.64.0.32/28")))
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := valid()
+			in.Spec.Tunnels[0].HideNAT = []v1alpha1.HideNAT{rule("out", "10.244.0.0/16", "192.168.1.0/24", addr("100.64.0.20"), nil)}
+			tc.mod(&in)
+			wantErrors(t, tc.reason, in, tc.want)
+		})
+	}
+}
+
+// wantErrors renders in and fails t unless Render returns exactly want
+// (nil: no error), saying reason.
+func wantErrors(t *testing.T, reason string, in Input, want Errors) {
+	t.Helper()
+	_, err := Render(in)
+	var got Errors
+	if err != nil && !errors.As(err, &got) {
+		t.Fatalf("%s\nRender() error %v is not Errors", reason, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s\nRender() errors: -want, +got:\n%s", reason, diff)
 	}
 }

@@ -80,6 +80,10 @@ var (
 	// validValue is what values may hold: no braces, quotes, '#', '=' or
 	// line breaks, and no surrounding space.
 	validValue = regexp.MustCompile(`^[A-Za-z0-9._:/,@%+*-]+( [A-Za-z0-9._:/,@%+*-]+)*$`)
+	// binaryID is an identity given by its encoding in hex, such as a DN
+	// as asn1dn:#<DER>: its '#' would start a comment, so it is written
+	// in double quotes.
+	binaryID = regexp.MustCompile(`^[a-z0-9]+:#[0-9a-f]+$`)
 )
 
 // Format writes s as swanctl.conf text, indenting subsections by two spaces.
@@ -110,10 +114,14 @@ func (s *Section) format(b *bytes.Buffer, path string, depth int) error {
 		if !validName.MatchString(kv.Key) {
 			return fmt.Errorf("key %q in %q: only letters, digits, '_' and '-' are allowed", kv.Key, path)
 		}
-		if !validValue.MatchString(kv.Value) {
+		v := kv.Value
+		switch {
+		case binaryID.MatchString(v):
+			v = `"` + v + `"`
+		case !validValue.MatchString(v):
 			return fmt.Errorf("value of %s.%s: characters outside [A-Za-z0-9._:/,@%%+*-] or surrounding space", path, kv.Key)
 		}
-		fmt.Fprintf(b, "%s%s = %s\n", in, kv.Key, kv.Value)
+		fmt.Fprintf(b, "%s%s = %s\n", in, kv.Key, v)
 	}
 	for _, sub := range s.Sections {
 		if err := sub.format(b, path, inner); err != nil {

@@ -54,6 +54,16 @@ func TestFormat(t *testing.T) {
 			in:      (&Section{}).Section("secrets").Set("secret", "abc#def"),
 			wantErr: "value of secrets.secret: characters outside [A-Za-z0-9._:/,@%+*-] or surrounding space",
 		},
+		"BinaryID": {
+			reason: "An identity by its encoding (asn1dn:#<hex>) is quoted, so that its '#' starts no comment.",
+			in:     (&Section{}).Section("remote").Set("id", "asn1dn:#300d310b3009060355040613024445"),
+			want:   "remote {\n  id = \"asn1dn:#300d310b3009060355040613024445\"\n}\n",
+		},
+		"BinaryIDComment": {
+			reason:  "Only hex follows the '#': anything else is refused.",
+			in:      (&Section{}).Section("remote").Set("id", "asn1dn:#30 } x"),
+			wantErr: "value of remote.id: characters outside [A-Za-z0-9._:/,@%+*-] or surrounding space",
+		},
 		"EmptyValue": {
 			reason:  "An empty value is refused rather than written as a dangling key.",
 			in:      (&Section{}).Section("connections").Set("local_addrs", ""),

@@ -93,8 +93,9 @@ type Shared struct {
 
 // LoadShared converts the ike-* entries of doc's secrets section into
 // load-shared requests, decoding 0x (hex) and 0s (base64) secrets as swanctl
-// does. Other secret types are refused: the gateway uses PSKs only. Errors
-// name the entry, never the secret.
+// does. The private-* entries are LoadKeys'; other secret types are
+// refused: the gateway uses PSKs and private keys only. Errors name the
+// entry, never the secret.
 func LoadShared(doc *Section) ([]Shared, error) {
 	secrets := doc.Lookup("secrets")
 	if secrets == nil {
@@ -102,8 +103,11 @@ func LoadShared(doc *Section) ([]Shared, error) {
 	}
 	out := make([]Shared, 0, len(secrets.Sections))
 	for _, s := range secrets.Sections {
+		if strings.HasPrefix(s.Name, "private") {
+			continue
+		}
 		if !strings.HasPrefix(s.Name, "ike") {
-			return nil, fmt.Errorf("secret %s: only ike secrets (pre-shared keys) are supported", s.Name)
+			return nil, fmt.Errorf("secret %s: only ike secrets (pre-shared keys) and private keys are supported", s.Name)
 		}
 		var owners []string
 		var data []byte
@@ -155,4 +159,111 @@ func decodeSecret(v string) ([]byte, error) {
 		return b, nil
 	}
 	return []byte(v), nil
+}
+
+// A Key is one private key of a document as a VICI load-key request.
+type Key struct {
+	// ID is the key's section name, such as private-branch-a.
+	ID string
+	// Message is the load-key request: {type, data}.
+	Message *vici.Message
+}
+
+// LoadKeys converts the private-* entries of doc's secrets section, each
+// with a type (rsa or ecdsa) and the key's data (0x hex or 0s base64 DER,
+// as a swanctl.conf secret is written; the gateway's form of swanctl's
+// private<suffix> files), into load-key requests. Errors name the entry,
+// never the key.
+func LoadKeys(doc *Section) ([]Key, error) {
+	secrets := doc.Lookup("secrets")
+	if secrets == nil {
+		return nil, nil
+	}
+	var out []Key
+	for _, s := range secrets.Sections {
+		if !strings.HasPrefix(s.Name, "private") {
+			continue
+		}
+		typ, _ := s.Get("type")
+		if typ != "rsa" && typ != "ecdsa" {
+			return nil, fmt.Errorf("secret %s: type %q is not rsa or ecdsa", s.Name, typ)
+		}
+		v, _ := s.Get("data")
+		data, err := decodeSecret(v)
+		if err != nil || len(data) == 0 {
+			return nil, fmt.Errorf("secret %s: no key data", s.Name)
+		}
+		m := vici.NewMessage()
+		if err := m.Set("type", typ); err != nil {
+			return nil, fmt.Errorf("secret %s: %w", s.Name, err)
+		}
+		if err := m.Set("data", string(data)); err != nil {
+			return nil, fmt.Errorf("secret %s: %w", s.Name, err)
+		}
+		out = append(out, Key{ID: s.Name, Message: m})
+	}
+	return out, nil
+}
+
+// Certs returns the certificates of doc's certs section by name, decoded
+// (0x hex or 0s base64): the files of swanctl's x509 and x509ca
+// directories that a connection's certs and cacerts name. Errors name the
+// entry.
+func Certs(doc *Section) (map[string][]byte, error) {
+	sec := doc.Lookup("certs")
+	if sec == nil {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(sec.Settings))
+	for _, kv := range sec.Settings {
+		data, err := decodeSecret(kv.Value)
+		if err != nil || len(data) == 0 {
+			return nil, fmt.Errorf("certificate %s: no data", kv.Key)
+		}
+		out[kv.Key] = data
+	}
+	return out, nil
+}
+
+// certKeys are the auth round settings that name certificate files.
+var certKeys = []string{"certs", "cacerts"}
+
+// InlineCerts replaces, in every local* and remote* section of the
+// load-conn requests, the certificate names of certs and cacerts with the
+// certificates themselves (from files, by name), as swanctl sends the
+// files it reads, and returns the names used. Errors name the connection
+// and the missing certificate.
+func InlineCerts(conns []Conn, files map[string][]byte) (map[string]bool, error) {
+	used := map[string]bool{}
+	for _, c := range conns {
+		body, ok := c.Message.Get(c.Name).(*vici.Message)
+		if !ok {
+			continue
+		}
+		for _, section := range body.Keys() {
+			round, ok := body.Get(section).(*vici.Message)
+			if !ok || !strings.HasPrefix(section, "local") && !strings.HasPrefix(section, "remote") {
+				continue
+			}
+			for _, k := range certKeys {
+				names, ok := round.Get(k).([]string)
+				if !ok {
+					continue
+				}
+				blobs := make([]string, 0, len(names))
+				for _, n := range names {
+					data, found := files[n]
+					if !found {
+						return nil, fmt.Errorf("connection %s: %s.%s names certificate %s, which is not in the certs section", c.Name, section, k, n)
+					}
+					used[n] = true
+					blobs = append(blobs, string(data))
+				}
+				if err := round.Set(k, blobs); err != nil {
+					return nil, fmt.Errorf("connection %s: %s.%s: %w", c.Name, section, k, err)
+				}
+			}
+		}
+	}
+	return used, nil
 }

@@ -2,6 +2,8 @@ package workload
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,16 +41,32 @@ func pods(gw *v1alpha1.Gateway) int32 {
 
 // deployment runs the gateway pod: charon in container strongswan and the
 // agent in container agent, sharing charon's VICI socket. Recreate, so two
-// pods never hold the port's address at once; the config hash annotation
-// records which configuration the pod template was made for, the network
-// hash which network attachment (networkHash). The init
+// pods never hold the port's address at once; the start hash annotation
+// records which start-time configuration (the strongswan.conf fragment) the
+// pod template was made for, the network hash which network attachment
+// (networkHash): a change of either replaces the pod, while the rest of
+// the configuration reaches the running pod through the ConfigMap and
+// Secret, which its agent watches and loads live. The init
 // container sets up the pod's routing (networkInit); the data plane adds
 // to the strongswan container only (dataPlane).
 func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.ObjectMeta, networkHash string) *appsv1.Deployment {
 	p := gw.Spec.ForProvider
-	networks, _ := json.Marshal([]map[string]string{{
+	network := map[string]string{
 		"name": n.Gateway, "namespace": p.Namespace, "interface": SecondaryInterface, "mac": p.Endpoint.MACAddress,
-	}})
+	}
+	if pods(gw) > 1 {
+		// Active/standby: the kernel's random MAC until the active agent
+		// sets the port's (agentAddressUp). The CNI has the link up for a
+		// moment while it creates it, before the init container sets it
+		// down: a new standby's first frames (IPv6's multicast listener
+		// report, sent before the tuning plugin turns IPv6 off) would
+		// carry the port's MAC, and the tenant network's switches would
+		// send the active pod's traffic to the new standby's node until
+		// the active pod sends again (measured: 100-155 ms of outage each
+		// time a standby started).
+		delete(network, "mac")
+	}
+	networks, _ := json.Marshal([]map[string]string{network})
 	// NET_ADMIN and NET_RAW are all either container needs: the agent's
 	// validation charon runs beside the live one in the pod's namespaces,
 	// not in namespaces of its own (no CAP_SYS_ADMIN; see
@@ -72,7 +90,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      Labels(gw.Name),
-					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationHash: f.Hash, AnnotationNetworkHash: networkHash},
+					Annotations: map[string]string{AnnotationMultus: string(networks), AnnotationStartHash: f.StartHash, AnnotationNetworkHash: networkHash},
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: n.Gateway,
@@ -96,6 +114,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 							Args: []string{
 								"--config-dir=" + ConfigDir, "--secrets-dir=" + SecretsDir,
 								"--vici-socket=" + RunDir + "/charon.vici", "--status-configmap=" + n.Status,
+								flagConfigMap + n.Config, flagSecret + n.Secrets,
 							},
 							Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 								FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"},
@@ -136,6 +155,35 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, meta metav1.Obje
 		activeStandby(gw, n, &d.Spec)
 	}
 	return d
+}
+
+// Flags of the agent that providers before AnnotationStartHash did not
+// give it: with them it watches its ConfigMap and Secret through the API
+// server (see LegacyTemplate).
+const (
+	flagConfigMap = "--config-configmap="
+	flagSecret    = "--secret="
+)
+
+// LegacyTemplate turns the pod template of d, a gateway Deployment as
+// Objects renders it, into the one providers before AnnotationStartHash
+// rendered for the same Gateway, with hash, the live template's
+// AnnotationHash, in place of the start hash, and the agent without the
+// flags that make it watch its configuration through the API server (it
+// then reads the mounted files, as the older agent image did). The Gateway
+// controller applies it to a Deployment the older provider made whose pod
+// need not be replaced, so that a provider upgrade changes nothing in its
+// pod template (testdata/legacy-*.json are the older provider's goldens).
+func LegacyTemplate(d *appsv1.Deployment, hash string) {
+	a := d.Spec.Template.Annotations
+	delete(a, AnnotationStartHash)
+	a[AnnotationHash] = hash
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		c.Args = slices.DeleteFunc(c.Args, func(arg string) bool {
+			return strings.HasPrefix(arg, flagConfigMap) || strings.HasPrefix(arg, flagSecret)
+		})
+	}
 }
 
 // Agent flags and the downward API's environment of active/standby pods

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -17,8 +18,13 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json from the code")
 
 // TestGoldenObjects compares every object of a gateway with the JSON in
 // testdata: replicas-1.json was written before replicas existed, so a
-// Gateway with replicas 1 or none renders byte for byte as before (no
-// pod restarts on upgrade); replicas-2.json is the active/standby pair.
+// Gateway with replicas 1 or none renders byte for byte as before, except
+// for what made the agent reload tunnel changes live instead of replacing
+// the pod (the start hash in place of the config hash, the agent's flags
+// to watch its configuration); replicas-2.json is the active/standby pair.
+// LegacyTemplate turns either back into what providers before that
+// rendered, byte for byte (legacy-*.json, their goldens): a Deployment
+// they made is not rolled by an upgrade.
 func TestGoldenObjects(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
@@ -66,6 +72,18 @@ func TestGoldenObjects(t *testing.T) {
 			}
 			if diff := cmp.Diff(string(want), string(got)+"\n"); diff != "" {
 				t.Errorf("%s\n%s: -want, +got:\n%s", tc.reason, path, diff)
+			}
+			d := objs[len(objs)-1].(*appsv1.Deployment)
+			LegacyTemplate(d, files.Hash)
+			if got, err = json.MarshalIndent(objs, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			legacy := filepath.Join("testdata", "legacy-"+tc.golden)
+			if want, err = os.ReadFile(legacy); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)+"\n"); diff != "" {
+				t.Errorf("LegacyTemplate must render what the older provider did.\n%s: -want, +got:\n%s", legacy, diff)
 			}
 		})
 	}

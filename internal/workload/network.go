@@ -45,7 +45,19 @@ func networkInit(gw *v1alpha1.Gateway) corev1.Container {
 }
 
 // networkScript returns the shell commands of networkInit, one per line.
-func networkScript(gw *v1alpha1.Gateway) string {
+func networkScript(gw *v1alpha1.Gateway) string { return addressScript(gw, "") }
+
+// AddressLifetime is the valid and preferred lifetime, in seconds, of the
+// addresses the active agent of replicas 2 gives net1: the agent's renew
+// deadline (leader.DefaultRenewDeadline). The agent renews it after every
+// renewal of the Lease; when the agent is killed or frozen the kernel
+// removes the addresses, and the routes through them, before the Lease can
+// pass to the other pod.
+const AddressLifetime = 4
+
+// addressScript is networkScript with lifetime (empty: permanent) after
+// every address it adds.
+func addressScript(gw *v1alpha1.Gateway, lifetime string) string {
 	e := gw.Spec.ForProvider.Endpoint
 	var lines []string
 	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
@@ -58,25 +70,31 @@ func networkScript(gw *v1alpha1.Gateway) string {
 	}
 	if gw.Spec.ForProvider.DataPlane == v1alpha1.DataPlaneLibipsec {
 		for _, a := range libipsecAddresses(gw) {
-			add("ip address replace %s/32 dev %s", a, SecondaryInterface)
+			add("ip address replace %s/32 dev %s%s", a, SecondaryInterface, lifetime)
 		}
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
 
 // agentAddressUp returns the shell commands with which the active agent of
-// replicas 2 takes the gateway's address: net1 up with the endpoint's
-// address, which the static IPAM gives the single pod, then networkScript's
-// routing and addresses, which need the address.
+// replicas 2 takes the gateway's address: net1 gets the port's MAC (the
+// CNI gives the pods of replicas 2 a random one, deployment), then up
+// with the endpoint's address, which the static IPAM gives the single pod,
+// then networkScript's routing and addresses, which need the address.
+// Every address has the lifetime AddressLifetime: none is ever permanent,
+// not even before the agent's first refresh.
 func agentAddressUp(gw *v1alpha1.Gateway) string {
 	e := gw.Spec.ForProvider.Endpoint
-	return fmt.Sprintf("ip link set %s up\nip address replace %s/%d dev %s\n", SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface) +
-		networkScript(gw)
+	lft := fmt.Sprintf(" valid_lft %d preferred_lft %d", AddressLifetime, AddressLifetime)
+	return fmt.Sprintf("ip link set %s address %s\nip link set %s up\nip address replace %s/%d dev %s%s\n",
+		SecondaryInterface, e.MACAddress, SecondaryInterface, e.PrivateAddress, e.PrefixLength, SecondaryInterface, lft) +
+		addressScript(gw, lft)
 }
 
 // agentAddressDown returns the shell commands with which an agent gives
 // the address up: every address of net1 goes, with the routes through it,
-// and net1 goes down, so that it answers no ARP and sends nothing.
+// and net1 goes down, so that it answers no ARP and sends nothing. It
+// succeeds also when the addresses are gone already (their lifetime ended).
 func agentAddressDown() string {
 	return fmt.Sprintf("ip address flush dev %s\nip link set %s down\n", SecondaryInterface, SecondaryInterface)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
+	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
 )
 
 // Labels and annotations on every object of a gateway.
@@ -33,7 +35,22 @@ const (
 	// only the status ConfigMaps.
 	LabelComponent  = "app.kubernetes.io/component"
 	ComponentStatus = "tunnel-status"
-	AnnotationHash  = "gateway.ipsecgw.io/config-hash"
+	// AnnotationStartHash on the pod template is render.Files.StartHash:
+	// what charon reads only when it starts (the strongswan.conf
+	// fragment). Everything else the pod's configuration holds
+	// (swanctl.conf, the NAT rules, the PSKs) the agent loads live, so it
+	// is left out of the pod template: a tunnel change must not replace the
+	// pod.
+	AnnotationStartHash = "gateway.ipsecgw.io/start-hash"
+	// AnnotationHash is the legacy pod template annotation: providers
+	// before AnnotationStartHash wrote render.Files.Hash there, which rolled
+	// the pod on every tunnel change. The provider no longer writes it on a
+	// new pod template, but carries a live Deployment's value forward
+	// unchanged as long as that pod need not be replaced (see the Gateway
+	// controller's legacyTemplate): dropping it from the applied object
+	// would make server-side apply remove it, and that alone would replace
+	// every gateway pod on a provider upgrade.
+	AnnotationHash = "gateway.ipsecgw.io/config-hash"
 	// AnnotationNetworkHash on the pod template is the hex SHA-256 of the
 	// NetworkAttachmentDefinition's config: CNI plugins run only when a
 	// pod is made, so a changed attachment (address, gateway, MAC, plugin)
@@ -50,15 +67,22 @@ const (
 	// KeyStrongSwanConf holds the rendered strongswan.conf fragment, when
 	// there is one (render.Files.StrongSwanConf).
 	KeyStrongSwanConf = "strongswan.conf"
+	// KeyXFRMInterfaces holds the XFRM interfaces and routes of the
+	// route-mode tunnels, when there is one (render.Files.XFRMInterfaces).
+	KeyXFRMInterfaces = xfrmi.File
 	// KeyTunnels is the status ConfigMap's key: the agent's JSON array of
 	// v1alpha1.TunnelStatus, sorted by name.
 	KeyTunnels = "tunnels.json"
 	// KeyLeader is the status ConfigMap's key of an active/standby
 	// gateway: the active agent's JSON v1alpha1.LeaderStatus.
-	KeyLeader  = "leader.json"
-	ConfigDir  = "/etc/ipsecgw/config"
-	SecretsDir = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
-	RunDir     = "/var/run/charon"
+	KeyLeader = "leader.json"
+	// KeyConfigHash is the status ConfigMap's key of the configuration the
+	// agent last loaded into charon: its render.ConfigHash, the hex the
+	// provider shows as status.atProvider.configHash for what it rendered.
+	KeyConfigHash = "config-hash"
+	ConfigDir     = "/etc/ipsecgw/config"
+	SecretsDir    = "/etc/ipsecgw/secrets" //nolint:gosec // G101: a directory, not a credential
+	RunDir        = "/var/run/charon"
 	// StrongSwanConfDir is where the strongswan container finds the
 	// fragment, as dataplane.conf, in place of the gateway image's own
 	// (data plane KernelXFRM): the image's strongswan.conf includes
@@ -103,6 +127,9 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 	if f.StrongSwanConf != nil {
 		config[KeyStrongSwanConf] = string(f.StrongSwanConf)
 	}
+	if f.XFRMInterfaces != nil {
+		config[KeyXFRMInterfaces] = string(f.XFRMInterfaces)
+	}
 	objs := []client.Object{
 		nad,
 		&corev1.ConfigMap{
@@ -145,15 +172,16 @@ func Objects(gw *v1alpha1.Gateway, f *render.Files) ([]client.Object, error) {
 }
 
 // leaseRules returns the agent's rules on the gateway's Lease with
-// replicas 2: get and update it, by name, which is all client-go's leader
-// election does with a Lease that exists; the provider creates it
-// (lease), so the agents need no create, which RBAC cannot restrict to a
-// name.
+// replicas 2, by name: get and update, which is all client-go's leader
+// election does with a Lease that exists, and watch, by which a standby
+// sees the Lease released at once (leader.WatchReleases, a watch of that
+// one name); the provider creates it (lease), so the agents need no
+// create, which RBAC cannot restrict to a name.
 func leaseRules(gw *v1alpha1.Gateway, n Names) []rbacv1.PolicyRule {
 	if pods(gw) < 2 {
 		return nil
 	}
-	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update"}}}
+	return []rbacv1.PolicyRule{{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, ResourceNames: []string{n.Gateway}, Verbs: []string{"get", "update", "watch"}}}
 }
 
 // lease is the gateway's Lease with replicas 2, applied with its metadata
@@ -204,6 +232,16 @@ func networkAttachment(gw *v1alpha1.Gateway, meta metav1.ObjectMeta) (*unstructu
 		},
 	}
 	sysctl := map[string]string{"net.ipv4.ip_forward": "1"}
+	if routeMode(gw) {
+		// The route-mode tunnels' XFRM interfaces, which the agent
+		// creates later, take the default: loose reverse-path filtering,
+		// so that a packet the peer sends on the backup tunnel (cloud VPN
+		// peers send on either) is not dropped because the route back
+		// to its source is the active tunnel's. A new namespace inherits
+		// the host's conf.all (often strict); each interface gets the
+		// higher of conf.all and its own, so 2 is loose either way.
+		sysctl["net.ipv4.conf.default.rp_filter"] = "2"
+	}
 	if pods(gw) > 1 {
 		// Active/standby: the active agent adds the address
 		// (activeStandby); and no IPv6 on net1, whose link-local
@@ -272,4 +310,9 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// routeMode says whether a tunnel of gw is in mode route.
+func routeMode(gw *v1alpha1.Gateway) bool {
+	return slices.ContainsFunc(gw.Spec.ForProvider.Tunnels, func(t v1alpha1.Tunnel) bool { return t.Mode == v1alpha1.TunnelModeRoute })
 }

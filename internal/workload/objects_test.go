@@ -20,16 +20,17 @@ func gw(active *bool) *v1alpha1.Gateway {
 	return &v1alpha1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "vpn"},
 		Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{
-			Namespace: "tenant-a", Active: active,
-			Endpoint: v1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
-			Images:           v1alpha1.Images{StrongSwan: "gw:1", Agent: "gw:1"},
-			ReverseExposures: []v1alpha1.ReverseExposure{{Name: "db", Protocol: "udp", ListenPort: 5353}},
-		}},
+			Namespace: "tenant-a",
+			GatewayConfig: v1alpha1.GatewayConfig{Active: active,
+				Endpoint: v1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+					MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10"},
+				Images:           v1alpha1.Images{StrongSwan: "gw:1", Agent: "gw:1"},
+				ReverseExposures: []v1alpha1.ReverseExposure{{Name: "db", Protocol: "udp", ListenPort: 5353}},
+			}}},
 	}
 }
 
-var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc"}
+var files = &render.Files{SwanctlConf: []byte("connections {\n}\n"), Secrets: []byte("secrets {\n}\n"), NATRules: []byte("table ip ipsecgw {\n}\n"), Hash: "abc", StartHash: "start"}
 
 func TestObjects(t *testing.T) {
 	objs, err := Objects(gw(nil), files)
@@ -73,8 +74,11 @@ func TestObjects(t *testing.T) {
 
 	d := objs[8].(*appsv1.Deployment)
 	ann := d.Spec.Template.Annotations
-	if ann[AnnotationHash] != "abc" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
-		t.Errorf("pod annotations = %v, want the config hash and the port's MAC", ann)
+	if ann[AnnotationStartHash] != "start" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
+		t.Errorf("pod annotations = %v, want the start hash and the port's MAC", ann)
+	}
+	if h, ok := ann[AnnotationHash]; ok {
+		t.Errorf("pod annotation %s = %q: the live-reloaded configuration's hash must not be on the pod template", AnnotationHash, h)
 	}
 	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("replicas %d strategy %s, want 1 and Recreate", *d.Spec.Replicas, d.Spec.Strategy.Type)

@@ -3,11 +3,14 @@
 package configuration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +22,7 @@ import (
 	xpv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
 	"github.com/google/go-cmp/cmp"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/test/variants"
@@ -158,18 +162,29 @@ func validate(t *testing.T, cache, resources string) {
 	extensions := strings.Join([]string{
 		filepath.Join(root, "package", "crds"),
 		filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"),
+		filepath.Join(root, "package", "configuration", "zz_generated_definition_namespaced.yaml"),
 	}, ",")
 	// It exits non-zero on any schema or CEL error.
 	run(t, "crank", "beta", "validate", extensions, resources, "--cache-dir", cache, "--crossplane-image", crossplaneImage)
 }
 
+// compositions are the Configuration's Compositions by the apiVersion of
+// the composite they compose: the legacy claim's XIPsecGateway and the
+// namespaced IPsecGateway.
+var compositions = map[string]string{
+	"vpn.ipsecgw.io/v1alpha1":   filepath.Join(root, "package", "configuration", "composition.yaml"),
+	"vpn.m.ipsecgw.io/v1alpha1": filepath.Join(root, "package", "configuration", "composition-namespaced.yaml"),
+}
+
 // TestRender renders each testdata case (xr.yaml, the composite as
-// Crossplane last saw it, and observed.yaml, its composed resources) with
-// the Composition, compares the result with rendered.yaml and validates it.
+// Crossplane last saw it, observed.yaml, its composed resources, and
+// required.yaml, the resources the function requires: the platform's
+// EnvironmentConfigs pinning ProviderConfigs to namespaces) with the
+// Composition of its kind of composite, compares the result with
+// rendered.yaml and validates it.
 func TestRender(t *testing.T) {
 	functions := startFunction(t)
 	cache := validateCache(t)
-	composition := filepath.Join(root, "package", "configuration", "composition.yaml")
 	cases, err := filepath.Glob(filepath.Join("testdata", "*", "xr.yaml"))
 	if err != nil || len(cases) == 0 {
 		t.Fatalf("no test cases in testdata: %v", err)
@@ -177,9 +192,26 @@ func TestRender(t *testing.T) {
 	for _, xr := range cases {
 		dir := filepath.Dir(xr)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b, err := os.ReadFile(xr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var head struct {
+				APIVersion string `json:"apiVersion"`
+			}
+			if err := yaml.Unmarshal(b, &head); err != nil {
+				t.Fatal(err)
+			}
+			composition, ok := compositions[head.APIVersion]
+			if !ok {
+				t.Fatalf("%s: no Composition composes apiVersion %q", xr, head.APIVersion)
+			}
 			args := []string{"render", xr, composition, functions, "--include-full-xr", "--include-function-results"}
 			if _, err := os.Stat(filepath.Join(dir, "observed.yaml")); err == nil {
 				args = append(args, "--observed-resources", filepath.Join(dir, "observed.yaml"))
+			}
+			if _, err := os.Stat(filepath.Join(dir, "required.yaml")); err == nil {
+				args = append(args, "--required-resources", filepath.Join(dir, "required.yaml"))
 			}
 			t0 := time.Now()
 			got := run(t, "crank", args...)
@@ -209,8 +241,10 @@ func TestValidateExamples(t *testing.T) {
 }
 
 // minimalClaim is an IPsecGateway with only what admission needs: the
-// required fields, and endpoint.floatingNetworkId because the endpoint
-// needs exactly one of floatingIP or floatingNetworkId.
+// required fields, endpoint.floatingNetworkId because the endpoint
+// needs exactly one of floatingIP or floatingNetworkId, and a tunnel's
+// preSharedKeySecretRef because it needs exactly one of a PSK and a
+// certificate.
 const minimalClaim = `
 apiVersion: vpn.ipsecgw.io/v1alpha1
 kind: IPsecGateway
@@ -249,7 +283,8 @@ func TestValidateClaimVariants(t *testing.T) {
 	}
 	claim, _ := parseMinimalClaim(t)
 	spec := s.Properties["spec"]
-	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId"}, variants.Optional(&spec, claim["spec"])); diff != "" {
+	// A tunnel needs exactly one of a PSK and a certificate: the PSK.
+	if diff := cmp.Diff([]string{"endpoint.floatingNetworkId", "tunnels[*].preSharedKeySecretRef"}, variants.Optional(&spec, claim["spec"])); diff != "" {
 		t.Errorf("the minimal claim sets optional fields beyond the one it needs: -want, +got:\n%s", diff)
 	}
 	vs, absent, err := variants.Of(s, claim, "spec")
@@ -284,20 +319,28 @@ func TestValidateClaimVariants(t *testing.T) {
 // claim).
 func validateClaim(t *testing.T, cache string, claim map[string]any) (string, error) {
 	t.Helper()
-	b, err := yaml.Marshal(claim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(t.TempDir(), "claim.yaml")
-	if err := os.WriteFile(f, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := writeYAML(t, "claim.yaml", claim)
 	var out bytes.Buffer
 	cmd := exec.Command(bin(t, "crank"), "beta", "validate", filepath.Join(root, "package", "configuration", "zz_generated_definition.yaml"), f,
 		"--cache-dir", cache, "--crossplane-image", crossplaneImage, "--error-on-missing-schemas")
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	return out.String(), err
+}
+
+// writeYAML writes v as YAML to a file name of a temporary directory and
+// returns its path.
+func writeYAML(t *testing.T, name string, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // parseMinimalClaim is minimalClaim as an object, and its spec.
@@ -414,6 +457,207 @@ func TestValidateClaimListBounds(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(out, tc.wantRefused) {
 				t.Errorf("%s\ncrossplane beta validate: %v\n%s\nwant it refused with %q", tc.reason, err, out, tc.wantRefused)
+			}
+		})
+	}
+}
+
+// TestRenderProviderConfigPins renders, with `crossplane render` and the
+// platform's pins of testdata/allocated-routed (tenant-b: ProviderConfig
+// tenant-b, tenant-a: platform-admin), a first run of a claim of tenant-b:
+// naming no ProviderConfig, every composed resource uses tenant-b's; naming
+// tenant-a's platform-admin (the issue's attempt) or default, nothing is
+// composed: the render fails with the function's fatal result, naming the
+// field, the namespace's ProviderConfig and the fix.
+func TestRenderProviderConfigPins(t *testing.T) {
+	functions := startFunction(t)
+	composition := filepath.Join(root, "package", "configuration", "composition.yaml")
+	pins := filepath.Join("testdata", "allocated-routed", "required.yaml")
+	// claim is a new composite of a claim of tenant-b, with
+	// spec.providerConfigName pc unless empty.
+	claim := func(pc string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", "allocated-routed", "xr.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		xr := map[string]any{}
+		if err := yaml.Unmarshal(b, &xr); err != nil {
+			t.Fatal(err)
+		}
+		delete(xr, "status")
+		spec := xr["spec"].(map[string]any)
+		delete(spec, "providerConfigName")
+		if pc != "" {
+			spec["providerConfigName"] = pc
+		}
+		return writeYAML(t, "xr.yaml", xr)
+	}
+	cases := map[string]struct {
+		reason string
+		pc     string
+		// wantRefused is what the refusal says; empty: composed.
+		wantRefused string
+	}{
+		"Unset": {
+			reason: "A claim of tenant-b naming no ProviderConfig gets tenant-b's pin on every composed resource.",
+		},
+		"OtherNamespacesPin": {
+			reason: "A claim of tenant-b naming the ProviderConfig the platform pins tenant-a to is refused: nothing is composed.",
+			pc:     "platform-admin",
+			wantRefused: `pipeline step "compose" returned a fatal result: cannot use the ProviderConfig: spec.providerConfigName "platform-admin" is not "tenant-b", ` +
+				`the ProviderConfig of namespace tenant-b`,
+		},
+		"Default": {
+			reason: "Nor may it name default, which the pinned namespace does not use.",
+			pc:     "default",
+			wantRefused: `cannot use the ProviderConfig: spec.providerConfigName "default" is not "tenant-b", the ProviderConfig of namespace tenant-b ` +
+				`(the platform pins it with an EnvironmentConfig labelled ipsecgw.io/claim-namespace=tenant-b, else it is "default"): remove spec.providerConfigName from the claim`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(bin(t, "crank"), "render", claim(tc.pc), composition, functions, "--required-resources", pins)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if tc.wantRefused != "" {
+				if err == nil || !strings.Contains(stderr.String(), tc.wantRefused) {
+					t.Errorf("%s\ncrossplane render: %v\nstderr:\n%s\nwant it refused with %q", tc.reason, err, stderr.String(), tc.wantRefused)
+				}
+				if strings.Contains(stdout.String(), "providerConfigRef") {
+					t.Errorf("%s\ncrossplane render composed resources:\n%s", tc.reason, stdout.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s\ncrossplane render: %v\n%s", tc.reason, err, stderr.String())
+			}
+			pcs := map[string]int{}
+			r := utilyaml.NewYAMLReader(bufio.NewReader(&stdout))
+			for {
+				doc, err := r.Read()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := map[string]any{}
+				if err := yaml.Unmarshal(doc, &o); err != nil {
+					t.Fatal(err)
+				}
+				if o["kind"] == "XIPsecGateway" || len(o) == 0 {
+					continue
+				}
+				ref, _ := o["spec"].(map[string]any)["providerConfigRef"].(map[string]any)
+				pcs[fmt.Sprintf("%v", ref["name"])]++
+			}
+			// Security group, port, binding, router routes, node pairs.
+			if diff := cmp.Diff(map[string]int{"tenant-b": 5}, pcs); diff != "" {
+				t.Errorf("%s\nProviderConfigs of the composed resources: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestValidateClaimTenantSubnetsOverlap proves the XRD refuses tenant
+// subnets of which one contains another, in either order, naming the field,
+// and admits disjoint ones (a claim without tenantSubnets is among
+// TestValidateClaimVariants').
+func TestValidateClaimTenantSubnetsOverlap(t *testing.T) {
+	cache := validateCache(t)
+	const refused = "spec.tenantSubnets: Invalid value: tenant subnets must not overlap (such as 10.20.0.0/24 inside 10.20.0.0/16): list the wider one only"
+	cases := map[string]struct {
+		reason  string
+		subnets []any
+		// wantRefused: refused with the message refused.
+		wantRefused bool
+	}{
+		"Contained": {
+			reason:      "The issue's pair, a /24 inside a /16, is refused.",
+			subnets:     []any{"10.20.0.0/24", "10.20.0.0/16"},
+			wantRefused: true,
+		},
+		"ContainedOtherOrder": {
+			reason:      "So is the /16 before the /24, and a contained subnet that does not start the wider one.",
+			subnets:     []any{"10.96.0.0/12", "10.20.0.0/16", "10.20.7.0/24"},
+			wantRefused: true,
+		},
+		"Adjacent": {
+			reason:  "Adjacent and disjoint subnets are admitted.",
+			subnets: []any{"10.20.0.0/24", "10.20.1.0/24", "10.96.0.0/12"},
+		},
+		"One": {
+			reason:  "A single subnet overlaps nothing.",
+			subnets: []any{"10.20.0.0/16"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim, spec := parseMinimalClaim(t)
+			spec["tenantSubnets"] = tc.subnets
+			out, err := validateClaim(t, cache, claim)
+			if !tc.wantRefused {
+				if err != nil {
+					t.Errorf("%s\ncrossplane beta validate refused the claim: %v\n%s", tc.reason, err, out)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(out, refused) {
+				t.Errorf("%s\ncrossplane beta validate: %v\n%s\nwant it refused with %q", tc.reason, err, out, refused)
+			}
+		})
+	}
+}
+
+// TestValidateClaimHideNAT proves the XRD carries the Gateway's hideNAT
+// rules, the tunnel's and those across the spec's fields: a claim whose
+// tunnel presents an address of its local subnet for listed tenant subnets
+// is admitted; one presenting an address outside it, or translating a
+// tenant subnet the claim does not list, is refused naming the field.
+func TestValidateClaimHideNAT(t *testing.T) {
+	cache := validateCache(t)
+	cases := map[string]struct {
+		reason   string
+		tenant   []any
+		address  string
+		want     string
+		wantPath string
+	}{
+		"Admitted": {
+			reason:  "An address of the local subnet for a listed tenant subnet is admitted.",
+			tenant:  []any{"10.20.0.0/24"},
+			address: "100.64.0.20",
+		},
+		"OutsideLocal": {
+			reason:   "An address outside the tunnel's local subnets is refused at the tunnel's hideNAT.",
+			tenant:   []any{"10.20.0.0/24"},
+			address:  "100.65.0.20",
+			wantPath: "spec.tunnels[0].hideNAT: Invalid value: ",
+			want:     "lies in no local subnet of the tunnel's traffic selectors",
+		},
+		"TenantNotListed": {
+			reason:   "A claim without tenantSubnets lists no tenant subnet to translate: refused at spec.tunnels.",
+			address:  "100.64.0.20",
+			wantPath: "spec.tunnels: Invalid value: ",
+			want:     "a tunnel's hideNAT tenantSubnets entry lies in no tenantSubnets entry of the gateway",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim, spec := parseMinimalClaim(t)
+			if tc.tenant != nil {
+				spec["tenantSubnets"] = tc.tenant
+			}
+			spec["tunnels"].([]any)[0].(map[string]any)["hideNAT"] = []any{map[string]any{
+				"name": "apps", "tenantSubnets": []any{"10.20.0.0/24"}, "remoteSubnets": []any{"192.168.10.0/24"}, "presentedAddress": tc.address,
+			}}
+			out, err := validateClaim(t, cache, claim)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s\ncrossplane beta validate refused the claim: %v\n%s", tc.reason, err, out)
+			case tc.want != "" && (err == nil || !strings.Contains(out, tc.wantPath) || !strings.Contains(out, tc.want)):
+				t.Errorf("%s\ncrossplane beta validate: %v\n%s\nwant %s refused with %q", tc.reason, err, out, tc.wantPath, tc.want)
 			}
 		})
 	}

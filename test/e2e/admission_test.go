@@ -40,7 +40,7 @@ func badClaims(t *testing.T, s *stack) {
 			change: func(spec map[string]any) {
 				delete(spec["tunnels"].([]any)[0].(map[string]any), "preSharedKeySecretRef")
 			},
-			want: "spec.tunnels[0].preSharedKeySecretRef: Required value",
+			want: "spec.tunnels[0]: Invalid value: give exactly one of preSharedKeySecretRef (a pre-shared key) and certificate (X.509 certificates)",
 		},
 		"mode routed without a router": {
 			change: func(spec map[string]any) { spec["mode"] = "routed"; delete(spec, "exposures") },

@@ -11,7 +11,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export STATE=$ROOT/.work/e2e-dev
 export ETCD_PORT=22379 APISERVER_PORT=26443 XP_METRICS_PORT=28080 XP_HEALTH_PORT=28081 FN_PORT=29444 \
-	PROVIDER_METRICS_PORT=28082 PROVIDER_HEALTH_PORT=28083
+	PROVIDER_METRICS_PORT=28082 PROVIDER_HEALTH_PORT=28083 REGISTRY_PORT=28084
 # shellcheck source=cluster/local/lib.sh
 source "$ROOT/cluster/local/lib.sh"
 
@@ -66,6 +66,18 @@ done
 	fail "the IPsecGateway XRD was not installed from the Configuration package"
 [ "$(kubectl get function function-ipsecgw -o 'jsonpath={.status.conditions[?(@.type=="Healthy")].status}')" = True ] ||
 	fail "the composition function function-ipsecgw is not Healthy"
+# The packages came from the stack's registry by tag: the Configuration
+# installed with dependency resolution, the provider and the function
+# installed by it (Crossplane's Lock lists all three).
+[ "$(kubectl get configuration ipsecgw-configuration -o 'jsonpath={.spec.package} {.spec.skipDependencyResolution}')" = "$(registry)/ipsecgw-configuration:v0.1.0 false" ] ||
+	fail "the Configuration was not installed by tag from the registry with dependency resolution"
+for p in provider/provider-ipsec function/function-ipsecgw; do
+	[ "$(kubectl get "${p%%/*}.pkg.crossplane.io" "${p#*/}" -o 'jsonpath={.spec.package}')" = "$(registry)/${p#*/}:v0.1.0" ] ||
+		fail "the ${p%%/*} ${p#*/} was not resolved from the registry to v0.1.0"
+done
+locked=$(kubectl get lock lock -o 'jsonpath={.packages[*].source}' | tr ' ' '\n' | sort | xargs)
+[ "$locked" = "$(registry)/function-ipsecgw $(registry)/ipsecgw-configuration $(registry)/provider-ipsec" ] ||
+	fail "Crossplane's Lock does not hold the three packages: $locked"
 kubectl apply -f "$ROOT/examples/providerconfig/" >/dev/null || fail "examples/providerconfig does not apply"
 [ "$(kubectl get providerconfig.ipsecgw.io default -o 'jsonpath={.spec.credentials.cloud}')" = local ] ||
 	fail "the example ProviderConfig did not round-trip"

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -46,15 +44,22 @@ var (
 //  1. The root Application syncs the AppProjects, the platform Application
 //     (Provider, Configuration, DeploymentRuntimeConfig, the provider's
 //     RBAC, the ProviderConfig) and the ApplicationSet, whose Application
-//     for tenant-a syncs its namespace and the claim: all Synced.
+//     for tenant-a syncs its namespace and the claim: all Synced. The
+//     Provider and the Configuration are Argo CD's, from the stack's
+//     registry by tag, and Crossplane resolved the Configuration's
+//     dependencies (the function installed by it).
 //  2. Pre-stage: Argo CD's health for the claim, as the Application's
 //     status records it, is Progressing with the floating IP binding's
 //     message (the VM's port holds the address).
 //  3. Cutover (the runbook's steps): the claim's health turns Healthy once
 //     the tunnel is up with the gateway pod.
-//  4. A commit that changes the tunnel (its DPD delay) reaches the running
-//     gateway: the rendered swanctl.conf changes, the gateway pod and the
-//     client's IKE SA stay.
+//  4. A commit that changes the tunnels (a second tunnel, branch-b, to a
+//     peer that never answers, startAction respond) reaches the running
+//     gateway: the agent reports the new configuration loaded, charon has
+//     branch-b, the gateway pod is the same and the client's IKE SAs of
+//     branch-a are the same ones. (Editing branch-a itself would make its
+//     IKE SA anew: charon initiates a start connection when it is loaded
+//     again, docs/live-reload.md.)
 //  5. The Applications stay Synced after hard refreshes, with what
 //     Crossplane wrote into the claim (the shipped ignoreDifferences).
 //  6. Taking tenants/tenant-a out of Git deletes its Application, and with
@@ -106,6 +111,30 @@ func TestGitOps(t *testing.T) {
 	} {
 		if st, msg := s.resourceHealth(t, platformApp, r.group, r.kind, "", r.name); st != "Healthy" {
 			t.Errorf("the platform Application: %s %s is %s (%s), want Healthy", r.kind, r.name, st, msg)
+		}
+	}
+	// The packages are Argo CD's, from the stack's registry by tag, with
+	// dependency resolution: Crossplane installed the function.
+	reg := s.registry(t)
+	for _, p := range []struct{ kind, name, want string }{
+		{"Provider", "provider-ipsec", reg + "/provider-ipsec:v0.1.0"},
+		{"Configuration", "ipsecgw-configuration", reg + "/ipsecgw-configuration:v0.1.0"},
+		{"Function", "function-ipsecgw", reg + "/function-ipsecgw:v0.1.0"},
+	} {
+		o := s.get(t, schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: p.kind}, "", p.name)
+		if o == nil {
+			t.Errorf("no %s %s", p.kind, p.name)
+			continue
+		}
+		if got := str(o, "spec", "package"); got != p.want {
+			t.Errorf("%s %s installs %s, want %s", p.kind, p.name, got, p.want)
+		}
+		if skip, _, _ := unstructured.NestedBool(o.Object, "spec", "skipDependencyResolution"); skip {
+			t.Errorf("%s %s skips dependency resolution", p.kind, p.name)
+		}
+		tracked := o.GetAnnotations()["argocd.argoproj.io/tracking-id"] != ""
+		if want := p.kind != "Function"; tracked != want {
+			t.Errorf("%s %s: tracked by Argo CD %t, want %t (the function comes from the Configuration's dependencies)", p.kind, p.name, tracked, want)
 		}
 	}
 	// Argo CD has no health check for a ProviderConfig: it is there and
@@ -315,15 +344,22 @@ func (s *stack) editGit(t *testing.T, path string, edit func(string) string) {
 	}
 }
 
-// swanctlConf returns the rendered swanctl.conf of the gateway named gw.
-func (s *stack) swanctlConf(t *testing.T, gw string) string {
-	t.Helper()
-	cm := &corev1.ConfigMap{}
-	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: gw + "-config"}, cm); err != nil {
-		t.Fatalf("the gateway's configuration: %v", err)
-	}
-	return cm.Data["swanctl.conf"]
-}
+// branchB is the tunnel step 4 of TestGitOps commits to the claim in Git:
+// to a peer that never answers, which charon only responds to.
+const branchB = `  - name: branch-b
+    peer:
+      address: 198.51.100.8
+    ikeVersion: 2
+    startAction: respond
+    ikeProposals: [aes256-sha256-modp2048]
+    espProposals: [aes256gcm16]
+    preSharedKeySecretRef:
+      name: branch-office-psk
+      key: psk
+    trafficSelectors:
+    - local: 100.64.0.0/24
+      remote: 192.168.20.0/24
+`
 
 // logTails logs the last 40 lines of each of the stack's logs names.
 func logTails(t *testing.T, state string, names ...string) {
@@ -349,7 +385,7 @@ func cutoverFromGit(t *testing.T, s *stack) string {
 	s.waitAttached(t, "cutover")
 	gw := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "name")
 	pod := s.readyPod(t, gw, 2*time.Minute)
-	sa := peer.WaitSA(t, siteConn, 2*time.Minute, newer(vmSA))
+	peer.WaitSA(t, siteConn, 2*time.Minute, newer(vmSA))
 	took := eventually(t, "cutover: Argo CD's health for the claim is Healthy", 3*time.Minute, func() (bool, string) {
 		st, msg := s.resourceHealth(t, tenantApp, "vpn.ipsecgw.io", "IPsecGateway", tenant, pinned)
 		return st == "Healthy", st + ": " + msg
@@ -362,29 +398,48 @@ func cutoverFromGit(t *testing.T, s *stack) string {
 	}
 	s.waitApp(t, tenantApp, time.Minute, func(a appStatus) bool { return a.health == "Healthy" })
 
-	// 4. A commit that changes the tunnel: its DPD delay.
-	before := s.swanctlConf(t, gw)
-	s.editGit(t, gitopsClaim, func(y string) string {
-		return strings.Replace(y, "    ikeVersion: 2\n", "    ikeVersion: 2\n    dpd: {delay: 20s, action: restart}\n", 1)
+	// 4. A commit that changes the tunnels: a second one, branch-b.
+	steady := steadySAs(t, peer, 2*time.Minute)
+	before := s.renderedHash(t, gw)
+	eventually(t, "the gateway's configuration loaded before the commit", time.Minute, func() (bool, string) {
+		return s.loadedHash(t, gw) == before, "loaded " + s.loadedHash(t, gw) + ", rendered " + before
 	})
-	commit := mustRun(t, s.env, "cluster/local/argocd.sh", "commit", "tenant-a: branch-a's DPD every 20 s")
+	s.editGit(t, gitopsClaim, func(y string) string {
+		i := strings.Index(y, "  exposures:\n")
+		return y[:i] + branchB + y[i:]
+	})
+	commit := mustRun(t, s.env, "cluster/local/argocd.sh", "commit", "tenant-a: tunnel branch-b")
 	head := strings.TrimSpace(commit)
 	committed := time.Now()
 	// What a Git webhook would do: ask Argo CD to look at Git now.
 	s.refresh(t, tenantApp, "normal")
 	s.waitApp(t, tenantApp, 3*time.Minute, func(a appStatus) bool { return a.sync == "Synced" && a.revision == head })
-	eventually(t, "the commit's DPD delay reaches the gateway's swanctl.conf", 2*time.Minute, func() (bool, string) {
-		conf := s.swanctlConf(t, gw)
-		return strings.Contains(conf, "dpd_delay = 20s"), "swanctl.conf unchanged: " + fmt.Sprint(conf == before)
+	synced := time.Since(committed)
+	var now string
+	eventually(t, "the commit's tunnel reaches the gateway's ConfigMap", 2*time.Minute, func() (bool, string) {
+		now = s.renderedHash(t, gw)
+		return now != before, "the ConfigMap is unchanged"
 	})
-	t.Logf("commit %s: in the gateway's ConfigMap %s after the push", head[:8], time.Since(committed).Round(100*time.Millisecond))
-	// The agent loads it live: the client's IKE SA and the pod stay.
-	time.Sleep(90 * time.Second)
-	if after := peer.WaitSA(t, siteConn, 10*time.Second, topology.Up(siteConn)); after.UniqueID != sa.UniqueID {
-		t.Errorf("the commit re-established the client's IKE SA (unique id %s, was %s): it must be loaded live", after.UniqueID, sa.UniqueID)
+	rendered := time.Since(committed)
+	eventually(t, "the agent reports the commit's configuration loaded", time.Minute, func() (bool, string) {
+		return s.loadedHash(t, gw) == now, "loaded " + s.loadedHash(t, gw) + ", rendered " + now
+	})
+	t.Logf("commit %s: the Application Synced at it %s after the push, the gateway's ConfigMap %s, loaded by the agent %s",
+		head[:8], synced.Round(100*time.Millisecond), rendered.Round(100*time.Millisecond), time.Since(committed).Round(100*time.Millisecond))
+	if conns := s.kubectl(t, "-n", tenant, "exec", pod.Name, "-c", "strongswan", "--", "swanctl", "--list-conns"); !strings.Contains(conns, "branch-b:") {
+		t.Errorf("the commit's tunnel branch-b is not loaded in the running charon:\n%s", conns)
 	}
-	if l := s.pods(t, gw); len(l) != 1 || l[0].Name != pod.Name {
-		t.Errorf("the commit replaced the gateway pod %s: it must be loaded live", pod.Name)
+	if l := s.pods(t, gw); len(l) != 1 || l[0].UID != pod.UID {
+		t.Errorf("the commit replaced the gateway pod %s (UID %s): %d pods after, it must be loaded live", pod.Name, pod.UID, len(l))
 	}
+	peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
+	if after := clientSAs(t, peer); saIDs(after) != saIDs(steady) {
+		t.Errorf("the commit changed the client's IKE SAs of branch-a %s to %s: they must stay", saList(steady), saList(after))
+	}
+	eventually(t, "the claim shows the commit's configuration loaded", 3*time.Minute, func() (bool, string) {
+		c := s.get(t, claimGVK, tenant, pinned)
+		h, l := str(c, "status", "gateway", "configHash"), str(c, "status", "gateway", "loadedConfigHash")
+		return h == now && l == now, "configHash " + h + ", loadedConfigHash " + l + ", want " + now
+	})
 	return head
 }

@@ -2,8 +2,8 @@
 # End-to-end check of the local stack's node, on a running stack (STATE and
 # ports from the environment; test/e2e/dev-stack.sh runs it on its own):
 # a pod from an image built here (test/nodeprobe, packed with
-# hack/imagebuild, imported into the node's containerd, imagePullPolicy
-# Never) runs, reads a ConfigMap through the API with its own ServiceAccount
+# hack/imagebuild, pushed to the stack's registry and pulled from it by the
+# node's containerd, imagePullPolicy IfNotPresent) runs, reads a ConfigMap through the API with its own ServiceAccount
 # token (a Role allows that one ConfigMap), is reachable through a
 # ClusterIP Service from the node, and has a macvlan net1 from a
 # NetworkAttachmentDefinition with static IPAM; `kubectl logs` and `exec`
@@ -35,7 +35,7 @@ if [ "${1:-}" = host ]; then
 fi
 [ "${1:-}" = check ] || { echo "usage: $0 check|host" >&2; exit 2; }
 NS=node-e2e
-IMAGE=registry.local/nodeprobe:e2e
+IMAGE=$(registry)/nodeprobe:e2e
 NET1=192.168.50.10/24
 
 fail() {
@@ -51,7 +51,7 @@ mkdir -p "$NODES_DIR/nodeprobe"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$NODES_DIR/nodeprobe/nodeprobe" ./test/nodeprobe)
 "$NODES_DIR/bin/imagebuild" -o "$NODES_DIR/nodeprobe/image.tar" -tag "$IMAGE" -entrypoint /nodeprobe \
 	-user 65532:65532 -file "$NODES_DIR/nodeprobe/nodeprobe:/nodeprobe:0755" >/dev/null
-import_image "$NODES_DIR/nodeprobe/image.tar"
+push_image "$NODES_DIR/nodeprobe/image.tar" nodeprobe:e2e >/dev/null
 
 t0=$(date +%s%N)
 kubectl apply -f - >/dev/null <<YAML
@@ -102,7 +102,7 @@ spec:
       containers:
       - name: probe
         image: $IMAGE
-        imagePullPolicy: Never
+        imagePullPolicy: IfNotPresent
         env: [{name: CONFIGMAP, value: probe}]
         ports: [{containerPort: 8080}]
         readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 1}
@@ -140,7 +140,7 @@ echo "PASS: node: a locally built pod runs, reads its ConfigMap with its own tok
 # pod unreachable, node-1's pod still answers; returned, node-2 is Ready and
 # the same pod answers again.
 for i in 1 2; do
-	kubectl -n "$NS" run "probe-$i" --image "$IMAGE" --image-pull-policy Never --env CONFIGMAP=probe --overrides \
+	kubectl -n "$NS" run "probe-$i" --image "$IMAGE" --image-pull-policy IfNotPresent --env CONFIGMAP=probe --overrides \
 		'{"spec": {"nodeName": "node-'"$i"'", "serviceAccountName": "probe", "terminationGracePeriodSeconds": 1}}' >/dev/null
 done
 kubectl -n "$NS" wait --for condition=Ready --timeout 120s pod/probe-1 pod/probe-2 >/dev/null || fail "the pinned probes did not become ready"

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -53,9 +54,10 @@ type site struct {
 // TestSiteCutover runs the runbook's cutover and rollback on the site
 // alone, with a stand-in for the gateway pod: the client's tunnel is up
 // with the VM gateway; the floating IP moves to the stand-in's port and
-// the VM's charon stops; the floating-IP NAT re-points, the client's
-// tunnel comes back with the stand-in and the client host's connections
-// are carried by it, the client's configuration untouched; then back.
+// the VM's charon stops; the L3 agent's qrouter re-points the floating IP,
+// the client's tunnel comes back with the stand-in and the client host's
+// connections are carried by it, the client's configuration untouched;
+// then back.
 func TestSiteCutover(t *testing.T) {
 	s := startSite(t)
 	ctx := context.Background()
@@ -76,12 +78,14 @@ func TestSiteCutover(t *testing.T) {
 	port := s.standinPort(ctx, t)
 	moved := s.moveFIP(t, port.ID)
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
-	applied := fipMapped(t, s.env, s.state, s.runbook.FloatingIP, siteGateway, 10*time.Second)
-	t.Logf("cutover: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
+	vmStopped := time.Now()
+	applied := fipMapped(t, s.env, s.runbook.FloatingIP, siteGateway, 10*time.Second)
+	t.Logf("cutover: Neutron update sent -> the qrouter's DNAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	standin := siteCharon(t, s.state, "gw")
+	initiate(t, standin, "cutover: the stand-in")
 	standin.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	sa = client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
-	t.Logf("cutover: NAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
+	t.Logf("cutover: DNAT re-pointed -> tunnel ESTABLISHED with the stand-in in %d ms", time.Since(applied).Milliseconds())
 	e := p.wait(t, siteGateway, 20*time.Second)
 	t.Logf("cutover: the client host's connections were carried by %s, then by %s after an outage of %d ms", e.Previous, e.Via, e.OutageMS)
 	before.untouched(t, s.state, "cutover")
@@ -92,19 +96,22 @@ func TestSiteCutover(t *testing.T) {
 	for _, cmd := range []string{"standin-down", "vm-start"} {
 		mustRun(t, s.env, "cluster/site/site.sh", cmd)
 	}
-	applied = fipMapped(t, s.env, s.state, s.runbook.FloatingIP, siteVM, 10*time.Second)
-	t.Logf("rollback: Neutron update sent -> floating-IP NAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
-	siteCharon(t, s.state, "vm").WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
+	applied = fipMapped(t, s.env, s.runbook.FloatingIP, siteVM, 10*time.Second)
+	t.Logf("rollback: Neutron update sent -> the qrouter's DNAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
+	vm := siteCharon(t, s.state, "vm")
+	waitVMDeleteExpired(t, vmStopped)
+	initiate(t, vm, "rollback: the VM")
+	vm.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
-	t.Logf("rollback: NAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
+	t.Logf("rollback: DNAT re-pointed -> tunnel ESTABLISHED with the VM in %d ms", time.Since(applied).Milliseconds())
 	e = p.wait(t, siteVM, 20*time.Second)
 	t.Logf("rollback: carried by %s again after an outage of %d ms", e.Via, e.OutageMS)
 	before.untouched(t, s.state, "rollback")
 }
 
-// startSite brings up a Keystone + Neutron and the site on a state and
-// ports of their own, the VM's port holding the floating IP, and removes
-// all of it when the test ends, also on failure.
+// startSite brings up a Keystone + Neutron with Neutron's real agents and
+// the site on a state and ports of their own, the VM's port holding the
+// floating IP, and removes all of it when the test ends, also on failure.
 func startSite(t *testing.T) *site {
 	t.Helper()
 	if os.Getuid() != 0 {
@@ -124,7 +131,7 @@ func startSite(t *testing.T) *site {
 		_ = os.Remove(s.osState + ".lock")
 	})
 	start := time.Now()
-	mustRun(t, s.env, "cluster/openstack/up.sh")
+	mustRun(t, append(s.env, "AGENTS=1"), "cluster/openstack/up.sh")
 	out := mustRun(t, s.env, "cluster/openstack/runbook.py", "vm-up")
 	if err := json.Unmarshal([]byte(out), &s.runbook); err != nil {
 		t.Fatalf("runbook.py vm-up printed %q: %v", out, err)
@@ -229,74 +236,64 @@ func (s *site) moveFIP(t *testing.T, port string) time.Time {
 	return sent
 }
 
-// agents is whether the stack runs Neutron's real agents (AGENTS=1): then
-// the L3 agent's qrouter does the floating IPs, not the site's NAT.
-var agents = os.Getenv("AGENTS") == "1"
-
-// standinPort returns the stand-in's port at siteGateway: with the agents
-// the site made it (it plugged the stand-in into it), else the test makes
-// it, as the binding would find the gateway's.
+// standinPort returns the stand-in's port at siteGateway, which the site
+// made (it plugged the stand-in into it).
 func (s *site) standinPort(ctx context.Context, t *testing.T) *ports.Port {
 	t.Helper()
-	if agents {
-		pages, err := ports.List(s.network, ports.ListOpts{Name: "gateway-standin"}).AllPages(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		found, err := ports.ExtractPorts(pages)
-		if err != nil || len(found) != 1 {
-			t.Fatalf("the site's port gateway-standin: %d found, %v", len(found), err)
-		}
-		return &found[0]
-	}
-	port, err := ports.Create(ctx, s.network, ports.CreateOpts{
-		Name: "gateway-standin", NetworkID: s.runbook.NetworkID,
-		FixedIPs: []ports.IP{{SubnetID: s.runbook.SubnetID, IPAddress: siteGateway}},
-	}).Extract()
+	pages, err := ports.List(s.network, ports.ListOpts{Name: "gateway-standin"}).AllPages(ctx)
 	if err != nil {
-		t.Fatalf("cannot create the stand-in's port: %v", err)
+		t.Fatal(err)
 	}
-	return port
+	found, err := ports.ExtractPorts(pages)
+	if err != nil || len(found) != 1 {
+		t.Fatalf("the site's port gateway-standin: %d found, %v", len(found), err)
+	}
+	return &found[0]
 }
 
-// fipMapped waits until floating IP fip is mapped to fixed and returns
-// when the mapping was in place: as the floating-IP NAT of the site on
-// state directory state logs it, or with the agents when the qrouter's
-// DNAT rule (site.sh status, with environment env) is first seen.
-func fipMapped(t *testing.T, env []string, state, fip, fixed string, timeout time.Duration) time.Time {
+// fipMapped waits until the qrouter DNATs floating IP fip to fixed (the
+// rule first seen in site.sh status, with environment env) and returns
+// when it was seen.
+func fipMapped(t *testing.T, env []string, fip, fixed string, timeout time.Duration) time.Time {
 	t.Helper()
 	var at time.Time
-	if agents {
-		rule := "-d " + fip + "/32 -j DNAT --to-destination " + fixed + "\n"
-		eventually(t, "the qrouter DNATs "+fip+" to "+fixed, timeout, func() (bool, string) {
-			out, err := runScript(env, "cluster/site/site.sh", "status")
-			at = time.Now()
-			return err == nil && strings.Contains(out, rule), "site.sh status:\n" + out
-		})
-		return at
-	}
-	eventually(t, "the floating-IP NAT maps "+fip+" to "+fixed, timeout, func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(state, "site.log"))
-		if err != nil {
-			return false, err.Error()
-		}
-		last := ""
-		for l := range strings.Lines(string(b)) {
-			var e struct {
-				Time       time.Time `json:"time"`
-				Msg        string    `json:"msg"`
-				FloatingIP string    `json:"floating_ip"`
-				FixedIP    string    `json:"fixed_ip"`
-			}
-			if json.Unmarshal([]byte(l), &e) != nil || e.FloatingIP != fip {
-				continue
-			}
-			last = e.Msg + " " + e.FixedIP
-			at = e.Time
-		}
-		return last == "mapped "+fixed, "last: " + last
+	rule := "-d " + fip + "/32 -j DNAT --to-destination " + fixed + "\n"
+	eventually(t, "the qrouter DNATs "+fip+" to "+fixed, timeout, func() (bool, string) {
+		out, err := runScript(env, "cluster/site/site.sh", "status")
+		at = time.Now()
+		return err == nil && strings.Contains(out, rule), "site.sh status:\n" + out
 	})
 	return at
+}
+
+// waitVMDeleteExpired waits until 35 s after the VM's charon was stopped
+// (at vmStopped) before a rollback lets the VM initiate. The VM's IKE
+// DELETEs at vm-stop left after its floating IP had (the runbook's order),
+// SNATed by the qrouter to the router's own address; conntrack keeps that
+// flow (VM:4500 -> client:4500) for its UDP timeout, 30 s, and a NAT-T
+// flow the VM starts within it leaves with the router's address, for
+// which the client has no peer config (AUTH_FAILED; measured 2026-12-01).
+// A real cloud does the same to a rollback within 30 s of the cutover: the
+// tests wait it out.
+func waitVMDeleteExpired(t *testing.T, vmStopped time.Time) {
+	t.Helper()
+	if wait := time.Until(vmStopped.Add(35 * time.Second)); wait > 0 {
+		t.Logf("rollback: waiting %s for the qrouter's conntrack entry of the VM's DELETE to expire", wait.Round(100*time.Millisecond))
+		time.Sleep(wait)
+	}
+}
+
+// initiate starts the tunnel from c, as the gateway pod (always on) and the
+// runbook's rollback (docs/runbook.md: initiate from the VM) do: behind the
+// real qrouter the client's own retries stay on a conntrack entry made
+// while the floating IP was on no port (docs/neutron-agents.md), and only
+// a flow the new end starts gets through. A failure is logged; the waits
+// for the SAs that follow judge.
+func initiate(t *testing.T, c *topology.Charon, who string) {
+	t.Helper()
+	if out, err := c.Swanctl(context.Background(), "--initiate", "--child", siteConn, "--timeout", "30"); err != nil {
+		t.Logf("%s's initiation: %v\n%s", who, err, out)
+	}
 }
 
 // siteLogTails logs the end of each log of the site on state directory
@@ -335,10 +332,17 @@ func startProbe(t *testing.T, env []string) *probe {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "cluster/site/site.sh"), "probe", "-json")
 	cmd.Env = env
+	// A test binary killed by its timeout runs no cleanup: the probe must
+	// not outlive it (it would keep the node lock's descriptor open).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the probe measures (its period, so its resolution) and its
+	// counts, for the test's log.
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +367,7 @@ func startProbe(t *testing.T, env []string) *probe {
 		_ = cmd.Wait()
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		t.Logf("probe events: %+v", p.events)
+		t.Logf("%sprobe events: %+v", stderr.String(), p.events)
 	})
 	return p
 }

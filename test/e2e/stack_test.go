@@ -74,6 +74,7 @@ func startStack(t *testing.T, extra ...string) *stack {
 	for _, v := range [][2]string{
 		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
 		{"FN_PORT", "29445"}, {"PROVIDER_METRICS_PORT", "27082"}, {"PROVIDER_HEALTH_PORT", "27083"},
+		{"REGISTRY_PORT", "27084"},
 		{"OS_KEYSTONE_PORT", "15300"}, {"OS_NEUTRON_PORT", "19996"},
 	} {
 		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
@@ -81,6 +82,11 @@ func startStack(t *testing.T, extra ...string) *stack {
 	s.env = append(s.env, extra...)
 	t.Cleanup(func() {
 		if t.Failed() {
+			// The bindings' spec and status: what a cutover or rollback
+			// that did not come saw.
+			if out, err := s.kubectlCommand("get", "floatingipbindings.networking.ipsecgw.io,floatingipbindings.networking.m.ipsecgw.io", "-A", "-o", "yaml").CombinedOutput(); err == nil {
+				t.Logf("floating IP bindings:\n%s", out)
+			}
 			if b, err := os.ReadFile(filepath.Join(s.state, "provider.log")); err == nil {
 				lines := strings.Split(string(b), "\n")
 				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
@@ -104,22 +110,10 @@ func startStack(t *testing.T, extra ...string) *stack {
 	}
 	t.Logf("make dev's job (stack up, claim pre-staged) took %s", time.Since(start).Round(100*time.Millisecond))
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.state, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sch := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(sch); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.SchemeBuilder.AddToScheme(sch); err != nil {
-		t.Fatal(err)
-	}
-	if s.kube, err = client.New(cfg, client.Options{Scheme: sch}); err != nil {
-		t.Fatal(err)
-	}
+	s.kube = stackClient(t, s.state)
 	pc := &v1alpha1.ProviderConfig{}
-	if err := s.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, pc); err != nil {
+	var err error
+	if err = s.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, pc); err != nil {
 		t.Fatal(err)
 	}
 	if s.network, err = openstack.NewClients().Network(context.Background(), s.kube, pc); err != nil {
@@ -133,6 +127,30 @@ func startStack(t *testing.T, extra ...string) *stack {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// stackClient is a client of the API server of the stack in state, as its
+// admin, that knows the kinds of client-go and of the ProviderConfig.
+func stackClient(t *testing.T, state string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scale benchmark lists hundreds of claims every second.
+	cfg.QPS, cfg.Burst = 50, 100
+	sch := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.SchemeBuilder.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // e2eSetting returns the environment variable E2E_<name> when it is set,
@@ -181,6 +199,12 @@ func tryScript(t *testing.T, env []string, script string, args ...string) {
 // test after timeout with what cond last said. It returns the time taken.
 func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
 	t.Helper()
+	return eventuallyEvery(t, 200*time.Millisecond, what, timeout, cond)
+}
+
+// eventuallyEvery is eventually with cond tried every interval.
+func eventuallyEvery(t *testing.T, interval time.Duration, what string, timeout time.Duration, cond func() (bool, string)) time.Duration {
+	t.Helper()
 	start := time.Now()
 	var last string
 	for time.Since(start) < timeout {
@@ -188,14 +212,27 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 		if ok, last = cond(); ok {
 			return time.Since(start)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(interval)
 	}
 	t.Fatalf("%s: not after %s; last: %s", what, timeout, last)
 	return 0
 }
 
-// claimGVK is the IPsecGateway claim's kind.
-var claimGVK = schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+// legacyClaim says whether the stack runs the legacy IPsecGateway claim
+// (the default) or, with CLAIM=0 (which dev.sh reads too), the namespaced
+// IPsecGateway (vpn.m.ipsecgw.io), which composes the namespaced managed
+// resources.
+var legacyClaim = os.Getenv("CLAIM") != "0"
+
+// claimGVK is the kind of the IPsecGateway the stack runs (the tests call
+// either "the claim"): the legacy claim, or with CLAIM=0 the namespaced
+// composite.
+var claimGVK = func() schema.GroupVersionKind {
+	if legacyClaim {
+		return schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+	}
+	return schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+}()
 
 // get reads an object into an unstructured of gvk; it returns nil when
 // it does not exist.

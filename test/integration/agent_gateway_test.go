@@ -47,12 +47,14 @@ var nsSeq atomic.Int32
 func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1alpha1.GatewayParameters {
 	return v1alpha1.GatewayParameters{
 		Namespace: fmt.Sprintf("%s-%d", ns, nsSeq.Add(1)),
-		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
-			Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
+		GatewayConfig: v1alpha1.GatewayConfig{
+			Endpoint: v1alpha1.Endpoint{
+				PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
+				Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
+			},
+			Mode:    mode,
+			Tunnels: tunnels,
 		},
-		Mode:    mode,
-		Tunnels: tunnels,
 	}
 }
 
@@ -63,9 +65,11 @@ func tunnelGateway(ns string, mode v1alpha1.Mode, tunnels ...v1alpha1.Tunnel) v1
 // into the gateway's namespace, and its status published to ConfigMap
 // statusName in kube namespace ns.
 type agentGateway struct {
-	t       *testing.T
-	ns      string
-	psks    map[string][]byte
+	t    *testing.T
+	ns   string
+	psks map[string][]byte
+	// certs are the certificate tunnels' material (render.Input.Certs).
+	certs   map[string]*render.TunnelCert
 	metrics *metrics.Collector
 	agent   *agentrun.Agent
 
@@ -89,8 +93,15 @@ func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParame
 // write.
 func startAgentEdited(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, edit func([]byte) []byte, opts ...func(*agentrun.Options)) *agentGateway {
 	t.Helper()
+	return startAgentCerts(t, tp, spec, psks, nil, edit, opts...)
+}
+
+// startAgentCerts is startAgentEdited with the certificate tunnels'
+// material certs (by tunnel name).
+func startAgentCerts(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte, certs map[string]*render.TunnelCert, edit func([]byte) []byte, opts ...func(*agentrun.Options)) *agentGateway {
+	t.Helper()
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace}})
-	g := &agentGateway{t: t, ns: spec.Namespace, psks: psks, metrics: metrics.New(),
+	g := &agentGateway{t: t, ns: spec.Namespace, psks: psks, certs: certs, metrics: metrics.New(),
 		configDir: filepath.Join(t.TempDir(), "config"), secretsDir: filepath.Join(t.TempDir(), "secrets")}
 	for _, d := range []string{g.configDir, g.secretsDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -129,7 +140,7 @@ func startAgentEdited(t *testing.T, tp *topology.Topology, spec v1alpha1.Gateway
 // swanctl.conf passed through edit when edit is not nil.
 func (g *agentGateway) publish(spec v1alpha1.GatewayParameters, edit func([]byte) []byte) {
 	g.t.Helper()
-	f, err := render.Render(render.Input{Spec: spec, PSKs: g.psks})
+	f, err := render.Render(render.Input{Spec: spec, PSKs: g.psks, Certs: g.certs})
 	if err != nil {
 		g.t.Fatal(err)
 	}

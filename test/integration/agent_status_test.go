@@ -254,19 +254,20 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 
 	spec := v1alpha1.GatewayParameters{
 		Namespace: "tenant-a",
-		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
-			Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
-		},
-		Mode:          v1alpha1.ModeRouted,
-		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
-		Tunnels: []v1alpha1.Tunnel{{
-			Name: "branch-a", Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
-			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
-			StartAction:      "start",
-			TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(topology.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
-		}},
-	}
+		GatewayConfig: v1alpha1.GatewayConfig{
+			Endpoint: v1alpha1.Endpoint{
+				PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()), PrefixLength: int32(topology.PrivatePrefixLength),
+				Gateway: v1alpha1.IPv4(topology.Router.String()), MACAddress: topology.MACAddress, LocalID: v1alpha1.IPv4(topology.FloatingIP.String()),
+			},
+			Mode:          v1alpha1.ModeRouted,
+			TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
+			Tunnels: []v1alpha1.Tunnel{{
+				Name: "branch-a", Peer: v1alpha1.Peer{Address: peer.Address.String()}, IKEVersion: 2,
+				IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
+				StartAction:      "start",
+				TrafficSelectors: []v1alpha1.TrafficSelector{{Local: v1alpha1.CIDR(topology.TenantSubnet.String()), Remote: v1alpha1.CIDR(peer.Subnet.String())}},
+			}},
+		}}
 	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
 	if err != nil {
 		t.Fatal(err)

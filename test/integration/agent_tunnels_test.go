@@ -263,13 +263,8 @@ func TestAgentRekeyPFS(t *testing.T) {
 func TestAgentNATExposures(t *testing.T) {
 	tp := topology.Start(t, topology.Options{})
 	p0 := tp.Peers[0]
-	inside := netip.MustParsePrefix("100.64.0.0/24")
-	// libipsec routes a CHILD_SA only when charon has an address in its
-	// local selector; a /32 claims no route for the inside subnet.
-	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "100.64.0.1/32", "dev", topology.TenantInterface)
 	psks := map[string][]byte{"site": []byte("nat-test-psk-0123456789")}
-	loadSheets(t, tp, clientSheet(p0, string(psks["site"]),
-		topology.ClientChild{Name: "inside", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{inside.String()}}))
+	insideSite(t, tp, psks["site"])
 
 	const (
 		exposed, exposedPort = "100.64.0.10", 8080
@@ -294,14 +289,42 @@ func TestAgentNATExposures(t *testing.T) {
 	g.waitTunnels(20*time.Second, "the tunnel up", up(map[string][]string{"site": {render.ChildName("site", inside, p0.Subnet)}}))
 	t.Logf("agent: mounted configuration to ESTABLISHED in the status ConfigMap in %v", time.Since(start).Round(time.Millisecond))
 
-	for _, c := range []struct {
-		what, ns, network, addr string
-		wantFrom                netip.Addr
-	}{
+	askEach(t, tp, []whoAmI{
 		{"exposure web: client host → inside address (tcp)", p0.HostNS, "tcp", fmt.Sprintf("%s:%d", exposed, exposedPort), topology.TenantAddress},
 		{"exposure dns: client host → inside address (udp)", p0.HostNS, "udp", exposed + ":5353", topology.TenantAddress},
 		{"reverse exposure ssh: tenant service → gateway (tcp)", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", topology.TenantAddress, listenPort), netip.MustParseAddr(source)},
-	} {
+	})
+	g.waitCarried("site")
+}
+
+// inside is the presented subnet of the mode nat tests: the client site
+// sees the tenant side as these addresses.
+var inside = netip.MustParsePrefix("100.64.0.0/24")
+
+// insideSite gives the gateway an address in inside (libipsec routes a
+// CHILD_SA only when charon has an address in its local selector; a /32
+// claims no route for the subnet) and configures the client site to answer
+// a tunnel between its subnet and inside with psk.
+func insideSite(t *testing.T, tp *topology.Topology, psk []byte) {
+	t.Helper()
+	p0 := tp.Peers[0]
+	tp.MustExec(tp.Gateway.NS, "ip", "addr", "add", "100.64.0.1/32", "dev", topology.TenantInterface)
+	loadSheets(t, tp, clientSheet(p0, string(psk),
+		topology.ClientChild{Name: "inside", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{inside.String()}}))
+}
+
+// A whoAmI is a connection from namespace ns to a ServeWhoAmI listener at
+// network address addr, which must see it come from wantFrom.
+type whoAmI struct {
+	what, ns, network, addr string
+	wantFrom                netip.Addr
+}
+
+// askEach makes each connection of cases and fails t for every one the
+// listener did not answer or saw from another address than wanted.
+func askEach(t *testing.T, tp *topology.Topology, cases []whoAmI) {
+	t.Helper()
+	for _, c := range cases {
 		began := time.Now()
 		from, err := tp.AskWhoAmI(c.ns, c.network, c.addr, 3*time.Second)
 		if err != nil {
@@ -314,10 +337,15 @@ func TestAgentNATExposures(t *testing.T) {
 		}
 		t.Logf("%s: answered in %v, the listener saw %s", c.what, time.Since(began).Round(time.Microsecond), from)
 	}
-	// All of it went through the tunnel: the client site has no other
-	// route to the inside addresses.
+}
+
+// waitCarried waits until every CHILD_SA of tunnel counted at least 3
+// packets each way: the connections went through the tunnel, as the client
+// site has no other route to the inside addresses.
+func (g *agentGateway) waitCarried(tunnel string) {
+	g.t.Helper()
 	g.waitTunnels(5*time.Second, "the CHILD_SA's counters show the connections", func(got map[string]v1alpha1.TunnelStatus) error {
-		for _, c := range got["site"].ChildSAs {
+		for _, c := range got[tunnel].ChildSAs {
 			if c.PacketsIn < 3 || c.PacketsOut < 3 {
 				return fmt.Errorf("CHILD_SA %s counted %d packets in, %d out", c.Name, c.PacketsIn, c.PacketsOut)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
@@ -22,35 +23,34 @@ import (
 // goldenDir holds the renderer's golden gateways.
 var goldenDir = filepath.Join("..", "..", "internal", "render", "testdata")
 
-// loadAll loads every connection and secret of the rendered documents into
-// c, failing t on the first error charon reports.
+// loadAll loads every secret, private key, certificate and connection of
+// the rendered documents into c, converted as the agent converts them
+// (apply.Convert), failing t on the first error charon reports.
 func loadAll(t *testing.T, c *topology.Charon, conf, secrets []byte) {
 	t.Helper()
 	ctx := context.Background()
-	doc, err := swanctl.Parse(conf)
+	set, err := apply.Convert(conf, secrets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns, err := swanctl.LoadConns(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, conn := range conns {
-		if _, err := c.Call(ctx, "load-conn", conn.Message); err != nil {
-			t.Errorf("charon refused connection %s: %v", conn.Name, err)
-		}
-	}
-	sdoc, err := swanctl.Parse(secrets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared, err := swanctl.LoadShared(sdoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range shared {
+	for _, s := range set.Shared {
 		if _, err := c.Call(ctx, "load-shared", s.Message); err != nil {
 			t.Errorf("charon refused secret %s: %v", s.ID, err)
+		}
+	}
+	for _, k := range set.Keys {
+		if _, err := c.Call(ctx, "load-key", k.Message); err != nil {
+			t.Errorf("charon refused private key %s: %v", k.ID, err)
+		}
+	}
+	for _, cert := range set.Certs {
+		if _, err := c.Call(ctx, "load-cert", cert.Message); err != nil {
+			t.Errorf("charon refused certificate %s: %v", cert.Name, err)
+		}
+	}
+	for _, conn := range set.Conns {
+		if _, err := c.Call(ctx, "load-conn", conn.Message); err != nil {
+			t.Errorf("charon refused connection %s: %v", conn.Name, err)
 		}
 	}
 }

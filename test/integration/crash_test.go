@@ -3,14 +3,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -26,10 +23,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/endpoints"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/regions"
-	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -40,6 +33,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
 )
 
 // TestCrashSafeCreateKilled kills the provider, a real process (the
@@ -211,11 +205,7 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 // adminProvider is an authenticated client of the cloud "admin".
 func adminProvider(t *testing.T, e *openStackEnv) *gophercloud.ProviderClient {
 	t.Helper()
-	creds, err := openstack.ParseCloudsYAML(e.CloudsYAML, openstack.CloudOptions{Cloud: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := gopenstack.AuthenticatedClient(context.Background(), creds.Auth)
+	p, err := neutronproxy.Admin(context.Background(), e.CloudsYAML, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,29 +216,11 @@ func adminProvider(t *testing.T, e *openStackEnv) *gophercloud.ProviderClient {
 // as the admin, and removes both when t ends.
 func registerEndpoint(t *testing.T, e *openStackEnv, region, u string) {
 	t.Helper()
-	ctx := context.Background()
-	id, err := gopenstack.NewIdentityV3(adminProvider(t, e), gophercloud.EndpointOpts{})
+	remove, err := neutronproxy.Register(context.Background(), e.CloudsYAML, "admin", region, u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := regions.Create(ctx, id, regions.CreateOpts{ID: region}).Extract(); err != nil {
-		t.Fatalf("create region %s: %v", region, err)
-	}
-	t.Cleanup(func() { _ = regions.Delete(context.Background(), id, region).ExtractErr() })
-	pages, err := services.List(id, services.ListOpts{ServiceType: "network"}).AllPages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svcs, err := services.ExtractServices(pages)
-	if err != nil || len(svcs) != 1 {
-		t.Fatalf("network services %v: %v", svcs, err)
-	}
-	ep, err := endpoints.Create(ctx, id, endpoints.CreateOpts{Availability: gophercloud.AvailabilityPublic, Name: "neutron-crash-proxy",
-		Region: region, URL: u, ServiceID: svcs[0].ID}).Extract()
-	if err != nil {
-		t.Fatalf("create endpoint: %v", err)
-	}
-	t.Cleanup(func() { _ = endpoints.Delete(context.Background(), id, ep.ID).ExtractErr() })
+	t.Cleanup(func() { _ = remove(context.Background()) })
 }
 
 // start runs the provider process; its output goes to the log file.
@@ -505,10 +477,10 @@ func (c *crashRig) eventually(t *testing.T, timeout time.Duration, what string, 
 	})
 }
 
-// cutProxy forwards HTTP to Neutron on loopback, and lets Neutron complete
-// a random share of the create POSTs before it closes the client's
-// connection without the answer, killing the provider first for some;
-// for another share it kills the provider just after the answer.
+// cutProxy lets Neutron complete a random share of the create POSTs that
+// pass a neutronproxy.Proxy before it closes the client's connection
+// without the answer, killing the provider first for some; for another
+// share it kills the provider just after the answer.
 type cutProxy struct {
 	url                string
 	rnd                *rand.Rand
@@ -520,35 +492,21 @@ type cutProxy struct {
 
 func startCutProxy(t *testing.T, neutronURL string, rnd *rand.Rand, kill func(afterAnswer bool)) *cutProxy {
 	t.Helper()
-	target, err := url.Parse(neutronURL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := &cutProxy{rnd: rnd, kill: kill}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	proxy, err := neutronproxy.Start(neutronURL, p.intercept)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.url = "http://" + l.Addr().String()
-	// Neutron's version document names its own URL: the provider must
-	// keep coming back here.
-	rp.ModifyResponse = func(r *http.Response) error {
-		if r.Request.Method != http.MethodGet || r.Request.URL.Path != "/" {
-			return nil
-		}
-		b, err := io.ReadAll(r.Body)
-		if err != nil {
-			return err
-		}
-		b = bytes.ReplaceAll(b, []byte(strings.TrimSuffix(neutronURL, "/")), []byte(p.url))
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
-		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	t.Cleanup(func() { _ = proxy.Close() })
+	p.url = proxy.URL
+	return p
+}
+
+// intercept is the proxy's handler: next forwards to Neutron.
+func (p *cutProxy) intercept(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !createPath(r.URL.Path) {
-			rp.ServeHTTP(w, r)
+			next.ServeHTTP(w, r)
 			return
 		}
 		p.posts.Add(1)
@@ -556,7 +514,7 @@ func startCutProxy(t *testing.T, neutronURL string, rnd *rand.Rand, kill func(af
 		x, delay, pKill, pCut, pLate := p.rnd.Float64(), time.Duration(p.rnd.IntN(20))*time.Millisecond, p.pKill, p.pCut, p.pLate
 		p.mu.Unlock()
 		if x >= pKill+pCut {
-			rp.ServeHTTP(w, r)
+			next.ServeHTTP(w, r)
 			if x < pKill+pCut+pLate {
 				go func() {
 					time.Sleep(delay)
@@ -565,14 +523,10 @@ func startCutProxy(t *testing.T, neutronURL string, rnd *rand.Rand, kill func(af
 			}
 			return
 		}
-		// Neutron completes the POST; its answer never reaches the
-		// provider.
-		out := r.Clone(context.Background())
-		out.URL.Scheme, out.URL.Host, out.Host, out.RequestURI = target.Scheme, target.Host, target.Host, ""
-		if resp, err := http.DefaultTransport.RoundTrip(out); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}
+		// Neutron completes the POST (whose answer goes nowhere, not even
+		// when the kill below ends the provider's connection first); the
+		// answer never reaches the provider.
+		next.ServeHTTP(httptest.NewRecorder(), r.WithContext(context.WithoutCancel(r.Context())))
 		if x < pKill {
 			p.kill(false)
 		}
@@ -580,10 +534,7 @@ func startCutProxy(t *testing.T, neutronURL string, rnd *rand.Rand, kill func(af
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			_ = conn.Close()
 		}
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return p
+	})
 }
 
 // arm sets the shares of create POSTs after which the provider is killed

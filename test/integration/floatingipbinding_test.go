@@ -157,6 +157,22 @@ func fipCond(t *testing.T, mg *netv1alpha1.FloatingIPBinding, ct xpv2.ConditionT
 	return mg.GetCondition(ct), nil
 }
 
+// fipWaitSynced waits until mg is Synced=False with a message that
+// contains msg.
+func fipWaitSynced(t *testing.T, mg *netv1alpha1.FloatingIPBinding, what, msg string) {
+	t.Helper()
+	eventually(t, 30*time.Second, what, func() error {
+		c, err := fipCond(t, mg, xpv2.TypeSynced)
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, msg) {
+			return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
+		}
+		return nil
+	})
+}
+
 func fipWaitReady(t *testing.T, mg *netv1alpha1.FloatingIPBinding, timeout time.Duration, what string) {
 	t.Helper()
 	eventually(t, timeout, what, func() error {
@@ -297,6 +313,32 @@ func TestFloatingIPBindingRunbook(t *testing.T) {
 	if a := mg.Status.AtProvider; !a.Attached || !a.Pinned || a.PortID != gw.ID || a.FloatingIPAddress != fip.FloatingIP {
 		t.Errorf("status.atProvider = %+v", a)
 	}
+
+	// 3. Rollback, the runbook's two commands with the binding in place:
+	// once it saw the floating IP leave its port for no port, the binding
+	// leaves it there (more than two of its 6 s polls), says so, and
+	// reports the VM's port after the set.
+	f.setPort(t, fip.ID, "")
+	unset = time.Now()
+	fipWaitSynced(t, mg, "the binding notes that the floating IP left its port", "was taken off port "+gw.ID)
+	t.Logf("rollback: unset from the gateway's port to the binding's note in %s", time.Since(unset).Round(time.Millisecond))
+	time.Sleep(13 * time.Second)
+	if now := f.get(t, fip.ID); now.PortID != "" {
+		t.Fatalf("rollback: the binding took the floating IP to port %q while the rollback had it on no port", now.PortID)
+	}
+	f.setPort(t, fip.ID, vm.ID)
+	set := time.Now()
+	fipWaitSynced(t, mg, "the binding reports the VM's port after the rollback", "is associated with port "+vm.ID)
+	t.Logf("rollback: set on the VM's port to the binding's report in %s", time.Since(set).Round(time.Millisecond))
+	if at := mg.Status.AtProvider.ReleasedAt; at != nil {
+		t.Errorf("rollback: status.atProvider.releasedAt %s stays once the floating IP is on the VM's port", at)
+	}
+
+	// 4. Cutover again: the binding attaches what the VM let go of.
+	f.setPort(t, fip.ID, "")
+	unset = time.Now()
+	fipWaitReady(t, mg, 90*time.Second, "the pinned binding attaches after a second cutover")
+	t.Logf("second cutover: unset from the VM to Ready in %s", time.Since(unset).Round(time.Millisecond))
 
 	// Deleting the binding only disassociates the pinned floating IP.
 	fipDeleteAndWait(t, mg)

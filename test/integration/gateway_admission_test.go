@@ -211,11 +211,12 @@ func admission(t *testing.T, gw *gwv1alpha1.Gateway, reason, want string) {
 
 // TestGatewayAdmissionReplicas proves spec.forProvider.replicas at
 // admission: 1 by default, 1 and 2 admitted, anything else refused naming
-// the field.
+// the field; MOBIKE refused with 2.
 func TestGatewayAdmissionReplicas(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
 		replicas *int32
+		mobike   bool
 		want     int32
 		wantErr  string
 	}{
@@ -226,17 +227,131 @@ func TestGatewayAdmissionReplicas(t *testing.T) {
 			wantErr: "spec.forProvider.replicas: Invalid value: 3: spec.forProvider.replicas in body should be less than or equal to 2"},
 		"Zero": {reason: "0 is refused: active false pre-stages a gateway.", replicas: ptr.To[int32](0),
 			wantErr: "spec.forProvider.replicas: Invalid value: 0: spec.forProvider.replicas in body should be greater than or equal to 1"},
+		"TwoMOBIKE": {reason: "MOBIKE with two pods is refused: a pod giving the address up would move its IKE SAs to the pod network.", replicas: ptr.To[int32](2), mobike: true,
+			wantErr: "spec.forProvider.tunnels: Invalid value: a tunnel's mobike must be false with replicas 2"},
+		"OneMOBIKE": {reason: "MOBIKE with one pod is admitted.", replicas: ptr.To[int32](1), mobike: true, want: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			spec := gatewaySpec("tenant-admission")
 			spec.Replicas = tc.replicas
+			spec.Tunnels[0].MOBIKE = tc.mobike
 			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "replicas-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
 			admission(t, gw, tc.reason, tc.wantErr)
 			// The dry run answers with the object as admitted, defaults set.
 			if !t.Failed() && tc.wantErr == "" && (gw.Spec.ForProvider.Replicas == nil || *gw.Spec.ForProvider.Replicas != tc.want) {
 				t.Errorf("\n%s\nadmitted with replicas %v, want %d", tc.reason, gw.Spec.ForProvider.Replicas, tc.want)
 			}
+		})
+	}
+}
+
+// TestGatewayAdmissionHideNAT proves the API server refuses a tunnel's
+// hideNAT rules where a rule can say it (the presented address or pool in
+// a local subnet that carries the rule's remote subnets, apart from the
+// tenant's subnets and the tunnel's client subnets; the rule's tenant
+// subnets among the gateway's; mode nat), naming the field and the fix,
+// with every optional field absent too.
+func TestGatewayAdmissionHideNAT(t *testing.T) {
+	cidr := func(s string) *gwv1alpha1.CIDR { c := gwv1alpha1.CIDR(s); return &c }
+	addr := func(s string) *gwv1alpha1.IPv4 { a := gwv1alpha1.IPv4(s); return &a }
+	cases := map[string]struct {
+		reason string
+		mod    func(*gwv1alpha1.GatewayParameters, *gwv1alpha1.HideNAT)
+		want   string
+	}{
+		"Address": {
+			reason: "A presented address of the local subnet is admitted.",
+			mod:    func(*gwv1alpha1.GatewayParameters, *gwv1alpha1.HideNAT) {},
+		},
+		"Pool": {
+			reason: "A presented pool inside the local subnet, for part of the client subnet, is admitted.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.PresentedAddress, h.PresentedPool, h.RemoteSubnets = nil, cidr("100.64.0.32/28"), []gwv1alpha1.CIDR{"192.168.10.128/25"}
+			},
+		},
+		"NoHideNAT": {
+			reason: "Without hideNAT (and without tenantSubnets) every rule holds.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.TenantSubnets = nil
+				s.Tunnels[0].HideNAT = nil
+			},
+		},
+		"Neither": {
+			reason: "A rule needs a presented address or pool.",
+			mod:    func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) { h.PresentedAddress = nil },
+			want:   "spec.forProvider.tunnels[0].hideNAT[0]: Invalid value: hideNAT needs exactly one of presentedAddress or presentedPool",
+		},
+		"Both": {
+			reason: "A rule cannot have both.",
+			mod:    func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) { h.PresentedPool = cidr("100.64.0.32/28") },
+			want:   "hideNAT needs exactly one of presentedAddress or presentedPool",
+		},
+		"OutsideLocal": {
+			reason: "A presented address outside the local subnet is refused at .hideNAT.",
+			mod:    func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) { h.PresentedAddress = addr("100.65.0.20") },
+			want:   "spec.forProvider.tunnels[0].hideNAT: Invalid value: a hideNAT rule's presentedAddress (or presentedPool) lies in no local subnet of the tunnel's traffic selectors",
+		},
+		"PoolBeyondLocal": {
+			reason: "A pool larger than the local subnet is refused.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.PresentedAddress, h.PresentedPool = nil, cidr("100.64.0.0/23")
+			},
+			want: "lies in no local subnet of the tunnel's traffic selectors",
+		},
+		"RemoteNotCarried": {
+			reason: "A remote subnet no traffic selector of the tunnel holds is admitted (the rule would cost too much at admission): rendering refuses it (TestValidateHideNAT).",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.RemoteSubnets = []gwv1alpha1.CIDR{"192.168.10.0/24", "192.168.11.0/24"}
+			},
+		},
+		"OverlapsClient": {
+			reason: "A presented address inside a client subnet of the tunnel is refused.",
+			mod: func(s *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				s.Tunnels[0].TrafficSelectors = []gwv1alpha1.TrafficSelector{
+					{Local: "100.64.0.0/16", Remote: "192.168.10.0/24"}, {Local: "10.50.0.0/24", Remote: "100.64.5.0/24"}}
+				h.PresentedAddress = addr("100.64.5.1")
+			},
+			want: "spec.forProvider.tunnels[0].hideNAT: Invalid value: a hideNAT rule's presentedAddress (or presentedPool) overlaps a remote traffic selector, a client subnet",
+		},
+		"OverlapsTenant": {
+			reason: "A presented pool overlapping a tenantSubnets entry is refused at .tunnels.",
+			mod: func(s *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				s.TenantSubnets = append(s.TenantSubnets, "100.64.0.40/29")
+				h.PresentedAddress, h.PresentedPool = nil, cidr("100.64.0.32/28")
+			},
+			want: "spec.forProvider.tunnels: Invalid value: a tunnel's hideNAT presentedAddress (or presentedPool) overlaps a tenantSubnets entry",
+		},
+		"TenantNotListed": {
+			reason: "A rule's tenant subnet outside the gateway's tenantSubnets is refused.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.TenantSubnets = []gwv1alpha1.CIDR{"10.31.0.0/24"}
+			},
+			want: "a tunnel's hideNAT tenantSubnets entry lies in no tenantSubnets entry of the gateway",
+		},
+		"NoTenantSubnets": {
+			reason: "Without tenantSubnets no rule's tenant subnet is listed: refused, and the rules read no absent field.",
+			mod:    func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) { s.TenantSubnets = nil },
+			want:   "a tunnel's hideNAT tenantSubnets entry lies in no tenantSubnets entry of the gateway",
+		},
+		"Routed": {
+			reason: "hideNAT is for mode nat.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.Mode = gwv1alpha1.ModeRouted
+				s.Exposures = nil
+			},
+			want: "a tunnel's hideNAT is for mode nat",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := gatewaySpec("tenant-admission")
+			spec.TenantSubnets = []gwv1alpha1.CIDR{"10.30.0.0/24"}
+			spec.Tunnels[0].HideNAT = []gwv1alpha1.HideNAT{{Name: "apps", TenantSubnets: []gwv1alpha1.CIDR{"10.30.0.0/24"},
+				RemoteSubnets: []gwv1alpha1.CIDR{"192.168.10.0/24"}, PresentedAddress: addr("100.64.0.20")}}
+			tc.mod(&spec, &spec.Tunnels[0].HideNAT[0])
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "admission-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			admission(t, gw, tc.reason, tc.want)
 		})
 	}
 }

@@ -27,8 +27,8 @@ import (
 )
 
 // TestGatewayActiveStandby runs the provider against a Gateway with
-// replicas 2: it creates the Lease the agents elect on and grants them get
-// and update on it only; the active pod an agent reports (leader.Report,
+// replicas 2: it creates the Lease the agents elect on and grants them get,
+// update and watch on it only; the active pod an agent reports (leader.Report,
 // as the agent writes it) reaches status.atProvider.leader with an event,
 // a Warning Failover when the Lease expired; before an update the active
 // pod gets the higher pod-deletion-cost.
@@ -67,7 +67,7 @@ func TestGatewayActiveStandby(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil {
 		t.Errorf("the provider's Lease names holder %s, want none", *lease.Spec.HolderIdentity)
 	}
-	want := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{names.Gateway}, Verbs: []string{"get", "update"}}
+	want := rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{names.Gateway}, Verbs: []string{"get", "update", "watch"}}
 	if r := role.Rules[len(role.Rules)-1]; fmt.Sprint(r) != fmt.Sprint(want) {
 		t.Errorf("the agent's Role's last rule is %v, want %v", r, want)
 	}

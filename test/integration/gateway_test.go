@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +39,8 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
+	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -152,21 +156,22 @@ func gatewaySpec(ns string) gwv1alpha1.GatewayParameters {
 	target := gwv1alpha1.IPv4("10.96.0.20")
 	return gwv1alpha1.GatewayParameters{
 		Namespace: ns,
-		Endpoint: gwv1alpha1.Endpoint{
-			PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
-			MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
-		},
-		Tunnels: []gwv1alpha1.Tunnel{{
-			Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
-			IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
-			PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
-			TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
-		}},
-		Exposures: []gwv1alpha1.Exposure{{
-			Name: "web", InsideAddress: "100.64.0.10", Port: 443,
-			Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
-		}},
-	}
+		GatewayConfig: gwv1alpha1.GatewayConfig{
+			Endpoint: gwv1alpha1.Endpoint{
+				PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",
+				MACAddress: "fa:16:3e:00:00:0a", LocalID: "203.0.113.10",
+			},
+			Tunnels: []gwv1alpha1.Tunnel{{
+				Name: "branch-a", Peer: gwv1alpha1.Peer{Address: "198.51.100.7"}, IKEVersion: 2,
+				IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16"},
+				PreSharedKeySecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: "branch-a"},
+				TrafficSelectors:      []gwv1alpha1.TrafficSelector{{Local: "100.64.0.0/24", Remote: "192.168.10.0/24"}},
+			}},
+			Exposures: []gwv1alpha1.Exposure{{
+				Name: "web", InsideAddress: "100.64.0.10", Port: 443,
+				Target: gwv1alpha1.ExposureTarget{Address: &target, Port: 8443},
+			}},
+		}}
 }
 
 func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
@@ -226,15 +231,33 @@ func TestGatewayLifecycle(t *testing.T) {
 	if !strings.Contains(string(sec.Data[workload.KeySecrets]), "0x"+hex.EncodeToString([]byte(psk))) {
 		t.Errorf("the Secret does not hold the hex-encoded PSK")
 	}
-	hash := dep.Spec.Template.Annotations[workload.AnnotationHash]
-	if hash == "" || hash != gw.Status.AtProvider.ConfigHash {
-		t.Errorf("Deployment config hash %q, status.atProvider.configHash %q: want equal and set", hash, gw.Status.AtProvider.ConfigHash)
+	if got, want := gw.Status.AtProvider.ConfigHash, loadedHash(cm); got != want {
+		t.Errorf("status.atProvider.configHash %q, want the hash of the ConfigMap's files %q", got, want)
+	}
+	if h := dep.Spec.Template.Annotations[workload.AnnotationStartHash]; h == "" {
+		t.Errorf("the pod template has no %s", workload.AnnotationStartHash)
+	}
+	if h, ok := dep.Spec.Template.Annotations[workload.AnnotationHash]; ok {
+		t.Errorf("the pod template carries %s %q: every tunnel change would replace the pod", workload.AnnotationHash, h)
 	}
 	if *dep.Spec.Replicas != 1 || dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 		t.Errorf("Deployment replicas %d strategy %s, want 1 Recreate", *dep.Spec.Replicas, dep.Spec.Strategy.Type)
 	}
 
-	// Editing a tunnel updates the ConfigMap and the hash.
+	// Editing a tunnel updates the ConfigMap and the config hash in status,
+	// and leaves the pod template as it is: the agent reloads it live.
+	template, generation := dep.Spec.Template.DeepCopy(), dep.Generation
+	samePod := func(what string) {
+		t.Helper()
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(template, &dep.Spec.Template); diff != "" || dep.Generation != generation {
+			t.Errorf("%s changed the pod template (generation %d -> %d): the gateway pod would be replaced; -before, +after:\n%s",
+				what, generation, dep.Generation, diff)
+		}
+	}
+	hash := gw.Status.AtProvider.ConfigHash
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 		t.Fatal(err)
 	}
@@ -242,25 +265,26 @@ func TestGatewayLifecycle(t *testing.T) {
 	if err := kube.Update(ctx, gw); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "an edited tunnel reaches the ConfigMap and the pod template", func() error {
+	eventually(t, 30*time.Second, "an edited tunnel reaches the ConfigMap and status", func() error {
 		if err := kube.Get(ctx, key(names.Config), cm); err != nil {
 			return err
 		}
 		if !strings.Contains(cm.Data[workload.KeySwanctlConf], "dpd_action = clear") {
 			return fmt.Errorf("swanctl.conf has no dpd_action = clear")
 		}
-		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
 		}
-		if dep.Spec.Template.Annotations[workload.AnnotationHash] == hash {
-			return fmt.Errorf("the pod template still has the old hash")
+		if h := gw.Status.AtProvider.ConfigHash; h == hash || h != loadedHash(cm) {
+			return fmt.Errorf("status.atProvider.configHash %s, was %s, the ConfigMap's %s", h, hash, loadedHash(cm))
 		}
 		return nil
 	})
+	samePod("a tunnel edit")
 
-	// A rotated PSK reaches the gateway's Secret; the config hash, which
-	// leaves secrets out, stays.
-	hash = dep.Spec.Template.Annotations[workload.AnnotationHash]
+	// A rotated PSK reaches the gateway's Secret; neither the config hash,
+	// which leaves secrets out, nor the pod template changes.
+	hash = gw.Status.AtProvider.ConfigHash
 	pskSecret := &corev1.Secret{}
 	if err := kube.Get(ctx, key("vpn-psk"), pskSecret); err != nil {
 		t.Fatal(err)
@@ -278,12 +302,29 @@ func TestGatewayLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 		t.Fatal(err)
 	}
-	if got := dep.Spec.Template.Annotations[workload.AnnotationHash]; got != hash {
+	if got := gw.Status.AtProvider.ConfigHash; got != hash {
 		t.Errorf("a PSK rotation changed the config hash %s -> %s: the hash must not depend on secrets", hash, got)
 	}
+	samePod("a PSK rotation")
+
+	// What charon reads only at start, the strongswan.conf fragment of
+	// data plane Libipsec, replaces the pod.
+	gw.Spec.ForProvider.DataPlane = gwv1alpha1.DataPlaneLibipsec
+	if err := kube.Update(ctx, gw); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a data plane change reaches the pod template's start hash", func() error {
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		if h := dep.Spec.Template.Annotations[workload.AnnotationStartHash]; h == template.Annotations[workload.AnnotationStartHash] {
+			return fmt.Errorf("the pod template still has the start hash %s", h)
+		}
+		return nil
+	})
 
 	// The agent's tunnel reports reach status and events; the provider's
 	// own applies leave the agent's data alone.
@@ -392,13 +433,7 @@ func TestGatewayLifecycle(t *testing.T) {
 		nad.SetGroupVersionKind(workload.NADKind)
 		for _, o := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &appsv1.Deployment{}, &corev1.ServiceAccount{},
 			&rbacv1.Role{}, &rbacv1.RoleBinding{}, &networkingv1.NetworkPolicy{}, nad} {
-			name := names.Gateway
-			switch o.(type) {
-			case *corev1.ConfigMap:
-				name = names.Config
-			case *corev1.Secret:
-				name = names.Secrets
-			}
+			name := objectName(names, o)
 			if err := kube.Get(ctx, key(name), o); !kerrors.IsNotFound(err) {
 				return fmt.Errorf("%T %s still exists (err %w)", o, name, err)
 			}
@@ -414,14 +449,35 @@ func TestGatewayLifecycle(t *testing.T) {
 	}
 }
 
+// rendered returns the files and objects the provider renders for gw, with
+// the PSK of gatewaySpec's tunnel, as it would apply them.
+func rendered(t *testing.T, gw *gwv1alpha1.Gateway) (*render.Files, []client.Object) {
+	t.Helper()
+	f, err := render.Render(render.Input{Spec: gw.Spec.ForProvider, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := workload.Objects(gw, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, objs
+}
+
+// loadedHash is render.ConfigHash of the files in cm, the gateway's
+// ConfigMap: what status.atProvider.configHash must say for it.
+func loadedHash(cm *corev1.ConfigMap) string {
+	return render.ConfigHash([]byte(cm.Data[workload.KeySwanctlConf]), []byte(cm.Data[workload.KeyNATRules]), []byte(cm.Data[workload.KeyStrongSwanConf]), []byte(cm.Data[workload.KeyXFRMInterfaces]))
+}
+
 // gatewayEvent finds an event of gw with reason and a message holding msg.
-func gatewayEvent(gw *gwv1alpha1.Gateway, reason, msg string) error {
+func gatewayEvent(gw client.Object, reason, msg string) error {
 	events := &corev1.EventList{}
 	if err := kube.List(context.Background(), events); err != nil {
 		return err
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.UID == gw.UID && e.Reason == reason && strings.Contains(e.Message, msg) {
+		if e.InvolvedObject.UID == gw.GetUID() && e.Reason == reason && strings.Contains(e.Message, msg) {
 			return nil
 		}
 	}
@@ -560,6 +616,148 @@ func TestGatewayWarnings(t *testing.T) {
 		}
 		if strings.Contains(c.Message, psk) {
 			t.Fatalf("the condition's message holds the PSK")
+		}
+		return nil
+	})
+}
+
+// objectName is the name of a gateway's object o among names: its
+// ConfigMap's, its Secret's, or the gateway's own that the rest share.
+func objectName(names workload.Names, o client.Object) string {
+	switch o.(type) {
+	case *corev1.ConfigMap:
+		return names.Config
+	case *corev1.Secret:
+		return names.Secrets
+	}
+	return names.Gateway
+}
+
+// TestGatewayUpgradeKeepsPod proves a provider upgrade replaces no gateway
+// pod: a Deployment the provider applied before start hashes (its pod
+// template carries the config hash of the whole configuration, and no start
+// hash) keeps its pod template, field for field, when this provider takes
+// it over, and through a tunnel edit, which reaches the ConfigMap only. A
+// change the pod reads at start (the data plane's strongswan.conf fragment)
+// replaces the pod anyway, and the template then takes the new form. The
+// older provider's objects are this provider's with the pod template as it
+// rendered it (workload.LegacyTemplate, proven byte for byte against the
+// older provider's goldens in internal/workload).
+func TestGatewayUpgradeKeepsPod(t *testing.T) {
+	ctx := context.Background()
+	ns := "tenant-upgrade"
+	create(t,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+	)
+	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// The older provider's CRD defaulted the images; this one late-initializes
+	// them from its --gateway-image, so the Gateway names them as the older
+	// one's did.
+	spec := gatewaySpec(ns)
+	spec.Images = gwv1alpha1.Images{StrongSwan: gateway.DefaultImage, Agent: gateway.DefaultImage}
+	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-upgrade"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+	create(t, gw)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
+
+	// What the older provider applied, with its field manager.
+	f, objs := rendered(t, gw)
+	names := workload.NamesOf(gw.Name)
+	key := client.ObjectKey{Namespace: ns, Name: names.Gateway}
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			workload.LegacyTemplate(d, f.Hash)
+		}
+		//nolint:staticcheck // as the provider applies them
+		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("provider-ipsec"), client.ForceOwnership); err != nil {
+			t.Fatalf("apply %T %s as the older provider: %v", o, o.GetName(), err)
+		}
+	}
+	dep := &appsv1.Deployment{}
+	if err := kube.Get(ctx, key, dep); err != nil {
+		t.Fatal(err)
+	}
+	// The pod template alone decides whether the pod is replaced (the
+	// ReplicaSet's pod-template-hash); the Deployment's own annotations,
+	// which this provider adds to, bump its generation but replace no pod.
+	template := dep.Spec.Template.DeepCopy()
+	samePod := func(what string) {
+		t.Helper()
+		if err := kube.Get(ctx, key, dep); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(template, &dep.Spec.Template); diff != "" {
+			t.Errorf("%s changed the older provider's pod template: the gateway pod would be replaced; -before, +after:\n%s", what, diff)
+		}
+	}
+
+	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	synced := func(what string, check func() error) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return err
+			}
+			if c := condition(gw, gwv1alpha1.TypeConfigRendered); c.Status != corev1.ConditionTrue {
+				return fmt.Errorf("ConfigRendered %s: %s", c.Status, c.Message)
+			}
+			if c := condition(gw, xpv2.TypeSynced); c.Status != corev1.ConditionTrue {
+				return fmt.Errorf("Synced %s: %s", c.Status, c.Message)
+			}
+			return check()
+		})
+	}
+	synced("the provider takes the older provider's objects over", func() error { return nil })
+	// A few polls (1 s) more: each one would have applied a changed template.
+	time.Sleep(3 * time.Second)
+	samePod("taking the older provider's Deployment over")
+
+	// edit changes the Gateway as a user would, again on a conflict with the
+	// provider's own writes (its status at each poll).
+	edit := func(change func()) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return err
+			}
+			change()
+			return kube.Update(ctx, gw)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func() {
+		gw.Spec.ForProvider.Tunnels[0].TrafficSelectors = append(gw.Spec.ForProvider.Tunnels[0].TrafficSelectors,
+			gwv1alpha1.TrafficSelector{Local: "100.64.1.0/24", Remote: "192.168.11.0/24"})
+	})
+	cm := &corev1.ConfigMap{}
+	synced("a tunnel edit reaches the ConfigMap", func() error {
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Config}, cm); err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data[workload.KeySwanctlConf], "192.168.11.0/24") {
+			return fmt.Errorf("swanctl.conf lacks the new subnet pair")
+		}
+		if gw.Status.AtProvider.ConfigHash != loadedHash(cm) {
+			return fmt.Errorf("status.atProvider.configHash %s, the ConfigMap's %s", gw.Status.AtProvider.ConfigHash, loadedHash(cm))
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
+	samePod("a tunnel edit")
+
+	edit(func() { gw.Spec.ForProvider.DataPlane = gwv1alpha1.DataPlaneLibipsec })
+	synced("a data plane change gives the pod template the new form", func() error {
+		if err := kube.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		a := dep.Spec.Template.Annotations
+		if _, legacy := a[workload.AnnotationHash]; legacy || a[workload.AnnotationStartHash] == "" {
+			return fmt.Errorf("pod template annotations %v, want a start hash and no %s", a, workload.AnnotationHash)
 		}
 		return nil
 	})

@@ -82,6 +82,9 @@ type recorder struct {
 func (r recorder) Take(context.Context) error    { r.tl.add(r.pod, "take"); return nil }
 func (r recorder) Release(context.Context) error { r.tl.add(r.pod, "release"); return nil }
 
+// Refresh records nothing: the timeline is of takes and releases.
+func (recorder) Refresh(context.Context, time.Duration) error { return nil }
+
 // agentPod is one elected pod: its own API connection, which cut
 // breaks, as a node cut off from the API server is.
 type agentPod struct {

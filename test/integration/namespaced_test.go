@@ -178,26 +178,38 @@ func TestNamespacedChain(t *testing.T) {
 // whose ProviderConfig names a Secret of ns-b is refused with the field and
 // the fix, a ProviderConfig that exists only in ns-b cannot be named from
 // ns-a, a providerConfigRef cannot carry a namespace, nor a reference to
-// another managed resource; and a ClusterProviderConfig serves any
-// namespace.
+// another managed resource; a ClusterProviderConfig serves the namespaces
+// its namespaceSelector selects, and one that does not select ns-a (another
+// project's, or the default a managed resource naming none gets, without a
+// selector) is refused naming spec.namespaceSelector, with nothing made in
+// Neutron.
 func TestNamespacedIsolation(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
 	sc := neutron(t, e)
 	tenantNamespace(t, e, "ns-a")
 	tenantNamespace(t, e, "ns-b")
-	cpc := &nsv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "platform"}, Spec: nsProviderConfig("", "", "ns-b").Spec}
+	// cpcFor is a ClusterProviderConfig of the Secret of ns-b that
+	// namespaces selected by sel may use.
+	cpcFor := func(name string, sel *metav1.LabelSelector) *nsv1alpha1.ClusterProviderConfig {
+		return &nsv1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: nsv1alpha1.ClusterProviderConfigSpec{ProviderConfigSpec: nsProviderConfig("", "", "ns-b").Spec, NamespaceSelector: sel}}
+	}
+	// The API server labels every namespace with its name.
+	only := func(ns string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	}
 	pcs := []client.Object{
 		nsProviderConfig("ns-a", "borrowed", "ns-b"),
 		nsProviderConfig("ns-b", "only-b", "ns-b"),
-		cpc,
+		cpcFor("platform", only("ns-a")),
+		cpcFor("project-b", only("ns-b")),
+		cpcFor("default", nil),
 	}
 	create(t, pcs...)
-	t.Cleanup(func() {
-		for _, pc := range pcs {
-			_ = kube.Delete(context.Background(), pc)
-		}
-	})
+	// After the provider stopped: without their finalizers, so that the
+	// next test can make a ClusterProviderConfig default of its own.
+	t.Cleanup(func() { forgetMRs(pcs...) })
 	startNamespacedProvider(t, e)
 
 	portIn := func(name string, ref *xpv2.ProviderConfigReference) *nsnet.Port {
@@ -223,11 +235,24 @@ func TestNamespacedIsolation(t *testing.T) {
 			port:   portIn("only-b", pcRef("ProviderConfig", "only-b")),
 			want:   `cannot get ProviderConfig ns-a/only-b (spec.providerConfigRef names a ProviderConfig of the resource's own namespace)`,
 		},
+		"ClusterProviderConfigOfAnotherNamespace": {
+			reason: "A ClusterProviderConfig whose namespaceSelector selects ns-b only cannot be used from ns-a.",
+			port:   portIn("project-b", pcRef("ClusterProviderConfig", "project-b")),
+			want:   `ClusterProviderConfig project-b: spec.namespaceSelector (kubernetes.io/metadata.name=ns-b) does not select namespace ns-a`,
+		},
+		"DefaultWithoutSelector": {
+			reason: "A Port naming no ProviderConfig gets the CRD's default, ClusterProviderConfig default, which selects no namespace without a namespaceSelector.",
+			port:   portIn("defaulted", nil),
+			want:   `ClusterProviderConfig default has no spec.namespaceSelector, so no namespace may use it`,
+		},
 	}
 	for name, tc := range refused {
 		t.Run(name, func(t *testing.T) {
 			create(t, tc.port)
 			t.Cleanup(func() { forgetMRs(tc.port) })
+			if tc.port.Spec.ProviderConfigReference == nil {
+				t.Fatalf("%s\nthe API server did not default spec.providerConfigRef", tc.reason)
+			}
 			eventually(t, 30*time.Second, "the Port is refused", func() error {
 				if err := kube.Get(ctx, client.ObjectKeyFromObject(tc.port), tc.port); err != nil {
 					return err
@@ -307,7 +332,7 @@ func TestNamespacedExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	// providerconfig.yaml first: it makes the namespace the others use.
-	order := []string{"providerconfig.yaml", "clusterproviderconfig.yaml", "networking.yaml"}
+	order := []string{"providerconfig.yaml", "clusterproviderconfig.yaml", "networking.yaml", "gateway.yaml"}
 	all, err := filepath.Glob(filepath.Join(repoRoot, "examples", "namespaced", "*.yaml"))
 	if err != nil || len(all) != len(order) {
 		t.Fatalf("examples/namespaced has %d files (%v), want %v: add a new one to this test", len(all), err, order)
@@ -350,7 +375,8 @@ func TestNamespacedExamples(t *testing.T) {
 			applied[u.GetKind()]++
 		}
 	}
-	want := map[string]int{"Secret": 1, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1, "RouterRoutes": 1}
+	want := map[string]int{"Secret": 2, "ProviderConfig": 1, "ClusterProviderConfig": 1, "Network": 1, "SecurityGroup": 1, "Port": 1, "FloatingIPBinding": 1,
+		"RouterRoutes": 1, "NodeAddressPairs": 1, "Gateway": 1}
 	if diff := gocmp.Diff(want, applied); diff != "" {
 		t.Errorf("objects of examples/namespaced by kind: -want, +got:\n%s", diff)
 	}

@@ -217,7 +217,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	mustRun(t, "ip", "-n", extNS, "link", "set", "eth0", "up")
 
 	inst := vif.Instance{ID: string(uuid.NewUUID()), Namespace: vmNS}
-	v, bound := plugVM(t, sc, h, inst, vmPort.ID)
+	v, bound := plugVM(t, sc, h, inst, vmPort.ID, "eth0")
 	if diff := cmp.Diff([]string{inst.ID, vif.DeviceOwner}, []string{bound.DeviceID, bound.DeviceOwner}); diff != "" {
 		t.Errorf("bound port's device_id, device_owner (-want +got):\n%s", diff)
 	}
@@ -361,12 +361,12 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 }
 
 // plugVM plugs the namespace of inst into the port portID as Nova and
-// os-vif would (its eth0), unplugged when t ends, and waits until the
-// agent has made the port ACTIVE.
-func plugVM(t *testing.T, sc *gophercloud.ServiceClient, h vif.Host, inst vif.Instance, portID string) (*vif.VIF, *ports.Port) {
+// os-vif would (its interface ifname), unplugged when t ends, and waits
+// until the agent has made the port ACTIVE.
+func plugVM(t *testing.T, sc *gophercloud.ServiceClient, h vif.Host, inst vif.Instance, portID, ifname string) (*vif.VIF, *ports.Port) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := vif.Plug(ctx, sc, h, inst, portID, "eth0", time.Minute)
+	v, err := vif.Plug(ctx, sc, h, inst, portID, ifname, time.Minute)
 	t.Cleanup(func() {
 		if v != nil {
 			if err := vif.Unplug(context.Background(), sc, h, v); err != nil {

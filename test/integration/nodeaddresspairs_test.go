@@ -111,7 +111,7 @@ func TestNodeAddressPairs(t *testing.T) {
 		p := newPort(name, []string{sg.ID})
 		ns := agentsNetns(t, fmt.Sprintf("napvm%d-%s", i, id))
 		inst := vif.Instance{ID: string(uuid.NewUUID()), Namespace: ns}
-		plugVM(t, admin, h, inst, p.ID)
+		plugVM(t, admin, h, inst, p.ID, "eth0")
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + id, Labels: map[string]string{"vpn-gateway": "yes"}},
 			Spec: corev1.NodeSpec{ProviderID: vif.ProviderID(inst)}}
 		create(t, n)

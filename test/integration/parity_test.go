@@ -3,11 +3,14 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,9 +22,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
-	"github.com/ipsecgw/provider-ipsec/internal/swanctl"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
@@ -53,10 +56,10 @@ func TestValidatorCharonParity(t *testing.T) {
 	}
 	t.Logf("%d specs from PARITY_SEED=%d", n, seed)
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	g := specGen{r: r, keywords: byKind(render.Keywords())}
+	g := specGen{r: r, keywords: byKind(render.Keywords()), cert: goldenTunnelCert(t)}
 	c := topology.StartValidator(t)
 	ctx := context.Background()
-	accepted, reasons := 0, map[string]int{}
+	accepted, certTunnels, nat, routeMode, reasons := 0, 0, 0, 0, map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -65,29 +68,34 @@ func TestValidatorCharonParity(t *testing.T) {
 			continue
 		}
 		accepted++
-		doc, err := swanctl.Parse(files.SwanctlConf)
-		if err != nil {
-			t.Fatalf("spec %d: rendered swanctl.conf does not parse: %v", i, err)
+		if files.XFRMInterfaces != nil {
+			routeMode++
 		}
-		conns, err := swanctl.LoadConns(doc)
+		// Converted as the agent converts them: certificate tunnels'
+		// CAs inside load-conn, their keys and certificates apart.
+		set, err := apply.Convert(files.SwanctlConf, files.Secrets)
 		if err != nil {
-			t.Fatalf("spec %d: %v", i, err)
+			t.Fatalf("spec %d: the rendered files do not convert: %v", i, err)
 		}
+		conns := set.Conns
+		certTunnels += len(set.Keys)
 		var refused []string
+		for _, k := range set.Keys {
+			if _, err := c.Call(ctx, "load-key", k.Message); err != nil {
+				refused = append(refused, fmt.Sprintf("key %s: %v", k.ID, err))
+			}
+		}
+		for _, crt := range set.Certs {
+			if _, err := c.Call(ctx, "load-cert", crt.Message); err != nil {
+				refused = append(refused, fmt.Sprintf("certificate %s: %v", crt.Name, err))
+			}
+		}
 		for _, conn := range conns {
 			if _, err := c.Call(ctx, "load-conn", conn.Message); err != nil {
 				refused = append(refused, fmt.Sprintf("connection %s: %v", conn.Name, err))
 			}
 		}
-		sdoc, err := swanctl.Parse(files.Secrets)
-		if err != nil {
-			t.Fatalf("spec %d: rendered secrets.conf does not parse: %v", i, err)
-		}
-		shared, err := swanctl.LoadShared(sdoc)
-		if err != nil {
-			t.Fatalf("spec %d: %v", i, err)
-		}
-		for _, s := range shared {
+		for _, s := range set.Shared {
 			if _, err := c.Call(ctx, "load-shared", s.Message); err != nil {
 				refused = append(refused, fmt.Sprintf("secret %s: %v", s.ID, err))
 			}
@@ -100,11 +108,32 @@ func TestValidatorCharonParity(t *testing.T) {
 		for _, conn := range conns {
 			_, _ = c.Call(ctx, "unload-conn", vicitest.Msg("name", conn.Name))
 		}
+		if bytes.Contains(files.NATRules, []byte(" snat to ")) {
+			nat++
+			if out, err := loadNAT(t, files.NATRules); err != nil {
+				spec, _ := yaml.Marshal(in.Spec)
+				t.Errorf("spec %d (PARITY_SEED=%d): the validator accepts it, nft refuses its NAT rules: %v\n%s\nspec (PSKs left out):\n%s\nnat.nft:\n%s", i, seed, err, out, spec, files.NATRules)
+			}
+		}
 	}
-	t.Logf("validator accepted %d of %d specs, all loaded by charon; refusals by first field: %v", accepted, n, reasons)
+	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, routeMode, nat, reasons)
+	t.Logf("%d certificate tunnels among the accepted specs", certTunnels)
+	if certTunnels == 0 {
+		t.Errorf("no accepted spec has a certificate tunnel: the generator tests none")
+	}
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
+}
+
+// loadNAT loads an nftables script with a real nft in a network namespace
+// of its own, which ends with the call.
+func loadNAT(t *testing.T, rules []byte) ([]byte, error) {
+	f := filepath.Join(t.TempDir(), "nat.nft")
+	if err := os.WriteFile(f, rules, 0o600); err != nil {
+		return nil, err
+	}
+	return exec.Command("unshare", "--net", "nft", "-f", f).CombinedOutput()
 }
 
 // firstField is the field of the first problem in a Render error, its
@@ -147,6 +176,26 @@ func byKind(kw map[string]string) map[string][]string {
 type specGen struct {
 	r        *rand.Rand
 	keywords map[string][]string
+	// cert is the material of every certificate tunnel.
+	cert *render.TunnelCert
+}
+
+// goldenTunnelCert is the render golden cert-tunnel's certificate, key and
+// peer CA (valid from 2026 to 2126), parsed.
+func goldenTunnelCert(t *testing.T) *render.TunnelCert {
+	t.Helper()
+	read := func(f string) []byte {
+		b, err := os.ReadFile(filepath.Join(goldenDir, "cert-tunnel", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tc, err := render.ParseTunnelCert(read(render.KeyTLSCert), read(render.KeyTLSKey), read("ca.crt"), "ca.crt", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 func (g specGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -215,7 +264,7 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 		Name: fmt.Sprintf("t%d", i), Peer: gwv1alpha1.Peer{Address: fmt.Sprintf("198.51.100.%d", i+1)},
 		IKEVersion: 2, StartAction: g.pick("", "start", "trap", "respond"), Unique: g.pick("", "no", "replace", "keep"),
 		Fragmentation: g.pick("", "yes", "accept", "force", "no"), ForceEncapsulation: g.chance(0.3),
-		PreSharedKeySecretRef: xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
+		PreSharedKeySecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "vpn-psk"}, Key: fmt.Sprintf("t%d", i)},
 	}
 	if g.chance(0.3) {
 		t.IKEVersion = 1
@@ -233,8 +282,8 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 	for range 1 + g.r.IntN(3) {
 		t.ESPProposals = append(t.ESPProposals, g.proposal(false))
 	}
-	t.IKELifetime = gwv1alpha1.IKELifetime{RekeyTime: g.duration("0", "1h", "4h", "24h"), ReauthTime: g.duration("0", "3h", "24h")}
-	t.ChildLifetime = gwv1alpha1.ChildLifetime{RekeyTime: g.duration("0", "9s", "30s", "1h", "8h"), LifeTime: g.duration("0", "20s", "1h10m", "9h")}
+	t.IKELifetime = gwv1alpha1.IKELifetime{RekeyTime: g.duration("0", "1h", "4h", "24h"), ReauthTime: g.duration("0", "3h", "24h"), RandTime: g.duration("0", "5m", "30m", "5h")}
+	t.ChildLifetime = gwv1alpha1.ChildLifetime{RekeyTime: g.duration("0", "9s", "30s", "1h", "8h"), LifeTime: g.duration("0", "20s", "1h10m", "9h"), RandTime: g.duration("0", "5s", "10m", "2h")}
 	t.DPD = gwv1alpha1.DPD{Delay: g.duration("0", "5s", "30s"), Action: g.pick("", "clear", "trap", "restart")}
 	if t.IKEVersion == 1 && g.chance(0.5) || g.chance(0.05) {
 		t.DPD.Timeout = ptr.To[gwv1alpha1.Duration]("60s")
@@ -250,6 +299,22 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 			Remote: gwv1alpha1.CIDR(g.prefix(clients, 16)),
 		})
 	}
+	if g.chance(0.3) {
+		t.HideNAT = []gwv1alpha1.HideNAT{g.hideNAT(t.TrafficSelectors)}
+	}
+	// Route mode, for the parity of if_id_in and if_id_out: mostly
+	// 0.0.0.0/0 selectors, a route in the client range.
+	if g.chance(0.3) {
+		t.Mode = gwv1alpha1.TunnelModeRoute
+		t.HideNAT = nil
+		if g.chance(0.7) {
+			t.TrafficSelectors = []gwv1alpha1.TrafficSelector{{Local: "0.0.0.0/0", Remote: "0.0.0.0/0"}}
+		}
+		t.Routes = []gwv1alpha1.CIDR{gwv1alpha1.CIDR(g.prefix(clients, 24))}
+		if g.chance(0.5) {
+			t.RouteMetric = ptr.To(int32(g.r.IntN(300)))
+		}
+	}
 	psk := make([]byte, g.r.IntN(48))
 	for j := range psk {
 		if g.chance(0.9) {
@@ -261,7 +326,51 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 	return t, psk
 }
 
-// input is one random spec with its PSKs.
+// certificate is a random certificate section for g.cert (the render
+// golden cert-tunnel's material): each kind of identity, the
+// certificate's subject typed or left out, DNs with escapes.
+func (g specGen) certificate() *gwv1alpha1.CertificateAuth {
+	ids := []gwv1alpha1.Identity{
+		{DN: ptr.To(`C=CH, O=Zürich Peer AG, OU=Net\, Ops, CN=vpn.peer.example`)},
+		{DN: ptr.To(`DC=example, DC=com, UID=peer\+1, E=vpn@peer.example`)},
+		{FQDN: ptr.To("vpn.peer.example")},
+		{Email: ptr.To("vpn@peer.example")},
+	}
+	c := &gwv1alpha1.CertificateAuth{SecretName: "gw-tls", PeerCA: gwv1alpha1.CARef{SecretName: ptr.To("peer-ca")}, RemoteID: ids[g.r.IntN(len(ids))]}
+	switch g.r.IntN(3) {
+	case 0:
+		c.LocalID = &gwv1alpha1.Identity{DN: ptr.To(`C=DE, L=Köln, O=Example AG, OU=VPN\, Site A, CN=gw.example.com`)}
+	case 1:
+		c.LocalID = &gwv1alpha1.Identity{FQDN: ptr.To("gw.example.com")}
+	}
+	return c
+}
+
+// hideNAT is a random hide NAT rule, usually presenting addresses of the
+// local subnet of one of pairs towards its remote subnet.
+func (g specGen) hideNAT(pairs []gwv1alpha1.TrafficSelector) gwv1alpha1.HideNAT {
+	ts := pairs[g.r.IntN(len(pairs))]
+	local, remote := netip.MustParsePrefix(string(ts.Local)), string(ts.Remote)
+	if g.chance(0.1) {
+		local = presented
+	}
+	if g.chance(0.1) {
+		remote = g.prefix(clients, 16)
+	}
+	tenant := g.prefix(netip.MustParsePrefix("10.244.0.0/16"), 16)
+	if g.chance(0.1) {
+		tenant = g.prefix(netip.MustParsePrefix("10.0.0.0/8"), 8)
+	}
+	h := gwv1alpha1.HideNAT{Name: "out", TenantSubnets: []gwv1alpha1.CIDR{gwv1alpha1.CIDR(tenant)}, RemoteSubnets: []gwv1alpha1.CIDR{gwv1alpha1.CIDR(remote)}}
+	if pool := netip.MustParsePrefix(g.prefix(local, local.Bits())); g.chance(0.5) {
+		h.PresentedPool = ptr.To(gwv1alpha1.CIDR(pool.String()))
+	} else {
+		h.PresentedAddress = ptr.To(gwv1alpha1.IPv4(pool.Addr().String()))
+	}
+	return h
+}
+
+// input is one random spec with its PSKs and certificates.
 func (g specGen) input() render.Input {
 	spec := gatewaySpec("tenant-parity")
 	spec.Exposures = nil
@@ -270,12 +379,22 @@ func (g specGen) input() render.Input {
 	if g.chance(0.3) {
 		spec.Mode = gwv1alpha1.ModeRouted
 	}
-	in := render.Input{PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
+	in := render.Input{PSKs: map[string][]byte{}, Certs: map[string]*render.TunnelCert{}, ServiceAddresses: map[string]string{}}
 	spec.Tunnels = nil
 	for i := range 1 + g.r.IntN(3) {
 		t, psk := g.tunnel(i)
+		if g.chance(0.25) {
+			t.Peer.ID = ""
+			t.PreSharedKeySecretRef = nil
+			t.Certificate = g.certificate()
+			in.Certs[t.Name] = g.cert
+		}
 		spec.Tunnels = append(spec.Tunnels, t)
 		in.PSKs[t.Name] = psk
+	}
+	// Mostly what route mode needs, so that some are accepted.
+	if slices.ContainsFunc(spec.Tunnels, func(t gwv1alpha1.Tunnel) bool { return t.Mode == gwv1alpha1.TunnelModeRoute }) && g.chance(0.9) {
+		spec.Mode, spec.DataPlane = gwv1alpha1.ModeRouted, ""
 	}
 	in.Spec = spec
 	return in

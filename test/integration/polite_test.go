@@ -5,12 +5,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +26,7 @@ import (
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
@@ -37,83 +35,12 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
-// A neutronTap stands between the provider's Gate and the real Neutron:
-// it records when each request reached it and of which kind, and during a
-// storm answers every Neutron request itself with 429 Too Many Requests
-// and Retry-After, as a rate-limiting proxy in front of Neutron would.
-type neutronTap struct {
-	mu       sync.Mutex
-	requests []tapped
-	// storm is the Retry-After of the storm's answers, in seconds; 0: no
-	// storm.
-	storm int
-}
-
-// A tapped request: when it reached Neutron (or the storm), its kind and
-// whether the storm answered it.
-type tapped struct {
-	at       time.Time
-	kind     string
-	answered bool
-}
-
-func (n *neutronTap) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if !strings.HasPrefix(r.URL.Path, "/v2.0/") {
-			return rt.RoundTrip(r) // Keystone's
-		}
-		n.mu.Lock()
-		storm := n.storm
-		n.requests = append(n.requests, tapped{at: time.Now(), kind: kindOf(r.URL.Path, r.URL.RawQuery), answered: storm > 0})
-		n.mu.Unlock()
-		if storm == 0 {
-			return rt.RoundTrip(r)
-		}
-		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:  http.Header{"Retry-After": {fmt.Sprint(storm)}, "Content-Type": {"text/plain"}},
-			Body:    io.NopCloser(strings.NewReader("Too Many Requests")),
-			Request: r}, nil
-	})
-}
-
-// kindOf is the managed resource kind whose Observe sends a request to
-// path?query: the Port reads its subnets by ID, the Network lists its own.
-func kindOf(path, query string) string {
-	switch {
-	case strings.Contains(path, "/security-group"):
-		return "SecurityGroup"
-	case strings.Contains(path, "/floatingips"):
-		return "FloatingIPBinding"
-	case strings.Contains(path, "/routers"):
-		return "RouterRoutes"
-	case strings.Contains(path, "/ports"), strings.Contains(path, "/subnets/"):
-		return "Port"
-	case strings.Contains(path, "/networks"), strings.Contains(path, "/subnets"):
-		return "Network"
-	}
-	return path + "?" + query
-}
-
-// since returns the requests that reached the tap from t on.
-func (n *neutronTap) since(t time.Time) []tapped {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(n.requests, t, func(r tapped, t time.Time) int { return r.at.Compare(t) })
-	return slices.Clone(n.requests[i:])
-}
-
-func (n *neutronTap) setStorm(retryAfter int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.storm = retryAfter
-}
-
 // politeClients returns an OpenStack client cache whose Neutron requests
 // pass tap after the Gate (the Gate sees what tap answers).
-func politeClients() (*openstack.Clients, *neutronTap) {
-	tap := &neutronTap{}
+func politeClients() (*openstack.Clients, *neutronproxy.Tap) {
+	tap := &neutronproxy.Tap{}
 	c := openstack.NewClients()
-	c.Transport = tap.wrap
+	c.Transport = tap.Wrap
 	return c, tap
 }
 
@@ -221,7 +148,7 @@ func TestOpenStackPolite(t *testing.T) {
 	const intervals = 6
 	start, apiStart := time.Now(), reqs.mark()
 	time.Sleep(intervals * poll)
-	atRest := tap.since(start)
+	atRest := tap.Since(start)
 	restRate := float64(len(atRest)) / (intervals * poll).Minutes()
 	// The credentials come from informers: at rest neither the
 	// ProviderConfig nor its Secret is read from the API server.
@@ -237,7 +164,7 @@ func TestOpenStackPolite(t *testing.T) {
 		len(apiReqs), len(mrs), intervals, float64(len(apiReqs))/float64(len(mrs)*intervals), byResource)
 	got := map[string]int{}
 	for _, r := range atRest {
-		got[r.kind]++
+		got[r.Kind]++
 	}
 	var figures []string
 	for kind, n := range perKind {
@@ -257,12 +184,12 @@ func TestOpenStackPolite(t *testing.T) {
 	// (b) A storm: every Neutron request is answered 429 with Retry-After:
 	// 20 for 60 s.
 	const retryAfter = 20
-	tap.setStorm(retryAfter)
+	tap.SetStorm(retryAfter)
 	stormStart := time.Now()
 	time.Sleep(60 * time.Second)
-	tap.setStorm(0)
+	tap.SetStorm(0)
 	stormEnd := time.Now()
-	storm := slices.DeleteFunc(tap.since(stormStart), func(r tapped) bool { return !r.at.Before(stormEnd) })
+	storm := tap.Between(stormStart, stormEnd)
 	stormRate := float64(len(storm)) / stormEnd.Sub(stormStart).Minutes()
 	t.Logf("429 storm with Retry-After: %d for %s: %d requests reached Neutron, %.1f/min (at rest %.1f/min)",
 		retryAfter, stormEnd.Sub(stormStart).Round(time.Second), len(storm), stormRate, restRate)
@@ -276,11 +203,11 @@ func TestOpenStackPolite(t *testing.T) {
 	var early []string
 	for _, r := range storm {
 		switch {
-		case !r.answered:
-		case r.at.Before(holdEnd) && r.at.After(holdEnd.Add(-retryAfter*time.Second+200*time.Millisecond)):
-			early = append(early, fmt.Sprintf("%s at +%s", r.kind, r.at.Sub(holdEnd.Add(-retryAfter*time.Second)).Round(time.Millisecond)))
-		case !r.at.Before(holdEnd):
-			holdEnd = r.at.Add(retryAfter * time.Second)
+		case !r.Stormed:
+		case r.At.Before(holdEnd) && r.At.After(holdEnd.Add(-retryAfter*time.Second+200*time.Millisecond)):
+			early = append(early, fmt.Sprintf("%s at +%s", r.Kind, r.At.Sub(holdEnd.Add(-retryAfter*time.Second)).Round(time.Millisecond)))
+		case !r.At.Before(holdEnd):
+			holdEnd = r.At.Add(retryAfter * time.Second)
 		}
 	}
 	if len(early) > 0 {
@@ -353,7 +280,7 @@ func TestFloatingIPBindingCutoverUnnudged(t *testing.T) {
 	time.Sleep(12 * time.Second)
 	from := time.Now()
 	time.Sleep(30 * time.Second)
-	n := len(tap.since(from))
+	n := len(tap.Since(from))
 	t.Logf("pre-stage: %d Neutron requests in 30 s (one per %.1f s)", n, 30/float64(max(n, 1)))
 	if n > 6 {
 		t.Errorf("pre-stage: %d Neutron requests in 30 s, want at most 6 (one GET per 6 s retry)", n)

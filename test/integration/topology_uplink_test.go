@@ -41,25 +41,7 @@ func TestTopologyUplink(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := fmt.Sprint(os.Getpid())
-	prefix := fmt.Sprintf("ipu%d-", os.Getpid())
-	tp, err := topology.Build(topology.Options{Prefix: prefix, Dir: t.TempDir(), Uplink: &topology.Uplink{
-		NS: h.ExternalNamespace, Bridge: h.ExternalBridge, Address: netip.MustParsePrefix("203.0.113.1/24")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tp.Close(); err != nil {
-			t.Error(err)
-		}
-		// The kernel frees a deleted namespace's links asynchronously.
-		gone := func() bool {
-			_, err := output("ip", "-n", h.ExternalNamespace, "link", "show", topology.UplinkPeer(prefix))
-			return err != nil
-		}
-		if !settles(true, gone) {
-			t.Errorf("the router's uplink %s outlived the topology", topology.UplinkPeer(prefix))
-		}
-	})
+	tp := startUplinkTopology(t, h, fmt.Sprintf("ipu%d-", os.Getpid()), 1)
 	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "uplink-" + id, ProjectID: e.Fixtures.Project.ID}).Extract()
 	if err != nil {
 		t.Fatal(err)
@@ -86,18 +68,7 @@ func TestTopologyUplink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := vif.Plug(ctx, sc, h, vif.Instance{ID: string(uuid.NewUUID()), Namespace: vmNS}, vmPort.ID, "eth0", time.Minute)
-	t.Cleanup(func() {
-		if v != nil {
-			_ = vif.Unplug(context.Background(), sc, h, v)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vif.WaitActive(ctx, sc, vmPort.ID, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	plugVM(t, sc, h, vif.Instance{ID: string(uuid.NewUUID()), Namespace: vmNS}, vmPort.ID, "eth0")
 	serveWhoAmI(t, vmNS, ":8080")
 	fip, err := floatingips.Create(ctx, sc, floatingips.CreateOpts{FloatingNetworkID: e.Fixtures.ExtNet.ID,
 		ProjectID: e.Fixtures.Project.ID, PortID: vmPort.ID}).Extract()
@@ -175,4 +146,31 @@ func TestTopologyUplink(t *testing.T) {
 func output(args ...string) (string, error) {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	return string(out), err
+}
+
+// startUplinkTopology builds a topology with peers client sites in front
+// of the agents' external network h (the router at ext-subnet's gateway,
+// 203.0.113.1), with namespace prefix prefix, and removes it when t ends,
+// checking that its uplink went with it. No charon runs.
+func startUplinkTopology(t *testing.T, h vif.Host, prefix string, peers int) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Build(topology.Options{Prefix: prefix, Dir: t.TempDir(), Peers: peers, Uplink: &topology.Uplink{
+		NS: h.ExternalNamespace, Bridge: h.ExternalBridge, Address: netip.MustParsePrefix("203.0.113.1/24")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tp.Close(); err != nil {
+			t.Error(err)
+		}
+		// The kernel frees a deleted namespace's links asynchronously.
+		gone := func() bool {
+			_, err := output("ip", "-n", h.ExternalNamespace, "link", "show", topology.UplinkPeer(prefix))
+			return err != nil
+		}
+		if !settles(true, gone) {
+			t.Errorf("the router's uplink %s outlived the topology", topology.UplinkPeer(prefix))
+		}
+	})
+	return tp
 }

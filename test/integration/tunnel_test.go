@@ -4,14 +4,27 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gophercloud/gophercloud/v2"
+	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/strongswan/govici/vici"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/cluster/openstack/vif"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -20,17 +33,108 @@ import (
 // retransmission settings a failed exchange gives up within about 3 s.
 const tunnelTimeout = 15 * time.Second
 
-// TestTunnelThroughFloatingIPNAT brings a real tunnel up between a gateway
+// TestTunnelThroughFloatingIP brings a real tunnel up between a gateway
 // configured by the project's renderer and a client site configured from
-// its own parameter sheet, through the 1:1 floating-IP NAT: the gateway
-// binds its private address and identifies itself with the floating IP, so
-// IKE runs over NAT-T. A ping from the client host must reach the tenant
-// service and come back through the tunnel.
-func TestTunnelThroughFloatingIPNAT(t *testing.T) {
-	tp := topology.Start(t, topology.Options{})
-	peer := tp.Peers[0]
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// its own parameter sheet, through a Neutron floating IP that the real L3
+// agent's qrouter NATs: the gateway is a VM on a port of the agents' tenant
+// network (its security group and port security enforced by the
+// linuxbridge agent), binds the port's fixed IP and identifies itself with
+// the floating IP, so IKE runs over NAT-T. A ping from the client host
+// must reach the tenant service and come back through the tunnel.
+func TestTunnelThroughFloatingIP(t *testing.T) {
+	e, h := startAgents(t)
+	topology.Need(t, "ip", "nsenter", "unshare")
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("/dev/net/tun is missing: kernel-libipsec needs a TUN device")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	sc, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(os.Getpid())
+	project := e.Fixtures.Project.ID
+	tp := startUplinkTopology(t, h, fmt.Sprintf("ipf%d-", os.Getpid()), 1)
+	peer := tp.Peers[0]
+
+	// The gateway's port, in a security group admitting IKE, NAT-T and
+	// ESP, as the provider's SecurityGroup does.
+	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "tunnel-gw-" + id, ProjectID: project}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, sg.ID).ExtractErr() })
+	for _, r := range []rules.CreateOpts{
+		{Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500},
+		{Protocol: rules.ProtocolUDP, PortRangeMin: 4500, PortRangeMax: 4500},
+		{Protocol: rules.ProtocolESP},
+	} {
+		r.SecGroupID, r.Direction, r.EtherType, r.ProjectID = sg.ID, rules.DirIngress, rules.EtherType4, project
+		if _, err := rules.Create(ctx, sc, r).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "tunnel-gw-" + id, NetworkID: e.Fixtures.TenantNet.ID,
+		ProjectID: project, SecurityGroups: &[]string{sg.ID}}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ports.Delete(context.Background(), sc, port.ID).ExtractErr() })
+	gwNS, err := tp.AddNamespace("gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugVM(t, sc, h, vif.Instance{ID: string(uuid.NewUUID()), Namespace: gwNS}, port.ID, "net1")
+	// The tenant service behind the gateway, as topology.Start has it.
+	svcNS, err := tp.AddNamespace("svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantAddr := netip.PrefixFrom(topology.TenantAddress, topology.TenantSubnet.Bits()).String()
+	serviceAddr := netip.PrefixFrom(topology.Service, topology.TenantSubnet.Bits()).String()
+	for _, c := range [][]string{
+		{"ip", "-n", gwNS, "link", "add", topology.TenantInterface, "type", "veth", "peer", "name", "eth0", "netns", svcNS},
+		{"ip", "-n", gwNS, "addr", "add", tenantAddr, "dev", topology.TenantInterface},
+		{"ip", "-n", gwNS, "link", "set", topology.TenantInterface, "up"},
+		{"ip", "-n", svcNS, "addr", "add", serviceAddr, "dev", "eth0"},
+		{"ip", "-n", svcNS, "link", "set", "eth0", "up"},
+		{"ip", "-n", svcNS, "route", "add", "default", "via", topology.TenantAddress.String()},
+	} {
+		mustRun(t, c...)
+	}
+	fip, err := floatingips.Create(ctx, sc, floatingips.CreateOpts{FloatingNetworkID: e.Fixtures.ExtNet.ID,
+		ProjectID: project, PortID: port.ID}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = floatingips.Delete(context.Background(), sc, fip.ID).ExtractErr() })
+	private, public := port.FixedIPs[0].IPAddress, fip.FloatingIP
+	// The gateway initiates once its configuration is loaded: only after
+	// the qrouter NATs the floating IP can its IKE get out as it.
+	dnat := "-d " + public + "/32 -j DNAT --to-destination " + private + "\n"
+	if !settles(true, func() bool {
+		out, _ := h.RouterCommand(ctx, e.Fixtures.Router.ID, "iptables-save", "-t", "nat").Output()
+		return strings.Contains(string(out), dnat)
+	}) {
+		t.Fatalf("the qrouter does not DNAT %s to %s after 30 s", public, private)
+	}
+	reaches := func() bool {
+		r, err := tp.Ping(gwNS, peer.Address, 1, time.Second)
+		return err == nil && r.Received > 0
+	}
+	// Under load the L3 agent finishes a router's update many seconds
+	// after its DNAT rule appears (13-27 s measured, docs/neutron-agents.md).
+	if !settlesWithin(time.Minute, true, reaches) {
+		t.Fatalf("the gateway does not reach the client site %s through the qrouter after 60 s; the qrouter:\n%s",
+			peer.Address, routerState(ctx, h, e.Fixtures.Router.ID, public))
+	}
+	gw := &topology.Charon{NS: gwNS, Dir: filepath.Join(tp.Dir, "gw")}
+	for _, c := range []*topology.Charon{gw, peer.Charon} {
+		if err := tp.StartCharon(c); err != nil {
+			t.Fatal(err)
+		}
+	}
 	const psk = "tunnel-test-psk-0123456789abcdef"
 
 	// The client site, as its administrator configures it from the sheet
@@ -38,7 +142,7 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	sheet := topology.ClientSheet{
 		Name:          "to-provider",
 		LocalAddress:  peer.Address.String(),
-		RemoteAddress: topology.FloatingIP.String(),
+		RemoteAddress: public,
 		PSK:           psk,
 		IKEProposals:  []string{"aes256-sha256-modp2048"},
 		ESPProposals:  []string{"aes256gcm16-modp2048"},
@@ -54,36 +158,37 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 
 	spec := v1alpha1.GatewayParameters{
 		Namespace: "tenant-a",
-		Endpoint: v1alpha1.Endpoint{
-			PrivateAddress: v1alpha1.IPv4(topology.PrivateAddress.String()),
-			PrefixLength:   int32(topology.PrivatePrefixLength),
-			Gateway:        v1alpha1.IPv4(topology.Router.String()),
-			MACAddress:     topology.MACAddress,
-			LocalID:        v1alpha1.IPv4(topology.FloatingIP.String()),
-		},
-		Mode:          v1alpha1.ModeRouted,
-		TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
-		Tunnels: []v1alpha1.Tunnel{{
-			Name:         "branch-a",
-			Peer:         v1alpha1.Peer{Address: peer.Address.String()},
-			IKEVersion:   2,
-			IKEProposals: []string{"aes256-sha256-modp2048"},
-			ESPProposals: []string{"aes256gcm16-modp2048"},
-			StartAction:  "start",
-			TrafficSelectors: []v1alpha1.TrafficSelector{{
-				Local:  v1alpha1.CIDR(topology.TenantSubnet.String()),
-				Remote: v1alpha1.CIDR(peer.Subnet.String()),
+		GatewayConfig: v1alpha1.GatewayConfig{
+			Endpoint: v1alpha1.Endpoint{
+				PrivateAddress: v1alpha1.IPv4(private),
+				PrefixLength:   int32(topology.PrivatePrefixLength),
+				Gateway:        v1alpha1.IPv4(topology.Router.String()),
+				MACAddress:     port.MACAddress,
+				LocalID:        v1alpha1.IPv4(public),
+			},
+			Mode:          v1alpha1.ModeRouted,
+			TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
+			Tunnels: []v1alpha1.Tunnel{{
+				Name:         "branch-a",
+				Peer:         v1alpha1.Peer{Address: peer.Address.String()},
+				IKEVersion:   2,
+				IKEProposals: []string{"aes256-sha256-modp2048"},
+				ESPProposals: []string{"aes256gcm16-modp2048"},
+				StartAction:  "start",
+				TrafficSelectors: []v1alpha1.TrafficSelector{{
+					Local:  v1alpha1.CIDR(topology.TenantSubnet.String()),
+					Remote: v1alpha1.CIDR(peer.Subnet.String()),
+				}},
 			}},
-		}},
-	}
+		}}
 	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"branch-a": []byte(psk)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	events := tp.Gateway.Events(t, "ike-updown", "child-updown")
+	events := gw.Events(t, "ike-updown", "child-updown")
 	start := time.Now()
-	if err := tp.Gateway.LoadConfig(ctx, files.SwanctlConf, files.Secrets); err != nil {
+	if err := gw.LoadConfig(ctx, files.SwanctlConf, files.Secrets); err != nil {
 		t.Fatal(err)
 	}
 	loaded := time.Since(start)
@@ -92,22 +197,22 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 		loaded.Round(time.Millisecond), ikeUp.Round(time.Millisecond), childUp.Round(time.Millisecond))
 
 	childName := render.ChildName("branch-a", topology.TenantSubnet, peer.Subnet)
-	gw := tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
+	sa := gw.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
 	// charon also reports nat-remote=yes here, although only the gateway
 	// is behind the NAT: not asserted.
 	type ends struct {
 		LocalHost, LocalID, RemoteHost, RemoteID, NATLocal string
 	}
 	want := ends{
-		LocalHost: topology.PrivateAddress.String(), LocalID: topology.FloatingIP.String(),
+		LocalHost: private, LocalID: public,
 		RemoteHost: peer.Address.String(), RemoteID: peer.Address.String(),
 		NATLocal: "yes",
 	}
-	got := ends{gw.LocalHost, gw.LocalID, gw.RemoteHost, gw.RemoteID, gw.NATLocal}
+	got := ends{sa.LocalHost, sa.LocalID, sa.RemoteHost, sa.RemoteID, sa.NATLocal}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("gateway's IKE SA: -want, +got:\n%s", diff)
 	}
-	child, _ := gw.Child(childName)
+	child, _ := sa.Child(childName)
 	if child.Encap != "yes" {
 		t.Errorf("gateway's CHILD_SA is not UDP-encapsulated (encap=%q): NAT-T was not used", child.Encap)
 	}
@@ -117,9 +222,10 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	}
 	// The client sees the floating IP, behind a NAT on the other side.
 	ps := peer.WaitSA(t, "to-provider", tunnelTimeout, topology.Up("tenant"))
-	t.Logf("gateway: nat-local=%q nat-remote=%q; peer: nat-local=%q nat-remote=%q", gw.NATLocal, gw.NATRemote, ps.NATLocal, ps.NATRemote)
-	if ps.RemoteHost != topology.FloatingIP.String() || ps.NATRemote != "yes" {
-		t.Errorf("peer's IKE SA: remote-host %s nat-remote %q, want %s and yes", ps.RemoteHost, ps.NATRemote, topology.FloatingIP)
+	t.Logf("gateway: nat-local=%q nat-remote=%q; peer: nat-local=%q nat-remote=%q, the gateway seen from port %s (the qrouter's SNAT)",
+		sa.NATLocal, sa.NATRemote, ps.NATLocal, ps.NATRemote, ps.RemotePort)
+	if ps.RemoteHost != public || ps.NATRemote != "yes" {
+		t.Errorf("peer's IKE SA: remote-host %s nat-remote %q, want %s and yes", ps.RemoteHost, ps.NATRemote, public)
 	}
 
 	// Client host → tenant service and back, then the other way round.
@@ -131,7 +237,7 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 			return tp.Ping(peer.HostNS, topology.Service, 3, 2*time.Second)
 		}},
 		{from: "tenant service", to: "client host", res: func() (topology.PingResult, error) {
-			return tp.Ping(tp.Gateway.ServiceNS, peer.Host, 3, 2*time.Second)
+			return tp.Ping(svcNS, peer.Host, 3, 2*time.Second)
 		}},
 	} {
 		r, err := p.res()
@@ -146,8 +252,8 @@ func TestTunnelThroughFloatingIPNAT(t *testing.T) {
 	}
 
 	// The pings went through the gateway's CHILD_SA: its counters show them.
-	gw = tp.Gateway.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
-	child, _ = gw.Child(childName)
+	sa = gw.WaitSA(t, "branch-a", tunnelTimeout, topology.Up(childName))
+	child, _ = sa.Child(childName)
 	in, _ := strconv.Atoi(child.PacketsIn)
 	out, _ := strconv.Atoi(child.PacketsOut)
 	if in < 2 || out < 2 {
@@ -224,4 +330,20 @@ func TestTunnelHarness(t *testing.T) {
 	if tp.Peers[1].Pid() != 0 {
 		t.Error("a killed charon still has a pid")
 	}
+}
+
+// routerState prints what the qrouter of router has of floating IP fip:
+// its addresses, NAT rules and conntrack entries, for a failure's message.
+func routerState(ctx context.Context, h vif.Host, router, fip string) string {
+	var b strings.Builder
+	for _, c := range [][]string{{"ip", "-4", "-o", "addr"}, {"ip", "-4", "neigh"}, {"iptables-save", "-t", "nat"}, {"conntrack", "-L"}} {
+		out, err := h.RouterCommand(ctx, router, c...).CombinedOutput()
+		fmt.Fprintf(&b, "$ %s (%v)\n", strings.Join(c, " "), err)
+		for l := range strings.Lines(string(out)) {
+			if c[0] != "iptables-save" && c[0] != "conntrack" || strings.Contains(l, fip) {
+				b.WriteString(l)
+			}
+		}
+	}
+	return b.String()
 }

@@ -26,13 +26,17 @@ var root, _ = filepath.Abs(filepath.Join("..", ".."))
 // files are what hack/xpkg.sh writes.
 var files = []string{"provider-image.tar", "provider-ipsec.xpkg", "function-image.tar", "function-ipsecgw.xpkg", "ipsecgw-configuration.xpkg"}
 
-// build runs hack/xpkg.sh into a directory of its own and returns the
-// digest of each file, by name.
+// repo is the registry path the Configuration built here depends on its
+// packages under (hack/xpkg.sh's REPO).
+const repo = "127.0.0.1:5000"
+
+// build runs hack/xpkg.sh (all three packages, the Configuration for repo)
+// into a directory of its own and returns the digest of each file, by name.
 func build(t *testing.T) (string, map[string]string) {
 	t.Helper()
 	out := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "hack", "xpkg.sh"))
-	cmd.Env = append(os.Environ(), "OUT="+out)
+	cmd.Env = append(os.Environ(), "OUT="+out, "REPO="+repo)
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		cmd.Env = append(cmd.Env, "TOOLS_BIN="+dir)
 	}
@@ -154,7 +158,8 @@ func TestPackages(t *testing.T) {
 
 	t.Run("configuration", func(t *testing.T) {
 		objs := packageObjects(t, filepath.Join(out, "ipsecgw-configuration.xpkg"))
-		want := []string{"CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
+		want := []string{"CompositeResourceDefinition ipsecgateways.vpn.m.ipsecgw.io", "CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io",
+			"Composition ipsecgateways.vpn.m.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
 		if diff := cmp.Diff(want, kinds(objs)); diff != "" {
 			t.Errorf("the Configuration package holds -want +got:\n%s", diff)
 		}
@@ -169,8 +174,8 @@ func TestPackages(t *testing.T) {
 				got = append(got, m["kind"].(string)+" "+m["package"].(string)+" "+m["version"].(string))
 			}
 			want := []string{
-				"Provider xpkg.ipsecgw.invalid/ipsecgw/provider-ipsec >=v0.1.0",
-				"Function xpkg.ipsecgw.invalid/ipsecgw/function-ipsecgw >=v0.1.0",
+				"Provider " + repo + "/provider-ipsec >=v0.1.0",
+				"Function " + repo + "/function-ipsecgw >=v0.1.0",
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("the Configuration depends on -want +got:\n%s", diff)

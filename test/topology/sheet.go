@@ -50,6 +50,16 @@ type ClientSheet struct {
 	// Encap "yes" forces UDP encapsulation of ESP, as a gateway built by
 	// hand behind a NAT may have it; strongSwan's default (no) when empty.
 	Encap string
+	// Certs, when true, authenticates both sides with certificates
+	// (auth pubkey) instead of PSK: the site's certificate x509/site.pem,
+	// whose key is private/site.pem (Peer.OpenSSLSite writes both), and
+	// the gateway's CA x509ca/gateway-ca.pem (Peer.TrustGateway). LocalID
+	// and RemoteID are then in swanctl's syntax, such as a DN written as
+	// the site's administrator types it ("C=CH, O=Peer AG, CN=vpn").
+	Certs bool
+	// ReauthTime of the IKE SA such as "10s"; strongSwan's default (none)
+	// when empty.
+	ReauthTime string
 }
 
 // A ClientChild is one CHILD_SA of a ClientSheet.
@@ -93,14 +103,32 @@ func (s ClientSheet) SwanctlConf() []byte {
 	set(2, "keyingtries", s.KeyingTries)
 	set(2, "unique", s.Unique)
 	set(2, "encap", s.Encap)
-	line(2, "local {")
-	set(3, "auth", "psk")
-	set(3, "id", localID)
-	line(2, "}")
-	line(2, "remote {")
-	set(3, "auth", "psk")
-	set(3, "id", remoteID)
-	line(2, "}")
+	set(2, "reauth_time", s.ReauthTime)
+	if s.Certs {
+		// Quoted: a DN holds ',' and '='. Without LocalID the site
+		// presents its certificate's subject.
+		line(2, "local {")
+		set(3, "auth", "pubkey")
+		set(3, "certs", "site.pem")
+		if s.LocalID != "" {
+			line(3, "id = %q", s.LocalID)
+		}
+		line(2, "}")
+		line(2, "remote {")
+		set(3, "auth", "pubkey")
+		line(3, "id = %q", remoteID)
+		set(3, "cacerts", "gateway-ca.pem")
+		line(2, "}")
+	} else {
+		line(2, "local {")
+		set(3, "auth", "psk")
+		set(3, "id", localID)
+		line(2, "}")
+		line(2, "remote {")
+		set(3, "auth", "psk")
+		set(3, "id", remoteID)
+		line(2, "}")
+	}
 	line(2, "children {")
 	for _, c := range s.Children {
 		line(3, "%s {", c.Name)
@@ -117,6 +145,10 @@ func (s ClientSheet) SwanctlConf() []byte {
 	line(2, "}")
 	line(1, "}")
 	line(0, "}")
+	if s.Certs {
+		// swanctl loads private/site.pem by itself.
+		return []byte(b.String())
+	}
 	line(0, "secrets {")
 	line(1, "ike-%s {", s.Name)
 	set(2, "id-local", localID)

@@ -1,19 +1,18 @@
 // Package topology builds the world of the migration runbook, each piece in
 // a network namespace of its own, with real strongSwan charons (Debian's):
-// client sites with a client host each, the router with the floating IPs'
-// 1:1 NAT between the external and the tenant network, and whatever joins
-// the tenant network (the gateway, the runbook's VM gateway, the tenant
-// service, a node's macvlan parent). The integration tests (Start), the
-// local stack's site (cluster/site) and its e2e build it alike:
+// client sites with a client host each, the router, and whatever joins
+// the tenant network. The integration tests (Start) build it with the
+// router between the external and a tenant network of its own, the gateway
+// behind a fixed 1:1 NAT of the floating IP:
 //
-//	host_i ─ client_i ─┐ external 198.51.100.0/24     tenant 10.20.0.0/24 ┌─ gw 10.20.0.10 (charon) ─ svc 10.30.0.5
-//	192.168.10+i.5     ├─ .1 router: floating IPs 1:1 ─ 10.20.0.1 ───────┼─ vm 10.20.0.5, svc 10.20.0.50 (site)
-//	  192.168.10+i.1 / 198.51.100.7+i                                     └─ a node's eth1 (Attach)
+//	host_i ─ client_i ─┐ external 198.51.100.0/24     tenant 10.20.0.0/24
+//	192.168.10+i.5     ├─ .1 router: floating IP 1:1 ─ 10.20.0.1 ── gw 10.20.0.10 (charon) ─ svc 10.30.0.5
+//	  192.168.10+i.1 / 198.51.100.7+i
 //
-// The external and the tenant network are bridges in the router's
-// namespace. The router's NAT (NAT) maps each floating IP to its fixed IP,
-// as Neutron's L3 agent does in its qrouter namespace: statically in the
-// tests, from the real Neutron API in the site.
+// The local stack's site (cluster/site), its e2e and TestTopologyUplink
+// build it in front of Neutron's real agents instead (Options.Uplink): the
+// router is the upstream of Neutron's external network, tenant hosts are
+// plugged into Neutron ports, the L3 agent's qrouter does the floating IPs.
 //
 // The kernel this runs on has no ESP (CONFIG_INET_ESP unset), so every
 // charon uses strongSwan's userspace IPsec (kernel-libipsec: ESP in UDP
@@ -32,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -139,8 +137,6 @@ type Topology struct {
 	Prefix string
 	// Router is the router's namespace.
 	Router string
-	// NAT keeps the router's floating-IP mappings.
-	NAT *NAT
 	// Gateway is Start's gateway; nil after Build.
 	Gateway *Gateway
 	// Peers are the client sites, in index order.
@@ -191,8 +187,8 @@ func PeerRoles(i int) (site, host string) {
 func (tp *Topology) NS(role string) string { return tp.Prefix + role }
 
 // Build creates the router and the client sites (namespaces, bridges,
-// links, addresses, routes), with an empty NAT and no charon running. On
-// error, what it made is removed.
+// links, addresses, routes), with no NAT and no charon running. On error,
+// what it made is removed.
 func Build(o Options) (*Topology, error) {
 	if o.Peers == 0 {
 		o.Peers = 1
@@ -221,11 +217,9 @@ func Build(o Options) (*Topology, error) {
 
 // Open returns a handle on the topology with namespace prefix prefix and
 // directory dir that another process built and runs, for what acts on its
-// namespaces (NS, Exec, Do, AskWhoAmI, NAT.Table).
+// namespaces (NS, Exec, Do, AskWhoAmI, Remove).
 func Open(prefix, dir string) *Topology {
-	tp := &Topology{Dir: dir, Prefix: prefix, Router: prefix + "router"}
-	tp.NAT = &NAT{NS: tp.Router, Tenant: TenantBridge, External: ExternalBridge, Log: slog.New(slog.DiscardHandler)}
-	return tp
+	return &Topology{Dir: dir, Prefix: prefix, Router: prefix + "router"}
 }
 
 func (tp *Topology) build() error {
@@ -309,64 +303,26 @@ func (tp *Topology) AddHost(role string, addr netip.Addr, link, mac string) (str
 	return ns, s.run()
 }
 
+// AddPod adds a namespace of role whose interface link (with MAC address
+// mac) is on the router's tenant bridge, down and without an address, as
+// net1 of a gateway pod of replicas 2 after its init container: its agent
+// brings it up with the address when it is the active one. It returns the
+// namespace.
+func (tp *Topology) AddPod(role, link, mac string) (string, error) {
+	ns := tp.NS(role)
+	if err := tp.addNamespace(ns); err != nil {
+		return "", err
+	}
+	var s steps
+	s.link(tp.Router, role, TenantBridge, ns, link, mac)
+	s.ip(ns, "link", "set", link, "down")
+	s.sysctl(ns)
+	return ns, s.run()
+}
+
 // RemoveHost kills what runs in the namespace of role and deletes it (its
 // link on the tenant bridge with it).
 func (tp *Topology) RemoveHost(role string) error { return removeNamespace(tp.NS(role)) }
-
-// attachedFile records the links Attach moved: "NETNS LINK" lines.
-const attachedFile = "attached"
-
-// Attach moves the interface link of the network namespace netns (a node's
-// macvlan parent's peer) onto the tenant network's bridge, so that what
-// sits behind it (a gateway pod's net1) is on the tenant network, and
-// records it for Close, which hands it back. Attaching a link already on
-// the bridge changes nothing.
-func (tp *Topology) Attach(netns, link string) error {
-	if exec.Command("ip", "-n", tp.Router, "link", "show", link).Run() == nil {
-		return nil
-	}
-	var s steps
-	s.ip(netns, "link", "set", link, "netns", tp.Router)
-	s.ip(tp.Router, "link", "set", link, "master", TenantBridge, "up")
-	if err := s.run(); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(tp.Dir, attachedFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(f, "%s %s\n", netns, link)
-	return errors.Join(err, f.Close())
-}
-
-// detach hands every link Attach recorded in dir back to its namespace
-// while that runs: deleting the router's namespace would delete the link
-// and its peer, the node's macvlan parent.
-func detach(dir, router string) error {
-	b, err := os.ReadFile(filepath.Join(dir, attachedFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // nothing was attached
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for l := range strings.Lines(string(b)) {
-		f := strings.Fields(l)
-		if len(f) != 2 || exec.Command("ip", "-n", router, "link", "show", f[1]).Run() != nil {
-			continue
-		}
-		if _, err := os.Stat(nsPath(f[0])); err != nil {
-			continue
-		}
-		var s steps
-		s.ip(router, "link", "set", f[1], "nomaster")
-		s.ip(router, "link", "set", f[1], "netns", f[0])
-		s.ip(f[0], "link", "set", f[1], "up")
-		errs = append(errs, s.run())
-	}
-	return errors.Join(append(errs, os.Remove(filepath.Join(dir, attachedFile)))...)
-}
 
 // Close stops every charon (SIGKILL: nothing of it outlives its
 // namespaces), hands attached links back and removes every namespace of
@@ -377,15 +333,14 @@ func (tp *Topology) Close() error {
 		c.Stop(syscall.SIGKILL)
 	}
 	tp.mu.Unlock()
-	return Remove(tp.Prefix, tp.Dir)
+	return Remove(tp.Prefix)
 }
 
-// Remove removes what a topology with namespace prefix prefix and
-// directory dir left, also one whose process was killed: it hands the
-// links Attach recorded back, kills what runs in its namespaces and
+// Remove removes what a topology with namespace prefix prefix left, also
+// one whose process was killed: it kills what runs in its namespaces and
 // deletes them.
-func Remove(prefix, dir string) error {
-	errs := []error{detach(dir, prefix+"router")}
+func Remove(prefix string) error {
+	var errs []error
 	entries, _ := os.ReadDir("/run/netns")
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {
@@ -472,8 +427,57 @@ func Start(t testing.TB, o Options) *Topology {
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skip("/dev/net/tun is missing: kernel-libipsec needs a TUN device")
 	}
-	reapStale(t)
 	began := time.Now()
+	tp := StartBare(t, o)
+	gw, err := tp.AddHost("gw", PrivateAddress, "net1", MACAddress)
+	if err != nil {
+		t.Fatalf("cannot add the gateway: %v", err)
+	}
+	svc := tp.NS("svc")
+	if err := tp.addNamespace(svc); err != nil {
+		t.Fatal(err)
+	}
+	var s steps
+	s.link(gw, TenantInterface, "", svc, "eth0", "")
+	s.ip(gw, "addr", "add", prefix(TenantAddress, TenantSubnet.Bits()), "dev", TenantInterface)
+	s.ip(svc, "addr", "add", prefix(Service, TenantSubnet.Bits()), "dev", "eth0")
+	s.ip(svc, "route", "add", "default", "via", TenantAddress.String())
+	if err := s.run(); err != nil {
+		t.Fatalf("cannot add the tenant service: %v", err)
+	}
+	nat := tp.Command(context.Background(), tp.Router, "nft", "-f", "-")
+	nat.Stdin = strings.NewReader(natRuleset(FloatingIP, PrivateAddress, TenantBridge, ExternalBridge))
+	if out, err := nat.CombinedOutput(); err != nil {
+		t.Fatalf("cannot map the floating IP: %v: %s", err, out)
+	}
+	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(tp.Dir, "gw")}, ServiceNS: svc}
+	all := make([]*Charon, 0, 1+len(tp.Peers))
+	all = append(all, tp.Gateway.Charon)
+	for _, p := range tp.Peers {
+		all = append(all, p.Charon)
+	}
+	// Start the charons in parallel: each takes tens of milliseconds.
+	var wg sync.WaitGroup
+	errs := make([]error, len(all))
+	for i, c := range all {
+		wg.Go(func() { errs[i] = tp.StartCharon(c) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("topology: namespaces %s*, %d charons up in %v", tp.Prefix, len(all), time.Since(began).Round(time.Millisecond))
+	return tp
+}
+
+// StartBare builds, for t, the router and the client sites of o (Build)
+// with nothing on the tenant network and no charon running, and removes
+// it when t ends: for tests of what joins the tenant network (AddHost,
+// AddPod). It skips t as Need does; setup failures fail t.
+func StartBare(t testing.TB, o Options) *Topology {
+	t.Helper()
+	Need(t, "ip", "nsenter")
+	reapStale(t)
 	o.Prefix = fmt.Sprintf("ipt%d-%d-", os.Getpid(), seq.Add(1))
 	o.Dir = t.TempDir()
 	tp, err := Build(o)
@@ -491,42 +495,6 @@ func Start(t testing.TB, o Options) *Topology {
 			}
 		}
 	})
-	gw, err := tp.AddHost("gw", PrivateAddress, "net1", MACAddress)
-	if err != nil {
-		t.Fatalf("cannot add the gateway: %v", err)
-	}
-	svc := tp.NS("svc")
-	if err := tp.addNamespace(svc); err != nil {
-		t.Fatal(err)
-	}
-	var s steps
-	s.link(gw, TenantInterface, "", svc, "eth0", "")
-	s.ip(gw, "addr", "add", prefix(TenantAddress, TenantSubnet.Bits()), "dev", TenantInterface)
-	s.ip(svc, "addr", "add", prefix(Service, TenantSubnet.Bits()), "dev", "eth0")
-	s.ip(svc, "route", "add", "default", "via", TenantAddress.String())
-	if err := s.run(); err != nil {
-		t.Fatalf("cannot add the tenant service: %v", err)
-	}
-	if err := tp.NAT.Apply(map[string]Mapping{FloatingIP.String(): {FixedIP: PrivateAddress.String()}}); err != nil {
-		t.Fatalf("cannot map the floating IP: %v", err)
-	}
-	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(o.Dir, "gw")}, ServiceNS: svc}
-	all := make([]*Charon, 0, 1+len(tp.Peers))
-	all = append(all, tp.Gateway.Charon)
-	for _, p := range tp.Peers {
-		all = append(all, p.Charon)
-	}
-	// Start the charons in parallel: each takes tens of milliseconds.
-	var wg sync.WaitGroup
-	errs := make([]error, len(all))
-	for i, c := range all {
-		wg.Go(func() { errs[i] = tp.StartCharon(c) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("topology: namespaces %s*, %d charons up in %v", o.Prefix, len(all), time.Since(began).Round(time.Millisecond))
 	return tp
 }
 

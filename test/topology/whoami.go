@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -82,14 +83,24 @@ func AnswerWhoAmI(ln net.Listener) {
 // port the listener saw. Each attempt waits up to timeout for the answer; a
 // UDP datagram is sent again up to three times.
 func (tp *Topology) AskWhoAmI(ns, network, addr string, timeout time.Duration) (string, error) {
+	return tp.AskWhoAmIFrom(ns, network, netip.Addr{}, addr, timeout)
+}
+
+// AskWhoAmIFrom is AskWhoAmI from source address src of ns (the kernel's
+// choice when src is the zero Addr), as a host with several addresses
+// would connect from one of them.
+func (tp *Topology) AskWhoAmIFrom(ns, network string, src netip.Addr, addr string, timeout time.Duration) (string, error) {
 	var c net.Conn
 	err := tp.Do(ns, func() error {
-		var err error
-		if network == "udp" {
-			c, err = net.Dial("udp4", addr)
-		} else {
-			c, err = net.DialTimeout("tcp4", addr, timeout)
+		d := net.Dialer{Timeout: timeout}
+		if src.IsValid() {
+			d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+			if network == "udp" {
+				d.LocalAddr = &net.UDPAddr{IP: src.AsSlice()}
+			}
 		}
+		var err error
+		c, err = d.Dial(network+"4", addr)
 		return err
 	})
 	if err != nil {

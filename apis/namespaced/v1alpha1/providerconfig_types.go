@@ -45,9 +45,10 @@ type ProviderConfigList struct {
 // +kubebuilder:object:root=true
 
 // A ClusterProviderConfig holds OpenStack credentials that namespaced
-// managed resources of any namespace may name (spec.providerConfigRef kind
-// ClusterProviderConfig); its Secrets may be in any namespace. Only the
-// platform should be able to create one (RBAC on clusterproviderconfigs).
+// managed resources of the namespaces its spec.namespaceSelector selects may
+// name (spec.providerConfigRef kind ClusterProviderConfig); its Secrets may
+// be in any namespace. Only the platform should be able to create one (RBAC
+// on clusterproviderconfigs) or label namespaces.
 // +kubebuilder:printcolumn:name="CLOUD",type="string",JSONPath=".spec.credentials.cloud"
 // +kubebuilder:printcolumn:name="SECRET",type="string",JSONPath=".spec.credentials.secretRef.name"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
@@ -58,8 +59,25 @@ type ClusterProviderConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   clusterv1alpha1.ProviderConfigSpec `json:"spec"`
-	Status ProviderConfigStatus               `json:"status,omitempty"`
+	Spec   ClusterProviderConfigSpec `json:"spec"`
+	Status ProviderConfigStatus      `json:"status,omitempty"`
+}
+
+// A ClusterProviderConfigSpec is a ProviderConfig's spec and the namespaces
+// whose managed resources may use it.
+type ClusterProviderConfigSpec struct {
+	clusterv1alpha1.ProviderConfigSpec `json:",inline"`
+
+	// NamespaceSelector selects, by the namespaces' labels, the namespaces
+	// whose managed resources may name this ClusterProviderConfig (such as
+	// matchLabels kubernetes.io/metadata.name: tenant-a, or a label the
+	// platform gives its tenants' namespaces). Unset, it selects no
+	// namespace, as a nil label selector does in Kubernetes; {} selects
+	// every namespace. A managed resource of a namespace it does not select
+	// is refused when it connects (Synced=False, naming this field), before
+	// any Secret is read or any OpenStack request is sent.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // +kubebuilder:object:root=true

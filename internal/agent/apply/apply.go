@@ -14,6 +14,7 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,6 +46,20 @@ type Set struct {
 	Conns []swanctl.Conn
 	// Shared are the load-shared requests, in document order.
 	Shared []swanctl.Shared
+	// Keys are the load-key requests, in document order.
+	Keys []swanctl.Key
+	// Certs are the load-cert requests of the certificates no connection
+	// names (the intermediates of the gateway's certificates), by name,
+	// sorted by name.
+	Certs []Cert
+}
+
+// A Cert is one certificate of a set as a VICI load-cert request.
+type Cert struct {
+	// Name is the certificate's name in the certs section.
+	Name string
+	// Message is the load-cert request: {type X509, flag NONE, data}.
+	Message *vici.Message
 }
 
 // Convert parses the rendered swanctl.conf (conf, the ConfigMap key
@@ -71,7 +86,32 @@ func Convert(conf, secrets []byte) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets.conf: %w", err)
 	}
-	return &Set{Conns: conns, Shared: shared}, nil
+	keys, err := swanctl.LoadKeys(sdoc)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.conf: %w", err)
+	}
+	files, err := swanctl.Certs(sdoc)
+	if err != nil {
+		return nil, fmt.Errorf("secrets.conf: %w", err)
+	}
+	used, err := swanctl.InlineCerts(conns, files)
+	if err != nil {
+		return nil, fmt.Errorf("swanctl.conf: %w", err)
+	}
+	s := &Set{Conns: conns, Shared: shared, Keys: keys}
+	for _, name := range sortedKeys(files) {
+		if used[name] {
+			continue
+		}
+		m := vici.NewMessage()
+		for _, kv := range [][2]string{{"type", "X509"}, {"flag", "NONE"}, {"data", string(files[name])}} {
+			if err := m.Set(kv[0], kv[1]); err != nil {
+				return nil, fmt.Errorf("secrets.conf: certificate %s: %w", name, err)
+			}
+		}
+		s.Certs = append(s.Certs, Cert{Name: name, Message: m})
+	}
+	return s, nil
 }
 
 // A Result says what an Apply or Reapply sent to charon. Names are sorted.
@@ -84,6 +124,13 @@ type Result struct {
 	Unchanged []string `json:"unchanged,omitempty"`
 	// Secrets are the secret IDs sent with load-shared.
 	Secrets []string `json:"secrets,omitempty"`
+	// Keys are the private keys (their section names) sent with load-key:
+	// new or changed.
+	Keys []string `json:"keys,omitempty"`
+	// KeysUnloaded are the private keys removed with unload-key.
+	KeysUnloaded []string `json:"keysUnloaded,omitempty"`
+	// Certs are the certificates (their names) sent with load-cert.
+	Certs []string `json:"certs,omitempty"`
 	// SecretsUnloaded are the secret IDs removed with unload-shared.
 	SecretsUnloaded []string `json:"secretsUnloaded,omitempty"`
 	// Terminated are the SAs charon was asked to close, and had, because
@@ -107,6 +154,11 @@ type Applier struct {
 	conns map[string]applied
 	// shared maps each secret ID loaded to its load-shared request.
 	shared map[string]*vici.Message
+	// keys maps each private key loaded (its section name) to its
+	// load-key request, the SHA-256 of the request and charon's key ID.
+	keys map[string]loadedKey
+	// certs maps each certificate loaded with load-cert to its request.
+	certs map[string]*vici.Message
 	// order keeps document order for Reapply.
 	connOrder, sharedOrder []string
 	// passive loads every set as a standby's (Passive).
@@ -116,6 +168,15 @@ type Applier struct {
 type applied struct {
 	msg *vici.Message
 	fp  string
+}
+
+type loadedKey struct {
+	msg *vici.Message
+	// sum is the SHA-256 of the request, which holds the key: compared,
+	// never shown.
+	sum [32]byte
+	// id is charon's key identifier (load-key's answer), for unload-key.
+	id string
 }
 
 // An Option configures an Applier.
@@ -134,7 +195,7 @@ func WithValidator(v Validator) Option {
 // "unexpected response type: 7". After charon restarts, point c at the new
 // charon and call Reapply.
 func New(c Caller, opts ...Option) *Applier {
-	a := &Applier{c: c, conns: map[string]applied{}, shared: map[string]*vici.Message{}}
+	a := &Applier{c: c, conns: map[string]applied{}, shared: map[string]*vici.Message{}, keys: map[string]loadedKey{}, certs: map[string]*vici.Message{}}
 	for _, o := range opts {
 		o(a)
 	}
@@ -264,6 +325,18 @@ func (a *Applier) apply(ctx context.Context, s *Set) (Result, error) { //nolint:
 		a.shared[sh.ID] = sh.Message
 		res.Secrets = append(res.Secrets, sh.ID)
 	}
+	errs = append(errs, a.loadKeys(ctx, s, &res)...)
+	for _, c := range s.Certs {
+		if old, ok := a.certs[c.Name]; ok && Fingerprint(old) == Fingerprint(c.Message) {
+			continue
+		}
+		if err := a.call(ctx, "load-cert", c.Message); err != nil {
+			errs = append(errs, fmt.Errorf("load-cert %s: %w", c.Name, err))
+			continue
+		}
+		a.certs[c.Name] = c.Message
+		res.Certs = append(res.Certs, c.Name)
+	}
 
 	wantConn := map[string]bool{}
 	for _, c := range s.Conns {
@@ -360,6 +433,20 @@ func (a *Applier) Reapply(ctx context.Context) (Result, error) {
 			continue
 		}
 		res.Secrets = append(res.Secrets, id)
+	}
+	for _, id := range sortedKeys(a.keys) {
+		if _, err := a.loadKey(ctx, a.keys[id].msg); err != nil {
+			errs = append(errs, fmt.Errorf("load-key %s: %w", id, err))
+			continue
+		}
+		res.Keys = append(res.Keys, id)
+	}
+	for _, name := range sortedKeys(a.certs) {
+		if err := a.call(ctx, "load-cert", a.certs[name]); err != nil {
+			errs = append(errs, fmt.Errorf("load-cert %s: %w", name, err))
+			continue
+		}
+		res.Certs = append(res.Certs, name)
 	}
 	for _, name := range a.connOrder {
 		if err := a.call(ctx, "load-conn", a.conns[name].msg); err != nil {
@@ -492,8 +579,78 @@ func (a *Applier) call(ctx context.Context, cmd string, in *vici.Message) error 
 	return nil
 }
 
+// loadKeys sends load-key for every private key of s that is new or
+// changed and unload-key for the keys charon holds that s no longer has
+// (once a changed key's successor is loaded: IKE SAs being authenticated
+// meanwhile find one). Established IKE SAs need no private key until they
+// are reauthenticated. It returns the errors.
+func (a *Applier) loadKeys(ctx context.Context, s *Set, res *Result) []error {
+	var errs []error
+	want := map[string]bool{}
+	used := map[string]bool{}
+	var stale []string
+	for _, k := range s.Keys {
+		want[k.ID] = true
+		sum := sha256.Sum256([]byte(Fingerprint(k.Message)))
+		old, ok := a.keys[k.ID]
+		if ok && old.sum == sum {
+			used[old.id] = true
+			continue
+		}
+		id, err := a.loadKey(ctx, k.Message)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("load-key %s: %w", k.ID, err))
+			continue
+		}
+		used[id] = true
+		if ok {
+			stale = append(stale, old.id)
+		}
+		a.keys[k.ID] = loadedKey{msg: k.Message, sum: sum, id: id}
+		res.Keys = append(res.Keys, k.ID)
+	}
+	for _, id := range sortedKeys(a.keys) {
+		if !want[id] {
+			stale = append(stale, a.keys[id].id)
+			delete(a.keys, id)
+			res.KeysUnloaded = append(res.KeysUnloaded, id)
+		}
+	}
+	for _, id := range stale {
+		if id == "" || used[id] {
+			continue
+		}
+		m := vici.NewMessage()
+		if err := m.Set("id", id); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := a.call(ctx, "unload-key", m); err != nil {
+			errs = append(errs, fmt.Errorf("unload-key %s: %w", id, err))
+		}
+	}
+	return errs
+}
+
+// loadKey sends one load-key request and returns charon's identifier of
+// the key.
+func (a *Applier) loadKey(ctx context.Context, m *vici.Message) (string, error) {
+	out, err := a.c.Call(ctx, "load-key", m)
+	if err != nil {
+		return "", err
+	}
+	if out == nil {
+		return "", nil
+	}
+	if err := out.Err(); err != nil {
+		return "", err
+	}
+	id, _ := out.Get("id").(string)
+	return id, nil
+}
+
 func (r *Result) sort() {
-	for _, s := range []*[]string{&r.Loaded, &r.Unloaded, &r.Unchanged, &r.Secrets, &r.SecretsUnloaded, &r.Terminated} {
+	for _, s := range []*[]string{&r.Loaded, &r.Unloaded, &r.Unchanged, &r.Secrets, &r.Keys, &r.KeysUnloaded, &r.Certs, &r.SecretsUnloaded, &r.Terminated} {
 		sort.Strings(*s)
 	}
 }

@@ -86,6 +86,16 @@ func (v CharonValidator) Validate(ctx context.Context, s *Set) error {
 			return fmt.Errorf("secret %s: charon refuses it: %w", sh.ID, err)
 		}
 	}
+	for _, k := range s.Keys {
+		if _, err := sess.Call(ctx, "load-key", k.Message); err != nil {
+			return fmt.Errorf("secret %s: charon refuses the private key: %w", k.ID, err)
+		}
+	}
+	for _, c := range s.Certs {
+		if _, err := sess.Call(ctx, "load-cert", c.Message); err != nil {
+			return fmt.Errorf("certificate %s: charon refuses it: %w", c.Name, err)
+		}
+	}
 	for _, c := range s.Conns {
 		if _, err := sess.Call(ctx, "load-conn", inert(c.Message, nil)); err != nil {
 			return fmt.Errorf("connection %s: charon refuses it: %w", c.Name, err)

@@ -16,7 +16,10 @@ import (
 // An Address is the gateway's address on the tenant network as the active
 // pod holds it: Up and Down are shell scripts (rendered by the provider,
 // run with /bin/sh -euc) that bring Interface up with the address and its
-// routes, and take them away.
+// routes, and take them away. Up gives the addresses a finite lifetime,
+// which Refresh renews while the Lease is: when the agent stops (SIGKILL,
+// a frozen or crash-looping container), the kernel removes the addresses
+// and their routes itself, before the Lease can pass to the other pod.
 type Address struct {
 	Interface string
 	// IP is the gateway's fixed IP, announced with gratuitous ARP.
@@ -67,6 +70,66 @@ func (a *Address) Release(ctx context.Context) error {
 		return errors.Join(errDown, fmt.Errorf("cannot take %s down: %w", a.Interface, err))
 	}
 	return errDown
+}
+
+// refreshMargin is the least valid lifetime IP must have left for Refresh
+// to renew it: the kernel reports it in whole seconds, rounded up, and
+// removes an address about when its lifetime ends, so an address with less
+// left may be gone by the time the renewal reaches the kernel, which would
+// then add it again without the routes that went with it.
+const refreshMargin = 2 // seconds
+
+// Errors of Refresh.
+const (
+	errNoAddress = "the address is gone"
+	errExpiring  = "the address expires in less than 2 s"
+)
+
+// Refresh gives every IPv4 address of Interface (IP and the others Up
+// gave it) the lifetime d again, valid and preferred, in whole seconds (at
+// least 1), so that the kernel removes them d after the last refresh. It
+// renews only addresses that are there, and fails without touching any
+// when IP is gone or has less than 2 s left: the kernel removed it, or is
+// about to, with the routes through it, which only Up brings back.
+func (a *Address) Refresh(_ context.Context, d time.Duration) error {
+	ifi, err := net.InterfaceByName(a.Interface)
+	if err != nil {
+		return fmt.Errorf("cannot refresh the address: %w", err)
+	}
+	r, err := dialRoute()
+	if err != nil {
+		return fmt.Errorf("cannot refresh the address: %w", err)
+	}
+	defer r.close()
+	all, err := r.addresses(ifi.Index)
+	if err != nil {
+		return fmt.Errorf("cannot refresh the address: cannot list the addresses of %s: %w", a.Interface, err)
+	}
+	if err := refreshable(all, a.IP); err != nil {
+		return fmt.Errorf("cannot refresh %s on %s: %w", a.IP, a.Interface, err)
+	}
+	secs := uint32(max(d/time.Second, 1)) //nolint:gosec // G115: a lifetime of seconds
+	for _, x := range all {
+		if err := r.replace(x, secs); err != nil {
+			return fmt.Errorf("cannot refresh %s on %s: %w", x.local, a.Interface, err)
+		}
+	}
+	return nil
+}
+
+// refreshable says whether the addresses all of an interface may be
+// renewed for the gateway's address ip: nil when ip is among them with at
+// least refreshMargin left.
+func refreshable(all []ifAddr, ip netip.Addr) error {
+	for _, x := range all {
+		if x.local == ip {
+			if x.valid < refreshMargin {
+				return errors.New(errExpiring)
+			}
+			return nil
+		}
+	}
+	return errors.New(errNoAddress)
 }
 
 func sh(ctx context.Context, script string) error {

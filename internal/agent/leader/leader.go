@@ -7,15 +7,27 @@
 // Timing: the Lease lasts LeaseDuration; the holder renews it every
 // RetryPeriod and gives up (address down first, then its SAs) when it has
 // not renewed it for RenewDeadline, LeaseDuration-RenewDeadline before the
-// other pod may take it. A pod frozen while active (its node lost) finds,
+// other pod may take it. A standby that sees the Lease released (a watch,
+// WatchReleases) campaigns at once rather than at its next retry. A pod
+// frozen while active (its node lost) finds,
 // when it runs again, that it has not renewed for longer than RenewDeadline
 // and gives up at once, before its links come back. On SIGTERM the active
 // pod gives up and then releases the Lease, so that the standby takes over
-// within a RetryPeriod rather than a LeaseDuration.
+// at once (with the watch; else within its retry) rather than a
+// LeaseDuration.
+//
+// A pod that stops without giving up (SIGKILL, a frozen or crash-looping
+// container) cannot give up anything: what it holds must expire by itself.
+// After every write of the Lease by this pod, Holder.Refresh keeps it for
+// another RenewDeadline (the address's lifetime in the kernel), so that it
+// goes about RenewDeadline after the last renewal, before the Lease can
+// pass. A refresh that fails, or that comes too late after its renewal,
+// gives up.
 package leader
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -64,6 +76,11 @@ type Holder interface {
 	// server: it runs before the Lease can pass to the other pod. Errors
 	// are logged; Release is called again at the next loss.
 	Release(ctx context.Context) error
+	// Refresh keeps what Take holds for d more from now, so that it
+	// expires by itself if no refresh follows (the pod is killed or
+	// frozen). It must not take again anything that is gone; an error
+	// gives up (Release).
+	Refresh(ctx context.Context, d time.Duration) error
 }
 
 // An Elector runs the election of one pod.
@@ -81,7 +98,13 @@ type Elector struct {
 	// cannot report false before true: it must return quickly and not call
 	// the Elector.
 	Active func(ctx context.Context, active bool, t Takeover)
-	Log    logging.Logger
+	// Released, when set, receives when the Lease has no holder
+	// (WatchReleases): a standby then ends its campaign and starts the next
+	// at once, whose first try takes the released Lease, instead of at its
+	// next retry, RetryPeriod to 2.2 RetryPeriod after its last (client-go's
+	// jitter). The pod holding the address ignores it.
+	Released <-chan struct{}
+	Log      logging.Logger
 
 	// mu serialises Holder's calls.
 	mu sync.Mutex
@@ -122,6 +145,10 @@ func (e *Elector) defaults() {
 	}
 }
 
+// errLate: the refresh ended so long after its renewal started that the
+// address, kept for another RenewDeadline, could outlive the Lease.
+const errLate = "the refresh ended later than the slack after the Lease's renewal started"
+
 // A term is one client-go LeaderElector's life: it campaigns, leads until
 // it cannot renew or ctx ends, and ends. closed says that this term gave
 // up: it must not take the address again.
@@ -134,7 +161,7 @@ func (e *Elector) term(ctx context.Context) error {
 	defer cancel()
 	t := &term{}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          &lock{Interface: e.Lock, e: e},
+		Lock:          &lock{Interface: e.Lock, e: e, t: t, end: cancel},
 		LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
 		Name: e.Lock.Describe(),
 		Callbacks: leaderelection.LeaderCallbacks{
@@ -150,10 +177,19 @@ func (e *Elector) term(ctx context.Context) error {
 		defer close(done)
 		le.Run(ectx)
 	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	for ctx.Err() == nil {
+		select {
+		case <-done:
+			return nil
+		case <-e.Released:
+			if e.standby(t) {
+				e.Log.Debug("The Lease has no holder: campaigning again at once")
+				cancel()
+				<-done
+				return nil
+			}
+		case <-ctx.Done():
+		}
 	}
 	held := e.release(ctx, t, "the agent is stopping")
 	cancel()
@@ -162,6 +198,18 @@ func (e *Elector) term(ctx context.Context) error {
 		e.releaseLease(ctx)
 	}
 	return nil
+}
+
+// standby closes term t and says true when this pod does not hold the
+// address, so that the term can end without taking it.
+func (e *Elector) standby(t *term) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.held {
+		return false
+	}
+	t.closed = true
+	return true
 }
 
 // lead takes the address for term t, then gives it up as soon as the Lease
@@ -217,23 +265,58 @@ func (e *Elector) overdue() bool {
 // pod held it.
 func (e *Elector) release(ctx context.Context, t *term, why string) bool {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.releaseLocked(ctx, t, why)
+}
+
+// releaseLocked is release with e.mu held.
+func (e *Elector) releaseLocked(ctx context.Context, t *term, why string) bool {
 	t.closed = true
 	held := e.held
-	if held {
-		if err := e.Holder.Release(context.WithoutCancel(ctx)); err != nil {
-			e.Log.Info("Cannot give up the gateway's address", "error", err)
-		}
-		e.held = false
-		if e.Active != nil {
-			e.Active(ctx, false, Takeover{})
-		}
+	if !held {
+		return false
 	}
-	e.mu.Unlock()
-	if held {
-		e.Log.Info("Standby: gave up the gateway's address", "reason", why)
+	if err := e.Holder.Release(context.WithoutCancel(ctx)); err != nil {
+		e.Log.Info("Cannot give up the gateway's address", "error", err)
 	}
-	return held
+	e.held = false
+	if e.Active != nil {
+		e.Active(ctx, false, Takeover{})
+	}
+	e.Log.Info("Standby: gave up the gateway's address", "reason", why)
+	return true
 }
+
+// refresh keeps the address of term t for another RenewDeadline after this
+// pod renewed the Lease in a write that started at start. The other pod
+// may take the Lease LeaseDuration after the write, and the address lives
+// RenewDeadline (and the kernel's rounding, under a second) after the
+// refresh, so a refresh must end within slack of start. One that would
+// start later is skipped: the address keeps the lifetime of the last
+// refresh, which an earlier write covers (the renewal waited on a Take or
+// the agent was frozen). One that fails or ended later gives the address
+// up and ends the term. Under e.mu, so that nothing is refreshed after a
+// release or before a take.
+func (e *Elector) refresh(ctx context.Context, t *term, end context.CancelFunc, start time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.held || t.closed || time.Since(start) > e.slack() {
+		return
+	}
+	err := e.Holder.Refresh(ctx, e.RenewDeadline)
+	if err == nil && time.Since(start) > e.slack() {
+		err = errors.New(errLate)
+	}
+	if err != nil {
+		e.releaseLocked(ctx, t, "cannot keep the gateway's address: "+err.Error())
+		end()
+	}
+}
+
+// slack is the longest a renewal and its refresh may take, from the start
+// of the write: half of what LeaseDuration leaves after RenewDeadline (1 s
+// with the defaults), the other half for the kernel's rounding.
+func (e *Elector) slack() time.Duration { return (e.LeaseDuration - e.RenewDeadline) / 2 }
 
 // releaseLease hands the Lease over after the address went: it empties the
 // holder, as client-go's ReleaseOnCancel does, but only while this pod's
@@ -278,11 +361,14 @@ func (e *Elector) takeover() Takeover {
 	return tk
 }
 
-// lock is the Lease, recording for its Elector the last record read and
-// when the last successful write started.
+// lock is the Lease of one term, recording for its Elector the last
+// record read and when the last successful write started, and refreshing
+// the address after each successful write.
 type lock struct {
 	resourcelock.Interface
-	e *Elector
+	e   *Elector
+	t   *term
+	end context.CancelFunc
 }
 
 func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -298,20 +384,21 @@ func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []b
 }
 
 func (l *lock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	return l.write(func() error { return l.Interface.Create(ctx, r) })
+	return l.write(ctx, func() error { return l.Interface.Create(ctx, r) })
 }
 
 func (l *lock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
-	return l.write(func() error { return l.Interface.Update(ctx, r) })
+	return l.write(ctx, func() error { return l.Interface.Update(ctx, r) })
 }
 
-func (l *lock) write(f func() error) error {
+func (l *lock) write(ctx context.Context, f func() error) error {
 	start := time.Now()
 	err := f()
 	if err == nil {
 		l.e.rmu.Lock()
 		l.e.renewed = start
 		l.e.rmu.Unlock()
+		l.e.refresh(ctx, l.t, l.end, start)
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -10,8 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
 // memLease is a Lease in memory shared by the locks of several pods, with
@@ -21,6 +25,18 @@ type memLease struct {
 	mu      sync.Mutex
 	rec     resourcelock.LeaderElectionRecord
 	version int
+	// watchers receive when a write leaves the Lease without holder, as
+	// WatchReleases' channels do.
+	watchers []chan struct{}
+}
+
+// watch returns a channel that receives when the Lease is released.
+func (l *memLease) watch() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	l.watchers = append(l.watchers, ch)
+	return ch
 }
 
 // memLock is one pod's view of a memLease; down makes its calls fail, as
@@ -30,6 +46,9 @@ type memLock struct {
 	id   string
 	seen int
 	down bool
+	// gets counts the reads, and read receives at the first.
+	gets int
+	read chan struct{}
 	mu   sync.Mutex
 }
 
@@ -46,6 +65,11 @@ func (m *memLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []by
 	if m.isDown() {
 		return nil, nil, errCut
 	}
+	m.mu.Lock()
+	if m.gets++; m.gets == 1 && m.read != nil {
+		close(m.read)
+	}
+	m.mu.Unlock()
 	m.l.mu.Lock()
 	defer m.l.mu.Unlock()
 	m.seen = m.l.version
@@ -68,6 +92,14 @@ func (m *memLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord)
 	}
 	m.l.rec, m.l.version = r, m.l.version+1
 	m.seen = m.l.version
+	if r.HolderIdentity == "" {
+		for _, w := range m.l.watchers {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
 	return nil
 }
 
@@ -76,17 +108,27 @@ func (m *memLock) Identity() string   { return m.id }
 func (m *memLock) Describe() string   { return "test/vpn" }
 
 // log is the order in which the pods took and released the address, and
-// how many times two held it at once.
+// how many times two held it at once; refreshes are counted, not listed:
+// by the pod holding the address, and by one that did not.
 type log struct {
-	mu       sync.Mutex
-	events   []string
-	holding  map[string]bool
-	overlaps int
+	mu                 sync.Mutex
+	events             []string
+	holding            map[string]bool
+	overlaps           int
+	refreshes, strayed int
 }
 
 func (l *log) add(pod, what string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if what == "refresh" {
+		if l.holding[pod] {
+			l.refreshes++
+		} else {
+			l.strayed++
+		}
+		return
+	}
 	if what == "take" {
 		l.holding[pod] = true
 		if len(l.holding) > 1 {
@@ -114,6 +156,10 @@ type recHolder struct {
 
 func (h recHolder) Take(context.Context) error    { h.l.add(h.pod, "take"); return nil }
 func (h recHolder) Release(context.Context) error { h.l.add(h.pod, "release"); return nil }
+func (h recHolder) Refresh(context.Context, time.Duration) error {
+	h.l.add(h.pod, "refresh")
+	return nil
+}
 
 // Short timings: client-go writes the Lease's duration in whole seconds.
 const (
@@ -129,15 +175,21 @@ type pod struct {
 }
 
 func start(l *memLease, lg *log, id string) *pod {
-	p := &pod{lock: &memLock{l: l, id: id}, done: make(chan struct{})}
-	e := &Elector{Lock: p.lock, Holder: recHolder{pod: id, l: lg}, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-		Active: func(_ context.Context, active bool, t Takeover) {
-			if active {
-				p.mu.Lock()
-				p.tks = append(p.tks, t)
-				p.mu.Unlock()
-			}
-		}}
+	return startElector(l, lg, id, &Elector{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry})
+}
+
+// startElector runs e, with its Lock (on l), Holder and Active set, as pod
+// id.
+func startElector(l *memLease, lg *log, id string, e *Elector) *pod {
+	p := &pod{lock: &memLock{l: l, id: id, read: make(chan struct{})}, done: make(chan struct{})}
+	e.Lock, e.Holder = p.lock, recHolder{pod: id, l: lg}
+	e.Active = func(_ context.Context, active bool, t Takeover) {
+		if active {
+			p.mu.Lock()
+			p.tks = append(p.tks, t)
+			p.mu.Unlock()
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel
 	go func() { defer close(p.done); _ = e.Run(ctx) }()
@@ -222,7 +274,7 @@ func TestElector(t *testing.T) {
 			<-a.done
 			<-b.done
 			lg.mu.Lock()
-			events, overlaps := lg.events, lg.overlaps
+			events, overlaps, refreshes, strayed := lg.events, lg.overlaps, lg.refreshes, lg.strayed
 			lg.mu.Unlock()
 			// Both stopped: the last holder released; drop what stopping added.
 			events = events[:len(tc.wantEvents)]
@@ -232,6 +284,9 @@ func TestElector(t *testing.T) {
 			if overlaps != 0 {
 				t.Errorf("%s\ntwo pods held the address at once %d time(s)", tc.reason, overlaps)
 			}
+			if refreshes == 0 || strayed != 0 {
+				t.Errorf("%s\nthe address was refreshed %d time(s) by its holder, %d by a pod not holding it; want some, and none", tc.reason, refreshes, strayed)
+			}
 			if diff := cmp.Diff(tc.wantA, a.causes()); diff != "" {
 				t.Errorf("%s\na's takeovers: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -239,6 +294,58 @@ func TestElector(t *testing.T) {
 				t.Errorf("%s\nb's takeovers: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestReleasedWatched proves that a standby told of the Lease's release
+// (Elector.Released) takes it at once, not at its next retry: with a
+// retry period of 3 s, the standby, which tried just before the active
+// pod stopped, holds the address within 2 s of that try (without the
+// signal it could not before 3 s), with cause released, and the pods
+// never both hold it. A signal while it holds the address changes
+// nothing.
+func TestReleasedWatched(t *testing.T) {
+	const lease, renew, retry = 5 * time.Second, 4 * time.Second, 3 * time.Second
+	l := &memLease{}
+	lg := &log{holding: map[string]bool{}}
+	a := startElector(l, lg, "a", &Elector{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, Released: l.watch()})
+	waitFor(t, lg, "a")
+	b := startElector(l, lg, "b", &Elector{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, Released: l.watch()})
+	<-b.lock.read
+	tried := time.Now()
+	a.stop()
+	<-a.done
+	for lg.holder() != "b" {
+		if time.Since(tried) > 2*time.Second {
+			t.Fatalf("b does not hold the address %s after its last try and a's release; events %v", time.Since(tried).Round(time.Millisecond), lg.events)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(tried)
+	// The signal again, while b holds the address: b keeps it.
+	l.mu.Lock()
+	for _, w := range l.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	l.mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	b.stop()
+	<-b.done
+	lg.mu.Lock()
+	events, overlaps := lg.events, lg.overlaps
+	lg.mu.Unlock()
+	want := []string{"a release", "a take", "b release", "a release", "b take", "b release"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (b took over %s after its last try): -want, +got:\n%s", took.Round(time.Millisecond), diff)
+	}
+	if overlaps != 0 {
+		t.Errorf("two pods held the address at once %d time(s)", overlaps)
+	}
+	if diff := cmp.Diff([]string{"released "}, b.causes()); diff != "" {
+		t.Errorf("b's takeovers: -want, +got:\n%s", diff)
 	}
 }
 
@@ -285,5 +392,169 @@ func TestGARP(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the gratuitous ARP request for 10.20.0.10 from fa:16:3e:00:00:0a: -want, +got:\n%s", diff)
+	}
+}
+
+// stepHolder records the calls to it, with Refresh's argument; Refresh
+// takes took and returns err.
+type stepHolder struct {
+	calls []string
+	took  time.Duration
+	err   error
+}
+
+func (h *stepHolder) Take(context.Context) error    { h.calls = append(h.calls, "take"); return nil }
+func (h *stepHolder) Release(context.Context) error { h.calls = append(h.calls, "release"); return nil }
+func (h *stepHolder) Refresh(_ context.Context, d time.Duration) error {
+	h.calls = append(h.calls, "refresh "+d.String())
+	time.Sleep(h.took)
+	return h.err
+}
+
+// TestRefresh proves the order of a Lease write, the address's refresh and
+// its release: only a successful write by the pod that holds the address
+// refreshes it, for RenewDeadline; nothing is refreshed after a release,
+// also one that runs while the write is under way, nor after a write that
+// took longer than the slack; a refresh that fails, or that ends later
+// than the slack, gives the address up and ends the term.
+func TestRefresh(t *testing.T) {
+	// A slack of 500 ms, which a busy machine's scheduling stays under.
+	const lease, renew = 2 * time.Second, time.Second
+	slack := (lease - renew) / 2
+	type want struct {
+		calls []string
+		held  bool
+		ended bool
+		err   error
+	}
+	cases := map[string]struct {
+		reason   string
+		held     bool
+		closed   bool
+		writeErr error
+		// wrote is how long the write takes.
+		wrote   time.Duration
+		holder  stepHolder
+		release bool
+		want    want
+	}{
+		"Held": {
+			reason: "A successful write by the holder keeps the address for the renew deadline.",
+			held:   true,
+			want:   want{calls: []string{"refresh 1s"}, held: true},
+		},
+		"NotHeld": {
+			reason: "A write before Take (the acquiring one) or after Release refreshes nothing: no address comes back.",
+			want:   want{},
+		},
+		"Closed": {
+			reason: "A write in a term that gave up refreshes nothing.",
+			closed: true,
+			want:   want{},
+		},
+		"WriteFailed": {
+			reason:   "A failed write is no renewal: nothing is refreshed, and the address expires unless a later write succeeds.",
+			held:     true,
+			writeErr: errCut,
+			want:     want{held: true, err: errCut},
+		},
+		"RefreshFailed": {
+			reason: "A refresh that fails (the address is gone or expiring) counts as not held: the address is given up and the term ends.",
+			held:   true,
+			holder: stepHolder{err: errors.New("the address is gone")},
+			want:   want{calls: []string{"refresh 1s", "release"}, ended: true},
+		},
+		"LateWrite": {
+			reason: "A write that took longer than the slack: the address, kept for the renew deadline from now, could outlive the Lease; not refreshed, it keeps the lifetime an earlier write covers.",
+			held:   true,
+			wrote:  slack + 50*time.Millisecond,
+			want:   want{held: true},
+		},
+		"LateRefresh": {
+			reason: "A refresh that ends later than the slack after the write started (the agent was frozen in it) gives the address up at once.",
+			held:   true,
+			holder: stepHolder{took: slack + 50*time.Millisecond},
+			want:   want{calls: []string{"refresh 1s", "release"}, ended: true},
+		},
+		"ReleaseDuringWrite": {
+			reason:  "A release that holds the Elector while a write is under way: the write's refresh comes after the release and refreshes nothing.",
+			held:    true,
+			release: true,
+			want:    want{calls: []string{"release"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := tc.holder
+			e := &Elector{Lock: &memLock{id: "vpn-a"}, Holder: &h, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, held: tc.held}
+			e.defaults()
+			tm := &term{closed: tc.closed}
+			ended := false
+			l := &lock{Interface: e.Lock, e: e, t: tm, end: func() { ended = true }}
+			write := func() error {
+				return l.write(context.Background(), func() error { time.Sleep(tc.wrote); return tc.writeErr })
+			}
+			var err error
+			if tc.release {
+				e.mu.Lock()
+				done := make(chan error, 1)
+				go func() { done <- write() }()
+				time.Sleep(20 * time.Millisecond)
+				e.releaseLocked(context.Background(), tm, "test")
+				e.mu.Unlock()
+				err = <-done
+			} else {
+				err = write()
+			}
+			got := want{calls: h.calls, held: e.held, ended: ended, err: err}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.EquateErrors(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRefreshable(t *testing.T) {
+	gwIP, other := netip.MustParseAddr("10.20.0.10"), netip.MustParseAddr("100.64.0.1")
+	cases := map[string]struct {
+		reason string
+		all    []ifAddr
+		want   error
+	}{
+		"Fresh": {
+			reason: "The gateway's address with 3 s left, beside another: refreshable.",
+			all:    []ifAddr{{local: gwIP, valid: 3}, {local: other, valid: 3}},
+		},
+		"Permanent": {
+			reason: "A permanent address (an Up rendered before addresses had a lifetime) is refreshable: the refresh gives it one.",
+			all:    []ifAddr{{local: gwIP, valid: ^uint32(0)}},
+		},
+		"Gone": {
+			reason: "The kernel removed the gateway's address (with its routes): a refresh would add it back without them.",
+			all:    []ifAddr{{local: other, valid: 3}},
+			want:   errors.New(errNoAddress),
+		},
+		"Expiring": {
+			reason: "Less than 2 s left: the address may be gone before the refresh reaches the kernel.",
+			all:    []ifAddr{{local: gwIP, valid: 1}},
+			want:   errors.New(errExpiring),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := refreshable(tc.all, gwIP)
+			if diff := cmp.Diff(fmt.Sprint(tc.want), fmt.Sprint(err)); diff != "" {
+				t.Errorf("%s\nrefreshable(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestAddressLifetime: the lifetime the provider renders into the Up
+// script is the renew deadline the agent refreshes it for, so that the
+// address is never kept longer before the first refresh than after.
+func TestAddressLifetime(t *testing.T) {
+	if got := workload.AddressLifetime * time.Second; got != DefaultRenewDeadline {
+		t.Errorf("workload.AddressLifetime %s, want the renew deadline %s", got, DefaultRenewDeadline)
 	}
 }

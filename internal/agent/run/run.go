@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -22,27 +20,39 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/apply"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/source"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/watchdog"
-	"github.com/ipsecgw/provider-ipsec/internal/workload"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/xfrmlink"
 )
+
+// ChangeSettle is how long the agent waits after a source's change signal
+// before it reads the configuration: the provider applies the ConfigMap
+// and then the Secret, and one reload takes both.
+const ChangeSettle = 200 * time.Millisecond
 
 // Options configure the agent.
 type Options struct {
-	// ConfigDir holds swanctl.conf and nat.nft (the mounted ConfigMap),
-	// SecretsDir secrets.conf (the mounted Secret). The kubelet swaps
-	// their contents atomically through a symlink; the agent re-reads the
-	// files every Interval.
+	// Source gives the configuration; nil reads the mounted ConfigMap in
+	// ConfigDir (swanctl.conf, nat.nft, xfrm.json) and the mounted Secret in
+	// SecretsDir (secrets.conf) every Interval (source.Dir). A source with
+	// a Changed signal (source.API) is read again ChangeSettle after each
+	// change, besides every Interval.
+	Source                source.Source
 	ConfigDir, SecretsDir string
 	// ViciSocket is charon's VICI socket path.
 	ViciSocket string
-	// Interval between checks of the mounted files (default 2 s).
+	// Interval between checks of the configuration (default 2 s).
 	Interval time.Duration
 	// Validator checks a new set before the live charon is touched; nil
 	// skips that check (charon still refuses what it cannot load).
 	Validator apply.Validator
 	// NAT loads the NAT rules; nil leaves nftables alone.
 	NAT *nat.Applier
+	// XFRM creates the XFRM interfaces and routes of the route-mode
+	// tunnels (xfrm.json, absent when there is none); nil leaves links
+	// and routes alone.
+	XFRM *xfrmlink.Applier
 	// Publisher writes the tunnel status; Poll is the status poll
 	// interval (default status.DefaultPoll).
 	Publisher *status.Publisher
@@ -68,8 +78,9 @@ type Agent struct {
 	// watchdog is nil when Options.ReinitiateAfter is 0; it outlives the
 	// charon sessions, so its counts do too.
 	watchdog *watchdog.Watchdog
-	// reinitiated makes the status be read again after a re-initiation.
-	reinitiated chan struct{}
+	// refresh makes the status be read again: after a re-initiation (the
+	// watchdog's) or a reload.
+	refresh chan struct{}
 	// applier is the current session's.
 	applier atomic.Pointer[apply.Applier]
 	// active is false while the agent is a standby; switched tells the
@@ -86,11 +97,13 @@ func New(o Options) *Agent {
 	if o.Log == nil {
 		o.Log = logging.NewNopLogger()
 	}
-	a := &Agent{o: o, switched: make(chan struct{}, 1)}
+	if o.Source == nil {
+		o.Source = source.Dir{ConfigDir: o.ConfigDir, SecretsDir: o.SecretsDir}
+	}
+	a := &Agent{o: o, switched: make(chan struct{}, 1), refresh: make(chan struct{}, 1)}
 	a.active.Store(!o.Standby)
 	if o.ReinitiateAfter > 0 {
-		a.reinitiated = make(chan struct{}, 1)
-		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.reinitiated}
+		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.refresh}
 	}
 	return a
 }
@@ -183,12 +196,13 @@ func (a *Agent) session(ctx context.Context) error {
 		Children: applier.Children,
 		Poll:     a.o.Poll,
 		Sink:     a.sink,
+		Refresh:  a.refresh,
 		OnError: func(err error) {
 			a.o.Log.Debug("Cannot read or publish the tunnel status", "error", err)
 		},
 	}
 	if a.watchdog != nil {
-		w.Observe, w.Refresh = a.watchdog.Observe, a.reinitiated
+		w.Observe = a.watchdog.Observe
 	}
 	// Subscribed before the first load: a tunnel that starts at once can
 	// fail within milliseconds, and the reason is only in charon's log.
@@ -213,6 +227,8 @@ func (a *Agent) session(ctx context.Context) error {
 
 	tick := time.NewTicker(a.o.Interval)
 	defer tick.Stop()
+	settle := time.NewTimer(0)
+	<-settle.C
 	for {
 		select {
 		case <-ctx.Done():
@@ -221,6 +237,10 @@ func (a *Agent) session(ctx context.Context) error {
 			return err
 		case <-a.switched:
 			a.changeRole(ctx, applier, &last)
+		case <-a.o.Source.Changed():
+			settle.Reset(ChangeSettle)
+		case <-settle.C:
+			a.reload(ctx, applier, &last)
 		case <-tick.C:
 			if _, err := s.cmd.Call(ctx, "version", nil); err != nil {
 				return fmt.Errorf("charon does not answer: %w", err)
@@ -272,16 +292,18 @@ func (a *Agent) sink(ctx context.Context, ts []v1alpha1.TunnelStatus) (time.Dura
 	return a.o.Publisher.Publish(ctx, ts)
 }
 
-// reload applies the mounted files when they differ from what was last
+// reload applies the source's files when they differ from what was last
 // applied to this charon (*last). A set that fails leaves the running
 // configuration as it is; it is tried again when the files change.
 func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte) {
-	conf, secrets, rules, err := a.read()
+	f, err := a.o.Source.Read()
 	if err != nil {
-		a.o.Log.Info("Cannot read the mounted configuration", "error", err)
+		a.o.Log.Info("Cannot read the configuration", "error", err)
 		return
 	}
-	all := bytes.Join([][]byte{conf, secrets, rules}, []byte{0})
+	conf, secrets, rules, links := f.SwanctlConf, f.Secrets, f.NATRules, f.XFRMInterfaces
+	// strongswan.conf counts only for the hash: charon read it at start.
+	all := bytes.Join([][]byte{conf, secrets, rules, links, f.StrongSwanConf}, []byte{0})
 	if *last != nil && bytes.Equal(all, *last) {
 		return
 	}
@@ -289,6 +311,12 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 	res, err := applier.Apply(ctx, conf, secrets)
 	if err == nil && a.o.NAT != nil {
 		_, err = a.o.NAT.Apply(ctx, rules)
+	}
+	if err == nil && a.o.XFRM != nil {
+		var changed xfrmlink.Result
+		if changed, err = a.o.XFRM.Apply(links); changed.Changed() {
+			a.o.Log.Info("Changed the XFRM interfaces and routes", "created", changed.Created, "deleted", changed.Deleted, "routed", changed.Routed, "unrouted", changed.Unrouted)
+		}
 	}
 	if a.o.Metrics != nil {
 		a.o.Metrics.Reloaded(err == nil)
@@ -306,19 +334,13 @@ func (a *Agent) reload(ctx context.Context, applier *apply.Applier, last *[]byte
 		return
 	}
 	a.ready.Store(true)
-	a.o.Log.Info("Applied the configuration", "loaded", res.Loaded, "unloaded", res.Unloaded, "unchanged", len(res.Unchanged))
-}
-
-// read returns the mounted swanctl.conf, secrets.conf and nat.nft.
-func (a *Agent) read() (conf, secrets, rules []byte, err error) {
-	if conf, err = os.ReadFile(filepath.Join(a.o.ConfigDir, workload.KeySwanctlConf)); err != nil {
-		return nil, nil, nil, err
+	// The status says which configuration runs (render.ConfigHash).
+	if a.o.Publisher != nil {
+		a.o.Publisher.SetLoaded(f.Hash())
 	}
-	if secrets, err = os.ReadFile(filepath.Join(a.o.SecretsDir, workload.KeySecrets)); err != nil {
-		return nil, nil, nil, err
+	select {
+	case a.refresh <- struct{}{}:
+	default:
 	}
-	if rules, err = os.ReadFile(filepath.Join(a.o.ConfigDir, workload.KeyNATRules)); err != nil && !os.IsNotExist(err) {
-		return nil, nil, nil, err
-	}
-	return conf, secrets, rules, nil
+	a.o.Log.Info("Applied the configuration", "hash", f.Hash(), "loaded", res.Loaded, "unloaded", res.Unloaded, "unchanged", len(res.Unchanged))
 }

@@ -216,6 +216,8 @@ func TestErrorFromLog(t *testing.T) {
 		"ResponderOK":        {msg: "generating IKE_AUTH response 1 [ IDr AUTH SA TSi TSr N(MOBIKE_SUP) ]"},
 		"ParsedNotFailure":   {msg: "parsed IKE_AUTH response 1 [ N(AUTH_FAILED) ]"},
 		"Retransmits":        {msg: "giving up after 2 retransmits", want: ErrRetransmitTimeout},
+		"UntrustedPeerCert":  {msg: "no trusted ECDSA public key found for 'C=FR, O=Soci\xc3\xa9t\xc3\xa9 Peer 1, CN=vpn.peer1.example'", want: ErrPeerCertificateUntrusted},
+		"NoPrivateKey":       {msg: "no private key found for 'C=DE, CN=gw.example.com'", want: ErrNoPrivateKey},
 		"Other":              {msg: "IKE_SA s2s[2] established between 198.51.100.1[198.51.100.1]...198.51.100.2[198.51.100.2]"},
 	}
 	for name, tc := range cases {

@@ -33,6 +33,11 @@ import (
 //     answers AUTH_FAILED.)
 //   - Retransmissions that run out log "giving up after N retransmits"
 //     (seen with the peer's charon stopped, under the connection's name).
+//   - With certificates, a peer whose certificate charon cannot trust
+//     logs "no trusted ECDSA public key found for '<peer's id>'" (the
+//     initiator then sends N(AUTH_FAILED) in an INFORMATIONAL request, the
+//     responder in its IKE_AUTH response), and a local identity without a
+//     certificate and key "no private key found for '<id>'".
 //
 // A responder's IKE SA has no connection name until IKE_AUTH selects a peer
 // config: its log events carry ikesa-name "(unnamed)", so an IKE_SA_INIT
@@ -47,6 +52,16 @@ const (
 	ErrTSUnacceptable       = "TS_UNACCEPTABLE"
 	// ErrRetransmitTimeout is not a notify: the peer did not answer.
 	ErrRetransmitTimeout = "RETRANSMIT_TIMEOUT"
+	// ErrPeerCertificateUntrusted is not a notify: charon found no trusted
+	// certificate for the peer's identity ("no trusted ECDSA public key
+	// found for '<id>'"): the peer's certificate does not chain to the
+	// tunnel's certificate.peerCA, is expired, or does not carry
+	// certificate.remoteId.
+	ErrPeerCertificateUntrusted = "PEER_CERTIFICATE_UNTRUSTED"
+	// ErrNoPrivateKey is not a notify: charon has no certificate and
+	// private key for the gateway's identity ("no private key found for
+	// '<id>'"): certificate.localId is not in the gateway's certificate.
+	ErrNoPrivateKey = "NO_PRIVATE_KEY"
 )
 
 var (
@@ -54,6 +69,8 @@ var (
 	reGenerated      = regexp.MustCompile(`^generating \S+ response \d+ \[(.*)\]$`)
 	reGaveUp         = regexp.MustCompile(`^giving up after \d+ retransmits`)
 	reInitiating     = regexp.MustCompile(`^(\S+) is initiating an IKE_SA$`)
+	reUntrusted      = regexp.MustCompile(`^no trusted \S+ public key found for '`)
+	reNoPrivateKey   = regexp.MustCompile(`^no private key found for '`)
 )
 
 // shortNotify maps strongSwan's abbreviated notify names (as in its message
@@ -79,8 +96,13 @@ func ErrorFromLog(msg string) string {
 		}
 		return ""
 	}
-	if reGaveUp.MatchString(msg) {
+	switch {
+	case reGaveUp.MatchString(msg):
 		return ErrRetransmitTimeout
+	case reUntrusted.MatchString(msg):
+		return ErrPeerCertificateUntrusted
+	case reNoPrivateKey.MatchString(msg):
+		return ErrNoPrivateKey
 	}
 	return ""
 }

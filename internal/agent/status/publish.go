@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,6 +62,17 @@ type Publisher struct {
 	written []byte
 	// writes is the token bucket of writes, made at the first call.
 	writes *rate.Limiter
+	// loaded is SetLoaded's hash, "" before the first.
+	loaded string
+}
+
+// SetLoaded makes the next Publish write hash, render.ConfigHash of the
+// configuration the agent loaded, as workload.KeyConfigHash beside the
+// tunnels: the provider compares it with the configuration it rendered.
+func (p *Publisher) SetLoaded(hash string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.loaded = hash
 }
 
 // Publish writes tunnels unless the ConfigMap already holds them. It
@@ -79,7 +91,9 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.written != nil && bytes.Equal(p.written, data) {
+	// What is written: the tunnels and the loaded configuration's hash.
+	written := append(append(slices.Clip(data), 0), p.loaded...)
+	if p.written != nil && bytes.Equal(p.written, written) {
 		return 0, nil
 	}
 	now, minInterval := time.Now, p.MinInterval
@@ -106,7 +120,7 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	case kerrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
-			Data:       map[string]string{KeyTunnels: string(data)},
+			Data:       agentData(&corev1.ConfigMap{}, data, p.loaded),
 		}
 		if err := p.Client.Create(ctx, cm); err != nil {
 			p.written = nil
@@ -115,27 +129,31 @@ func (p *Publisher) Publish(ctx context.Context, tunnels []v1alpha1.TunnelStatus
 	case err != nil:
 		p.written = nil
 		return 0, fmt.Errorf("cannot get the status ConfigMap %s: %w", nn, err)
-	case cm.Data[KeyTunnels] == string(data) && maps.Equal(cm.Data, agentData(cm, data)) && len(cm.BinaryData) == 0:
+	case maps.Equal(cm.Data, agentData(cm, data, p.loaded)) && len(cm.BinaryData) == 0:
 		// Already there (the agent restarted): no write.
-		p.written = data
+		p.written = written
 		return 0, nil
 	default:
-		cm.Data = agentData(cm, data)
+		cm.Data = agentData(cm, data, p.loaded)
 		cm.BinaryData = nil
 		if err := p.Client.Update(ctx, cm); err != nil {
 			p.written = nil
 			return 0, fmt.Errorf("cannot update the status ConfigMap %s: %w", nn, err)
 		}
 	}
-	p.written = data
+	p.written = written
 	p.writes.AllowN(at, 1)
 	return 0, nil
 }
 
-// agentData is the data the status ConfigMap cm is to hold with tunnels:
-// KeyTunnels, and the kept keys cm holds.
-func agentData(cm *corev1.ConfigMap, tunnels []byte) map[string]string {
+// agentData is the data the status ConfigMap cm is to hold with tunnels and
+// the loaded configuration's hash: KeyTunnels, workload.KeyConfigHash
+// unless loaded is "", and the kept keys cm holds.
+func agentData(cm *corev1.ConfigMap, tunnels []byte, loaded string) map[string]string {
 	d := map[string]string{KeyTunnels: string(tunnels)}
+	if loaded != "" {
+		d[workload.KeyConfigHash] = loaded
+	}
 	for _, k := range kept {
 		if v, ok := cm.Data[k]; ok {
 			d[k] = v

@@ -35,8 +35,29 @@ func TestPublisher(t *testing.T) {
 		existing *corev1.ConfigMap
 		failGet  bool
 		tunnels  []v1alpha1.TunnelStatus
+		loaded   string
 		want     want
 	}{
+		"Loaded": {
+			reason:  "The loaded configuration's hash is written beside the tunnels.",
+			tunnels: down,
+			loaded:  "h1",
+			want:    want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}, writes: 1},
+		},
+		"NewlyLoaded": {
+			reason:   "A newly loaded configuration is written although the tunnels did not change.",
+			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}),
+			tunnels:  down,
+			loaded:   "h2",
+			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h2"}, writes: 1},
+		},
+		"SameLoaded": {
+			reason:   "A ConfigMap that already holds the status and the loaded hash is not written.",
+			existing: cm(map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}),
+			tunnels:  down,
+			loaded:   "h1",
+			want:     want{data: map[string]string{KeyTunnels: downJSON, workload.KeyConfigHash: "h1"}},
+		},
 		"Create": {
 			reason:  "A missing ConfigMap is created with tunnels.json.",
 			tunnels: down,
@@ -102,6 +123,7 @@ func TestPublisher(t *testing.T) {
 			}
 			kube := b.Build()
 			p := &Publisher{Client: kube, Namespace: "ns", Name: "gw-status"}
+			p.SetLoaded(tc.loaded)
 			wait, err := p.Publish(context.Background(), tc.tunnels)
 			if (err != nil) != tc.want.err {
 				t.Fatalf("\n%s\nPublish(...): error %v, want error %v", tc.reason, err, tc.want.err)

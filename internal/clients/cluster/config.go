@@ -15,50 +15,53 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients"
 )
 
-// RESTConfig returns the REST config of the cluster that pc.spec.cluster
-// names. InjectedIdentity (the default) returns a copy of own, the provider's
-// own config; Secret parses the kubeconfig document held in the Secret key
-// that secretRef names (its current context). Errors name the ProviderConfig
-// and the Secret and key at fault.
-func RESTConfig(ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig, own *rest.Config) (*rest.Config, error) {
-	cc := pc.Spec.Cluster
+// RESTConfig returns the REST config of the cluster that cc, the
+// spec.cluster of the ProviderConfig or ClusterProviderConfig pc names (as
+// errors name it: "ProviderConfig default", "ProviderConfig tenant-a/x",
+// "ClusterProviderConfig x"), selects. InjectedIdentity (the default)
+// returns a copy of own, the provider's own config; Secret parses the
+// kubeconfig document held in the Secret key that secretRef names (its
+// current context). Errors name the ProviderConfig and the Secret and key
+// at fault.
+func RESTConfig(ctx context.Context, c client.Reader, pc string, cc v1alpha1.ClusterCredentials, own *rest.Config) (*rest.Config, error) {
 	switch cc.Source {
 	case xpv2.CredentialsSourceInjectedIdentity, "":
 		return rest.CopyConfig(own), nil
 	case xpv2.CredentialsSourceSecret:
 		if cc.SecretRef == nil {
-			return nil, fmt.Errorf("ProviderConfig %s: spec.cluster.secretRef is not set: name the Secret key holding a kubeconfig", pc.Name)
+			return nil, fmt.Errorf("%s: spec.cluster.secretRef is not set: name the Secret key holding a kubeconfig", pc)
 		}
 		doc, err := clients.SecretKey(ctx, c, *cc.SecretRef, "kubeconfig")
 		if err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: %w", pc.Name, err)
+			return nil, fmt.Errorf("%s: %w", pc, err)
 		}
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(doc)
 		if err != nil {
-			return nil, fmt.Errorf("ProviderConfig %s: Secret %s/%s key %q is not a usable kubeconfig: %w",
-				pc.Name, cc.SecretRef.Namespace, cc.SecretRef.Name, cc.SecretRef.Key, err)
+			return nil, fmt.Errorf("%s: Secret %s/%s key %q is not a usable kubeconfig: %w",
+				pc, cc.SecretRef.Namespace, cc.SecretRef.Name, cc.SecretRef.Key, err)
 		}
 		return cfg, nil
 	default:
-		return nil, fmt.Errorf("ProviderConfig %s: spec.cluster.source %q is not supported: use InjectedIdentity or Secret", pc.Name, cc.Source)
+		return nil, fmt.Errorf("%s: spec.cluster.source %q is not supported: use InjectedIdentity or Secret", pc, cc.Source)
 	}
 }
 
-// Target returns the client of the cluster pc.spec.cluster names: own for
+// Target returns the client of the cluster cc, the spec.cluster of the
+// ProviderConfig pc (named as for RESTConfig), selects: own for
 // InjectedIdentity (the default), else the one newClient builds from the
 // kubeconfig in the Secret (see RESTConfig; ownConfig is own's config).
 // Errors name the ProviderConfig.
-func Target[C any](ctx context.Context, c client.Reader, pc *v1alpha1.ProviderConfig, own C, ownConfig *rest.Config, newClient func(*rest.Config) (C, error)) (C, error) {
-	if pc.Spec.Cluster.Source != xpv2.CredentialsSourceSecret {
+func Target[C any](ctx context.Context, c client.Reader, pc string, cc v1alpha1.ClusterCredentials, own C, ownConfig *rest.Config, newClient func(*rest.Config) (C, error)) (C, error) {
+	if cc.Source != xpv2.CredentialsSourceSecret {
 		return own, nil
 	}
-	cfg, err := RESTConfig(ctx, c, pc, ownConfig)
+	cfg, err := RESTConfig(ctx, c, pc, cc, ownConfig)
 	if err != nil {
 		return own, err
 	}
 	target, err := newClient(cfg)
 	if err != nil {
-		return own, fmt.Errorf("ProviderConfig %s: cannot create a client of the target cluster: %w", pc.Name, err)
+		return own, fmt.Errorf("%s: cannot create a client of the target cluster: %w", pc, err)
 	}
 	return target, nil
 }

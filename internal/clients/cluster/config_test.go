@@ -8,7 +8,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -72,8 +71,7 @@ func TestRESTConfig(t *testing.T) {
 				obj.(*corev1.Secret).Data = tc.data
 				return nil
 			}}
-			pc := &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{Cluster: tc.cluster}}
-			got, err := RESTConfig(context.Background(), c, pc, own)
+			got, err := RESTConfig(context.Background(), c, "ProviderConfig default", tc.cluster, own)
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()

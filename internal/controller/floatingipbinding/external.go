@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -30,6 +31,10 @@ const (
 	// another port.
 	errPinnedMissing  = "floating IP %s does not exist in the project: a pinned floating IP (spec.forProvider.floatingIpAddress) must be allocated beforehand"
 	errBoundElsewhere = "floating IP %s is associated with port %s, not %s: disassociate it there first (runbook: cutover)"
+	// errReleased is a pinned floating IP someone took off the binding's
+	// port: %s are the address, the port, hold and when it left.
+	errReleased = "floating IP %s was taken off port %s and is on no port (runbook: rollback, set it on the VM's port next): " +
+		"the binding takes it back if it is still on no port %s after it left (status.atProvider.releasedAt %s)"
 
 	// errPortTaken is Neutron's 409 FloatingIPPortAlreadyAssociated told
 	// from the binding's side: %s are the port, the floating IP already on
@@ -65,13 +70,18 @@ type external struct {
 // IP bound to another port is reported as not up to date: Update refuses
 // it with an error naming that port. During deletion a pinned floating IP
 // exists for the reconciler only while it is bound to the binding's port,
-// since Delete only disassociates it.
+// since Delete only disassociates it. A pinned floating IP that the last
+// observation had on the binding's port and that is on no port now is
+// noted as released (status.atProvider.releasedAt, written with the
+// status as every observation: no update of the object of its own): the
+// rollback's first step, after which associate leaves it alone for hold.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalObservation, error) {
 	fip, adopted, err := e.find(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	e.observed = fip
+	prev := mg.Status.AtProvider
 	if fip == nil {
 		mg.Status.AtProvider = v1alpha1.FloatingIPBindingObservation{Pinned: pinned(mg)}
 		return managed.ExternalObservation{ResourceExists: false}, nil
@@ -80,6 +90,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 		meta.SetExternalName(mg, fip.ID)
 	}
 	mg.Status.AtProvider = observation(mg, fip)
+	mg.Status.AtProvider.ReleasedAt = releasedAt(mg, prev, fip)
 	if meta.WasDeleted(mg) {
 		if pinned(mg) {
 			return managed.ExternalObservation{ResourceExists: boundToUs(mg, fip)}, nil
@@ -255,7 +266,9 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 // any, guarded by fip's revision number, and returns the floating IP as
 // Neutron answered it (fip when nothing was sent). It refuses to take a
 // pinned floating IP from another port: Neutron would move it silently
-// (200). An allocated floating IP, owned by the binding, is moved.
+// (200), nor, for hold, one that someone took off its port (the runbook's
+// rollback, noteRelease). An allocated floating IP, owned by the binding,
+// is moved.
 func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) (*floatingips.FloatingIP, error) {
 	p := mg.Spec.ForProvider
 	wanted := ptr.Deref(p.PortID, "")
@@ -266,6 +279,10 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		if pinned(mg) && fip.PortID != "" && fip.PortID != wanted {
 			// The runbook's pre-stage: the cutover frees it.
 			return nil, mrsetup.RetryWithin(fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted), fast)
+		}
+		if pinned(mg) && fip.PortID == "" && holding(mg) {
+			// The runbook's rollback: its next step sets it on the VM's port.
+			return nil, mrsetup.RetryWithin(fmt.Errorf(errReleased, fip.FloatingIP, wanted, hold, mg.Status.AtProvider.ReleasedAt.UTC().Format(time.RFC3339)), fast)
 		}
 		opts.PortID = &wanted
 		opts.FixedIP = string(ptr.Deref(p.FixedIP, ""))

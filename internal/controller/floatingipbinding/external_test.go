@@ -189,6 +189,7 @@ const (
 var byMarker = "GET /v2.0/floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
 
 func TestObserve(t *testing.T) {
+	released := metav1.Unix(1764616928, 0)
 	type want struct {
 		o     managed.ExternalObservation
 		err   string
@@ -322,6 +323,57 @@ func TestObserve(t *testing.T) {
 				calls: []string{getFIP},
 			},
 		},
+		"PinnedTakenOffOurPort": {
+			reason:  "A pinned floating IP that the last observation had on the binding's port and that is on no port now (the rollback's unset) is noted as released in status.atProvider.releasedAt, with no update of the object.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 8))}},
+			mg:      binding(withPinned, withExternalName(fipID), withStatus(attachedStatus(true, 7), xpv2.Available())),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, Diff: cmp.Diff(state{PortID: ourPort}, state{})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8,
+					ReleasedAt: &metav1.Time{}}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedStillReleased": {
+			reason:  "The time of a release is kept while the floating IP stays on no port.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}},
+			mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+				FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8, ReleasedAt: &released})),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, Diff: cmp.Diff(state{PortID: ourPort}, state{})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 9,
+					ReleasedAt: &released}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedFreedByTheVMNotNoted": {
+			reason:  "A pinned floating IP the VM let go of (the cutover: the last observation had it on the VM's port) is not noted as released.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 8))}},
+			mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+				FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10", Pinned: true, Status: "DOWN", RevisionNumber: 7})),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, Diff: cmp.Diff(state{PortID: ourPort}, state{})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
+		"PinnedOnAPortAgainForgetsRelease": {
+			reason:  "The release is forgotten once the floating IP is on a port again (the rollback's set on the VM's port).",
+			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
+			mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+				FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8, ReleasedAt: &released})),
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true,
+					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10"}, state{PortID: vmPort, FixedIP: "10.20.0.10"})},
+				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
+					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					Pinned: true, Status: "DOWN", RevisionNumber: 9}, xpv2.Unavailable())),
+				calls: []string{getFIP},
+			},
+		},
 		"ServerError": {
 			reason:  "A Neutron error carries its type and message and what failed.",
 			replies: map[string]reply{getFIP: {500, neutronError("HTTPInternalServerError", "boom")}},
@@ -343,7 +395,7 @@ func TestObserve(t *testing.T) {
 			if diff := cmp.Diff(tc.want.o, o); diff != "" {
 				t.Errorf("%s\nObserve(): -want, +got:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.want.mg, tc.mg, cmpConditions); diff != "" {
+			if diff := cmp.Diff(tc.want.mg, tc.mg, cmpConditions, cmpReleasedSet); diff != "" {
 				t.Errorf("%s\nObserve(): -want managed, +got managed:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.want.calls, requests(n)); diff != "" {
@@ -355,6 +407,16 @@ func TestObserve(t *testing.T) {
 
 // cmpConditions ignores condition transition times.
 var cmpConditions = cmp.Comparer(func(a, b metav1.Time) bool { return true })
+
+// cmpReleasedSet compares whether status.atProvider.releasedAt is set, and
+// its time only when the want's is not zero (a want of &metav1.Time{}:
+// any time).
+var cmpReleasedSet = cmp.Comparer(func(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.IsZero() || b.IsZero() || a.Equal(b)
+})
 
 func requests(n *neutron) []string {
 	var r []string
@@ -655,6 +717,12 @@ func TestDelete(t *testing.T) {
 // floating IP as Observe read it: one GET, then at most the one PUT. The
 // pre-stage's refusal is retried within fast, whatever the backoff.
 func TestReconcileReadsOnce(t *testing.T) {
+	// recent is a release 10 s ago, to the second as the status keeps it.
+	recent := time.Now().Add(-10 * time.Second).Truncate(time.Second)
+	releasedStatus := func(at time.Time) v1alpha1.FloatingIPBindingObservation {
+		t := metav1.NewTime(at)
+		return v1alpha1.FloatingIPBindingObservation{FloatingIPID: fipID, FloatingIPAddress: address, Pinned: true, Status: "DOWN", RevisionNumber: 8, ReleasedAt: &t}
+	}
 	type want struct {
 		err   string
 		calls []call
@@ -682,6 +750,24 @@ func TestReconcileReadsOnce(t *testing.T) {
 			reason:  "A pinned floating IP the VM let go of is associated with the revision Observe read: one GET, one PUT.",
 			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
 			mg:      binding(withPinned, withExternalName(fipID)),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
+		},
+		"RollbackHeld": {
+			reason:  "A pinned floating IP someone took off the binding's port (the rollback's unset) 10 s ago is read once and left alone, no PUT: the rollback sets it on the VM's port next; the refusal is retried within fast.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}},
+			mg:      binding(withPinned, withExternalName(fipID), withStatus(releasedStatus(recent))),
+			want: want{
+				err: "floating IP " + address + " was taken off port " + ourPort + " and is on no port (runbook: rollback, set it on the VM's port next): " +
+					"the binding takes it back if it is still on no port 2m0s after it left (status.atProvider.releasedAt " + recent.UTC().Format(time.RFC3339) + ")",
+				calls:  []call{{Request: getFIP}},
+				within: fast,
+			},
+		},
+		"HoldOver": {
+			reason:  "A pinned floating IP still on no port hold after it was taken off the binding's port is taken back with the revision Observe read.",
+			replies: map[string]reply{getFIP: {200, one(fip("", 9))}, putFIP: {200, one(fip(ourPort, 10))}},
+			mg:      binding(withPinned, withExternalName(fipID), withStatus(releasedStatus(recent.Add(-hold)))),
 			want: want{calls: []call{{Request: getFIP},
 				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"port_id":"` + ourPort + `"}}`}}},
 		},

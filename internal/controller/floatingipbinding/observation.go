@@ -1,9 +1,12 @@
 package floatingipbinding
 
 import (
+	"time"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -89,4 +92,41 @@ func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 		desired.Description = ptr.Deref(p.Description, desc)
 	}
 	return cmp.Diff(desired, observed)
+}
+
+// hold is how long a pinned binding leaves alone a floating IP that
+// someone took off its port before it takes it back: the time a person has
+// between the rollback's two commands (unset, set on the VM's port).
+// Taking it back meanwhile races the second command, and Neutron's
+// If-Match does not settle that race: its revision plugin clears the
+// constraint from the request's context the first time it reads it, so a
+// transaction retried after a concurrent update (StaleDataError) runs
+// without it, and the binding's PUT can land after the person's and move
+// the floating IP off the VM again (read in Neutron's
+// revision_plugin.py; the symptom seen once in TestLiveRunbook: the
+// claim attached, the qrouter DNATing to the gateway, 3 minutes after the
+// rollback).
+const hold = 2 * time.Minute
+
+// releasedAt is status.atProvider.releasedAt of a pinned binding that
+// observes fip after prev, its last observation: the time it first saw fip
+// on no port after prev had it attached, kept while fip stays on no port;
+// nil otherwise.
+func releasedAt(mg *v1alpha1.FloatingIPBinding, prev v1alpha1.FloatingIPBindingObservation, fip *floatingips.FloatingIP) *metav1.Time {
+	switch {
+	case !pinned(mg) || fip.PortID != "":
+		return nil
+	case prev.ReleasedAt != nil:
+		return prev.ReleasedAt
+	case prev.Attached:
+		now := metav1.Now()
+		return &now
+	}
+	return nil
+}
+
+// holding says whether mg saw its floating IP released less than hold ago.
+func holding(mg *v1alpha1.FloatingIPBinding) bool {
+	at := mg.Status.AtProvider.ReleasedAt
+	return at != nil && time.Since(at.Time) < hold
 }

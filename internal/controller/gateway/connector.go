@@ -8,14 +8,21 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
+
+// errTrackUsage is the error of a usage that cannot be recorded.
+const errTrackUsage = "cannot track ProviderConfig usage"
 
 // connector connects a Gateway to the cluster its ProviderConfig names.
 type connector struct {
@@ -32,13 +39,17 @@ type connector struct {
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
 	targets *targets
+	// counters is the Gateways' counterHold.
+	counters *counterHold
+	// image is the image of a Gateway that names none.
+	image string
 }
 
 // Connect tracks the Gateway's use of its ProviderConfig and returns an
 // external client for the target cluster. Errors name the ProviderConfig.
 func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.TypedExternalClient[*v1alpha1.Gateway], error) {
 	if err := c.usage.Track(ctx, gw); err != nil {
-		return nil, fmt.Errorf("cannot track ProviderConfig usage: %w", err)
+		return nil, fmt.Errorf(errTrackUsage+": %w", err)
 	}
 	ref := gw.GetProviderConfigReference()
 	if ref == nil {
@@ -48,10 +59,62 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
-	c.targets.set(pc.Name, pc.Spec.Cluster.Source == xpv2.CredentialsSourceSecret)
-	target, err := cluster.Target(ctx, c.kube, pc, c.own, c.ownConfig, c.newClient)
+	return c.external(ctx, openstack.ClusterConfig(pc), c.recorder)
+}
+
+// external returns the external client of a Gateway whose ProviderConfig
+// is cfg, recording its events with r.
+func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.Recorder) (*external, error) {
+	c.targets.set(cfg.Key, cfg.Cluster.Source == xpv2.CredentialsSourceSecret)
+	target, err := cluster.Target(ctx, c.kube, cfg.Name, cfg.Cluster, c.own, c.ownConfig, c.newClient)
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: c.recorder}, nil
+	return &external{kube: c.kube, target: target, recorder: r, counters: c.counters, image: c.image}, nil
+}
+
+// nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the
+// cluster its ProviderConfig of its own namespace or its
+// ClusterProviderConfig names, with the cluster-scoped Gateway's external
+// client working on it as its twin (mrsetup.TwinExternal): its objects run
+// in its own namespace, and its PSKs are read from Secrets of that
+// namespace only.
+type nsConnector struct {
+	*connector
+	// usage records the ProviderConfigUsages of namespaced Gateways.
+	usage resource.ModernTracker
+	// gateways reads cluster-scoped Gateways (the manager's cache).
+	gateways client.Reader
+}
+
+// errTaken is the error of a namespaced Gateway whose objects a
+// cluster-scoped Gateway of the same name already runs in its namespace.
+const errTaken = "cannot run Gateway %s/%s: the cluster-scoped Gateway %s runs its objects in namespace %s under the same names: " +
+	"give this Gateway another name"
+
+// Connect tracks the Gateway's use of its ProviderConfig or
+// ClusterProviderConfig and returns an external client for the target
+// cluster. It refuses a namespaced Gateway named as a cluster-scoped one
+// whose objects are in the same namespace (the two would take each other's
+// objects). Errors name the config and the field at fault.
+func (c *nsConnector) Connect(ctx context.Context, gw *nsv1alpha1.Gateway) (managed.TypedExternalClient[*nsv1alpha1.Gateway], error) {
+	if err := c.usage.Track(ctx, gw); err != nil {
+		return nil, fmt.Errorf(errTrackUsage+": %w", err)
+	}
+	cfg, err := openstack.ResolveConfig(ctx, c.kube, gw)
+	if err != nil {
+		return nil, err
+	}
+	other := &v1alpha1.Gateway{}
+	switch err := c.gateways.Get(ctx, types.NamespacedName{Name: gw.Name}, other); {
+	case err == nil && other.Spec.ForProvider.Namespace == gw.Namespace:
+		return nil, fmt.Errorf(errTaken, gw.Namespace, gw.Name, other.Name, gw.Namespace)
+	case err != nil && !kerrors.IsNotFound(err):
+		return nil, fmt.Errorf("cannot get the cluster-scoped Gateway %s: %w", gw.Name, err)
+	}
+	e, err := c.external(ctx, cfg, mrsetup.TwinRecorder(c.recorder, gw))
+	if err != nil {
+		return nil, err
+	}
+	return mrsetup.TwinExternal[*nsv1alpha1.Gateway, *v1alpha1.Gateway](e), nil
 }

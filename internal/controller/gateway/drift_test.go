@@ -21,23 +21,31 @@ func TestDiffers(t *testing.T) {
 		_ = unstructured.SetNestedField(u.Object, config, "spec", "config")
 		return u
 	}
-	dep := func(hash, network string) *appsv1.Deployment {
+	dep := func(start, network string) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
 		d.Spec.Replicas = ptr.To[int32](1)
 		d.Spec.Template.ObjectMeta = metav1.ObjectMeta{Annotations: map[string]string{
-			workload.AnnotationHash: hash, workload.AnnotationNetworkHash: network,
+			workload.AnnotationStartHash: start, workload.AnnotationNetworkHash: network,
 		}}
+		return d
+	}
+	legacy := func(hash string) *appsv1.Deployment {
+		d := dep("", "n")
+		delete(d.Spec.Template.Annotations, workload.AnnotationStartHash)
+		d.Spec.Template.Annotations[workload.AnnotationHash] = hash
 		return d
 	}
 	cases := map[string]struct {
 		want, got client.Object
 		diff      string
 	}{
-		"the same network attachment": {want: nad(`{"a":1}`), got: nad(`{"a":1}`)},
-		"another CNI config":          {want: nad(`{"a":1}`), got: nad(`{"a":2}`), diff: "the CNI config differs from the rendered one"},
-		"the same pod template":       {want: dep("c", "n"), got: dep("c", "n")},
-		"another configuration":       {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another configuration"},
-		"another network attachment":  {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
+		"the same network attachment":  {want: nad(`{"a":1}`), got: nad(`{"a":1}`)},
+		"another CNI config":           {want: nad(`{"a":1}`), got: nad(`{"a":2}`), diff: "the CNI config differs from the rendered one"},
+		"the same pod template":        {want: dep("c", "n"), got: dep("c", "n")},
+		"another start configuration":  {want: dep("c", "n"), got: dep("old", "n"), diff: "the pod template is for another start-time configuration"},
+		"a kept legacy template":       {want: legacy("h"), got: legacy("h")},
+		"a legacy template to replace": {want: dep("c", "n"), got: legacy("h"), diff: "the pod template is for another start-time configuration"},
+		"another network attachment":   {want: dep("c", "n"), got: dep("c", "old"), diff: "the pod template is for another network attachment"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -35,11 +36,15 @@ type external struct {
 	target client.Client
 	// recorder emits events when a tunnel changes state.
 	recorder event.Recorder
+	// image is the image of a Gateway that names none.
+	image string
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects []client.Object
 	// seen holds what get read in this reconcile.
 	seen map[string]read
+	// counters holds back counter-only status changes (countersInterval).
+	counters *counterHold
 }
 
 // Observe renders the Gateway, reads its objects and says whether they exist
@@ -60,10 +65,11 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{ResourceExists: exists}, err
 	}
 
+	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
-		return managed.ExternalObservation{}, err
+		return managed.ExternalObservation{ResourceLateInitialized: late}, err
 	}
 	if e.objects, err = workload.Objects(gw, files); err != nil {
 		return managed.ExternalObservation{}, err
@@ -73,17 +79,19 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: false, ResourceLateInitialized: late}, nil
 	}
 
-	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
-	setReadiness(gw, dep)
-	var ts []v1alpha1.TunnelStatus
-	if dep.Status.ReadyReplicas == 0 {
-		ts = idle(gw)
-	} else if ts, err = e.tunnels(ctx, gw); err != nil {
+	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
+	setReadiness(gw, dep)
+	ts, loaded, err := e.reported(ctx, gw, dep)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	gw.Status.AtProvider.LoadedConfigHash = loaded
 	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
 		e.recorder.Event(gw, ev)
 	}
@@ -95,6 +103,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		e.recorder.Event(gw, *ev)
 	}
 	gw.Status.AtProvider.Leader = ls
+	ts = e.counters.tunnels(gw.GetUID(), gw.Status.AtProvider.Tunnels, ts, time.Now())
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
@@ -105,7 +114,38 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	if diff == "" {
 		gw.SetConditions(v1alpha1.ConfigRendered())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: diff == "", Diff: diff, ResourceLateInitialized: late}, nil
+}
+
+// DefaultImage is the gateway image of a provider started without
+// --gateway-image: the name `make images` tags it with.
+const DefaultImage = "ipsecgw/gateway:v0.1.0"
+
+// lateInitImages fills the images a Gateway leaves out with image and
+// reports whether it filled any.
+func lateInitImages(images *v1alpha1.Images, image string) bool {
+	late := false
+	for _, i := range []*string{&images.StrongSwan, &images.Agent} {
+		if *i == "" {
+			*i, late = image, true
+		}
+	}
+	return late
+}
+
+// reported returns what the gateway's agent reports while a pod of dep is
+// ready: the tunnels and the hash of the configuration it loaded; without a
+// ready pod every tunnel is down (idle) and no configuration is loaded.
+func (e *external) reported(ctx context.Context, gw *v1alpha1.Gateway, dep *appsv1.Deployment) ([]v1alpha1.TunnelStatus, string, error) {
+	if dep.Status.ReadyReplicas == 0 {
+		return idle(gw), "", nil
+	}
+	ts, err := e.tunnels(ctx, gw)
+	if err != nil {
+		return nil, "", err
+	}
+	loaded, err := e.loadedHash(ctx, gw)
+	return ts, loaded, err
 }
 
 // setReadiness sets DeploymentReady and Ready from the Deployment.
@@ -126,8 +166,19 @@ func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
 // its files. It returns the condition reason that fits the error.
 func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Files, xpv2.ConditionReason, error) {
 	p := gw.Spec.ForProvider
-	in := render.Input{Spec: p, PSKs: map[string][]byte{}, ServiceAddresses: map[string]string{}}
+	in := render.Input{Spec: p, PSKs: map[string][]byte{}, Certs: map[string]*render.TunnelCert{}, ServiceAddresses: map[string]string{}}
 	for _, t := range p.Tunnels {
+		if t.Certificate != nil {
+			tc, err := tunnelCert(ctx, e.kube, p.Namespace, t, time.Now())
+			if err != nil {
+				return nil, v1alpha1.ReasonInvalidCertificate, err
+			}
+			in.Certs[t.Name] = tc
+			continue
+		}
+		if t.PreSharedKeySecretRef == nil {
+			continue // Render names the missing field.
+		}
 		psk, err := clients.SecretKey(ctx, e.kube, *t.PreSharedKeySecretRef.ToSecretKeySelector(p.Namespace), "pre-shared key of tunnel "+t.Name)
 		if err != nil {
 			return nil, v1alpha1.ReasonMissingSecret, err
@@ -153,8 +204,8 @@ func (e *external) render(ctx context.Context, gw *v1alpha1.Gateway) (*render.Fi
 
 // drift compares each desired object with the cluster's and describes the
 // first difference, or returns "" when all match. It compares what the
-// provider owns: the configuration's data, the Deployment's config hash,
-// replicas and images, and the existence of every other object.
+// provider owns: the configuration's data, the Deployment's pod template
+// hashes, replicas and images, and the existence of every other object.
 func (e *external) drift(ctx context.Context) (string, error) {
 	for _, want := range e.objects {
 		got, err := e.get(ctx, want)
@@ -221,17 +272,21 @@ func deploymentDiffers(w, g *appsv1.Deployment) string {
 	switch {
 	case *w.Spec.Replicas != ptrValue(g.Spec.Replicas):
 		return fmt.Sprintf("replicas %d, want %d", ptrValue(g.Spec.Replicas), *w.Spec.Replicas)
+	case w.Spec.Template.Annotations[workload.AnnotationStartHash] != g.Spec.Template.Annotations[workload.AnnotationStartHash]:
+		return "the pod template is for another start-time configuration"
 	case w.Spec.Template.Annotations[workload.AnnotationHash] != g.Spec.Template.Annotations[workload.AnnotationHash]:
-		return "the pod template is for another configuration"
+		// Only a legacy template keeps it (keepLegacyTemplate).
+		return "the pod template carries another provider's config hash"
 	case w.Spec.Template.Annotations[workload.AnnotationNetworkHash] != g.Spec.Template.Annotations[workload.AnnotationNetworkHash]:
 		return "the pod template is for another network attachment"
+	case w.Annotations[workload.AnnotationStartHash] != g.Annotations[workload.AnnotationStartHash]:
+		// What a kept legacy template started with (keepLegacyTemplate).
+		return "the Deployment does not say which start-time configuration its pod template runs"
 	case w.Spec.Strategy.Type != g.Spec.Strategy.Type:
 		return fmt.Sprintf("strategy %s, want %s", g.Spec.Strategy.Type, w.Spec.Strategy.Type)
 	}
-	for i, c := range w.Spec.Template.Spec.Containers {
-		if i >= len(g.Spec.Template.Spec.Containers) || g.Spec.Template.Spec.Containers[i].Image != c.Image {
-			return "container images differ"
-		}
+	if !sameImages(w, g) {
+		return "container images differ"
 	}
 	return ""
 }
@@ -290,7 +345,7 @@ func (e *external) anyExists(ctx context.Context, gw *v1alpha1.Gateway) (bool, e
 
 // Create applies every object of the Gateway.
 func (e *external) Create(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalCreation, error) {
-	return managed.ExternalCreation{}, e.apply(ctx)
+	return managed.ExternalCreation{}, e.apply(ctx, gw)
 }
 
 // Update applies every object of the Gateway, correcting any drift; with
@@ -300,12 +355,16 @@ func (e *external) Update(ctx context.Context, gw *v1alpha1.Gateway) (managed.Ex
 	if err := e.rankPods(ctx, gw); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	return managed.ExternalUpdate{}, e.apply(ctx)
+	return managed.ExternalUpdate{}, e.apply(ctx, gw)
 }
 
 // apply server-side applies the desired objects with the provider's field
-// manager, taking over fields others changed by hand.
-func (e *external) apply(ctx context.Context) error {
+// manager, taking over fields others changed by hand. Once all are
+// written it sets ConfigRendered=True on gw at once: crossplane-runtime
+// requeues a created resource through the rate limiter, so after a run of
+// failures the next Observe may come a minute later, and the last failure
+// must not be shown that long for a configuration that is in place.
+func (e *external) apply(ctx context.Context, gw *v1alpha1.Gateway) error {
 	if len(e.objects) == 0 {
 		return errors.New("nothing rendered to apply")
 	}
@@ -322,6 +381,7 @@ func (e *external) apply(ctx context.Context) error {
 			return fmt.Errorf("cannot apply %s %s/%s: %w", kind(o), o.GetNamespace(), o.GetName(), err)
 		}
 	}
+	gw.SetConditions(v1alpha1.ConfigRendered())
 	return nil
 }
 
@@ -346,6 +406,7 @@ func strategy(live, want *appsv1.Deployment) appsv1.DeploymentStrategy {
 // Delete removes every object the Gateway created, newest first, and only
 // those carrying its labels.
 func (e *external) Delete(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalDelete, error) {
+	e.counters.forget(gw.GetUID())
 	objs := existing(gw)
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]

@@ -11,8 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
@@ -23,35 +26,71 @@ import (
 // --poll as a safety poll and drift check; a Gateway whose ProviderConfig
 // targets another cluster is polled every remotePoll instead. It returns
 // an error when a client, the watches' cache or the controller cannot be
-// built.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
-	newClient := func(cfg *rest.Config) (client.Client, error) {
-		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+// built. image is the image of a Gateway that names none (empty:
+// DefaultImage).
+func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
+	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
+	c, w, err := newConnector(mgr, name, false, image)
+	if err != nil {
+		return err
+	}
+	c.usage = mrsetup.UsageTracker(mgr)
+	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: c.targets.poll, Watches: w},
+		managed.WithTypedExternalConnector[*v1alpha1.Gateway](c),
+		// Reads go to the API server uncached, so a created object is seen
+		// at once: no grace period before believing it is gone.
+		managed.WithCreationGracePeriod(0),
+	)
+}
+
+// SetupNamespaced adds the controller of the namespaced Gateway
+// (gateway.m.ipsecgw.io) to mgr, as Setup does: the same external client
+// on the namespaced twin (mrsetup.TwinExternal), its objects in the
+// Gateway's own namespace of the cluster its ProviderConfig of that
+// namespace or its ClusterProviderConfig names, watched through a cache of
+// its own. It returns an error when a client, the watches' cache or the
+// controller cannot be built. image is as Setup's.
+func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error {
+	name := managed.ControllerName(nsv1alpha1.GatewayGroupKind)
+	c, w, err := newConnector(mgr, name, true, image)
+	if err != nil {
+		return err
+	}
+	t := c.targets
+	return mrsetup.Register(mgr, o, name, nsv1alpha1.GatewayGroupVersionKind, &nsv1alpha1.Gateway{}, mrsetup.Tuning{Poll: t.poll, Watches: w},
+		managed.WithTypedExternalConnector[*nsv1alpha1.Gateway](&nsConnector{connector: c, usage: mrsetup.ModernUsageTracker(mgr), gateways: mgr.GetClient()}),
+		managed.WithCreationGracePeriod(0),
+	)
+}
+
+// newConnector returns the connector of the Gateway controller named name
+// (its usage tracker unset) and the watches that enqueue its Gateways
+// (namespaced ones when namespaced), whose Gateways that name no image run
+// image (empty: DefaultImage).
+func newConnector(mgr ctrl.Manager, name string, namespaced bool, image string) (*connector, []source.TypedSource[reconcile.Request], error) {
+	if image == "" {
+		image = DefaultImage
 	}
 	// An uncached client: caching every Secret and ConfigMap of the
 	// cluster would cost memory and RBAC the provider does not need.
 	own, err := mrsetup.UncachedClient(mgr)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	w, err := watches(mgr)
+	w, err := watches(mgr, namespaced)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	t := &targets{}
-	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: t.poll, Watches: w},
-		managed.WithTypedExternalConnector[*v1alpha1.Gateway](&connector{
-			kube:      own,
-			own:       own,
-			ownConfig: mgr.GetConfig(),
-			usage:     mrsetup.UsageTracker(mgr),
-			newClient: newClient,
-			targets:   t,
-			recorder:  event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
-		}),
-		// Reads go to the API server uncached, so a created object is seen
-		// at once: no grace period before believing it is gone.
-		managed.WithCreationGracePeriod(0),
-	)
+	return &connector{
+		kube:      own,
+		own:       own,
+		ownConfig: mgr.GetConfig(),
+		newClient: func(cfg *rest.Config) (client.Client, error) {
+			return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		},
+		targets:  &targets{},
+		counters: &counterHold{},
+		image:    image,
+		recorder: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
+	}, w, nil
 }

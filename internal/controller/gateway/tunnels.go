@@ -44,6 +44,17 @@ func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha
 	return ts, nil
 }
 
+// loadedHash returns the hash of the configuration the gateway's agent
+// last loaded, as it published it in its status ConfigMap
+// (workload.KeyConfigHash), "" when it has not.
+func (e *external) loadedHash(ctx context.Context, gw *v1alpha1.Gateway) (string, error) {
+	cm, err := e.statusConfigMap(ctx, gw)
+	if cm == nil {
+		return "", err
+	}
+	return cm.Data[workload.KeyConfigHash], nil
+}
+
 // idle returns the tunnel status of a gateway none of whose pods is ready:
 // every configured tunnel DOWN, sorted by name as the agent sorts them.
 // The agent's last report in the status ConfigMap outlives its pod (a

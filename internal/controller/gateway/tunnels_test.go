@@ -105,9 +105,9 @@ func TestTraffic(t *testing.T) {
 }
 
 func TestIdle(t *testing.T) {
-	gw := &v1alpha1.Gateway{Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{
+	gw := &v1alpha1.Gateway{Spec: v1alpha1.GatewaySpec{ForProvider: v1alpha1.GatewayParameters{GatewayConfig: v1alpha1.GatewayConfig{
 		Tunnels: []v1alpha1.Tunnel{{Name: "zurich"}, {Name: "berlin"}},
-	}}}
+	}}}}
 	want := []v1alpha1.TunnelStatus{{Name: "berlin", IKEState: "DOWN"}, {Name: "zurich", IKEState: "DOWN"}}
 	if diff := cmp.Diff(want, idle(gw)); diff != "" {
 		t.Errorf("idle(): -want, +got:\n%s", diff)

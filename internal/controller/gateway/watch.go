@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -47,12 +48,13 @@ var watched = map[client.Object]labels.Selector{
 	}),
 }
 
-// watches returns the sources that enqueue a Gateway when its agent's
+// watches returns the sources that enqueue a Gateway (a namespaced one
+// when namespaced, in the namespace of its objects) when its agent's
 // status ConfigMap changes data or its Deployment's ready replicas change
 // in the provider's own cluster, read through a cache of their own (added
 // to mgr) that lists and watches only the objects watched selects, without
 // managed fields. It returns an error when the cache cannot be built.
-func watches(mgr ctrl.Manager) ([]source.TypedSource[reconcile.Request], error) {
+func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.Request], error) {
 	byObject := map[client.Object]cache.ByObject{}
 	for o, sel := range watched {
 		byObject[o] = cache.ByObject{Label: sel}
@@ -69,16 +71,57 @@ func watches(mgr ctrl.Manager) ([]source.TypedSource[reconcile.Request], error) 
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", errWatchCache, err)
 	}
-	enqueue := handler.EnqueueRequestsFromMapFunc(gatewayOf)
+	enqueue := settled(func(ctx context.Context, o client.Object) []reconcile.Request {
+		rs := gatewayOf(ctx, o)
+		if namespaced {
+			for i := range rs {
+				rs[i].Namespace = o.GetNamespace()
+			}
+		}
+		return rs
+	})
 	return []source.TypedSource[reconcile.Request]{
 		source.Kind(c, client.Object(&corev1.ConfigMap{}), enqueue, predicate.Funcs{UpdateFunc: dataChanged}),
 		source.Kind(c, client.Object(&appsv1.Deployment{}), enqueue, predicate.Funcs{UpdateFunc: readinessChanged}),
 	}, nil
 }
 
+// settle is how long after its agent's status ConfigMap or its Deployment
+// changed a Gateway is observed: the changes of one takeover that come
+// within it (the new active pod's tunnels reported down, then up, a few
+// hundred milliseconds apart) make one status write, so one watch event
+// for its composite (countersInterval says why those count).
+const settle = 500 * time.Millisecond
+
+// settled returns a handler that enqueues the requests toGateways maps an
+// event's object to (the new one of an update) settle after the event;
+// requests already waiting are not delayed further.
+func settled(toGateways handler.MapFunc) handler.EventHandler {
+	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range toGateways(ctx, o) {
+			q.AddAfter(r, settle)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
+}
+
 // gatewayOf maps a gateway's status ConfigMap or Deployment to the
-// Gateway (cluster-scoped) its LabelGateway names, when o carries the name
-// the Gateway gives that object; anything else maps to nothing.
+// cluster-scoped Gateway its LabelGateway names, when o carries the name
+// the Gateway gives that object; anything else maps to nothing. (A
+// namespaced Gateway of that name is the one in o's namespace.)
 func gatewayOf(_ context.Context, o client.Object) []reconcile.Request {
 	gw := o.GetLabels()[workload.LabelGateway]
 	if gw == "" {
@@ -123,7 +166,8 @@ type targets struct {
 	remote map[string]bool
 }
 
-// set records whether the ProviderConfig named pc targets another cluster.
+// set records whether the ProviderConfig whose key (openstack.Config.Key)
+// is pc targets another cluster.
 func (t *targets) set(pc string, remote bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -139,10 +183,7 @@ func (t *targets) set(pc string, remote bool) {
 // ProviderConfig targets another cluster, or was not connected yet, at
 // remotePoll when that is shorter.
 func (t *targets) poll(mg resource.Managed, d time.Duration) time.Duration {
-	pc := ""
-	if ref := mg.(*v1alpha1.Gateway).GetProviderConfigReference(); ref != nil {
-		pc = ref.Name
-	}
+	pc := openstack.ConfigKey(mg)
 	t.mu.Lock()
 	remote, known := t.remote[pc]
 	t.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -157,5 +158,37 @@ func TestTargetsPoll(t *testing.T) {
 				t.Errorf("%s\npoll(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// addAfterQueue records the requests added to it and after how long.
+type addAfterQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	added []string
+}
+
+func (q *addAfterQueue) AddAfter(r reconcile.Request, d time.Duration) {
+	q.added = append(q.added, r.Name+" after "+d.String())
+}
+
+func (q *addAfterQueue) Add(r reconcile.Request) { q.added = append(q.added, r.Name+" now") }
+
+// TestSettled proves that a watch event enqueues its Gateway settle after
+// the event, whatever the event, so that the changes of one takeover make
+// one observation.
+func TestSettled(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "vpn-status", Namespace: "tenant-a"}}
+	h := settled(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	})
+	q := &addAfterQueue{}
+	ctx := context.Background()
+	h.Create(ctx, event.CreateEvent{Object: cm}, q)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: &corev1.ConfigMap{}, ObjectNew: cm}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: cm}, q)
+	h.Generic(ctx, event.GenericEvent{Object: cm}, q)
+	want := []string{"vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms"}
+	if diff := cmp.Diff(want, q.added); diff != "" {
+		t.Errorf("requests added for a create, an update, a delete and a generic event: -want, +got:\n%s", diff)
 	}
 }

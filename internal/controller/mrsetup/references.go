@@ -33,6 +33,13 @@ type following interface {
 	ClearResolvedReferences()
 }
 
+// ownNamespaced is a namespaced managed resource whose references name
+// managed resources of its own namespace by leaving the namespace out,
+// which its resolver's selections carry (the namespaced networking kinds).
+type ownNamespaced interface {
+	OmitReferenceNamespaces()
+}
+
 // FollowingResolver resolves a managed resource's references at every
 // reconcile, so that a resolved ID follows the managed resource its
 // reference or selector names (see the networking API's references.go):
@@ -59,6 +66,9 @@ func (r *FollowingResolver) ResolveReferences(ctx context.Context, mg resource.M
 	rr.ClearResolvedReferences()
 	if err := rr.ResolveReferences(ctx, r.client); err != nil {
 		return fmt.Errorf("%s: %w", errResolveReferences, err)
+	}
+	if o, ok := mg.(ownNamespaced); ok {
+		o.OmitReferenceNamespaces()
 	}
 	if cmp.Equal(existing, mg, cmpopts.EquateEmpty()) {
 		return nil

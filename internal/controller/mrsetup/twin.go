@@ -2,14 +2,18 @@ package mrsetup
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/gophercloud/gophercloud/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
@@ -61,7 +65,7 @@ func RegisterOpenStackTwin[N Twin[C], C resource.Managed](mgr ctrl.Manager, o co
 			if err != nil {
 				return nil, err
 			}
-			return &twinClient[N, C]{inner: external(c, sc)}, nil
+			return TwinExternal[N](external(c, sc)), nil
 		})
 	})
 }
@@ -100,3 +104,76 @@ func (t *twinClient[N, C]) Delete(ctx context.Context, n N) (managed.ExternalDel
 }
 
 func (t *twinClient[N, C]) Disconnect(ctx context.Context) error { return t.inner.Disconnect(ctx) }
+
+// TwinExternal returns the external client of a namespaced twin N that runs
+// inner, C's external client, on each N as a C: the one Observe, Create,
+// Update and Delete of both scopes, for the kinds whose connector needs
+// more than RegisterOpenStackTwin's (the Gateway, NodeAddressPairs).
+func TwinExternal[N Twin[C], C resource.Managed](inner managed.TypedExternalClient[C]) managed.TypedExternalClient[N] {
+	return &twinClient[N, C]{inner: inner}
+}
+
+// TwinStatus returns a status client through which C's external client,
+// working on a copy of n as a C, saves status mid-reconcile (such as
+// NodeAddressPairs' record of the pairs it is about to add): an Update of
+// that C updates n's status, and gives the C n's new resource version.
+// Only Update is supported; the other writes return an error.
+func TwinStatus[N Twin[C], C resource.Managed](kube client.StatusClient, n N) client.StatusClient {
+	return twinStatus[N, C]{kube: kube, n: n}
+}
+
+type twinStatus[N Twin[C], C resource.Managed] struct {
+	kube client.StatusClient
+	n    N
+}
+
+func (s twinStatus[N, C]) Status() client.SubResourceWriter { return twinStatusWriter[N, C](s) }
+
+type twinStatusWriter[N Twin[C], C resource.Managed] struct {
+	kube client.StatusClient
+	n    N
+}
+
+// errTwinStatus is the error of a status write a twin does not support.
+const errTwinStatus = "cannot write the status of a namespaced twin but by Update"
+
+func (w twinStatusWriter[N, C]) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	c, ok := obj.(C)
+	if !ok {
+		return errors.New(errTwinStatus)
+	}
+	w.n.FromCluster(c)
+	err := w.kube.Status().Update(ctx, w.n, opts...)
+	c.SetResourceVersion(w.n.GetResourceVersion())
+	return err
+}
+
+func (w twinStatusWriter[N, C]) Create(context.Context, client.Object, client.Object, ...client.SubResourceCreateOption) error {
+	return errors.New(errTwinStatus)
+}
+
+func (w twinStatusWriter[N, C]) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+	return errors.New(errTwinStatus)
+}
+
+func (w twinStatusWriter[N, C]) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	return errors.New(errTwinStatus)
+}
+
+// TwinRecorder returns a recorder that records every event of C's external
+// client, which names the C it works on, on n, the namespaced twin, so that
+// `kubectl describe` of n shows them.
+func TwinRecorder(r event.Recorder, n runtime.Object) event.Recorder {
+	return twinRecorder{r: r, n: n}
+}
+
+type twinRecorder struct {
+	r event.Recorder
+	n runtime.Object
+}
+
+func (t twinRecorder) Event(_ runtime.Object, e event.Event) { t.r.Event(t.n, e) }
+
+func (t twinRecorder) WithAnnotations(keysAndValues ...string) event.Recorder {
+	return twinRecorder{r: t.r.WithAnnotations(keysAndValues...), n: t.n}
+}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
@@ -33,11 +34,33 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 	if err != nil {
 		return err
 	}
-	newClient := func(cfg *rest.Config) (client.Reader, error) {
-		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-	}
 	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
-			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), newClient)
+			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), readerOf(mgr))
 		})
+}
+
+// SetupNamespaced adds the controller of the namespaced NodeAddressPairs
+// (networking.m.ipsecgw.io) to mgr: the same external client on the
+// namespaced twin (mrsetup.TwinExternal), whose Nodes are those of the
+// cluster its ProviderConfig of its own namespace or its
+// ClusterProviderConfig names. It returns an error when a client or the
+// controller cannot be built.
+func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	own, err := mrsetup.UncachedClient(mgr)
+	if err != nil {
+		return err
+	}
+	return mrsetup.RegisterOpenStack(mgr, o, clients, nsv1alpha1.NodeAddressPairsGroupKind, nsv1alpha1.NodeAddressPairsGroupVersionKind, &nsv1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
+		func(c openstack.Connector) managed.TypedExternalConnector[*nsv1alpha1.NodeAddressPairs] {
+			return nsConnector{&connector{Connector: c, status: mgr.GetClient(), own: own, ownConfig: mgr.GetConfig(), newClient: readerOf(mgr)}}
+		})
+}
+
+// readerOf returns the builder of readers of the clusters kubeconfigs
+// name, with mgr's scheme.
+func readerOf(mgr ctrl.Manager) func(*rest.Config) (client.Reader, error) {
+	return func(cfg *rest.Config) (client.Reader, error) {
+		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	}
 }

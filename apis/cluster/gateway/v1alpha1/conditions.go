@@ -20,10 +20,14 @@ const (
 	ReasonRendered      xpv2.ConditionReason = "Rendered"
 	ReasonInvalidSpec   xpv2.ConditionReason = "InvalidSpec"
 	ReasonMissingSecret xpv2.ConditionReason = "MissingSecret"
-	ReasonPodReady      xpv2.ConditionReason = "PodReady"
-	ReasonPreStaged     xpv2.ConditionReason = "PreStaged"
-	ReasonPodNotReady   xpv2.ConditionReason = "PodNotReady"
-	ReasonNoDeployment  xpv2.ConditionReason = "NoDeployment"
+	// ReasonInvalidCertificate: a certificate tunnel's Secret or CA
+	// ConfigMap is missing, of the wrong type, or holds a certificate or
+	// key that cannot work (expired, not yet valid, not a pair, no CA).
+	ReasonInvalidCertificate xpv2.ConditionReason = "InvalidCertificate"
+	ReasonPodReady           xpv2.ConditionReason = "PodReady"
+	ReasonPreStaged          xpv2.ConditionReason = "PreStaged"
+	ReasonPodNotReady        xpv2.ConditionReason = "PodNotReady"
+	ReasonNoDeployment       xpv2.ConditionReason = "NoDeployment"
 )
 
 func condition(t xpv2.ConditionType, s corev1.ConditionStatus, r xpv2.ConditionReason, msg string) xpv2.Condition {

@@ -84,3 +84,47 @@ type ReverseExposure struct {
 	// lie in a local traffic selector of the same tunnel.
 	SourceAddress IPv4 `json:"sourceAddress"`
 }
+
+// A HideNAT rule is many-to-one source NAT (hide NAT) towards a client: a
+// connection from one of TenantSubnets to one of RemoteSubnets that a
+// tenant workload opens to a client host leaves through the tunnel with
+// PresentedAddress (or an address of PresentedPool) as its source and a
+// translated source port (nftables snat); conntrack translates the replies
+// back. The presented addresses lie in a local traffic selector of the
+// tunnel (the addresses the client knows the tenant side by), apart from
+// the tenant's real subnets and the client's. Tenant hosts route
+// RemoteSubnets to the gateway.
+// +kubebuilder:validation:XValidation:rule="has(self.presentedAddress) != has(self.presentedPool)",message="hideNAT needs exactly one of presentedAddress or presentedPool"
+type HideNAT struct {
+	// Name of the rule.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// TenantSubnets whose connections are translated, each inside one of
+	// the gateway's tenantSubnets. Traffic from other tenant subnets is not
+	// translated, and the tunnel does not carry it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=set
+	TenantSubnets []CIDR `json:"tenantSubnets"`
+
+	// RemoteSubnets the connections go to, each inside a remote traffic
+	// selector of the tunnel whose local subnet holds the presented
+	// addresses (checked when the configuration is rendered).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=set
+	RemoteSubnets []CIDR `json:"remoteSubnets"`
+
+	// PresentedAddress is the one source address the client sees.
+	// +optional
+	PresentedAddress *IPv4 `json:"presentedAddress,omitempty"`
+
+	// PresentedPool is a network of source addresses the client sees,
+	// instead of one address: each tenant host keeps one address of the
+	// pool for all its connections (nftables snat persistent).
+	// +optional
+	PresentedPool *CIDR `json:"presentedPool,omitempty"`
+}

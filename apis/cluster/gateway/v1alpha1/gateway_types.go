@@ -12,7 +12,8 @@ type Mode string
 const (
 	// ModeNAT: the client reaches inside addresses that the gateway
 	// translates to tenant endpoints (exposures), and tenant workloads
-	// reach client hosts through the gateway (reverse exposures).
+	// reach client hosts through the gateway (reverse exposures) or at
+	// their own addresses with a presented source (a tunnel's hideNAT).
 	ModeNAT Mode = "nat"
 	// ModeRouted: client subnets are routed to the gateway's port by the
 	// tenant's Neutron router; no address translation.
@@ -42,8 +43,6 @@ const (
 )
 
 // A GatewayParameters is the desired state of a Gateway.
-// +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.startAction) || t.startAction != 'trap')",fieldPath=".tunnels",message="a tunnel's startAction trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use startAction start (or respond), or dataPlane KernelXFRM"
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
 type GatewayParameters struct {
 	// Namespace of the target cluster in which the gateway's pod,
 	// configuration and RBAC objects are created. It must exist.
@@ -52,9 +51,27 @@ type GatewayParameters struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace"`
 
-	// Images of the gateway pod's containers.
+	GatewayConfig `json:",inline"`
+}
+
+// A GatewayConfig is what a Gateway runs, in either scope: the parameters
+// of a cluster-scoped Gateway are its namespace (of its objects) and a
+// GatewayConfig, those of a namespaced Gateway (gateway.m.ipsecgw.io), whose
+// objects are in its own namespace, are a GatewayConfig.
+// +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.startAction) || t.startAction != 'trap')",fieldPath=".tunnels",message="a tunnel's startAction trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use startAction start (or respond), or dataPlane KernelXFRM"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || self.replicas != 2 || self.tunnels.all(t, !has(t.mobike) || !t.mobike)",fieldPath=".tunnels",message="a tunnel's mobike must be false with replicas 2: when a pod gives the gateway's address up (demoted, killed or frozen), MOBIKE would move its IKE SAs to the pod network's interface, where they would reach the peer beside the active pod's; leave mobike out (or false), or use replicas 1"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || ((!has(self.exposures) || size(self.exposures) == 0) && (!has(self.reverseExposures) || size(self.reverseExposures) == 0))",message="exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'routed' || self.tunnels.all(t, !has(t.hideNAT) || size(t.hideNAT) == 0)",fieldPath=".tunnels",message="a tunnel's hideNAT is for mode nat; in mode routed the tenant network reaches client subnets directly, untranslated"
+// +kubebuilder:validation:XValidation:rule="!has(self.tenantSubnets) || self.tunnels.all(t, !has(t.hideNAT) || t.hideNAT.all(h, self.tenantSubnets.all(s, !isCIDR(s) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || !cidr(s).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || !(cidr(s).containsCIDR(cidr(h.presentedPool)) || cidr(h.presentedPool).containsCIDR(cidr(s))))))))",fieldPath=".tunnels",message="a tunnel's hideNAT presentedAddress (or presentedPool) overlaps a tenantSubnets entry: the presented addresses must be apart from the tenant's real ones; present addresses of the tunnel's local subnet (such as in 100.64.0.0/10)"
+// +kubebuilder:validation:XValidation:rule="self.tunnels.all(t, !has(t.hideNAT) || t.hideNAT.all(h, h.tenantSubnets.all(r, !isCIDR(r) || (has(self.tenantSubnets) && self.tenantSubnets.exists(s, isCIDR(s) && cidr(s).containsCIDR(cidr(r)))))))",fieldPath=".tunnels",message="a tunnel's hideNAT tenantSubnets entry lies in no tenantSubnets entry of the gateway: add the tenant subnet to tenantSubnets (the security group admits traffic from those only)"
+// +kubebuilder:validation:XValidation:rule="!has(self.dataPlane) || self.dataPlane != 'Libipsec' || self.tunnels.all(t, !has(t.mode) || t.mode != 'route')",fieldPath=".tunnels",message="a tunnel's mode route needs dataPlane KernelXFRM: strongSwan's kernel-libipsec has no XFRM interface IDs (if_id) and routes every CHILD_SA through its own TUN device; use mode policy, or dataPlane KernelXFRM"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'routed') || self.tunnels.all(t, !has(t.mode) || t.mode != 'route')",fieldPath=".tunnels",message="a tunnel's mode route needs the gateway's mode routed: in mode nat the local traffic selectors are the addresses presented to the client, which 0.0.0.0/0 cannot be; set mode routed, or use the tunnel's mode policy"
+type GatewayConfig struct {
+	// Images of the gateway pod's containers. An image left out is the
+	// provider's --gateway-image, written here when the Gateway is first
+	// observed (late initialization), so that a later change of that flag
+	// does not restart a running gateway.
 	// +optional
-	// +kubebuilder:default={}
 	Images Images `json:"images,omitempty"`
 
 	// Active false pre-stages the gateway: every object, the rendered
@@ -156,15 +173,15 @@ type GatewayParameters struct {
 
 // Images of the gateway pod.
 type Images struct {
-	// StrongSwan runs charon and swanctl.
+	// StrongSwan runs charon and swanctl: an image reference such as
+	// REGISTRY/ipsecgw/gateway:v0.1.0.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	StrongSwan string `json:"strongswan,omitempty"`
 
-	// Agent loads configuration into charon and reports tunnel state.
+	// Agent loads configuration into charon and reports tunnel state: an
+	// image reference, usually the same as StrongSwan's.
 	// +optional
-	// +kubebuilder:default="ipsecgw/gateway:v0.1.0"
 	// +kubebuilder:validation:MaxLength=512
 	Agent string `json:"agent,omitempty"`
 }

@@ -7,9 +7,20 @@ import (
 // A GatewayObservation is the observed state of a Gateway.
 type GatewayObservation struct {
 	// ConfigHash is the SHA-256 of the rendered configuration (swanctl.conf,
-	// secrets and NAT rules), hex. The pod template carries it too.
+	// NAT rules and, with data plane Libipsec, the strongswan.conf
+	// fragment; not the secrets), hex: what the provider wrote into the
+	// gateway's ConfigMap.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
+
+	// LoadedConfigHash is the ConfigHash of the configuration the gateway
+	// pod's agent last loaded into charon, as it reported it: equal to
+	// ConfigHash once a change is loaded. The agent loads changes live
+	// (the pod is replaced only for what charon reads at start), so this,
+	// not the pod, tells which configuration runs. Absent while no pod is
+	// ready or before its agent reported.
+	// +optional
+	LoadedConfigHash string `json:"loadedConfigHash,omitempty"`
 
 	// Replicas the Deployment asks for: spec.forProvider.replicas, or 0
 	// while the gateway is not active.

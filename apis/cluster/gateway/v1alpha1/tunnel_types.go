@@ -26,6 +26,14 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.mobike) || !self.mobike",message="MOBIKE is an IKEv2 extension: leave mobike out (or false) for ikeVersion 1"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 2 || !has(self.childSALayout) || self.childSALayout == 'PerSubnetPair' || size(self.trafficSelectors) == 1",message="IKEv1 negotiates one subnet pair per CHILD_SA: use childSALayout PerSubnetPair"
 // +kubebuilder:validation:XValidation:rule="self.ikeVersion == 1 || !has(self.dpd) || !has(self.dpd.timeout)",message="dpd.timeout is an IKEv1 setting: IKEv2 takes the retransmission timeouts instead, remove dpd.timeout"
+// +kubebuilder:validation:XValidation:rule="has(self.preSharedKeySecretRef) != has(self.certificate)",message="give exactly one of preSharedKeySecretRef (a pre-shared key) and certificate (X.509 certificates)"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificate) || !has(self.peer.id)",fieldPath=".peer.id",message="with certificate the peer's identity is certificate.remoteId: remove peer.id"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.exists(ts, !isCIDR(ts.local) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || cidr(ts.local).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || cidr(ts.local).containsCIDR(cidr(h.presentedPool))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) lies in no local subnet of the tunnel's traffic selectors: the client knows the tenant side by those addresses and the tunnel carries no other; present an address of a local subnet"
+// +kubebuilder:validation:XValidation:rule="!has(self.hideNAT) || self.hideNAT.all(h, self.trafficSelectors.all(ts, !isCIDR(ts.remote) || (has(h.presentedAddress) ? (!isIP(h.presentedAddress) || !cidr(ts.remote).containsIP(ip(h.presentedAddress))) : (!has(h.presentedPool) || !isCIDR(h.presentedPool) || !(cidr(ts.remote).containsCIDR(cidr(h.presentedPool)) || cidr(h.presentedPool).containsCIDR(cidr(ts.remote)))))))",fieldPath=".hideNAT",message="a hideNAT rule's presentedAddress (or presentedPool) overlaps a remote traffic selector, a client subnet: the client would see its own addresses as the source; present addresses of the tunnel's local subnet"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routes) || size(self.routes) == 0",fieldPath=".routes",message="routes are for mode route: a policy-mode tunnel carries the subnets of its traffic selectors; set mode route, or remove routes"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'route' || (has(self.routes) && size(self.routes) > 0)",fieldPath=".routes",message="a tunnel in mode route needs routes: the remote subnets routed over its XFRM interface"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || !has(self.routeMetric)",fieldPath=".routeMetric",message="routeMetric is for mode route: set mode route, or remove routeMetric"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) && self.mode == 'route') || self.trafficSelectors.all(ts, !isCIDR(ts.local) || !isCIDR(ts.remote) || (cidr(ts.local).prefixLength() > 0 && cidr(ts.remote).prefixLength() > 0))",fieldPath=".trafficSelectors",message="0.0.0.0/0 traffic selectors are for mode route (one XFRM interface per tunnel, routes deciding what enters it): set mode route with routes, or give the subnets the tunnel carries"
 type Tunnel struct {
 	// Name of the tunnel, also its swanctl connection name.
 	// +kubebuilder:validation:MinLength=1
@@ -126,11 +134,13 @@ type Tunnel struct {
 	Unique string `json:"unique,omitempty"`
 
 	// PreSharedKeySecretRef is the key of a Secret in the Gateway's
-	// namespace (spec.forProvider.namespace) holding the tunnel's PSK. The
-	// Secret must live beside the gateway pod: a tenant whose claim composes
-	// this Gateway can name only its own Secrets. The PSK is never written to
-	// a ConfigMap, status, event or log.
-	PreSharedKeySecretRef xpv2.LocalSecretKeySelector `json:"preSharedKeySecretRef"`
+	// namespace (spec.forProvider.namespace) holding the tunnel's PSK
+	// (swanctl auth psk). The Secret must live beside the gateway pod: a
+	// tenant whose claim composes this Gateway can name only its own
+	// Secrets. The PSK is never written to a ConfigMap, status, event or
+	// log. Exactly one of preSharedKeySecretRef and certificate is given.
+	// +optional
+	PreSharedKeySecretRef *xpv2.LocalSecretKeySelector `json:"preSharedKeySecretRef,omitempty"`
 
 	// TrafficSelectors are the local/remote subnet pairs the tunnel
 	// carries.
@@ -148,7 +158,189 @@ type Tunnel struct {
 	// +optional
 	// +kubebuilder:default=PerSubnetPair
 	ChildSALayout ChildSALayout `json:"childSALayout,omitempty"`
+
+	// HideNAT translates the source of connections that tenant workloads
+	// open to client hosts through this tunnel (mode nat): traffic from a
+	// rule's tenantSubnets to its remoteSubnets leaves with a presented
+	// address of the tunnel's local traffic selector as its source, so that
+	// tenant workloads reach client addresses directly, without a reverse
+	// exposure per port. The first rule whose subnets match a connection
+	// applies; reverse exposures come before every rule.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	HideNAT []HideNAT `json:"hideNAT,omitempty"`
+
+	// Mode is policy (the default when left out) or route. In policy mode
+	// the traffic selectors decide what enters the tunnel (XFRM policies
+	// without an interface ID), so no two tunnels may carry overlapping
+	// pairs. In route mode the tunnel's CHILD_SAs are bound to an XFRM
+	// interface of its own (swanctl if_id_in and if_id_out), usually with
+	// 0.0.0.0/0 traffic selectors on both sides as cloud VPN services and
+	// route-based firewalls negotiate, and Routes decide what enters it:
+	// the gateway agent creates the interface in the gateway pod's network
+	// namespace and routes Routes over it with RouteMetric. So two
+	// tunnels may negotiate identical selectors (two tunnels of one cloud
+	// VPN connection): the lower metric carries the traffic and the other
+	// takes over when its interface or CHILD_SA goes (active/backup), or
+	// equal metrics share it (ECMP). The interface of tunnel <name> has
+	// the interface ID i, the first four bytes of the SHA-256 of <name>
+	// as a big-endian number with the top bit cleared (1 if that is 0),
+	// and the name xfrm<i as 8 hex digits>: both depend on the tunnel's
+	// name alone, so adding, removing or reordering other tunnels changes
+	// no interface. Route mode needs gateway mode routed and data plane
+	// KernelXFRM (strongSwan's kernel-libipsec has no interface IDs).
+	// +optional
+	// +kubebuilder:validation:Enum=policy;route
+	Mode TunnelMode `json:"mode,omitempty"`
+
+	// Routes are the remote subnets routed over the tunnel's XFRM interface
+	// (mode route), each inside one of the tunnel's remote traffic
+	// selectors (packets outside them would find no CHILD_SA and be
+	// dropped) and apart from the tenant subnets, the gateway's own network
+	// and every peer's address (IKE must not enter a tunnel).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	Routes []CIDR `json:"routes,omitempty"`
+
+	// RouteMetric is the metric (Linux route priority) of Routes, 100 when
+	// left out (mode route). Between tunnels routing the same subnet the
+	// lowest metric carries the traffic: give the backup tunnel a higher
+	// one. Tunnels routing a subnet with the same metric share it, one
+	// multipath route with a next hop per tunnel (ECMP, per flow).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	RouteMetric *int32 `json:"routeMetric,omitempty"`
+
+	// Certificate authenticates the tunnel with X.509 certificates
+	// (swanctl auth pubkey) instead of a pre-shared key: the gateway's
+	// certificate and key, the CAs that sign the peer's certificate and
+	// both identities. Exactly one of preSharedKeySecretRef and certificate
+	// is given; with certificate, peer.id is left out (certificate.remoteId
+	// is the peer's identity).
+	// +optional
+	Certificate *CertificateAuth `json:"certificate,omitempty"`
 }
+
+// CertificateAuth is a tunnel's X.509 authentication: both sides prove
+// their identity with a certificate and a signature of the IKE_AUTH
+// exchange (swanctl auth pubkey).
+type CertificateAuth struct {
+	// SecretName is a Secret of type kubernetes.io/tls in the Gateway's
+	// namespace holding the gateway's certificate and private key, as
+	// cert-manager writes it: tls.crt, PEM, the certificate first, then
+	// any intermediate CA certificates; tls.key, PEM, an RSA or ECDSA key
+	// in PKCS#1, PKCS#8 or SEC 1 form, unencrypted. A new certificate in
+	// the Secret is loaded live: established IKE SAs stay up and
+	// authenticate with it at their next reauthentication.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	SecretName string `json:"secretName"`
+
+	// PeerCA holds the CA certificates that sign the peer's certificate
+	// (swanctl remote.cacerts): the peer must present a certificate that
+	// chains to one of them.
+	PeerCA CARef `json:"peerCA"`
+
+	// LocalID is the identity the gateway presents (swanctl local.id). It
+	// must be in the gateway's certificate: its subject (a DN) or a
+	// subjectAltName (DNS name or email). Defaults to the certificate's
+	// subject DN.
+	// +optional
+	LocalID *Identity `json:"localId,omitempty"`
+
+	// RemoteID is the identity the peer must present and its certificate
+	// must carry (swanctl remote.id). Required: a CA signs many
+	// certificates, and any of them would authenticate without it.
+	RemoteID Identity `json:"remoteId"`
+}
+
+// A CARef names CA certificates, PEM, in key Key of a Secret or a
+// ConfigMap in the Gateway's namespace, such as the ca.crt that
+// cert-manager writes beside tls.crt, or a trust bundle's ConfigMap.
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.configMapName)",message="give exactly one of secretName and configMapName"
+type CARef struct {
+	// SecretName of a Secret holding the CA certificates.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	SecretName *string `json:"secretName,omitempty"`
+
+	// ConfigMapName of a ConfigMap holding the CA certificates.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ConfigMapName *string `json:"configMapName,omitempty"`
+
+	// Key holding the PEM certificates; ca.crt by default.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// The key a CARef takes by default.
+const DefaultCAKey = "ca.crt"
+
+// An Identity is an IKE identity of a certificate: exactly one of a
+// distinguished name, a DNS name or an email address.
+// +kubebuilder:validation:XValidation:rule="(has(self.dn) ? 1 : 0) + (has(self.fqdn) ? 1 : 0) + (has(self.email) ? 1 : 0) == 1",message="give exactly one of dn, fqdn and email"
+type Identity struct {
+	// DN is a distinguished name in the order of the certificate's
+	// subject, as strongSwan and openssl x509 -noout -subject print it,
+	// most significant RDN first: "C=DE, O=Example AG, CN=vpn.example.com".
+	// Attributes: C, ST, L, O, OU, CN, SN (serialNumber), DC, UID, E
+	// (emailAddress); a value may hold any UTF-8 text, with ',', '+', '"',
+	// '\', '<', '>', ';' and '=' escaped by '\' (RFC 4514), or a byte as
+	// \XX. It matches a certificate whose subject has the same attributes
+	// in the same order with the same values, whatever string type the CA
+	// encoded them in (strongSwan's asn1dn semantics: it is rendered as
+	// the DER of the name, asn1dn:#...). A certificate whose subject lists
+	// the attributes in the other order (RFC 4514 strings, as Go and
+	// openssl -nameopt RFC2253 print them, are reversed) does not match.
+	// +optional
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.contains('=')",message="a DN is a list of attribute=value, such as C=DE, O=Example AG, CN=vpn.example.com"
+	DN *string `json:"dn,omitempty"`
+
+	// FQDN is a DNS name of the certificate's subjectAltName.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*$`
+	FQDN *string `json:"fqdn,omitempty"`
+
+	// Email is an email address (rfc822Name) of the certificate's
+	// subjectAltName.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$`
+	Email *string `json:"email,omitempty"`
+}
+
+// TunnelMode says whether a tunnel's traffic selectors (policy) or routes
+// over an XFRM interface of its own (route) decide what enters it.
+type TunnelMode string
+
+// Tunnel modes.
+const (
+	// TunnelModePolicy: XFRM policies of the traffic selectors, no
+	// interface.
+	TunnelModePolicy TunnelMode = "policy"
+	// TunnelModeRoute: an XFRM interface per tunnel and routes over it.
+	TunnelModeRoute TunnelMode = "route"
+)
+
+// DefaultRouteMetric is the metric of a route-mode tunnel's routes when
+// RouteMetric is left out.
+const DefaultRouteMetric = 100
 
 // Uniqueness policies of a Tunnel (Tunnel.Unique), swanctl's values.
 const (
@@ -199,6 +391,15 @@ type IKELifetime struct {
 	// (swanctl reauth_time).
 	// +optional
 	ReauthTime *Duration `json:"reauthTime,omitempty"`
+
+	// RandTime is the range from which charon picks, for each IKE SA, a
+	// random time to subtract from RekeyTime and ReauthTime (swanctl
+	// rand_time), so that both peers, and many gateways started together,
+	// do not rekey at the same instant; 0 turns it off. Must be shorter
+	// than RekeyTime and ReauthTime (when they are not 0). Defaults to
+	// strongSwan's: over_time, 10% of the longer of the two.
+	// +optional
+	RandTime *Duration `json:"randTime,omitempty"`
 }
 
 // ChildLifetime bounds a CHILD_SA's life. Durations as in IKELifetime.
@@ -217,6 +418,13 @@ type ChildLifetime struct {
 	// rekeyed.
 	// +optional
 	LifeTime *Duration `json:"lifeTime,omitempty"`
+
+	// RandTime is the range from which charon picks, for each CHILD_SA, a
+	// random time to subtract from RekeyTime (swanctl children.rand_time);
+	// 0 turns it off. Must be shorter than RekeyTime (when it is not 0).
+	// Defaults to strongSwan's: LifeTime - RekeyTime.
+	// +optional
+	RandTime *Duration `json:"randTime,omitempty"`
 }
 
 // DPD is dead peer detection.
@@ -244,7 +452,7 @@ type DPD struct {
 }
 
 // A TrafficSelector is a pair of subnets whose traffic the tunnel carries.
-// +kubebuilder:validation:XValidation:rule="!isCIDR(self.local) || !isCIDR(self.remote) || !(cidr(self.local).containsCIDR(cidr(self.remote)) || cidr(self.remote).containsCIDR(cidr(self.local)))",fieldPath=".remote",message="local and remote overlap: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self.local) || !isCIDR(self.remote) || cidr(self.local).prefixLength() == 0 || cidr(self.remote).prefixLength() == 0 || !(cidr(self.local).containsCIDR(cidr(self.remote)) || cidr(self.remote).containsCIDR(cidr(self.local)))",fieldPath=".remote",message="local and remote overlap: the same addresses cannot be on both sides of the tunnel; give the client's subnet as remote and a local subnet apart from it"
 type TrafficSelector struct {
 	// Local subnet: in mode nat the inside addresses the client sees, in
 	// mode routed a tenant subnet.

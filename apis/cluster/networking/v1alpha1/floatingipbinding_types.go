@@ -75,6 +75,12 @@ type FloatingIPBindingObservation struct {
 	Status string `json:"status,omitempty"`
 	// RevisionNumber of the floating IP.
 	RevisionNumber int `json:"revisionNumber,omitempty"`
+	// ReleasedAt is when a pinned binding saw its floating IP taken off its
+	// port for no port by someone else (the runbook's rollback, whose next
+	// step sets it on the VM's port). For 2 minutes after it the binding
+	// leaves the floating IP on no port; it is cleared once the floating IP
+	// is on a port again.
+	ReleasedAt *metav1.Time `json:"releasedAt,omitempty"`
 }
 
 // A FloatingIPBindingSpec defines the desired state of a FloatingIPBinding.

@@ -42,6 +42,10 @@ var (
 	RouterRoutesKind             = reflect.TypeOf(RouterRoutes{}).Name()
 	RouterRoutesGroupKind        = schema.GroupKind{Group: Group, Kind: RouterRoutesKind}.String()
 	RouterRoutesGroupVersionKind = SchemeGroupVersion.WithKind(RouterRoutesKind)
+
+	NodeAddressPairsKind             = reflect.TypeOf(NodeAddressPairs{}).Name()
+	NodeAddressPairsGroupKind        = schema.GroupKind{Group: Group, Kind: NodeAddressPairsKind}.String()
+	NodeAddressPairsGroupVersionKind = SchemeGroupVersion.WithKind(NodeAddressPairsKind)
 )
 
 func init() {
@@ -50,4 +54,5 @@ func init() {
 	SchemeBuilder.Register(&Port{}, &PortList{})
 	SchemeBuilder.Register(&FloatingIPBinding{}, &FloatingIPBindingList{})
 	SchemeBuilder.Register(&RouterRoutes{}, &RouterRoutesList{})
+	SchemeBuilder.Register(&NodeAddressPairs{}, &NodeAddressPairsList{})
 }

@@ -69,6 +69,20 @@ func RouterRoutesParametersFromCluster(c cluster.RouterRoutesParameters) RouterR
 		Nexthop: c.Nexthop, NexthopPortRef: fromRef(c.NexthopPortRef), NexthopPortSelector: fromSelector(c.NexthopPortSelector)}
 }
 
+// ToCluster returns p as the parameters of cluster-scoped NodeAddressPairs.
+func (p *NodeAddressPairsParameters) ToCluster() cluster.NodeAddressPairsParameters {
+	return cluster.NodeAddressPairsParameters{PortID: p.PortID, PortIDRef: toRef(p.PortIDRef), PortIDSelector: toSelector(p.PortIDSelector),
+		CIDRs: p.CIDRs, NodeSelector: p.NodeSelector}
+}
+
+// NodeAddressPairsParametersFromCluster returns c as the parameters of
+// namespaced NodeAddressPairs, whose Port reference and selector name the
+// resource's namespace.
+func NodeAddressPairsParametersFromCluster(c cluster.NodeAddressPairsParameters) NodeAddressPairsParameters {
+	return NodeAddressPairsParameters{PortID: c.PortID, PortIDRef: fromRef(c.PortIDRef), PortIDSelector: fromSelector(c.PortIDSelector),
+		CIDRs: c.CIDRs, NodeSelector: c.NodeSelector}
+}
+
 // FirstFixedIP returns the first fixed IP the Port observed, or "": the
 // nexthop RouterRoutes take from it (cluster.PortFixedIP).
 func (mg *Port) FirstFixedIP() string {
@@ -212,4 +226,54 @@ func (mg *RouterRoutes) Cluster() *cluster.RouterRoutes {
 // FromCluster sets mg's metadata, parameters and status to c's.
 func (mg *RouterRoutes) FromCluster(c *cluster.RouterRoutes) {
 	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, RouterRoutesParametersFromCluster(c.Spec.ForProvider), RouterRoutesStatus(c.Status)
+}
+
+// Cluster returns the cluster-scoped NodeAddressPairs that the kind's
+// controller works on: copies of mg's metadata, parameters and status.
+func (mg *NodeAddressPairs) Cluster() *cluster.NodeAddressPairs {
+	c := mg.DeepCopy()
+	return &cluster.NodeAddressPairs{ObjectMeta: c.ObjectMeta, Spec: cluster.NodeAddressPairsSpec{ForProvider: c.Spec.ForProvider.ToCluster()},
+		Status: cluster.NodeAddressPairsStatus(c.Status)}
+}
+
+// FromCluster sets mg's metadata, parameters and status to c's.
+func (mg *NodeAddressPairs) FromCluster(c *cluster.NodeAddressPairs) {
+	mg.ObjectMeta, mg.Spec.ForProvider, mg.Status = c.ObjectMeta, NodeAddressPairsParametersFromCluster(c.Spec.ForProvider), NodeAddressPairsStatus(c.Status)
+}
+
+// ClearResolvedReferences clears portId where portIdRef or portIdSelector
+// resolves it again, by the rules of the cluster-scoped NodeAddressPairs'
+// (cluster.NodeAddressPairs.ClearResolvedReferences).
+func (mg *NodeAddressPairs) ClearResolvedReferences() {
+	c := cluster.NodeAddressPairs{Spec: cluster.NodeAddressPairsSpec{ForProvider: mg.Spec.ForProvider.ToCluster()}}
+	c.ClearResolvedReferences()
+	mg.Spec.ForProvider = NodeAddressPairsParametersFromCluster(c.Spec.ForProvider)
+}
+
+// The namespaced resolvers record a reference they select with its
+// namespace, the resource's own, which the schema refuses (a reference
+// names a managed resource of the resource's own namespace by leaving the
+// namespace out): OmitReferenceNamespaces leaves it out again, before the
+// resolved references are saved. The resolvers look in the resource's own
+// namespace only (admission refuses a selector with a namespace), so
+// nothing else is lost.
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *Port) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = PortParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *FloatingIPBinding) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = FloatingIPBindingParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *RouterRoutes) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = RouterRoutesParametersFromCluster(mg.Spec.ForProvider.ToCluster())
+}
+
+// OmitReferenceNamespaces clears the namespace of mg's references.
+func (mg *NodeAddressPairs) OmitReferenceNamespaces() {
+	mg.Spec.ForProvider = NodeAddressPairsParametersFromCluster(mg.Spec.ForProvider.ToCluster())
 }

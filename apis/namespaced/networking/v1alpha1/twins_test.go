@@ -40,6 +40,10 @@ func TestTwinFields(t *testing.T) {
 			reason: "RouterRoutesParameters has the fields of cluster.RouterRoutesParameters.",
 			ns:     RouterRoutesParameters{}, parent: cluster.RouterRoutesParameters{},
 		},
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairsParameters has the fields of cluster.NodeAddressPairsParameters.",
+			ns:     NodeAddressPairsParameters{}, parent: cluster.NodeAddressPairsParameters{},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,10 +87,28 @@ func TestTwinRoundTrip(t *testing.T) {
 		}},
 		Status: RouterRoutesStatus{ManagedResourceStatus: status, AtProvider: cluster.RouterRoutesObservation{RevisionNumber: 3}},
 	}
+	pairs := &NodeAddressPairs{ObjectMeta: meta,
+		Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{
+			PortID: ptr.To("port"), PortIDRef: &xpv2.NamespacedReference{Name: "gw", Policy: policy},
+			PortIDSelector: &xpv2.NamespacedSelector{MatchControllerRef: ptr.To(true)},
+			CIDRs:          []cluster.CIDR{"192.168.10.0/24"}, NodeSelector: map[string]string{"ipsec": "yes"},
+		}},
+		Status: NodeAddressPairsStatus{ManagedResourceStatus: status, AtProvider: cluster.NodeAddressPairsObservation{
+			NetworkID: "net", Nodes: 1, NodePorts: []cluster.NodePortPairs{{Node: "n1", PortID: "p1", Pairs: []cluster.ObservedAddressPair{{IPAddress: "10.0.0.5", MACAddress: "fa:16:3e:00:00:01"}}}},
+		}},
+	}
 	cases := map[string]struct {
 		reason string
 		trip   func() (before, after any)
 	}{
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairs convert to their twin and back without loss.",
+			trip: func() (any, any) {
+				back := &NodeAddressPairs{}
+				back.FromCluster(pairs.Cluster())
+				return pairs, back
+			},
+		},
 		"RouterRoutes": {
 			reason: "RouterRoutes convert to their twin and back without loss.",
 			trip: func() (any, any) {
@@ -127,6 +149,49 @@ func TestTwinRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			before, after := tc.trip()
 			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestOmitReferenceNamespaces proves that the references a namespaced
+// resolver selected, which it records with the resource's own namespace,
+// lose that namespace (which the schema refuses) and nothing else.
+func TestOmitReferenceNamespaces(t *testing.T) {
+	ref := func(ns string) *xpv2.NamespacedReference { return &xpv2.NamespacedReference{Name: "gw", Namespace: ns} }
+	sel := &xpv2.NamespacedSelector{MatchControllerRef: ptr.To(true)}
+	cases := map[string]struct {
+		reason    string
+		got, want interface{ OmitReferenceNamespaces() }
+	}{
+		"Port": {
+			reason: "A Port's network and security group references lose their namespace.",
+			got: &Port{Spec: PortSpec{ForProvider: PortParameters{NetworkIDRef: ref("tenant-a"), SecurityGroupIDRefs: []xpv2.NamespacedReference{*ref("tenant-a")},
+				SecurityGroupIDSelector: sel, SecurityGroupIDs: []string{"sg"}}}},
+			want: &Port{Spec: PortSpec{ForProvider: PortParameters{NetworkIDRef: ref(""), SecurityGroupIDRefs: []xpv2.NamespacedReference{*ref("")},
+				SecurityGroupIDSelector: sel, SecurityGroupIDs: []string{"sg"}}}},
+		},
+		"FloatingIPBinding": {
+			reason: "A binding's port reference loses its namespace.",
+			got:    &FloatingIPBinding{Spec: FloatingIPBindingSpec{ForProvider: FloatingIPBindingParameters{PortIDRef: ref("tenant-a"), PortIDSelector: sel}}},
+			want:   &FloatingIPBinding{Spec: FloatingIPBindingSpec{ForProvider: FloatingIPBindingParameters{PortIDRef: ref(""), PortIDSelector: sel}}},
+		},
+		"RouterRoutes": {
+			reason: "RouterRoutes' nexthop port reference loses its namespace.",
+			got:    &RouterRoutes{Spec: RouterRoutesSpec{ForProvider: RouterRoutesParameters{NexthopPortRef: ref("tenant-a"), NexthopPortSelector: sel}}},
+			want:   &RouterRoutes{Spec: RouterRoutesSpec{ForProvider: RouterRoutesParameters{NexthopPortRef: ref(""), NexthopPortSelector: sel}}},
+		},
+		"NodeAddressPairs": {
+			reason: "NodeAddressPairs' port reference loses its namespace.",
+			got:    &NodeAddressPairs{Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{PortIDRef: ref("tenant-a"), PortIDSelector: sel}}},
+			want:   &NodeAddressPairs{Spec: NodeAddressPairsSpec{ForProvider: NodeAddressPairsParameters{PortIDRef: ref(""), PortIDSelector: sel}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.got.OmitReferenceNamespaces()
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})

@@ -38,6 +38,15 @@ func (l *NetworkList) GetItems() []resource.Managed {
 	return items
 }
 
+// GetItems of this NodeAddressPairsList.
+func (l *NodeAddressPairsList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this PortList.
 func (l *PortList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))
