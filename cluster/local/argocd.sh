@@ -91,8 +91,9 @@ make_repo() {
 		xargs sed -i "s|https://git.ipsecgw.invalid/platform/ipsecgw-gitops.git|$url|"
 	# The stack's registry path: its root (packages.sh pushes there).
 	sed -i "s|registry.ipsecgw.invalid/ipsecgw/|$(registry)/|" "$WORK/platform/packages.yaml"
-	! grep -rq --include '*.yaml' 'ipsecgw\.invalid' "$WORK" ||
-		die "placeholders left in $WORK: $(grep -rl --include '*.yaml' 'ipsecgw\.invalid' "$WORK")"
+	# (Comments may name them.)
+	! grep -rqE --include '*.yaml' '^[^#]*ipsecgw\.invalid' "$WORK" ||
+		die "placeholders left in $WORK: $(grep -rlE --include '*.yaml' '^[^#]*ipsecgw\.invalid' "$WORK")"
 	# The ProviderConfig's file without its ExternalSecret, with the cloud
 	# of the local clouds.yaml.
 	python3 - "$WORK/platform/providerconfig.yaml" <<'PY'
