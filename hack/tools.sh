@@ -23,6 +23,7 @@ XP_VERSION=v2.4.0
 CRANK_VERSION=v2.2.1
 CONTAINERD_VERSION=v2.1.5
 GOLANGCI_VERSION=v2.15.0
+ARGOCD_VERSION=v3.2.0
 
 # key MODULE prints the cache key of one wrapper module: its files, the Go
 # version, and the text of build_MODULE and gobuild (bash's canonical form)
@@ -38,9 +39,14 @@ key() {
 }
 
 # modules prints the wrapper modules that build builds and bindir links: all
-# but golangci, which only make lint needs (through dir), so that make dev
-# does not build it.
-modules() { for d in "$MODS"/*/; do d=$(basename "$d"); [ "$d" = golangci ] || echo "$d"; done; }
+# but golangci, which only make lint needs, and argocd, which only the GitOps
+# stack needs (both through dir), so that make dev does not build them.
+modules() {
+	for d in "$MODS"/*/; do
+		d=$(basename "$d")
+		case $d in golangci | argocd) ;; *) echo "$d" ;; esac
+	done
+}
 
 # moddir MODULE prints where that module's binaries are cached.
 moddir() { echo "$CACHE/$1-$(key "$1")"; }
@@ -122,6 +128,18 @@ build_crank() {
 build_golangci() {
 	gobuild "$1/golangci-lint" github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
 		"-X main.version=${GOLANGCI_VERSION#v} -X main.date=module"
+}
+
+# Argo CD's multi-call binary, stamped with its version, under the names of
+# the two components the GitOps stack runs (it dispatches on its name), and
+# Argo CD's CRDs (Application, AppProject, ApplicationSet).
+build_argocd() {
+	gobuild "$1/argocd" github.com/argoproj/argo-cd/v3/cmd \
+		"-X github.com/argoproj/argo-cd/v3/common.version=${ARGOCD_VERSION#v}"
+	ln -s argocd "$1/argocd-application-controller"
+	ln -s argocd "$1/argocd-repo-server"
+	cp -r "$(go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/manifests/crds" "$1/argocd-crds"
+	chmod -R u+w "$1/argocd-crds"
 }
 
 build() {

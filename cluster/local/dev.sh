@@ -14,9 +14,14 @@
 # ProviderConfig); CLAIM=0 applies the namespaced IPsecGateway instead
 # (examples/xr/pinned-fip.yaml, vpn.m.ipsecgw.io, with tenant-a's own
 # ProviderConfig, examples/namespaced/providerconfig.yaml). "The claim"
-# below is either.
+# below is either. With ARGOCD=1 a real Argo CD installs the packages from
+# the stack's registry and applies the ProviderConfig and the legacy claim,
+# from a Git repository made from examples/gitops/ (cluster/local/argocd.sh):
+# up.sh only pushes the packages, the stack writes only the Secrets (as a
+# secret manager would) and plays the External runtime for the packages
+# Argo CD installs (packages.sh runtime), then starts the provider.
 #
-#   [CLAIM=0] cluster/local/dev.sh [prestage|cutover]
+#   [CLAIM=0] [ARGOCD=1] cluster/local/dev.sh [prestage|cutover]
 #
 # prestage (the default) leaves the claim pre-staged; cutover goes on with
 # the runbook's cutover — the floating IP off the VM's port, the VM's
@@ -40,6 +45,8 @@ case $CLAIM in
 1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim ;;
 *) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
 esac
+ARGOCD=${ARGOCD:-0}
+[ "$ARGOCD" = 0 ] || [ "$CLAIM" = 1 ] || die "ARGOCD=1 syncs examples/gitops, whose tenant has the legacy claim: CLAIM=1"
 case $STOP_AT in prestage | cutover) ;; *) die "usage: $0 [prestage|cutover]" ;; esac
 if [ "$STOP_AT" = cutover ] && [ "$NODE" = 0 ]; then
 	log "no node (NODE=0): stopping at the pre-stage, no gateway pod could run"
@@ -49,13 +56,18 @@ fi
 "$ROOT/cluster/local/up.sh"
 AGENTS=1 "$ROOT/cluster/openstack/up.sh" | grep -v '^  ' || die "the local Keystone + Neutron did not start (cluster/openstack/up.sh)"
 read_ports "$OS_STATE/ports" OS_KEYSTONE_PORT
-"$ROOT/cluster/local/provider.sh" >/dev/null
+# With ARGOCD=1 the provider's CRDs come with the package Argo CD installs:
+# the provider starts after that (below).
+[ "$ARGOCD" = 1 ] || "$ROOT/cluster/local/provider.sh" >/dev/null
 
-log "applying the example ProviderConfig (credentials of the local tenant-a)"
+log "applying the example ProviderConfig's Secret (credentials of the local tenant-a)"
 sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/providerconfig/secret.yaml" | kubectl apply -f - >/dev/null
-kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
-# The namespaced IPsecGateway's: tenant-a's own, its Secret in tenant-a.
-sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/namespaced/providerconfig.yaml" | kubectl apply -f - >/dev/null
+if [ "$ARGOCD" = 0 ]; then
+	log "applying the example ProviderConfig"
+	kubectl apply -f "$ROOT/examples/providerconfig/providerconfig.yaml" >/dev/null
+	# The namespaced IPsecGateway's: tenant-a's own, its Secret in tenant-a.
+	sed "s|127.0.0.1:5000/|127.0.0.1:$OS_KEYSTONE_PORT/|" "$ROOT/examples/namespaced/providerconfig.yaml" | kubectl apply -f - >/dev/null
+fi
 
 log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
@@ -76,11 +88,15 @@ else
 	log "no Node is an OpenStack instance: the claims take nodePorts: Unmanaged (no address pairs on node ports)"
 fi
 mkdir -p "$STATE/claims"
-for f in pinned-fip allocated-fip; do
+# The claims with the local Neutron's IDs: the examples', and the pinned
+# claim of examples/gitops for Argo CD's repository (gitops-branch-office).
+for f in pinned-fip allocated-fip gitops-branch-office; do
+	src=$ROOT/examples/$examples/$f.yaml
+	[ "$f" != gitops-branch-office ] || src=$ROOT/examples/gitops/tenants/tenant-a/branch-office.yaml
 	sed -e "s/00000000-0000-4000-8000-00000000aaaa/$(field network_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000bbbb/$(field subnet_id)/" \
 		-e "s/00000000-0000-4000-8000-00000000cccc/$(field ext_net_id)/" \
-		"$ROOT/examples/$examples/$f.yaml" >"$STATE/claims/$f.yaml"
+		"$src" >"$STATE/claims/$f.yaml"
 	# This machine's kernel has no ESP: the node's gateway pods run
 	# strongSwan's userspace data plane.
 	[ "$NODE" = 0 ] || sed -i 's/^spec:$/spec:\n  dataPlane: Libipsec/' "$STATE/claims/$f.yaml"
@@ -96,10 +112,20 @@ if [ "$NODE" = 1 ]; then
 	# Service), beside the VM-era intranet server.
 	"$ROOT/cluster/local/tenant-app.sh"
 	sed -i 's/^  exposures:$/  exposures:\n  - name: app\n    insideAddress: 100.64.0.11\n    port: 443\n    target: {serviceName: tenant-app, port: 443}/' \
-		"$STATE/claims/pinned-fip.yaml"
+		"$STATE/claims/pinned-fip.yaml" "$STATE/claims/gitops-branch-office.yaml"
 fi
 kubectl apply -f "$ROOT/examples/claim/psk.yaml" >/dev/null
-kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
+if [ "$ARGOCD" = 0 ]; then
+	kubectl apply -f "$STATE/claims/pinned-fip.yaml" >/dev/null
+else
+	"$ROOT/cluster/local/argocd.sh" up "$STATE/claims/gitops-branch-office.yaml"
+	log "Argo CD installs the packages from Git; Crossplane resolves the Configuration's dependencies"
+	"$ROOT/cluster/local/packages.sh" runtime
+	"$ROOT/cluster/local/provider.sh" >/dev/null
+	log "waiting for Argo CD to sync the ProviderConfig and the claim from Git"
+	wait_for "the claim from Git (cluster/local/argocd.sh status ipsecgw-tenant-a)" 300 \
+		kubectl -n tenant-a get "$XR" branch-office
+fi
 
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
 claim_is() { [ "$(kubectl -n tenant-a get "$XR" branch-office -o "jsonpath=$1")" = "$2" ]; }

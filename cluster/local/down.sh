@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib.sh"
 removable STATE
 "$ROOT/cluster/site/site.sh" down >/dev/null
 "$ROOT/cluster/node/down.sh" >/dev/null
+"$ROOT/cluster/local/argocd.sh" down
 stop provider function crossplane registry kcm apiserver etcd
 rm -rf "$STATE"
 log "local stack down"

@@ -15,6 +15,8 @@
 #                                     packages of make xpkg pushed as
 #                                     $VERSION (default v0.1.0), the
 #                                     Configuration installed (up.sh)
+#   packages.sh publish               the same without the install (ARGOCD=1
+#                                     up.sh: Argo CD installs them from Git)
 #   packages.sh push NAME XPKG TAG    pushes XPKG as $(registry)/NAME:TAG
 #   packages.sh runtime               the External runtime for the revisions
 #                                     the provider's and the function's
@@ -61,13 +63,17 @@ runtime() {
 	log "the Configuration, the provider and the function are Healthy $(elapsed "$t0")s later"
 }
 
-all() {
-	local t0 ref
-	ref=$(registry)/$CONFIGURATION:$VERSION
+publish() {
 	OUT=$STATE/xpkg REPO=$(registry) TOOLS_BIN=$TOOLS_BIN "$ROOT/hack/xpkg.sh" configuration >/dev/null
 	push provider-ipsec "$XPKG_DIR/provider-ipsec.xpkg" "$VERSION"
 	push function-ipsecgw "$XPKG_DIR/function-ipsecgw.xpkg" "$VERSION"
 	push "$CONFIGURATION" "$STATE/xpkg/$CONFIGURATION.xpkg" "$VERSION"
+}
+
+all() {
+	local t0 ref
+	ref=$(registry)/$CONFIGURATION:$VERSION
+	publish
 	t0=$(date +%s%N)
 	crank xpkg install configuration "$ref" "$CONFIGURATION" >/dev/null
 	log "crossplane xpkg install configuration $ref"
@@ -77,7 +83,8 @@ all() {
 
 case ${1:-all} in
 all) all ;;
+publish) publish ;;
 push) push "${2:?name}" "${3:?xpkg file}" "${4:?tag}" ;;
 runtime) runtime ;;
-*) die "usage: $0 [push NAME XPKG TAG | runtime]" ;;
+*) die "usage: $0 [publish | push NAME XPKG TAG | runtime]" ;;
 esac

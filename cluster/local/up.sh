@@ -10,7 +10,9 @@
 # Configuration by tag, its provider and function by dependency
 # resolution): the composition function (its process, the binary the
 # package embeds, runs out of cluster with mTLS), the provider's CRDs, the
-# IPsecGateway XRD and Composition; with NODE=1 (the default as root) then the nodes
+# IPsecGateway XRD and Composition (with ARGOCD=1 the packages are only
+# pushed: Argo CD installs them from Git, cluster/local/dev.sh); with NODE=1
+# (the default as root) then the nodes
 # (cluster/node/up.sh, NODES of them). Writes $STATE/kubeconfig. A second run while the
 # stack runs says so and changes nothing, but starts the node if it does not
 # run.
@@ -130,10 +132,15 @@ log "installing the NetworkAttachmentDefinition CRD"
 kubectl apply --server-side -f "$ROOT/cluster/crds" >/dev/null
 kubectl wait --for condition=Established --timeout 60s -f "$ROOT/cluster/crds" >/dev/null
 
-log "pushing the packages to the registry and installing the Configuration from it"
-"$ROOT/cluster/local/packages.sh"
-kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
-kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+if [ "${ARGOCD:-0}" = 1 ]; then
+	log "pushing the packages to the registry (Argo CD installs them from Git)"
+	"$ROOT/cluster/local/packages.sh" publish
+else
+	log "pushing the packages to the registry and installing the Configuration from it"
+	"$ROOT/cluster/local/packages.sh"
+	kubectl wait --for condition=Established --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+	kubectl wait --for condition=Offered --timeout 60s xrd/xipsecgateways.vpn.ipsecgw.io >/dev/null
+fi
 [ "$NODE" = 0 ] || "$ROOT/cluster/node/up.sh"
 
 succeeded

@@ -31,21 +31,8 @@ import (
 func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topology.Charon, steady []topology.IKESA) {
 	t.Helper()
 	ctx := context.Background()
-	n := workload.NamesOf(gw)
-	configHash := func() string {
-		cm := &corev1.ConfigMap{}
-		if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: n.Config}, cm); err != nil {
-			t.Fatal(err)
-		}
-		return contract.ConfigHash([]byte(cm.Data[contract.KeySwanctlConf]), []byte(cm.Data[contract.KeyNATRules]), []byte(cm.Data[contract.KeyStrongSwanConf]), []byte(cm.Data[contract.KeyXFRMInterfaces]))
-	}
-	loaded := func() string {
-		cm := &corev1.ConfigMap{}
-		if err := s.kube.Get(ctx, client.ObjectKey{Namespace: tenant, Name: n.Status}, cm); err != nil {
-			t.Fatal(err)
-		}
-		return cm.Data[contract.KeyConfigHash]
-	}
+	configHash := func() string { return s.renderedHash(t, gw) }
+	loaded := func() string { return s.loadedHash(t, gw) }
 	before := configHash()
 	eventually(t, "live reload: the agent reports the configuration loaded", time.Minute, func() (bool, string) {
 		return loaded() == before, "loaded " + loaded() + ", rendered " + before
@@ -114,4 +101,26 @@ func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topolo
 	if back := edit("the tunnel removed", func([]any) []any { return original }); back != before {
 		t.Errorf("live reload: the claim's tunnels as before render %s, before %s", back, before)
 	}
+}
+
+// renderedHash returns the hash of the configuration the provider rendered
+// into gateway gw's ConfigMap (contract.ConfigHash of its files).
+func (s *stack) renderedHash(t *testing.T, gw string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: workload.NamesOf(gw).Config}, cm); err != nil {
+		t.Fatal(err)
+	}
+	return contract.ConfigHash([]byte(cm.Data[contract.KeySwanctlConf]), []byte(cm.Data[contract.KeyNATRules]), []byte(cm.Data[contract.KeyStrongSwanConf]), []byte(cm.Data[contract.KeyXFRMInterfaces]))
+}
+
+// loadedHash returns the hash of the configuration gateway gw's agent
+// reports loaded into charon (its status ConfigMap).
+func (s *stack) loadedHash(t *testing.T, gw string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: tenant, Name: workload.NamesOf(gw).Status}, cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[contract.KeyConfigHash]
 }

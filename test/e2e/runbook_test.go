@@ -251,7 +251,14 @@ func (s *stack) deleteClaim(t *testing.T, name string) {
 	if err := s.kube.Delete(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	took := eventually(t, "deleting claim "+name+" removes it and its managed resources", 3*time.Minute, func() (bool, string) {
+	s.waitClaimGone(t, name, time.Now())
+}
+
+// waitClaimGone waits until the claim name, deleted at deleted, and every
+// managed resource composed for it are gone.
+func (s *stack) waitClaimGone(t *testing.T, name string, deleted time.Time) {
+	t.Helper()
+	eventually(t, "deleting claim "+name+" removes it and its managed resources", 3*time.Minute, func() (bool, string) {
 		if s.get(t, claimGVK, tenant, name) != nil {
 			return false, "the claim exists"
 		}
@@ -267,7 +274,7 @@ func (s *stack) deleteClaim(t *testing.T, name string) {
 		}
 		return true, ""
 	})
-	t.Logf("claim %s and its managed resources deleted in %s", name, took.Round(100*time.Millisecond))
+	t.Logf("claim %s and its managed resources deleted in %s", name, time.Since(deleted).Round(100*time.Millisecond))
 }
 
 // managedKinds are the kinds the Composition composes: the namespaced

@@ -59,8 +59,9 @@ type vmUp struct {
 }
 
 // startStack runs cluster/local/dev.sh (the main job) on the test's own
-// state and ports and stops all of it when the test ends, also on failure.
-func startStack(t *testing.T) *stack {
+// state and ports, with the settings extra (NAME=VALUE) added to its
+// environment, and stops all of it when the test ends, also on failure.
+func startStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
@@ -78,6 +79,7 @@ func startStack(t *testing.T) *stack {
 	} {
 		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
 	}
+	s.env = append(s.env, extra...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			// The bindings' spec and status: what a cutover or rollback
