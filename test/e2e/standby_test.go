@@ -86,8 +86,11 @@ func TestActiveStandby(t *testing.T) {
 	var rec, lags outageLog
 	defer rec.report(t, "OUTAGES", "probe resolution 50 ms")
 	defer lags.report(t, "CLAIM LAG", "behind the Gateway, both polled every 50 ms")
+	xr := s.recordXR(t)
+	defer xr.reportPhases(t)
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
+	xr.phase("cutover")
 	c := s.get(t, claimGVK, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
 	gwName = gw
@@ -106,6 +109,7 @@ func TestActiveStandby(t *testing.T) {
 	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
+	xr.phase("replicas 1, pod deleted")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
 		mark := p.mark()
@@ -125,6 +129,7 @@ func TestActiveStandby(t *testing.T) {
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered by two pods (%v), %d unanswered", requests, siteGateway, len(twice), twice, unanswered)
 	}
+	xr.phase("replicas 1, rollout")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
 		image = 1 - image
@@ -140,6 +145,7 @@ func TestActiveStandby(t *testing.T) {
 	// 2. replicas 2 on the running gateway: the one pod is replaced
 	// (Recreate: no elected pod beside the one with the static address),
 	// then two pods on different nodes, one active.
+	xr.phase("replicas 1 -> 2")
 	mark := p.mark()
 	c = s.get(t, claimGVK, tenant, pinned)
 	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
@@ -155,11 +161,13 @@ func TestActiveStandby(t *testing.T) {
 		active.pod, active.node, active.cause, sum(outages).Milliseconds(), millis(outages))
 
 	// 3. The active pod deleted.
+	xr.phase("active pod deleted")
 	for r := range rounds {
 		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("active pod deleted (round %d)", r+1))
 	}
 
 	// 4. The active pod's node lost, then returned.
+	xr.phase("active node lost and returned")
 	for r := range rounds {
 		n := strings.TrimPrefix(active.node, "node-")
 		mark := p.mark()
@@ -200,6 +208,7 @@ func TestActiveStandby(t *testing.T) {
 	t.Logf("ARP watch so far: %d requests, %d answered by two pods", requests, twice)
 
 	// 5. Rollouts of a new gateway image: make-before-break.
+	xr.phase("replicas 2, rollout")
 	for r := range rounds {
 		before := arpSnapshot(arp)
 		image = 1 - image
@@ -229,6 +238,8 @@ func TestActiveStandby(t *testing.T) {
 	before := arpSnapshot(arp)
 	cb, _ := s.breaker(t)
 	t.Logf("before the failovers: %s", cb)
+	xr.report(t, "before the failovers", 0)
+	failoversMark := xr.phase(fmt.Sprintf("%d failovers", failovers))
 	start := time.Now()
 	for i := range failovers {
 		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("failover %d of %d", i+1, failovers))
@@ -247,6 +258,8 @@ func TestActiveStandby(t *testing.T) {
 	t.Logf("%d failovers in a row in %s; ARP watch: %s", failovers, time.Since(start).Round(time.Second), arpSince(arp, before))
 	cb, _ = s.breaker(t)
 	t.Logf("after the failovers: %s", cb)
+	xr.report(t, "the failovers", failoversMark)
+	xr.phase("the end")
 
 	requests, twiceList, unanswered := arp.Stop()
 	t.Logf("ARP watch: %d requests for %s, %d answered by two pods, %d unanswered", requests, siteGateway, len(twiceList), unanswered)
