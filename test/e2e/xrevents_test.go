@@ -240,7 +240,7 @@ func (r *xrRecorder) reportPhases(t *testing.T) {
 			tokens += e.cost
 		}
 		secs := until.Sub(p.at).Seconds()
-		level, _, _ := r.bucket(all[:end], end)
+		level, _, _ := r.bucket(all[:end], end, until)
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.0f\n", p.name, end-p.mark, tokens, secs, float64(tokens)/max(secs, 1), level)
 	}
 	_ = tw.Flush()
@@ -280,7 +280,7 @@ func (r *xrRecorder) report(t *testing.T, label string, mark int) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f%%\t%s\n", k.kind, n[k], cost[k], 100*float64(cost[k])/float64(max(total, 1)), k.what)
 	}
 	_ = tw.Flush()
-	level, least, leastAt := r.bucket(all, mark)
+	level, least, leastAt := r.bucket(all, mark, time.Now())
 	span := time.Duration(0)
 	if len(evs) > 0 {
 		span = evs[len(evs)-1].at.Sub(evs[0].at)
@@ -302,9 +302,9 @@ func (r *xrRecorder) report(t *testing.T, label string, mark int) {
 }
 
 // bucket replays the events on the estimated bucket of the breaker from
-// the recorder's start and returns the tokens left after the last one,
-// and the least it held from event mark on, and when.
-func (r *xrRecorder) bucket(evs []xrEvent, mark int) (level, least float64, leastAt time.Time) {
+// the recorder's start and returns the tokens it held at until, and the
+// least it held from event mark on, and when.
+func (r *xrRecorder) bucket(evs []xrEvent, mark int, until time.Time) (level, least float64, leastAt time.Time) {
 	level, at := r.tokens, r.start
 	least, leastAt = level, at
 	for i, e := range evs {
@@ -314,7 +314,7 @@ func (r *xrRecorder) bucket(evs []xrEvent, mark int) (level, least float64, leas
 			least, leastAt = level, e.at
 		}
 	}
-	level = min(xpBurst, level+time.Since(at).Seconds()*xpRefill)
+	level = min(xpBurst, level+until.Sub(at).Seconds()*xpRefill)
 	return level, least, leastAt
 }
 
@@ -349,9 +349,50 @@ func changed(was, now map[string]any) []string {
 		}
 	}
 	if len(out) == 0 {
-		return []string{"(nothing)"}
+		return []string{"(nothing but " + managers(was, now) + ")"}
 	}
 	return slices.Sorted(maps.Keys(out))
+}
+
+// managers names the managed fields entries (manager/operation, and the
+// subresource) that differ between was and now, and whether only their
+// time does.
+func managers(was, now map[string]any) string {
+	entries := func(o map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		l, _, _ := unstructured.NestedSlice(o, "metadata", "managedFields")
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			k := fmt.Sprintf("%v/%v", m["manager"], m["operation"])
+			if sub, ok := m["subresource"]; ok {
+				k += "/" + fmt.Sprint(sub)
+			}
+			out[k] = m
+		}
+		return out
+	}
+	a, b := entries(was), entries(now)
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		old, ok := a[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, "managedFields "+k+" added")
+		case fmt.Sprint(old["fieldsV1"]) != fmt.Sprint(b[k]["fieldsV1"]):
+			diffs = append(diffs, "managedFields "+k+" fields")
+		case fmt.Sprint(old["time"]) != fmt.Sprint(b[k]["time"]):
+			diffs = append(diffs, "managedFields "+k+" time")
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			diffs = append(diffs, "managedFields "+k+" removed")
+		}
+	}
+	if len(diffs) == 0 {
+		return "resourceVersion"
+	}
+	return strings.Join(diffs, ", ")
 }
 
 // flatten puts every leaf of v under prefix into out, its value
