@@ -88,6 +88,14 @@ func TestActiveStandby(t *testing.T) {
 	defer lags.report(t, "CLAIM LAG", "behind the Gateway, both polled every 50 ms")
 	xr := s.recordXR(t)
 	defer xr.reportPhases(t)
+	// make dev's job created the claim seconds ago, and its creation cost
+	// about 100-120 of the breaker's burst of 200: the cutover, a rollout
+	// and the scale-up right after it would open the breaker, and the
+	// claim would follow a takeover only at its probes for 5 minutes
+	// (measured: docs/circuit-breaker.md). That is a claim's first
+	// minute, which TestRunbook covers; the subject here is what follows,
+	// so the test starts as a cutover after a settled pre-stage does.
+	t.Logf("waited %s for the breaker's bucket to refill after the claim's creation", xr.awaitRefill().Round(time.Second))
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
 	xr.phase("cutover")

@@ -120,6 +120,17 @@ func (s *stack) recordXR(t *testing.T) *xrRecorder {
 	return r
 }
 
+// awaitRefill waits until the breaker's bucket of the composite is full
+// again by the estimate of recordXR (its creation's events refilled), at
+// most xpBurst/xpRefill seconds, and returns how long it waited.
+func (r *xrRecorder) awaitRefill() time.Duration {
+	d := time.Duration((xpBurst-r.tokens)/xpRefill*float64(time.Second)) - time.Since(r.start)
+	if d > 0 {
+		time.Sleep(d)
+	}
+	return max(d, 0)
+}
+
 // watch lists and watches the objects of kind gvk in namespace ns (all
 // when "") that sel selects, restarting the watch from the last version
 // seen when it ends, and records every event after the list.
@@ -201,13 +212,6 @@ func (r *xrRecorder) fail(msg string) {
 func (r *xrRecorder) stop() {
 	r.cancel()
 	r.wg.Wait()
-}
-
-// mark returns the position of the next event.
-func (r *xrRecorder) mark() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.events)
 }
 
 // phase starts the step name of the test: the events from now on are
