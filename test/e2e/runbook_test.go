@@ -159,12 +159,20 @@ func (s *stack) labelClaim(t *testing.T) {
 // returns how often it opened.
 func (s *stack) breaker(t *testing.T) (summary string, opens int) {
 	t.Helper()
+	l, opens, _ := s.breakerCounters(t)
+	return "XR circuit breaker: " + strings.Join(l, ", "), opens
+}
+
+// breakerCounters returns the lines of Crossplane's metrics that are the
+// XR circuit breaker's (without the composite's controller label), how
+// often it opened and how many events it allowed.
+func (s *stack) breakerCounters(t *testing.T) (lines []string, opens, allowed int) {
+	t.Helper()
 	resp, err := http.Get("http://127.0.0.1:" + s.xpMetricsPort + "/metrics")
 	if err != nil {
 		t.Fatalf("Crossplane's metrics: %v", err)
 	}
 	defer resp.Body.Close()
-	var l []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -172,12 +180,16 @@ func (s *stack) breaker(t *testing.T) (summary string, opens int) {
 			continue
 		}
 		line = strings.Replace(line, `controller="composite/`+compositeCRD+`",`, "", 1)
-		l = append(l, line)
-		if strings.HasPrefix(line, "circuit_breaker_opens_total") {
-			_, _ = fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &opens)
+		lines = append(lines, line)
+		value := line[strings.LastIndex(line, " ")+1:]
+		switch {
+		case strings.HasPrefix(line, "circuit_breaker_opens_total"):
+			_, _ = fmt.Sscan(value, &opens)
+		case strings.HasPrefix(line, `circuit_breaker_events_total{result="Allowed"}`):
+			_, _ = fmt.Sscan(value, &allowed)
 		}
 	}
-	return "XR circuit breaker: " + strings.Join(l, ", "), opens
+	return lines, opens, allowed
 }
 
 // waitAttached waits until the pinned claim shows its floating IP attached

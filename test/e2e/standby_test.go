@@ -86,8 +86,19 @@ func TestActiveStandby(t *testing.T) {
 	var rec, lags outageLog
 	defer rec.report(t, "OUTAGES", "probe resolution 50 ms")
 	defer lags.report(t, "CLAIM LAG", "behind the Gateway, both polled every 50 ms")
+	xr := s.recordXR(t)
+	defer xr.reportPhases(t)
+	// make dev's job created the claim seconds ago, and its creation cost
+	// about 100-120 of the breaker's burst of 200: the cutover, a rollout
+	// and the scale-up right after it would open the breaker, and the
+	// claim would follow a takeover only at its probes for 5 minutes
+	// (measured: docs/circuit-breaker.md). That is a claim's first
+	// minute, which TestRunbook covers; the subject here is what follows,
+	// so the test starts as a cutover after a settled pre-stage does.
+	t.Logf("waited %s for the breaker's bucket to refill after the claim's creation", xr.awaitRefill().Round(time.Second))
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
+	xr.phase("cutover")
 	c := s.get(t, claimGVK, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
 	gwName = gw
@@ -106,6 +117,7 @@ func TestActiveStandby(t *testing.T) {
 	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
+	xr.phase("replicas 1, pod deleted")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
 		mark := p.mark()
@@ -125,6 +137,7 @@ func TestActiveStandby(t *testing.T) {
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered by two pods (%v), %d unanswered", requests, siteGateway, len(twice), twice, unanswered)
 	}
+	xr.phase("replicas 1, rollout")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
 		image = 1 - image
@@ -140,6 +153,7 @@ func TestActiveStandby(t *testing.T) {
 	// 2. replicas 2 on the running gateway: the one pod is replaced
 	// (Recreate: no elected pod beside the one with the static address),
 	// then two pods on different nodes, one active.
+	xr.phase("replicas 1 -> 2")
 	mark := p.mark()
 	c = s.get(t, claimGVK, tenant, pinned)
 	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
@@ -155,11 +169,13 @@ func TestActiveStandby(t *testing.T) {
 		active.pod, active.node, active.cause, sum(outages).Milliseconds(), millis(outages))
 
 	// 3. The active pod deleted.
+	xr.phase("active pod deleted")
 	for r := range rounds {
 		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("active pod deleted (round %d)", r+1))
 	}
 
 	// 4. The active pod's node lost, then returned.
+	xr.phase("active node lost and returned")
 	for r := range rounds {
 		n := strings.TrimPrefix(active.node, "node-")
 		mark := p.mark()
@@ -200,6 +216,7 @@ func TestActiveStandby(t *testing.T) {
 	t.Logf("ARP watch so far: %d requests, %d answered by two pods", requests, twice)
 
 	// 5. Rollouts of a new gateway image: make-before-break.
+	xr.phase("replicas 2, rollout")
 	for r := range rounds {
 		before := arpSnapshot(arp)
 		image = 1 - image
@@ -229,6 +246,8 @@ func TestActiveStandby(t *testing.T) {
 	before := arpSnapshot(arp)
 	cb, _ := s.breaker(t)
 	t.Logf("before the failovers: %s", cb)
+	xr.report(t, "before the failovers", 0)
+	failoversMark := xr.phase(fmt.Sprintf("%d failovers", failovers))
 	start := time.Now()
 	for i := range failovers {
 		active = s.deleteActive(t, p, &rec, &lags, gw, active, fmt.Sprintf("failover %d of %d", i+1, failovers))
@@ -245,8 +264,13 @@ func TestActiveStandby(t *testing.T) {
 		t.Errorf("after %d failovers the claim's configHash is %s, was %s", failovers, h, hash)
 	}
 	t.Logf("%d failovers in a row in %s; ARP watch: %s", failovers, time.Since(start).Round(time.Second), arpSince(arp, before))
-	cb, _ = s.breaker(t)
+	cb, opens := s.breaker(t)
 	t.Logf("after the failovers: %s", cb)
+	xr.report(t, "the failovers", failoversMark)
+	if opens > 0 {
+		t.Errorf("Crossplane's XR circuit breaker opened (the claim then follows a takeover only at its probes, 30 s apart): %s", cb)
+	}
+	xr.phase("the end")
 
 	requests, twiceList, unanswered := arp.Stop()
 	t.Logf("ARP watch: %d requests for %s, %d answered by two pods, %d unanswered", requests, siteGateway, len(twiceList), unanswered)
@@ -486,8 +510,9 @@ const claimLagBound = 10 * time.Second
 
 // leader waits until the Gateway gw shows an active pod other than not,
 // then until the claim does, and returns the claim's; it records the
-// claim's lag behind the Gateway in lags (case "takeover") and fails t when it is over claimLagBound while the XR circuit breaker has not opened. seen, when not zero, is when
-// the caller saw the Gateway show it.
+// claim's lag behind the Gateway in lags (case "takeover") and fails t
+// when it is over claimLagBound, the XR circuit breaker open or not. seen,
+// when not zero, is when the caller saw the Gateway show it.
 func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.Time, timeout time.Duration) activePod {
 	t.Helper()
 	if seen.IsZero() {
@@ -507,15 +532,13 @@ func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.
 	if lag <= 2*time.Second {
 		return a
 	}
-	cb, opens := s.breaker(t)
+	cb, _ := s.breaker(t)
 	t.Logf("the claim named %s %s after the Gateway; %s", a.pod, lag.Round(10*time.Millisecond), cb)
-	switch {
-	case lag > claimLagBound && opens > 0:
-		// Crossplane's limit, not this provider's: an open breaker passes
-		// one event per 30 s (docs/circuit-breaker.md).
-		t.Logf("the claim named the new active pod %s after the Gateway while the XR circuit breaker was open (%d opens): it follows at the breaker's probe", lag.Round(10*time.Millisecond), opens)
-	case lag > claimLagBound:
-		t.Errorf("the claim named the new active pod %s %s after the Gateway, want at most %s", a.pod, lag.Round(10*time.Millisecond), claimLagBound)
+	if lag > claimLagBound {
+		// An open XR circuit breaker passes one event per 30 s: the
+		// takeovers' writes must stay within its refill
+		// (docs/circuit-breaker.md).
+		t.Errorf("the claim named the new active pod %s %s after the Gateway, want at most %s; %s", a.pod, lag.Round(10*time.Millisecond), claimLagBound, cb)
 	}
 	return a
 }

@@ -32,7 +32,8 @@ import (
 // update and watch on it only; the active pod an agent reports (leader.Report,
 // as the agent writes it) reaches status.atProvider.leader with an event,
 // a Warning Failover when the Lease expired; before an update the active
-// pod gets the higher pod-deletion-cost.
+// pod gets the higher pod-deletion-cost; the standby's readiness alone is
+// written 30 s after the last write of the status, not at once.
 func TestGatewayActiveStandby(t *testing.T) {
 	ctx := context.Background()
 	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
@@ -112,6 +113,7 @@ func TestGatewayActiveStandby(t *testing.T) {
 		return gatewayEvent(gw, "ActivePod", "pod gw-ha-a on node node-1 is active")
 	})
 	report("gw-ha-b", "node-2", leader.Takeover{Cause: leader.CauseExpired, Previous: "gw-ha-a", At: time.Now()})
+	written := time.Now()
 	eventually(t, 30*time.Second, "the failover in status, with a Failover warning naming the lost pod", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
@@ -149,4 +151,38 @@ func TestGatewayActiveStandby(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The standby not ready: a change of the ready pods alone, which the
+	// composite does not read, is written with the next change of state
+	// or 30 s after the status was last written (the failover's, or the
+	// image edit's since), not at once: each write is an event of
+	// Crossplane's XR circuit breaker.
+	eventually(t, 10*time.Second, "the Deployment's status says 1 ready", func() error {
+		if err := kube.Get(ctx, key(names.Gateway), dep); err != nil {
+			return err
+		}
+		dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 1, 1
+		return kube.Status().Update(ctx, dep)
+	})
+	changed := time.Now()
+	if time.Since(written) < 20*time.Second {
+		time.Sleep(3 * time.Second)
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			t.Fatal(err)
+		}
+		if r := gw.Status.AtProvider.ReadyReplicas; r != 2 {
+			t.Errorf("3 s after the standby stopped being ready, %s after the failover's write, the Gateway's readyReplicas is %d, want 2 still (held back)", time.Since(written).Round(time.Second), r)
+		}
+	}
+	eventually(t, 45*time.Second, "the Gateway's readyReplicas 1, 30 s after the last write", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		if r := gw.Status.AtProvider.ReadyReplicas; r != 1 {
+			return fmt.Errorf("readyReplicas %d", r)
+		}
+		return nil
+	})
+	t.Logf("the standby's readiness reached the Gateway %s after it changed, %s after the failover's write",
+		time.Since(changed).Round(100*time.Millisecond), time.Since(written).Round(100*time.Millisecond))
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -39,8 +40,9 @@ type connector struct {
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
 	targets *targets
-	// counters is the Gateways' counterHold.
-	counters *counterHold
+	// details holds back the Gateways' status changes of details alone
+	// (countersInterval).
+	details *detailHold
 	// image is the image of a Gateway that names none.
 	image string
 }
@@ -70,7 +72,7 @@ func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: r, counters: c.counters, image: c.image}, nil
+	return &external{kube: c.kube, target: target, recorder: r, details: c.details, image: c.image}, nil
 }
 
 // nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the
@@ -117,4 +119,11 @@ func (c *nsConnector) Connect(ctx context.Context, gw *nsv1alpha1.Gateway) (mana
 		return nil, err
 	}
 	return mrsetup.TwinExternal[*nsv1alpha1.Gateway, *v1alpha1.Gateway](e), nil
+}
+
+// poll is the Gateway controller's managed.PollIntervalHook: the interval
+// targets gives a Gateway (targets.poll), or sooner, when its status holds
+// back a change of details (detailHold.due), when that may be written.
+func (c *connector) poll(mg resource.Managed, d time.Duration) time.Duration {
+	return c.details.due(mg.GetUID(), c.targets.poll(mg, d), time.Now())
 }

@@ -51,8 +51,9 @@ type external struct {
 	objects *workload.Objects
 	// seen holds what get read in this reconcile.
 	seen map[string]read
-	// counters holds back counter-only status changes (countersInterval).
-	counters *counterHold
+	// details holds back status changes of details alone
+	// (countersInterval).
+	details *detailHold
 }
 
 // Observe renders the Gateway, reads its objects and says whether they exist
@@ -73,6 +74,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{ResourceExists: exists}, err
 	}
 
+	was := *gw.Status.AtProvider.DeepCopy()
 	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
@@ -111,10 +113,10 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		e.recorder.Event(gw, *ev)
 	}
 	gw.Status.AtProvider.Leader = ls
-	ts = e.counters.tunnels(gw.GetUID(), gw.Status.AtProvider.Tunnels, ts, time.Now())
 	gw.Status.AtProvider.Tunnels = ts
 	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
 	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
+	gw.Status.AtProvider = e.details.observation(gw.GetUID(), was, gw.Status.AtProvider, time.Now())
 	diff, err := e.drift(ctx)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -351,7 +353,7 @@ func strategy(live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfigurati
 // Delete removes every object the Gateway created, newest first, and only
 // those carrying its labels.
 func (e *external) Delete(ctx context.Context, gw *v1alpha1.Gateway) (managed.ExternalDelete, error) {
-	e.counters.forget(gw.GetUID())
+	e.details.forget(gw.GetUID())
 	objs := existing(gw)
 	for i := len(objs) - 1; i >= 0; i-- {
 		o := objs[i]

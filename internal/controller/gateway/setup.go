@@ -35,7 +35,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
 		return err
 	}
 	c.usage = mrsetup.UsageTracker(mgr)
-	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: c.targets.poll, Watches: w},
+	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: c.poll, Watches: w},
 		managed.WithTypedExternalConnector[*v1alpha1.Gateway](c),
 		// Reads go to the API server uncached, so a created object is seen
 		// at once: no grace period before believing it is gone.
@@ -56,8 +56,7 @@ func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error
 	if err != nil {
 		return err
 	}
-	t := c.targets
-	return mrsetup.Register(mgr, o, name, nsv1alpha1.GatewayGroupVersionKind, &nsv1alpha1.Gateway{}, mrsetup.Tuning{Poll: t.poll, Watches: w},
+	return mrsetup.Register(mgr, o, name, nsv1alpha1.GatewayGroupVersionKind, &nsv1alpha1.Gateway{}, mrsetup.Tuning{Poll: c.poll, Watches: w},
 		managed.WithTypedExternalConnector[*nsv1alpha1.Gateway](&nsConnector{connector: c, usage: mrsetup.ModernUsageTracker(mgr), gateways: mgr.GetClient()}),
 		managed.WithCreationGracePeriod(0),
 	)
@@ -89,7 +88,7 @@ func newConnector(mgr ctrl.Manager, name string, namespaced bool, image string) 
 			return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 		},
 		targets:  &targets{},
-		counters: &counterHold{},
+		details:  &detailHold{},
 		image:    image,
 		recorder: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
 	}, w, nil

@@ -177,7 +177,7 @@ func (t *targets) set(pc string, remote bool) {
 	t.remote[pc] = remote
 }
 
-// poll is the Gateway controller's managed.PollIntervalHook: a Gateway
+// poll is the interval of a Gateway after a successful reconcile: a Gateway
 // of the provider's own cluster is watched, so it is polled at the
 // provider's interval d (a safety poll and the drift check); one whose
 // ProviderConfig targets another cluster, or was not connected yet, at

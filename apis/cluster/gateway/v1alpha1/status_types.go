@@ -27,7 +27,11 @@ type GatewayObservation struct {
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
-	// ReadyReplicas of the Deployment.
+	// ReadyReplicas of the Deployment. No pod ready, or the first one
+	// ready, is written at once; while at least one is ready, a change of
+	// the count alone (a standby replaced) is written with the next
+	// change of state, or at the latest 30 s after the status was last
+	// written, as the traffic counters are.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
@@ -37,8 +41,9 @@ type GatewayObservation struct {
 
 	// BytesIn and BytesOut total the ESP payload bytes of every CHILD_SA
 	// of every tunnel (ChildSAStatus.BytesIn, BytesOut), as the agent last
-	// reported them: a rekeyed CHILD_SA starts counting from zero. Zero,
-	// not absent, before the first byte, so that kubectl shows 0.
+	// reported them: a rekeyed CHILD_SA starts counting from zero; a
+	// change of counters alone is written at most every 30 s. Zero, not
+	// absent, before the first byte, so that kubectl shows 0.
 	// +optional
 	BytesIn int64 `json:"bytesIn"`
 	// +optional
