@@ -40,7 +40,7 @@ func providerCluster(t *testing.T, objs ...client.Object) client.Client {
 // ownConnector is the connector of Gateways whose ProviderConfigs kube
 // holds, tracking usage with track's error.
 func ownConnector(kube client.Client, track error) *connector {
-	return &connector{kube: kube, own: kube, targets: &targets{}, counters: &counterHold{},
+	return &connector{kube: kube, own: kube, targets: &targets{}, details: &detailHold{},
 		usage: resource.LegacyTrackerFn(func(context.Context, resource.LegacyManaged) error { return track })} //nolint:staticcheck // SA1019: the cluster-scoped Gateway is a legacy managed resource
 }
 
