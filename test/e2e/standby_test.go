@@ -88,7 +88,7 @@ func TestActiveStandby(t *testing.T) {
 	defer lags.report(t, "CLAIM LAG", "behind the Gateway, both polled every 50 ms")
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
-	c := s.get(t, claimGVK, tenant, pinned)
+	c := s.get(t, s.xr.gvk, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
 	gwName = gw
 	s.setFIPPort(t, "")
@@ -141,7 +141,7 @@ func TestActiveStandby(t *testing.T) {
 	// (Recreate: no elected pod beside the one with the static address),
 	// then two pods on different nodes, one active.
 	mark := p.mark()
-	c = s.get(t, claimGVK, tenant, pinned)
+	c = s.get(t, s.xr.gvk, tenant, pinned)
 	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestActiveStandby(t *testing.T) {
 	// 6. Failovers in a row: no split brain, nothing for the peer to
 	// change, the gateway's configuration the same in every pod.
 	rendered := s.renderedConfig(t, s.readyPods(t, gw, 2, time.Minute))
-	hash := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "configHash")
+	hash := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "configHash")
 	before := arpSnapshot(arp)
 	cb, _ := s.breaker(t)
 	t.Logf("before the failovers: %s", cb)
@@ -241,7 +241,7 @@ func TestActiveStandby(t *testing.T) {
 			t.Errorf("failover %d: the client's loaded connections changed: -before, +now:\n%s", i+1, cmp.Diff(conns, got))
 		}
 	}
-	if h := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "configHash"); h != hash {
+	if h := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "configHash"); h != hash {
 		t.Errorf("after %d failovers the claim's configHash is %s, was %s", failovers, h, hash)
 	}
 	t.Logf("%d failovers in a row in %s; ARP watch: %s", failovers, time.Since(start).Round(time.Second), arpSince(arp, before))
@@ -255,7 +255,7 @@ func TestActiveStandby(t *testing.T) {
 	}
 	peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	eventually(t, "the claim Ready", time.Minute, func() (bool, string) {
-		st, msg := condition(s.get(t, claimGVK, tenant, pinned), "Ready", "status", "conditions")
+		st, msg := condition(s.get(t, s.xr.gvk, tenant, pinned), "Ready", "status", "conditions")
 		return st == "True", st + " " + msg
 	})
 	clientBefore.untouched(t, s.state, "failovers")
@@ -523,7 +523,7 @@ func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.
 // claimLeader returns the claim's status.gateway.leader now.
 func (s *stack) claimLeader(t *testing.T) activePod {
 	t.Helper()
-	c := s.get(t, claimGVK, tenant, pinned)
+	c := s.get(t, s.xr.gvk, tenant, pinned)
 	l := []string{"status", "gateway", "leader"}
 	return activePod{str(c, append(l, "pod")...), str(c, append(l, "node")...), str(c, append(l, "since")...),
 		str(c, append(l, "cause")...), str(c, append(l, "previous")...)}
