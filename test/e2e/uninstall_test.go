@@ -32,7 +32,7 @@ import (
 const uninstallDoc = "docs/uninstall.md"
 
 // TestUninstall follows the uninstall procedure of docs/uninstall.md on the
-// `make dev` stack, its own commands: with the pre-staged pinned claim, an
+// `make dev` stack, its own commands: with the pre-staged pinned IPsecGateway, an
 // allocated claim and an allocated namespaced IPsecGateway (their floating
 // IPs attached), it orphans every managed resource, deletes the claims and
 // the IPsecGateway, then the Configuration, the provider and the function.
