@@ -247,8 +247,8 @@ type composite struct {
 	// it.
 	crd string
 	// networking and gateway are the groups of the managed resources it
-	// is composed of.
-	networking, gateway string
+	// is composed of, composedIn their namespace ("": cluster-scoped).
+	networking, gateway, composedIn string
 	// nameLabel is the label with which Crossplane marks each managed
 	// resource composed for it with its name.
 	nameLabel string
@@ -260,7 +260,7 @@ var (
 	// default.
 	namespacedXR = composite{name: "namespaced IPsecGateway", claim: "0", examples: "xr",
 		gvk: schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"},
-		crd: "ipsecgateways.vpn.m.ipsecgw.io", networking: "networking.m.ipsecgw.io", gateway: "gateway.m.ipsecgw.io",
+		crd: "ipsecgateways.vpn.m.ipsecgw.io", networking: "networking.m.ipsecgw.io", gateway: "gateway.m.ipsecgw.io", composedIn: tenant,
 		nameLabel: "crossplane.io/composite"}
 	// legacyClaim is the IPsecGateway claim of the legacy XRD
 	// (vpn.ipsecgw.io), whose cluster-scoped composite is composed of the
@@ -299,6 +299,13 @@ func (c composite) managedKinds() []schema.GroupVersionKind {
 		{Group: c.networking, Version: "v1alpha1", Kind: "NodeAddressPairs"},
 		{Group: c.gateway, Version: "v1alpha1", Kind: "Gateway"},
 	}
+}
+
+// composedGateway returns the Gateway named gw composed for the stack's
+// IPsecGateway, nil when there is none.
+func (s *stack) composedGateway(t *testing.T, gw string) *unstructured.Unstructured {
+	t.Helper()
+	return s.get(t, schema.GroupVersionKind{Group: s.xr.gateway, Version: "v1alpha1", Kind: "Gateway"}, s.xr.composedIn, gw)
 }
 
 // composedBy selects the managed resources composed for the IPsecGateway

@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
@@ -74,7 +73,8 @@ func TestActiveStandby(t *testing.T) {
 			t.Logf("pod %s on %s, agent's log:\n%s", p.Name, p.Spec.NodeName, s.tryKubectl("-n", tenant, "logs", p.Name, "-c", "agent", "--tail", "40"))
 		}
 		t.Logf("the status ConfigMap:\n%s", s.tryKubectl("-n", tenant, "get", "configmap", gwName+"-status", "-o", "yaml"))
-		t.Logf("the Gateway:\n%s", s.tryKubectl("get", "gateway", gwName, "-o", "yaml"))
+		// -n is ignored for a cluster-scoped Gateway.
+		t.Logf("the Gateway:\n%s", s.tryKubectl("-n", tenant, "get", "gateways."+s.xr.gateway, gwName, "-o", "yaml"))
 	})
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")
@@ -102,7 +102,7 @@ func TestActiveStandby(t *testing.T) {
 	// The gateway's images now and the "new" one of the rollouts: the
 	// same content under another tag in the stack's registry, so the pod
 	// template changes and the Deployment rolls.
-	images := [2]string{str(s.get(t, gatewayGVK, "", gw), "spec", "forProvider", "images", "strongswan"), ""}
+	images := [2]string{str(s.composedGateway(t, gw), "spec", "forProvider", "images", "strongswan"), ""}
 	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
@@ -264,9 +264,6 @@ func TestActiveStandby(t *testing.T) {
 	}
 }
 
-// gatewayGVK is the kind of the composed Gateway.
-var gatewayGVK = schema.GroupVersionKind{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"}
-
 // envCount returns the count in environment variable name, def when it is
 // unset; it fails t when it is not a number of 0 or more.
 func envCount(t *testing.T, name string, def int) int {
@@ -324,7 +321,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 	t.Helper()
 	mark := p.mark()
 	start := time.Now()
-	g := s.get(t, gatewayGVK, "", gw)
+	g := s.composedGateway(t, gw)
 	// The active pods the Gateway showed, in turn.
 	var actives []string
 	var last time.Time
@@ -340,7 +337,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 		t.Fatal(err)
 	}
 	eventually(t, fmt.Sprintf("%d gateway pods Ready on image %s", n, image), 3*time.Minute, func() (bool, string) {
-		seen(s.get(t, gatewayGVK, "", gw))
+		seen(s.composedGateway(t, gw))
 		pods := s.pods(t, gw)
 		on := 0
 		for _, p := range pods {
@@ -355,7 +352,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 	if n == 2 {
 		// The new active pod is on the image: it is among the pods now.
 		eventually(t, "the Gateway shows the new active pod", 30*time.Second, func() (bool, string) {
-			seen(s.get(t, gatewayGVK, "", gw))
+			seen(s.composedGateway(t, gw))
 			last := actives[len(actives)-1]
 			return slices.ContainsFunc(s.pods(t, gw), func(p corev1.Pod) bool { return p.Name == last }), "active " + last
 		})
@@ -492,7 +489,7 @@ func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.
 	t.Helper()
 	if seen.IsZero() {
 		eventuallyEvery(t, 50*time.Millisecond, "the Gateway shows an active pod other than "+not, timeout, func() (bool, string) {
-			a := str(s.get(t, gatewayGVK, "", gw), "status", "atProvider", "leader", "pod")
+			a := str(s.composedGateway(t, gw), "status", "atProvider", "leader", "pod")
 			return a != "" && a != not, "active " + a
 		})
 		seen = time.Now()
