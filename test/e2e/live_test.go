@@ -106,6 +106,13 @@ func (s *stack) liveRunbook(t *testing.T, upgrade bool) {
 	// 2. Pre-stage (dev.sh waited for the rendered configuration).
 	claim := s.get(t, s.xr.gvk, tenant, pinned)
 	gw := str(claim, "status", "gateway", "name")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range []string{"strongswan", "agent"} {
+				t.Logf("the gateway pod's %s log (last 40 lines):\n%s", c, s.tryKubectl("-n", tenant, "logs", "deploy/"+gw, "-c", c, "--tail", "40"))
+			}
+		}
+	})
 	if r := s.replicas(t, gw); r != 0 {
 		t.Fatalf("pre-stage: the gateway's Deployment has %d replicas, want 0", r)
 	}
@@ -120,7 +127,12 @@ func (s *stack) liveRunbook(t *testing.T, upgrade bool) {
 			sa.Established, claimAge.Round(time.Second))
 	}
 
-	// 3. Cutover.
+	// 3. Cutover. After an earlier runbook on this stack, its gateway pod's
+	// last packets (from the same fixed IP, the floating IP already gone)
+	// must have left the qrouter's conntrack: seen in the second of the
+	// styles' runs, its cutover 20 s after the first's rollback: no SA with
+	// the new pod in 2 min.
+	waitSNATExpired(t, "cutover", "the last packets of the previous gateway pod", s.gatewayGone)
 	cutover := time.Now()
 	s.setFIPPort(t, "")
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
@@ -226,7 +238,7 @@ func (s *stack) liveRunbook(t *testing.T, upgrade bool) {
 	// the agent 13-27 s behind on a loaded machine), and conntrack keeps
 	// that flow.
 	rolled := fipMapped(t, s.env, fip, siteVM, time.Minute)
-	waitVMDeleteExpired(t, vmStopped)
+	waitSNATExpired(t, "rollback", "the VM's DELETE", vmStopped)
 	initiate(t, siteCharon(t, s.state, "vm"), "rollback: the VM")
 	t.Logf("rollback: the qrouter DNATed %s to the VM %s after the rollback's unset", fip, rolled.Sub(rollback).Round(100*time.Millisecond))
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
@@ -236,6 +248,7 @@ func (s *stack) liveRunbook(t *testing.T, upgrade bool) {
 		r, n := s.replicas(t, gw), len(s.pods(t, gw))
 		return r == 0 && n == 0, "replicas and pods are not 0"
 	})
+	s.gatewayGone = time.Now()
 	eventually(t, "rollback: the claim shows its tunnel down (no gateway pod holds it)", time.Minute, func() (bool, string) {
 		up := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "tunnelsUp")
 		return up == "0/1", "tunnels " + up

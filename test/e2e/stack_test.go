@@ -49,6 +49,9 @@ type stack struct {
 	// xr is the style of the IPsecGateway dev.sh applied last, the one the
 	// tests call "the claim".
 	xr composite
+	// gatewayGone is when the gateway pod of the last runbook on the stack
+	// was gone (TestLiveRunbook's rollback), zero before.
+	gatewayGone time.Time
 }
 
 // vmUp is what cluster/openstack/runbook.py vm-up prints: the runbook's VM
