@@ -59,6 +59,24 @@ func TestUninstall(t *testing.T) {
 			return at == "true" && str(c, "status", "gateway", "name") != "", "attached " + at
 		})
 	}
+	// The node ports' allowed address pairs are part of what is compared:
+	// every NodeAddressPairs must have written its pair (seen: the
+	// allocated namespaced one's pair came after the snapshot).
+	eventually(t, "every NodeAddressPairs Ready", 2*time.Minute, func() (bool, string) {
+		for _, xr := range styles {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(schema.GroupVersionKind{Group: xr.networking, Version: "v1alpha1", Kind: "NodeAddressPairsList"})
+			if err := s.kube.List(context.Background(), l); err != nil {
+				return false, err.Error()
+			}
+			for i := range l.Items {
+				if st, msg := condition(&l.Items[i], "Ready", "status", "conditions"); st != "True" {
+					return false, "NodeAddressPairs " + l.Items[i].GetName() + ": Ready " + st + " " + msg
+				}
+			}
+		}
+		return true, ""
+	})
 	deployments := s.gatewayDeployments(t)
 	if len(deployments) != 3 {
 		t.Fatalf("the gateways' Deployments before the uninstall: %v, want 3", deployments)
