@@ -17,7 +17,7 @@ NODE_IMAGES = $(if $(filter 0,$(shell id -u)),images)
 # dev and test install their Debian packages first, before the long
 # toolchain build.
 .PHONY: dev
-dev: packages tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, a pre-staged IPsecGateway claim.
+dev: packages tools build xpkg $(NODE_IMAGES) ## The main job on the local stack: control plane, Crossplane, Neutron, provider, the runbook with the namespaced IPsecGateway (CLAIM=1: the legacy claim).
 	cluster/local/dev.sh cutover
 
 .PHONY: dev-down

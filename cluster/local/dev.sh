@@ -9,19 +9,20 @@
 # tunnel is up with it through the L3 agent's qrouter, the node's tenant
 # interface a port with the L2 agent's port security.
 # Then the pinned-FIP example, applied with the local Neutron's IDs: the
-# runbook's pre-stage. That is the legacy claim
-# (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io, with the cluster-scoped
-# ProviderConfig); CLAIM=0 applies the namespaced IPsecGateway instead
+# runbook's pre-stage. That is the namespaced IPsecGateway
 # (examples/xr/pinned-fip.yaml, vpn.m.ipsecgw.io, with tenant-a's own
-# ProviderConfig, examples/namespaced/providerconfig.yaml). "The claim"
-# below is either. With ARGOCD=1 a real Argo CD installs the packages from
-# the stack's registry and applies the ProviderConfig and the legacy claim,
-# from a Git repository made from examples/gitops/ (cluster/local/argocd.sh):
-# up.sh only pushes the packages, the stack writes only the Secrets (as a
-# secret manager would) and plays the External runtime for the packages
-# Argo CD installs (packages.sh runtime), then starts the provider.
+# ProviderConfig, examples/namespaced/providerconfig.yaml); CLAIM=1 applies
+# the legacy claim instead (examples/claim/pinned-fip.yaml, vpn.ipsecgw.io,
+# with the cluster-scoped ProviderConfig). "The claim" below is either.
+# With ARGOCD=1 (which needs CLAIM=1) a real Argo CD installs the packages
+# from the stack's registry and applies the ProviderConfig and the legacy
+# claim, from a Git repository made from examples/gitops/
+# (cluster/local/argocd.sh): up.sh only pushes the packages, the stack
+# writes only the Secrets (as a secret manager would) and plays the External
+# runtime for the packages Argo CD installs (packages.sh runtime), then
+# starts the provider.
 #
-#   [CLAIM=0] [ARGOCD=1] cluster/local/dev.sh [prestage|cutover]
+#   [CLAIM=1] [ARGOCD=1] cluster/local/dev.sh [prestage|cutover]
 #
 # prestage (the default) leaves the claim pre-staged; cutover goes on with
 # the runbook's cutover — the floating IP off the VM's port, the VM's
@@ -30,20 +31,19 @@
 # user looks at and the next commands (cutover or rollback). Running it
 # again leaves what runs as it is and starts the runbook over: the
 # floating IP back on the VM's port, the VM's charon running, the claim
-# re-applied (and cut over again).
+# re-applied (and cut over again); an IPsecGateway of the other style
+# that pins the same address must be deleted first.
 set -euo pipefail
 # shellcheck source=cluster/local/lib.sh
 source "$(dirname "$0")/lib.sh"
 RUNBOOK=$ROOT/cluster/openstack/runbook.py
 SITE=$ROOT/cluster/site/site.sh
 STOP_AT=${1:-prestage}
-# The legacy claim stays the default until the runbook e2e has passed with
-# the namespaced IPsecGateway on the live stack.
-CLAIM=${CLAIM:-1}
+CLAIM=${CLAIM:-0}
 case $CLAIM in
-0) XR=ipsecgateways.vpn.m.ipsecgw.io examples=xr ;;
-1) XR=ipsecgateways.vpn.ipsecgw.io examples=claim ;;
-*) die "CLAIM=$CLAIM: 1 (the legacy claim, the default) or 0 (the namespaced IPsecGateway)" ;;
+0) XR=ipsecgateways.vpn.m.ipsecgw.io GW="-n tenant-a gateways.gateway.m.ipsecgw.io" examples=xr ;;
+1) XR=ipsecgateways.vpn.ipsecgw.io GW=gateways.gateway.ipsecgw.io examples=claim ;;
+*) die "CLAIM=$CLAIM: 0 (the namespaced IPsecGateway, the default) or 1 (the legacy claim)" ;;
 esac
 ARGOCD=${ARGOCD:-0}
 [ "$ARGOCD" = 0 ] || [ "$CLAIM" = 1 ] || die "ARGOCD=1 syncs examples/gitops, whose tenant has the legacy claim: CLAIM=1"
@@ -169,7 +169,7 @@ cat <<MSG
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
   kubectl get $XR -A
   kubectl get managed                      # Synced/Ready of each composed resource
-  kubectl get gateway                      # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
+  kubectl get $GW   # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
   crank beta trace $XR branch-office -n tenant-a
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
 MSG

@@ -78,7 +78,7 @@ func TestGitOps(t *testing.T) {
 	} {
 		env = append(env, v[0]+"="+e2eSetting(v[0], v[1]))
 	}
-	s := startStack(t, env...)
+	s := startStackWith(t, legacyClaim, env...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logTails(t, s.state, "argocd-controller.log", "argocd-repo-server.log", "argocd-appset.log")
@@ -161,7 +161,7 @@ func TestGitOps(t *testing.T) {
 	}
 
 	// 5. Synced with what Crossplane wrote into the claim.
-	claim := s.get(t, claimGVK, tenant, pinned)
+	claim := s.get(t, s.xr.gvk, tenant, pinned)
 	for _, f := range []string{"resourceRef", "compositionRef", "compositionRevisionRef"} {
 		if str(claim, "spec", f) == "" {
 			t.Errorf("the claim has no spec.%s: Crossplane did not write what ignoreDifferences leaves alone", f)
@@ -182,7 +182,7 @@ func TestGitOps(t *testing.T) {
 		if a := s.get(t, applicationGVK, argoNS, tenantApp); a != nil {
 			return false, "the Application exists"
 		}
-		return s.get(t, claimGVK, tenant, pinned) == nil, "the claim exists"
+		return s.get(t, s.xr.gvk, tenant, pinned) == nil, "the claim exists"
 	})
 	s.waitClaimGone(t, pinned, removed)
 	f, err := floatingips.Get(context.Background(), s.network, s.runbook.FloatingIPID).Extract()
@@ -383,7 +383,7 @@ func cutoverFromGit(t *testing.T, s *stack) string {
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
 	s.labelClaim(t)
 	s.waitAttached(t, "cutover")
-	gw := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "name")
+	gw := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "name")
 	pod := s.readyPod(t, gw, 2*time.Minute)
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(vmSA))
 	took := eventually(t, "cutover: Argo CD's health for the claim is Healthy", 3*time.Minute, func() (bool, string) {
@@ -437,7 +437,7 @@ func cutoverFromGit(t *testing.T, s *stack) string {
 		t.Errorf("the commit changed the client's IKE SAs of branch-a %s to %s: they must stay", saList(steady), saList(after))
 	}
 	eventually(t, "the claim shows the commit's configuration loaded", 3*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		h, l := str(c, "status", "gateway", "configHash"), str(c, "status", "gateway", "loadedConfigHash")
 		return h == now && l == now, "configHash " + h + ", loadedConfigHash " + l + ", want " + now
 	})

@@ -27,32 +27,11 @@ import (
 // `make dev` stack with its node and site (cluster/site), where a client
 // site's strongSwan has its tunnel up with the hand-built VM gateway that
 // holds the floating IP, and a client host's connections to the tenant
-// service are carried by the VM.
-//
-//  1. Before: the client's tunnel is up with the VM.
-//  2. Pre-stage: the claim pins the VM's floating IP; its configuration is
-//     rendered, no gateway pod runs, the tunnel stays with the VM.
-//  3. Cutover: the floating IP off the VM's port, the VM's charon stopped:
-//     the binding attaches, the gateway pod starts with its net1, the
-//     floating-IP NAT re-points, the tunnel comes up with the pod, the
-//     client host's connections are carried by it and reach the tenant's
-//     application in the cluster through its Service, the claim is Ready
-//     with its tunnel up and counting bytes; the client's configuration
-//     files are byte-identical.
-//  4. swanctl --list-sas in the pod shows the SA, as the runbook says;
-//     the provider is upgraded through the registry (upgradeProvider): the
-//     claim stays Ready and the client's IKE SAs are the same ones; a
-//     tunnel added on the claim, then removed, is loaded live, within
-//     seconds, by the same pod, leaving the other tunnel's IKE SAs as they
-//     were (liveReload).
-//  5. Rollback: the floating IP back on the VM's port, the VM's charon
-//     started: the tunnel is back with the VM, the Deployment at 0.
-//  6. Deleting the claim leaves the floating IP on the VM's port and
-//     removes the gateway's pod and objects.
-//
-// It logs the cutover's outage (the client host's last answer via the VM
-// to its first via the gateway), the time from the floating IP's attach to
-// the tunnel's ESTABLISHED, and the pod's start time.
+// service are carried by the VM. It runs the runbook (liveRunbook) for
+// each style of IPsecGateway on the one stack: first the one dev.sh
+// applied (CLAIM: the namespaced IPsecGateway by default), then, after
+// its deletion, the other, applied by dev.sh run again; the provider
+// upgrade only with the first (a stack's provider is upgraded once).
 func TestLiveRunbook(t *testing.T) {
 	if os.Getenv("NODE") == "0" {
 		t.Skip("NODE=0: no node runs the gateway pod")
@@ -69,6 +48,49 @@ func TestLiveRunbook(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.state, "site")); err != nil {
 		t.Fatalf("the stack has no site (cluster/site/site.sh up, run by dev.sh with the node): %v", err)
 	}
+	for i, xr := range composites() {
+		if !t.Run(xr.name, func(t *testing.T) {
+			if i > 0 {
+				s.devJob(t, xr)
+			}
+			s.liveRunbook(t, i == 0)
+		}) {
+			// Its IPsecGateway may still hold the floating IP that the
+			// next one would pin.
+			t.Fatalf("the runbook with the %s failed: the styles after it are not run", xr.name)
+		}
+	}
+}
+
+// liveRunbook follows the runbook with the stack's IPsecGateway (s.xr),
+// pre-staged by dev.sh:
+//
+//  1. Before: the client's tunnel is up with the VM.
+//  2. Pre-stage: the claim pins the VM's floating IP; its configuration is
+//     rendered, no gateway pod runs, the tunnel stays with the VM.
+//  3. Cutover: the floating IP off the VM's port, the VM's charon stopped:
+//     the binding attaches, the gateway pod starts with its net1, the
+//     floating-IP NAT re-points, the tunnel comes up with the pod, the
+//     client host's connections are carried by it and reach the tenant's
+//     application in the cluster through its Service, the claim is Ready
+//     with its tunnel up and counting bytes; the client's configuration
+//     files are byte-identical.
+//  4. swanctl --list-sas in the pod shows the SA, as the runbook says;
+//     with upgrade, the provider is upgraded through the registry
+//     (upgradeProvider): the claim stays Ready and the client's IKE SAs
+//     are the same ones; a tunnel added on the claim, then removed, is
+//     loaded live, within seconds, by the same pod, leaving the other
+//     tunnel's IKE SAs as they were (liveReload).
+//  5. Rollback: the floating IP back on the VM's port, the VM's charon
+//     started: the tunnel is back with the VM, the Deployment at 0.
+//  6. Deleting the claim leaves the floating IP on the VM's port and
+//     removes the gateway's pod and objects.
+//
+// It logs the cutover's outage (the client host's last answer via the VM
+// to its first via the gateway), the rollback's, the time from the
+// floating IP's attach to the tunnel's ESTABLISHED, and the pod's start
+// time.
+func (s *stack) liveRunbook(t *testing.T, upgrade bool) {
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")
 	clientBefore := clientOf(t, s.state)
@@ -82,8 +104,15 @@ func TestLiveRunbook(t *testing.T) {
 	p.wait(t, siteVM, 30*time.Second)
 
 	// 2. Pre-stage (dev.sh waited for the rendered configuration).
-	claim := s.get(t, claimGVK, tenant, pinned)
+	claim := s.get(t, s.xr.gvk, tenant, pinned)
 	gw := str(claim, "status", "gateway", "name")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range []string{"strongswan", "agent"} {
+				t.Logf("the gateway pod's %s log (last 40 lines):\n%s", c, s.tryKubectl("-n", tenant, "logs", "deploy/"+gw, "-c", c, "--tail", "40"))
+			}
+		}
+	})
 	if r := s.replicas(t, gw); r != 0 {
 		t.Fatalf("pre-stage: the gateway's Deployment has %d replicas, want 0", r)
 	}
@@ -98,7 +127,12 @@ func TestLiveRunbook(t *testing.T) {
 			sa.Established, claimAge.Round(time.Second))
 	}
 
-	// 3. Cutover.
+	// 3. Cutover. After an earlier runbook on this stack, its gateway pod's
+	// last packets (from the same fixed IP, the floating IP already gone)
+	// must have left the qrouter's conntrack: seen in the second of the
+	// styles' runs, its cutover 20 s after the first's rollback: no SA with
+	// the new pod in 2 min.
+	waitSNATExpired(t, "cutover", "the last packets of the previous gateway pod", s.gatewayGone)
 	cutover := time.Now()
 	s.setFIPPort(t, "")
 	mustRun(t, s.env, "cluster/site/site.sh", "vm-stop")
@@ -144,13 +178,13 @@ func TestLiveRunbook(t *testing.T) {
 		t.Logf("cutover: the tenant application's Service answered the client host through the gateway (it saw %s, the pod's address)", app[0].Via)
 	}
 	eventually(t, "cutover: the claim is Ready with its tunnel up", 2*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		ready, msg := condition(c, "Ready", "status", "conditions")
 		up := str(c, "status", "gateway", "tunnelsUp")
 		return ready == "True" && up == "1/1", "Ready " + ready + " (" + msg + "), tunnels " + up
 	})
 	eventually(t, "cutover: the claim counts the tunnel's bytes (kubectl get ipsecgateway: BYTES-IN, BYTES-OUT)", time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		in, out := str(c, "status", "gateway", "bytesIn"), str(c, "status", "gateway", "bytesOut")
 		return in != "" && in != "0" && out != "" && out != "0", "bytes in " + in + ", out " + out
 	})
@@ -164,30 +198,33 @@ func TestLiveRunbook(t *testing.T) {
 	if l := s.kubectl(t, "-n", tenant, "logs", "deploy/"+gw, "-c", "strongswan"); !strings.Contains(l, "established between") {
 		t.Errorf("kubectl logs -c strongswan shows no IKE SA established:\n%s", l)
 	}
-	t.Run("provider upgrade keeps the claim and its tunnel", func(t *testing.T) {
-		// The tunnel as it settles after the cutover (both sides initiated;
-		// docs/always-on.md): the client's IKE SAs, which the upgrade must
-		// leave as they are.
-		steady := steadySAs(t, peer, 2*time.Minute)
-		tunnelChurn(t, s, gw)
-		before := s.pods(t, gw)
-		mark := p.mark()
-		upgradeProvider(t, s, pinned)
-		if out := p.outages(t, mark, time.Minute); len(out) != 0 {
-			t.Errorf("the client host's connections through the tunnel failed during the provider upgrade: outages %v", out)
-		}
-		if now := clientSAs(t, peer); saIDs(now) != saIDs(steady) || !slices.ContainsFunc(now, topology.Up(siteConn)) {
-			t.Errorf("after the provider upgrade the client has IKE SAs %s, before it %s: the upgrade disturbed the tunnel", saList(now), saList(steady))
-		}
-		after := s.pods(t, gw)
-		if len(after) != 1 || len(before) != 1 || after[0].UID != before[0].UID || restarts(after[0]) != restarts(before[0]) {
-			t.Errorf("the provider upgrade replaced or restarted the gateway pod: before %s, after %s", podList(before), podList(after))
-		}
-	})
+	// The tunnel as it settles after the cutover (both sides initiated;
+	// docs/always-on.md): the client's IKE SAs, which the upgrade and the
+	// live reload must leave as they are.
+	steady := steadySAs(t, peer, 2*time.Minute)
+	tunnelChurn(t, s, gw)
+	if upgrade {
+		t.Run("provider upgrade keeps the claim and its tunnel", func(t *testing.T) {
+			before := s.pods(t, gw)
+			mark := p.mark()
+			upgradeProvider(t, s, pinned)
+			if out := p.outages(t, mark, time.Minute); len(out) != 0 {
+				t.Errorf("the client host's connections through the tunnel failed during the provider upgrade: outages %v", out)
+			}
+			if now := clientSAs(t, peer); saIDs(now) != saIDs(steady) || !slices.ContainsFunc(now, topology.Up(siteConn)) {
+				t.Errorf("after the provider upgrade the client has IKE SAs %s, before it %s: the upgrade disturbed the tunnel", saList(now), saList(steady))
+			}
+			after := s.pods(t, gw)
+			if len(after) != 1 || len(before) != 1 || after[0].UID != before[0].UID || restarts(after[0]) != restarts(before[0]) {
+				t.Errorf("the provider upgrade replaced or restarted the gateway pod: before %s, after %s", podList(before), podList(after))
+			}
+		})
+		steady = steadySAs(t, peer, 2*time.Minute)
+	}
 
 	// 4b. Tunnel changes are loaded live: same pod, the other tunnel's
-	// IKE SAs as they settled after the cutover (steadySAs).
-	s.liveReload(t, gw, pod, peer, steadySAs(t, peer, 2*time.Minute))
+	// IKE SAs as they settled after the cutover (steady).
+	s.liveReload(t, gw, pod, peer, steady)
 
 	// 5. Rollback.
 	rollback := time.Now()
@@ -201,7 +238,7 @@ func TestLiveRunbook(t *testing.T) {
 	// the agent 13-27 s behind on a loaded machine), and conntrack keeps
 	// that flow.
 	rolled := fipMapped(t, s.env, fip, siteVM, time.Minute)
-	waitVMDeleteExpired(t, vmStopped)
+	waitSNATExpired(t, "rollback", "the VM's DELETE", vmStopped)
 	initiate(t, siteCharon(t, s.state, "vm"), "rollback: the VM")
 	t.Logf("rollback: the qrouter DNATed %s to the VM %s after the rollback's unset", fip, rolled.Sub(rollback).Round(100*time.Millisecond))
 	peer.WaitSA(t, siteConn, 2*time.Minute, newer(sa))
@@ -211,8 +248,9 @@ func TestLiveRunbook(t *testing.T) {
 		r, n := s.replicas(t, gw), len(s.pods(t, gw))
 		return r == 0 && n == 0, "replicas and pods are not 0"
 	})
+	s.gatewayGone = time.Now()
 	eventually(t, "rollback: the claim shows its tunnel down (no gateway pod holds it)", time.Minute, func() (bool, string) {
-		up := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "tunnelsUp")
+		up := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "tunnelsUp")
 		return up == "0/1", "tunnels " + up
 	})
 	clientBefore.untouched(t, s.state, "rollback")

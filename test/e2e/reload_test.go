@@ -46,7 +46,7 @@ func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topolo
 		old := configHash()
 		var edited time.Time
 		eventually(t, "live reload: "+what+" on the claim", 30*time.Second, func() (bool, string) {
-			claim := s.get(t, claimGVK, tenant, pinned)
+			claim := s.get(t, s.xr.gvk, tenant, pinned)
 			tunnels, _, _ := unstructured.NestedSlice(claim.Object, "spec", "tunnels")
 			if original == nil {
 				original = tunnels
@@ -94,7 +94,7 @@ func (s *stack) liveReload(t *testing.T, gw string, pod corev1.Pod, peer *topolo
 		t.Errorf("live reload: charon does not have the added tunnel branch-b:\n%s", conns)
 	}
 	eventually(t, "live reload: the claim shows the new configuration loaded", 3*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		h, l := str(c, "status", "gateway", "configHash"), str(c, "status", "gateway", "loadedConfigHash")
 		return h == added && l == added, "configHash " + h + ", loadedConfigHash " + l + ", want " + added
 	})

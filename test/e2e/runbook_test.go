@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -47,14 +46,14 @@ func TestRunbook(t *testing.T) {
 
 	// 1. Pre-stage (dev.sh waited for the port and the rendered
 	// configuration).
-	claim := s.get(t, claimGVK, tenant, pinned)
+	claim := s.get(t, s.xr.gvk, tenant, pinned)
 	for _, step := range []string{"securityGroup", "port"} {
 		if st, msg := condition(claim, "Ready", "status", step, "conditions"); st != "True" {
 			t.Errorf("pre-stage: claim status.%s Ready = %q (%s), want True", step, st, msg)
 		}
 	}
 	eventually(t, "pre-stage: the claim reports the floating IP held by the VM's port", 60*time.Second, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
 		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", st + ": " + msg
 	})
@@ -91,7 +90,7 @@ func TestRunbook(t *testing.T) {
 		r := s.replicas(t, gw)
 		return r == 1, fmt.Sprintf("%d replicas", r)
 	})
-	portID := str(s.get(t, claimGVK, tenant, pinned), "status", "port", "id")
+	portID := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "port", "id")
 	if got := s.fipPort(t); got != portID {
 		t.Fatalf("cutover: Neutron has the floating IP on port %q, want the gateway's port %s", got, portID)
 	}
@@ -142,7 +141,7 @@ const labelEditBound = 15 * time.Second
 // as the runbook's `kubectl label ... cutover=$(date +%s) --overwrite`.
 func (s *stack) labelClaim(t *testing.T) {
 	t.Helper()
-	c := s.get(t, claimGVK, tenant, pinned)
+	c := s.get(t, s.xr.gvk, tenant, pinned)
 	labels := c.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -179,7 +178,7 @@ func (s *stack) breakerCounters(t *testing.T) (lines []string, opens, allowed in
 		if !strings.HasPrefix(line, "circuit_breaker_") {
 			continue
 		}
-		line = strings.Replace(line, `controller="composite/`+compositeCRD+`",`, "", 1)
+		line = strings.Replace(line, `controller="composite/`+s.xr.crd+`",`, "", 1)
 		lines = append(lines, line)
 		value := line[strings.LastIndex(line, " ")+1:]
 		switch {
@@ -197,7 +196,7 @@ func (s *stack) breakerCounters(t *testing.T) (lines []string, opens, allowed in
 func (s *stack) waitAttached(t *testing.T, what string) time.Duration {
 	t.Helper()
 	return eventually(t, what+": the claim shows the floating IP attached", 3*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		_, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
 		return str(c, "status", "floatingIP", "attached") == "true", msg
 	})
@@ -210,7 +209,7 @@ func (s *stack) rollback(t *testing.T) {
 	s.setFIPPort(t, "")
 	s.setFIPPort(t, s.runbook.VMPortID)
 	eventually(t, "rollback: the claim reports the floating IP on the VM's port again", 3*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, pinned)
+		c := s.get(t, s.xr.gvk, tenant, pinned)
 		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
 		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", msg
 	})
@@ -236,7 +235,7 @@ func allocated(t *testing.T, s *stack) {
 	}
 	var address string
 	took := eventually(t, "the allocated claim's floating IP is attached and its gateway Deployment runs", 3*time.Minute, func() (bool, string) {
-		c := s.get(t, claimGVK, tenant, name)
+		c := s.get(t, s.xr.gvk, tenant, name)
 		address = str(c, "status", "floatingIP", "address")
 		gw := str(c, "status", "gateway", "name")
 		if str(c, "status", "floatingIP", "attached") != "true" || gw == "" {
@@ -259,7 +258,7 @@ func allocated(t *testing.T, s *stack) {
 // resource composed for it are gone.
 func (s *stack) deleteClaim(t *testing.T, name string) {
 	t.Helper()
-	c := s.get(t, claimGVK, tenant, name)
+	c := s.get(t, s.xr.gvk, tenant, name)
 	if err := s.kube.Delete(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +270,13 @@ func (s *stack) deleteClaim(t *testing.T, name string) {
 func (s *stack) waitClaimGone(t *testing.T, name string, deleted time.Time) {
 	t.Helper()
 	eventually(t, "deleting claim "+name+" removes it and its managed resources", 3*time.Minute, func() (bool, string) {
-		if s.get(t, claimGVK, tenant, name) != nil {
+		if s.get(t, s.xr.gvk, tenant, name) != nil {
 			return false, "the claim exists"
 		}
-		for _, k := range managedKinds {
+		for _, k := range s.xr.managedKinds() {
 			l := &unstructured.UnstructuredList{}
 			l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
-			if err := s.kube.List(context.Background(), l, composedBy(name)); err != nil {
+			if err := s.kube.List(context.Background(), l, s.xr.composedBy(name)); err != nil {
 				return false, err.Error()
 			}
 			if len(l.Items) > 0 {
@@ -287,43 +286,6 @@ func (s *stack) waitClaimGone(t *testing.T, name string, deleted time.Time) {
 		return true, ""
 	})
 	t.Logf("claim %s and its managed resources deleted in %s", name, time.Since(deleted).Round(100*time.Millisecond))
-}
-
-// managedKinds are the kinds the Composition composes: the namespaced
-// twins (.m. groups) for the namespaced IPsecGateway, the cluster-scoped
-// kinds for the legacy claim.
-var managedKinds = func() []schema.GroupVersionKind {
-	networking, gateway := "networking.m.ipsecgw.io", "gateway.m.ipsecgw.io"
-	if legacyClaim {
-		networking, gateway = "networking.ipsecgw.io", "gateway.ipsecgw.io"
-	}
-	return []schema.GroupVersionKind{
-		{Group: networking, Version: "v1alpha1", Kind: "SecurityGroup"},
-		{Group: networking, Version: "v1alpha1", Kind: "Port"},
-		{Group: networking, Version: "v1alpha1", Kind: "FloatingIPBinding"},
-		{Group: networking, Version: "v1alpha1", Kind: "RouterRoutes"},
-		{Group: networking, Version: "v1alpha1", Kind: "NodeAddressPairs"},
-		{Group: gateway, Version: "v1alpha1", Kind: "Gateway"},
-	}
-}()
-
-// compositeCRD is the CRD of the composite the Composition composes,
-// which names Crossplane's controller of it.
-var compositeCRD = func() string {
-	if legacyClaim {
-		return "xipsecgateways.vpn.ipsecgw.io"
-	}
-	return "ipsecgateways.vpn.m.ipsecgw.io"
-}()
-
-// composedBy selects the managed resources composed for the claim (or the
-// namespaced IPsecGateway) name: Crossplane labels them with the claim's
-// name, or with the namespaced composite's.
-func composedBy(name string) client.MatchingLabels {
-	if legacyClaim {
-		return client.MatchingLabels{"crossplane.io/claim-name": name}
-	}
-	return client.MatchingLabels{"crossplane.io/composite": name}
 }
 
 // fipPort returns the port the runbook's floating IP is on in Neutron, ""

@@ -223,7 +223,8 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
 	}
 	state := e2eSetting("SCALE_STATE", filepath.Join(root, ".work", "e2e-scale"))
-	s := &scaleStack{stack: &stack{state: state}}
+	// The benchmark applies examples/claim/allocated-fip.yaml: legacy claims.
+	s := &scaleStack{stack: &stack{state: state, xr: legacyClaim}}
 	s.env = append(os.Environ(), "STATE="+state, "OS_STATE="+state+"-openstack", "NODE=0",
 		"OS_KEYSTONE_PORT="+e2eSetting("OS_KEYSTONE_PORT", "15400"), "OS_NEUTRON_PORT="+e2eSetting("OS_NEUTRON_PORT", "20096"),
 		"PROVIDER_ARGS=--poll="+b.poll.String())
@@ -373,7 +374,7 @@ func (s *scaleStack) waitAll(t *testing.T, what string, since map[string]time.Ti
 			t.Fatalf("%s: %d of %d claims Ready after %s; one that is not: %s", what, len(took), len(since), timeout, last)
 		}
 		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(claimGVK.GroupVersion().WithKind(claimGVK.Kind + "List"))
+		l.SetGroupVersionKind(s.xr.gvk.GroupVersion().WithKind(s.xr.gvk.Kind + "List"))
 		if err := s.kube.List(context.Background(), l, client.InNamespace(tenant)); err != nil {
 			last = err.Error()
 		}

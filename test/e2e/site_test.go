@@ -99,7 +99,7 @@ func TestSiteCutover(t *testing.T) {
 	applied = fipMapped(t, s.env, s.runbook.FloatingIP, siteVM, 10*time.Second)
 	t.Logf("rollback: Neutron update sent -> the qrouter's DNAT re-pointed in %d ms", applied.Sub(moved).Milliseconds())
 	vm := siteCharon(t, s.state, "vm")
-	waitVMDeleteExpired(t, vmStopped)
+	waitSNATExpired(t, "rollback", "the VM's DELETE", vmStopped)
 	initiate(t, vm, "rollback: the VM")
 	vm.WaitSA(t, siteConn, 30*time.Second, remote(siteClient))
 	client.WaitSA(t, siteConn, 10*time.Second, newer(sa))
@@ -266,19 +266,21 @@ func fipMapped(t *testing.T, env []string, fip, fixed string, timeout time.Durat
 	return at
 }
 
-// waitVMDeleteExpired waits until 35 s after the VM's charon was stopped
-// (at vmStopped) before a rollback lets the VM initiate. The VM's IKE
-// DELETEs at vm-stop left after its floating IP had (the runbook's order),
-// SNATed by the qrouter to the router's own address; conntrack keeps that
-// flow (VM:4500 -> client:4500) for its UDP timeout, 30 s, and a NAT-T
-// flow the VM starts within it leaves with the router's address, for
-// which the client has no peer config (AUTH_FAILED; measured 2026-12-01).
-// A real cloud does the same to a rollback within 30 s of the cutover: the
-// tests wait it out.
-func waitVMDeleteExpired(t *testing.T, vmStopped time.Time) {
+// waitSNATExpired waits until 35 s after the last IKE packets of what
+// (at last) before the next gateway on that fixed IP initiates (step is
+// the runbook's step, for the log). Those packets left after the floating
+// IP had (the runbook's order: the VM's IKE DELETEs at vm-stop, a gateway
+// pod's until its end at a rollback), SNATed by the qrouter to the
+// router's own address; conntrack keeps such a flow (e.g. VM:4500 ->
+// client:4500) for its UDP timeout, 30 s, and a flow of the same
+// addresses and ports started within it leaves with the router's address,
+// for which the client has no peer config (AUTH_FAILED; measured
+// 2026-12-01). A real cloud does the same to a rollback within 30 s of
+// the cutover: the tests wait it out. A zero last waits for nothing.
+func waitSNATExpired(t *testing.T, step, what string, last time.Time) {
 	t.Helper()
-	if wait := time.Until(vmStopped.Add(35 * time.Second)); wait > 0 {
-		t.Logf("rollback: waiting %s for the qrouter's conntrack entry of the VM's DELETE to expire", wait.Round(100*time.Millisecond))
+	if wait := time.Until(last.Add(35 * time.Second)); wait > 0 {
+		t.Logf("%s: waiting %s for the qrouter's conntrack entries of %s to expire", step, wait.Round(100*time.Millisecond), what)
 		time.Sleep(wait)
 	}
 }

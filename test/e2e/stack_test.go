@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,12 @@ type stack struct {
 	network *gophercloud.ServiceClient
 	// runbook is what cluster/openstack/runbook.py vm-up printed.
 	runbook vmUp
+	// xr is the style of the IPsecGateway dev.sh applied last, the one the
+	// tests call "the claim".
+	xr composite
+	// gatewayGone is when the gateway pod of the last runbook on the stack
+	// was gone (TestLiveRunbook's rollback), zero before.
+	gatewayGone time.Time
 }
 
 // vmUp is what cluster/openstack/runbook.py vm-up prints: the runbook's VM
@@ -62,6 +69,14 @@ type vmUp struct {
 // state and ports, with the settings extra (NAME=VALUE) added to its
 // environment, and stops all of it when the test ends, also on failure.
 func startStack(t *testing.T, extra ...string) *stack {
+	t.Helper()
+	return startStackWith(t, stackComposite(), extra...)
+}
+
+// startStackWith is startStack with the IPsecGateway of style xr
+// pre-staged, whatever CLAIM says (TestGitOps: Argo CD syncs the legacy
+// claim of examples/gitops).
+func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
@@ -104,12 +119,7 @@ func startStack(t *testing.T, extra ...string) *stack {
 			}
 		}
 	})
-	start := time.Now()
-	if out, err := runScript(s.env, "cluster/local/dev.sh"); err != nil {
-		t.Fatalf("cluster/local/dev.sh: %v\n%s", err, out)
-	}
-	t.Logf("make dev's job (stack up, claim pre-staged) took %s", time.Since(start).Round(100*time.Millisecond))
-
+	s.devJob(t, xr)
 	s.kube = stackClient(t, s.state)
 	pc := &v1alpha1.ProviderConfig{}
 	var err error
@@ -119,6 +129,23 @@ func startStack(t *testing.T, extra ...string) *stack {
 	if s.network, err = openstack.NewClients().Network(context.Background(), s.kube, pc); err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// devJob runs cluster/local/dev.sh (`make dev`'s job, up to the pre-stage)
+// with the pinned example of style xr on the stack: the first run brings
+// the stack up; a later one leaves what runs as it is and starts the
+// runbook over with xr's example, the floating IP on the VM's port and
+// the VM's charon running (an IPsecGateway of the other style that pins
+// the address must have been deleted).
+func (s *stack) devJob(t *testing.T, xr composite) {
+	t.Helper()
+	start := time.Now()
+	if out, err := runScript(append(slices.Clone(s.env), "CLAIM="+xr.claim), "cluster/local/dev.sh"); err != nil {
+		t.Fatalf("CLAIM=%s cluster/local/dev.sh: %v\n%s", xr.claim, err, out)
+	}
+	s.xr = xr
+	t.Logf("make dev's job (the %s pre-staged) took %s", xr.name, time.Since(start).Round(100*time.Millisecond))
 	b, err := os.ReadFile(filepath.Join(s.state, "runbook.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +153,6 @@ func startStack(t *testing.T, extra ...string) *stack {
 	if err := json.Unmarshal(b, &s.runbook); err != nil {
 		t.Fatal(err)
 	}
-	return s
 }
 
 // stackClient is a client of the API server of the stack in state, as its
@@ -218,21 +244,88 @@ func eventuallyEvery(t *testing.T, interval time.Duration, what string, timeout 
 	return 0
 }
 
-// legacyClaim says whether the stack runs the legacy IPsecGateway claim
-// (the default) or, with CLAIM=0 (which dev.sh reads too), the namespaced
-// IPsecGateway (vpn.m.ipsecgw.io), which composes the namespaced managed
-// resources.
-var legacyClaim = os.Getenv("CLAIM") != "0"
+// composite is one style of IPsecGateway, the object a tenant writes and
+// the tests call "the claim": dev.sh applies one (its CLAIM) as the
+// runbook's pinned example.
+type composite struct {
+	// name names the style in subtests and logs.
+	name string
+	// claim is dev.sh's CLAIM that applies it.
+	claim string
+	// examples is the folder of its examples under examples/.
+	examples string
+	// gvk is the kind the tenant writes.
+	gvk schema.GroupVersionKind
+	// crd is the composite's CRD, which names Crossplane's controller of
+	// it.
+	crd string
+	// networking and gateway are the groups of the managed resources it
+	// is composed of, composedIn their namespace ("": cluster-scoped).
+	networking, gateway, composedIn string
+	// nameLabel is the label with which Crossplane marks each managed
+	// resource composed for it with its name.
+	nameLabel string
+}
 
-// claimGVK is the kind of the IPsecGateway the stack runs (the tests call
-// either "the claim"): the legacy claim, or with CLAIM=0 the namespaced
-// composite.
-var claimGVK = func() schema.GroupVersionKind {
-	if legacyClaim {
-		return schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
+var (
+	// namespacedXR is the namespaced IPsecGateway (vpn.m.ipsecgw.io, no
+	// claim), composed of the namespaced managed resources: dev.sh's
+	// default.
+	namespacedXR = composite{name: "namespaced IPsecGateway", claim: "0", examples: "xr",
+		gvk: schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"},
+		crd: "ipsecgateways.vpn.m.ipsecgw.io", networking: "networking.m.ipsecgw.io", gateway: "gateway.m.ipsecgw.io", composedIn: tenant,
+		nameLabel: "crossplane.io/composite"}
+	// legacyClaim is the IPsecGateway claim of the legacy XRD
+	// (vpn.ipsecgw.io), whose cluster-scoped composite is composed of the
+	// cluster-scoped managed resources: dev.sh's CLAIM=1.
+	legacyClaim = composite{name: "legacy claim", claim: "1", examples: "claim",
+		gvk: schema.GroupVersionKind{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"},
+		crd: "xipsecgateways.vpn.ipsecgw.io", networking: "networking.ipsecgw.io", gateway: "gateway.ipsecgw.io",
+		nameLabel: "crossplane.io/claim-name"}
+)
+
+// composites are the styles of IPsecGateway, the one the environment's
+// CLAIM selects (stackComposite, which startStack's dev.sh applies) first.
+func composites() []composite {
+	if stackComposite() == legacyClaim {
+		return []composite{legacyClaim, namespacedXR}
 	}
-	return schema.GroupVersionKind{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"}
-}()
+	return []composite{namespacedXR, legacyClaim}
+}
+
+// stackComposite is the style the environment's CLAIM selects, as dev.sh
+// reads it: 1 the legacy claim, else the namespaced IPsecGateway.
+func stackComposite() composite {
+	if os.Getenv("CLAIM") == legacyClaim.claim {
+		return legacyClaim
+	}
+	return namespacedXR
+}
+
+// managedKinds are the kinds the Composition may compose for c.
+func (c composite) managedKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{
+		{Group: c.networking, Version: "v1alpha1", Kind: "SecurityGroup"},
+		{Group: c.networking, Version: "v1alpha1", Kind: "Port"},
+		{Group: c.networking, Version: "v1alpha1", Kind: "FloatingIPBinding"},
+		{Group: c.networking, Version: "v1alpha1", Kind: "RouterRoutes"},
+		{Group: c.networking, Version: "v1alpha1", Kind: "NodeAddressPairs"},
+		{Group: c.gateway, Version: "v1alpha1", Kind: "Gateway"},
+	}
+}
+
+// composedGateway returns the Gateway named gw composed for the stack's
+// IPsecGateway, nil when there is none.
+func (s *stack) composedGateway(t *testing.T, gw string) *unstructured.Unstructured {
+	t.Helper()
+	return s.get(t, schema.GroupVersionKind{Group: s.xr.gateway, Version: "v1alpha1", Kind: "Gateway"}, s.xr.composedIn, gw)
+}
+
+// composedBy selects the managed resources composed for the IPsecGateway
+// of style c named name.
+func (c composite) composedBy(name string) client.MatchingLabels {
+	return client.MatchingLabels{c.nameLabel: name}
+}
 
 // get reads an object into an unstructured of gvk; it returns nil when
 // it does not exist.

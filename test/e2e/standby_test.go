@@ -17,7 +17,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -74,7 +73,8 @@ func TestActiveStandby(t *testing.T) {
 			t.Logf("pod %s on %s, agent's log:\n%s", p.Name, p.Spec.NodeName, s.tryKubectl("-n", tenant, "logs", p.Name, "-c", "agent", "--tail", "40"))
 		}
 		t.Logf("the status ConfigMap:\n%s", s.tryKubectl("-n", tenant, "get", "configmap", gwName+"-status", "-o", "yaml"))
-		t.Logf("the Gateway:\n%s", s.tryKubectl("get", "gateway", gwName, "-o", "yaml"))
+		// -n is ignored for a cluster-scoped Gateway.
+		t.Logf("the Gateway:\n%s", s.tryKubectl("-n", tenant, "get", "gateways."+s.xr.gateway, gwName, "-o", "yaml"))
 	})
 	ctx := context.Background()
 	peer := siteCharon(t, s.state, "client")
@@ -99,7 +99,7 @@ func TestActiveStandby(t *testing.T) {
 
 	// 1. Cutover with one pod, as before replicas, and its loss measured.
 	xr.phase("cutover")
-	c := s.get(t, claimGVK, tenant, pinned)
+	c := s.get(t, s.xr.gvk, tenant, pinned)
 	gw := str(c, "status", "gateway", "name")
 	gwName = gw
 	s.setFIPPort(t, "")
@@ -113,7 +113,7 @@ func TestActiveStandby(t *testing.T) {
 	// The gateway's images now and the "new" one of the rollouts: the
 	// same content under another tag in the stack's registry, so the pod
 	// template changes and the Deployment rolls.
-	images := [2]string{str(s.get(t, gatewayGVK, "", gw), "spec", "forProvider", "images", "strongswan"), ""}
+	images := [2]string{str(s.composedGateway(t, gw), "spec", "forProvider", "images", "strongswan"), ""}
 	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
@@ -155,7 +155,7 @@ func TestActiveStandby(t *testing.T) {
 	// then two pods on different nodes, one active.
 	xr.phase("replicas 1 -> 2")
 	mark := p.mark()
-	c = s.get(t, claimGVK, tenant, pinned)
+	c = s.get(t, s.xr.gvk, tenant, pinned)
 	if err := s.kube.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":2}}`))); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestActiveStandby(t *testing.T) {
 	// 6. Failovers in a row: no split brain, nothing for the peer to
 	// change, the gateway's configuration the same in every pod.
 	rendered := s.renderedConfig(t, s.readyPods(t, gw, 2, time.Minute))
-	hash := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "configHash")
+	hash := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "configHash")
 	before := arpSnapshot(arp)
 	cb, _ := s.breaker(t)
 	t.Logf("before the failovers: %s", cb)
@@ -260,7 +260,7 @@ func TestActiveStandby(t *testing.T) {
 			t.Errorf("failover %d: the client's loaded connections changed: -before, +now:\n%s", i+1, cmp.Diff(conns, got))
 		}
 	}
-	if h := str(s.get(t, claimGVK, tenant, pinned), "status", "gateway", "configHash"); h != hash {
+	if h := str(s.get(t, s.xr.gvk, tenant, pinned), "status", "gateway", "configHash"); h != hash {
 		t.Errorf("after %d failovers the claim's configHash is %s, was %s", failovers, h, hash)
 	}
 	t.Logf("%d failovers in a row in %s; ARP watch: %s", failovers, time.Since(start).Round(time.Second), arpSince(arp, before))
@@ -279,7 +279,7 @@ func TestActiveStandby(t *testing.T) {
 	}
 	peer.WaitSA(t, siteConn, 30*time.Second, topology.Up(siteConn))
 	eventually(t, "the claim Ready", time.Minute, func() (bool, string) {
-		st, msg := condition(s.get(t, claimGVK, tenant, pinned), "Ready", "status", "conditions")
+		st, msg := condition(s.get(t, s.xr.gvk, tenant, pinned), "Ready", "status", "conditions")
 		return st == "True", st + " " + msg
 	})
 	clientBefore.untouched(t, s.state, "failovers")
@@ -287,9 +287,6 @@ func TestActiveStandby(t *testing.T) {
 		t.Errorf("at the end the client's loaded connections changed: -before, +now:\n%s", cmp.Diff(conns, got))
 	}
 }
-
-// gatewayGVK is the kind of the composed Gateway.
-var gatewayGVK = schema.GroupVersionKind{Group: "gateway.ipsecgw.io", Version: "v1alpha1", Kind: "Gateway"}
 
 // envCount returns the count in environment variable name, def when it is
 // unset; it fails t when it is not a number of 0 or more.
@@ -348,7 +345,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 	t.Helper()
 	mark := p.mark()
 	start := time.Now()
-	g := s.get(t, gatewayGVK, "", gw)
+	g := s.composedGateway(t, gw)
 	// The active pods the Gateway showed, in turn.
 	var actives []string
 	var last time.Time
@@ -364,7 +361,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 		t.Fatal(err)
 	}
 	eventually(t, fmt.Sprintf("%d gateway pods Ready on image %s", n, image), 3*time.Minute, func() (bool, string) {
-		seen(s.get(t, gatewayGVK, "", gw))
+		seen(s.composedGateway(t, gw))
 		pods := s.pods(t, gw)
 		on := 0
 		for _, p := range pods {
@@ -379,7 +376,7 @@ func (s *stack) rollout(t *testing.T, p *probe, gw, image string, n int) ([]time
 	if n == 2 {
 		// The new active pod is on the image: it is among the pods now.
 		eventually(t, "the Gateway shows the new active pod", 30*time.Second, func() (bool, string) {
-			seen(s.get(t, gatewayGVK, "", gw))
+			seen(s.composedGateway(t, gw))
 			last := actives[len(actives)-1]
 			return slices.ContainsFunc(s.pods(t, gw), func(p corev1.Pod) bool { return p.Name == last }), "active " + last
 		})
@@ -517,7 +514,7 @@ func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.
 	t.Helper()
 	if seen.IsZero() {
 		eventuallyEvery(t, 50*time.Millisecond, "the Gateway shows an active pod other than "+not, timeout, func() (bool, string) {
-			a := str(s.get(t, gatewayGVK, "", gw), "status", "atProvider", "leader", "pod")
+			a := str(s.composedGateway(t, gw), "status", "atProvider", "leader", "pod")
 			return a != "" && a != not, "active " + a
 		})
 		seen = time.Now()
@@ -546,7 +543,7 @@ func (s *stack) leader(t *testing.T, lags *outageLog, gw, not string, seen time.
 // claimLeader returns the claim's status.gateway.leader now.
 func (s *stack) claimLeader(t *testing.T) activePod {
 	t.Helper()
-	c := s.get(t, claimGVK, tenant, pinned)
+	c := s.get(t, s.xr.gvk, tenant, pinned)
 	l := []string{"status", "gateway", "leader"}
 	return activePod{str(c, append(l, "pod")...), str(c, append(l, "node")...), str(c, append(l, "since")...),
 		str(c, append(l, "cause")...), str(c, append(l, "previous")...)}

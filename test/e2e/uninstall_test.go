@@ -32,7 +32,7 @@ import (
 const uninstallDoc = "docs/uninstall.md"
 
 // TestUninstall follows the uninstall procedure of docs/uninstall.md on the
-// `make dev` stack, its own commands: with the pre-staged pinned claim, an
+// `make dev` stack, its own commands: with the pre-staged pinned IPsecGateway, an
 // allocated claim and an allocated namespaced IPsecGateway (their floating
 // IPs attached), it orphans every managed resource, deletes the claims and
 // the IPsecGateway, then the Configuration, the provider and the function.
@@ -48,20 +48,35 @@ func TestUninstall(t *testing.T) {
 			t.Fatalf("%s has no sh block of step %s", uninstallDoc, want)
 		}
 	}
-	claims := []schema.GroupVersionKind{
-		{Group: "vpn.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"},
-		{Group: "vpn.m.ipsecgw.io", Version: "v1alpha1", Kind: "IPsecGateway"},
-	}
+	styles := composites()
 	// Two allocated ones beside the pre-staged pinned claim, one of each
 	// kind, so that both kinds of managed resources are orphaned.
-	for i, example := range []string{"claim", "xr"} {
-		s.applyExample(t, filepath.Join(root, "examples", example, "allocated-fip.yaml"), "uninstall-"+example)
-		eventually(t, "the "+example+"'s floating IP attached", 3*time.Minute, func() (bool, string) {
-			c := s.get(t, claims[i], tenant, "uninstall-"+example)
+	for _, xr := range styles {
+		s.applyExample(t, filepath.Join(root, "examples", xr.examples, "allocated-fip.yaml"), "uninstall-"+xr.examples)
+		eventually(t, "the "+xr.name+"'s floating IP attached", 3*time.Minute, func() (bool, string) {
+			c := s.get(t, xr.gvk, tenant, "uninstall-"+xr.examples)
 			at := str(c, "status", "floatingIP", "attached")
 			return at == "true" && str(c, "status", "gateway", "name") != "", "attached " + at
 		})
 	}
+	// The node ports' allowed address pairs are part of what is compared:
+	// every NodeAddressPairs must have written its pair (seen: the
+	// allocated namespaced one's pair came after the snapshot).
+	eventually(t, "every NodeAddressPairs Ready", 2*time.Minute, func() (bool, string) {
+		for _, xr := range styles {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(schema.GroupVersionKind{Group: xr.networking, Version: "v1alpha1", Kind: "NodeAddressPairsList"})
+			if err := s.kube.List(context.Background(), l); err != nil {
+				return false, err.Error()
+			}
+			for i := range l.Items {
+				if st, msg := condition(&l.Items[i], "Ready", "status", "conditions"); st != "True" {
+					return false, "NodeAddressPairs " + l.Items[i].GetName() + ": Ready " + st + " " + msg
+				}
+			}
+		}
+		return true, ""
+	})
 	deployments := s.gatewayDeployments(t)
 	if len(deployments) != 3 {
 		t.Fatalf("the gateways' Deployments before the uninstall: %v, want 3", deployments)
@@ -99,7 +114,7 @@ func TestUninstall(t *testing.T) {
 
 	// 1. Orphan, and the patch survives the composites' reconciles.
 	run("orphan", "check")
-	s.nudgeAll(t, claims)
+	s.nudgeAll(t, styles)
 	orphaned := s.managed(t)
 	for _, mr := range orphaned {
 		if p := fmt.Sprint(mr.policies); p != "[Observe Create Update LateInitialize]" {
@@ -114,9 +129,9 @@ func TestUninstall(t *testing.T) {
 	if left := s.managed(t); len(left) != 0 {
 		t.Errorf("managed resources left after deleting the claims: %v", left)
 	}
-	for i, example := range []string{"claim", "xr"} {
-		if c := s.get(t, claims[i], tenant, "uninstall-"+example); c != nil {
-			t.Errorf("the %s uninstall-%s exists after its deletion", claims[i].Kind, example)
+	for _, xr := range styles {
+		if c := s.get(t, xr.gvk, tenant, "uninstall-"+xr.examples); c != nil {
+			t.Errorf("the %s uninstall-%s exists after its deletion", xr.name, xr.examples)
 		}
 	}
 	// 3. The packages; the External runtime's part: stop the provider.
@@ -207,13 +222,13 @@ func (s *stack) applyExample(t *testing.T, file, name string) {
 	}
 }
 
-// nudgeAll labels every IPsecGateway of the kinds gvks, so that Crossplane
+// nudgeAll labels every IPsecGateway of the styles, so that Crossplane
 // reconciles each composite (and applies what the function composes) at
 // once, and waits 10 s for those reconciles.
-func (s *stack) nudgeAll(t *testing.T, gvks []schema.GroupVersionKind) {
+func (s *stack) nudgeAll(t *testing.T, styles []composite) {
 	t.Helper()
-	for _, gvk := range gvks {
-		s.kubectl(t, "label", strings.ToLower(gvk.Kind)+"s."+gvk.Group, "--all", "-A", "uninstall="+fmt.Sprint(time.Now().UnixNano()), "--overwrite")
+	for _, xr := range styles {
+		s.kubectl(t, "label", strings.ToLower(xr.gvk.Kind)+"s."+xr.gvk.Group, "--all", "-A", "uninstall="+fmt.Sprint(time.Now().UnixNano()), "--overwrite")
 	}
 	// The label's watch event starts each composite's reconcile at once,
 	// which applies the function's resources within a second or two: a

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +19,17 @@ import (
 )
 
 // upgradeField is the optional field the second provider package adds to
-// the Port CRD.
+// the Port CRDs.
 const upgradeField = "upgradeProbe"
+
+// upgradedCRDs are the CRDs the second provider package adds upgradeField
+// to: the Port of each scope, so that the managed resources of either
+// style of IPsecGateway see their CRD upgraded.
+var upgradedCRDs = []string{"ports.networking.ipsecgw.io", "ports.networking.m.ipsecgw.io"}
 
 // upgradeProvider upgrades the provider as a platform team does, through
 // the stack's registry and Crossplane's dependency resolution: it pushes
-// v0.1.1 of the provider package (its Port CRD with an added optional
+// v0.1.1 of the provider package (its Port CRDs with an added optional
 // field) and v0.1.1 of the Configuration, whose dependsOn asks for the
 // provider >=v0.1.1, points the installed Configuration at that tag, and
 // checks that Crossplane resolved and installed the new provider (the CRD
@@ -32,7 +38,7 @@ const upgradeField = "upgradeProbe"
 func upgradeProvider(t *testing.T, s *stack, claim string) {
 	var before *unstructured.Unstructured
 	eventually(t, "the claim shows its rendered configuration", time.Minute, func() (bool, string) {
-		before = s.get(t, claimGVK, tenant, claim)
+		before = s.get(t, s.xr.gvk, tenant, claim)
 		return str(before, "status", "gateway", "configHash") != "", "no status.gateway.configHash"
 	})
 	registry := s.registry(t)
@@ -54,14 +60,16 @@ func upgradeProvider(t *testing.T, s *stack, claim string) {
 	mustRun(t, s.env, "cluster/local/packages.sh", "runtime")
 	t.Logf("provider upgrade installed and healthy in %s", time.Since(start).Round(100*time.Millisecond))
 
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	if err := s.kube.Get(context.Background(), client.ObjectKey{Name: "ports.networking.ipsecgw.io"}, crd); err != nil {
-		t.Fatal(err)
-	}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if _, ok, _ := unstructured.NestedMap(versions[0].(map[string]any), forProviderPath(upgradeField)...); !ok {
-		t.Errorf("the Port CRD has no %s after the upgrade", upgradeField)
+	for _, name := range upgradedCRDs {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := s.kube.Get(context.Background(), client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		if _, ok, _ := unstructured.NestedMap(versions[0].(map[string]any), forProviderPath(upgradeField)...); !ok {
+			t.Errorf("the CRD %s has no %s after the upgrade", name, upgradeField)
+		}
 	}
 	revs := &unstructured.UnstructuredList{}
 	revs.SetGroupVersionKind(schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "ProviderRevisionList"})
@@ -80,7 +88,7 @@ func upgradeProvider(t *testing.T, s *stack, claim string) {
 
 	// The claim and what it is made of are undisturbed.
 	time.Sleep(5 * time.Second)
-	after := s.get(t, claimGVK, tenant, claim)
+	after := s.get(t, s.xr.gvk, tenant, claim)
 	for _, p := range [][]string{
 		{"status", "floatingIP", "attached"}, {"status", "floatingIP", "address"}, {"status", "port", "id"},
 		{"status", "securityGroup", "id"}, {"status", "gateway", "configHash"}, {"status", "gateway", "tunnelsUp"},
@@ -123,7 +131,8 @@ func forProviderPath(field string) []string {
 }
 
 // secondProviderPackage builds the provider package again in dir, with the
-// Port CRD given an optional field, and the runtime image `make xpkg` built.
+// upgradedCRDs given an optional field, and the runtime image `make xpkg`
+// built.
 func secondProviderPackage(t *testing.T, dir string) string {
 	t.Helper()
 	pkg := filepath.Join(dir, "package")
@@ -137,7 +146,9 @@ func secondProviderPackage(t *testing.T, dir string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if filepath.Base(f) == "networking.ipsecgw.io_ports.yaml" {
+		// package/crds/<group>_<plural>.yaml
+		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		if slices.Contains(upgradedCRDs, plural+"."+group) {
 			u := map[string]any{}
 			if err := yaml.Unmarshal(b, &u); err != nil {
 				t.Fatal(err)

@@ -81,9 +81,9 @@ type xrPhase struct {
 // and the kinds it composes now (its resourceRefs), stopped when t ends.
 func (s *stack) recordXR(t *testing.T) *xrRecorder {
 	t.Helper()
-	c := s.get(t, claimGVK, tenant, pinned)
-	xrGVK, xrNS, xrName := claimGVK, tenant, pinned
-	if legacyClaim {
+	c := s.get(t, s.xr.gvk, tenant, pinned)
+	xrGVK, xrNS, xrName := s.xr.gvk, tenant, pinned
+	if s.xr == legacyClaim {
 		gv, _ := schema.ParseGroupVersion(str(c, "spec", "resourceRef", "apiVersion"))
 		xrGVK, xrNS, xrName = gv.WithKind(str(c, "spec", "resourceRef", "kind")), "", str(c, "spec", "resourceRef", "name")
 	}
