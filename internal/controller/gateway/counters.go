@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -55,7 +56,10 @@ var withoutDetails = cmp.Options{onlyCounters, cmpopts.EquateEmpty(),
 // written less than countersInterval ago; else now, remembering when it
 // was written.
 func (h *detailHold) observation(uid types.UID, was, now v1alpha1.GatewayObservation, at time.Time) v1alpha1.GatewayObservation {
-	if cmp.Equal(was, now, cmpopts.EquateEmpty()) {
+	// Every Observe of every Gateway asks, and at rest nothing changed:
+	// apimachinery's semantic equality (nil and empty equal, as
+	// EquateEmpty) at a fraction of go-cmp's cost.
+	if equality.Semantic.DeepEqual(was, now) {
 		return now
 	}
 	h.mu.Lock()
