@@ -151,12 +151,25 @@ func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 // object without a description: then nothing can prove that, and the
 // caller must not assume the create did not happen.
 func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
+	found, known, err := scanMarked(ctx, sc, c, mg)
+	if err != nil {
+		return "", false, err
+	}
+	if id, err = only(c, mg, found); err != nil {
+		return "", false, err
+	}
+	return id, known, nil
+}
+
+// scanMarked returns every object of c that carries mg's marker or legacy
+// tag, with ScanCreated's one list, and whether every object listed had a
+// description (see ScanCreated's known).
+func scanMarked(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (found []listed, known bool, err error) {
 	all, err := list(ctx, sc, c, url.Values{}, "id", "description", "tags")
 	if err != nil {
-		return "", false, Wrap(err, fmt.Sprintf(errScan, c.Kind, Marker(mg)))
+		return nil, false, Wrap(err, fmt.Sprintf(errScan, c.Kind, Marker(mg)))
 	}
 	known = true
-	var found []listed
 	legacy := LegacyTag(mg)
 	for _, o := range all {
 		if slices.Contains(o.Tags, legacy) {
@@ -171,10 +184,7 @@ func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 			found = append(found, o)
 		}
 	}
-	if id, err = only(c, mg, found); err != nil {
-		return "", false, err
-	}
-	return id, known, nil
+	return found, known, nil
 }
 
 // LegacyTag is the tag "crossplane-uid-<UID>" by which providers before

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
@@ -41,17 +42,50 @@ func Get(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id st
 // GetOrAdopt reads into obj, as Get does, the object of c that mg manages:
 // the one its external name names or, while that is empty, the one a
 // create for mg made (ObservedID, with mg's description desc and s),
-// whose ID it records as mg's external name. exists is false when there
-// is no such object yet or Neutron no longer has it; adopted says that
-// the external name was looked up, for the reconciler to write it back
-// like a late-initialised field.
+// whose ID it records as mg's external name. When the external name's
+// object is gone (404) it looks, before the reconciler creates another,
+// for an object carrying mg's marker (Relocate) and adopts it the same
+// way. exists is false when there is no such object yet or Neutron no
+// longer has it; adopted says that the external name was looked up, for
+// the reconciler to write it back like a late-initialised field.
 func GetOrAdopt(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling, obj any) (exists, adopted bool, err error) {
 	id, adopted, err := ObservedID(ctx, sc, c, mg, desc, s)
 	if err != nil || id == "" {
 		return false, false, err
 	}
 	found, err := Get(ctx, sc, c, id, obj)
-	return found, adopted && found, err
+	if err != nil || found || adopted {
+		return found, adopted && found, err
+	}
+	if id, err = Relocate(ctx, sc, c, mg, id); err != nil || id == "" {
+		return false, false, err
+	}
+	if found, err = Get(ctx, sc, c, id, obj); err != nil || !found {
+		return false, false, err
+	}
+	meta.SetExternalName(mg, id)
+	return true, true, nil
+}
+
+// Relocate returns the ID of the object of c carrying mg's marker when the
+// object gone that mg's external name names is not the one mg's create
+// made, "" when there is none (or it is gone itself), with ScanCreated's
+// one list; more than one is ScanCreated's error naming them all.
+//
+// An external name can name another object than the one the provider
+// made for mg: one written over by an apply that read the MR before the
+// provider recorded a new create (a composition function that copies the
+// external name), or one set by hand to import an object since deleted.
+// Creating once more then would leave the marked object a twin for ever.
+// An answer that cannot be known (Neutron hides descriptions) is "" as
+// before the marker: the object named is gone for certain, and creating
+// again is what the reconciler did then.
+func Relocate(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, gone string) (string, error) {
+	id, _, err := ScanCreated(ctx, sc, c, mg)
+	if err != nil || id == gone {
+		return "", err
+	}
+	return id, nil
 }
 
 // Delete deletes the object id of c with one DELETE /v2.0/<c.Path>/<id>.
@@ -68,6 +102,40 @@ func Delete(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id
 		return nil
 	}
 	return Wrap(err, fmt.Sprintf(errDelete, c.Kind, id))
+}
+
+// DeleteCreated deletes the object id of c (Delete), then every other
+// object of c that carries mg's marker, found with ScanCreated's one list:
+// twins that a create for mg made and the provider never recorded (Neutron
+// completed a POST later than Settling allowed for, or an apply wrote an
+// older external name over the newest). Only mg's own creates carry its
+// marker, so nothing else is touched; an object the provider adopted
+// without creating it (a pinned floating IP, an imported port) carries
+// none. An empty id sends nothing (Observe, which looks for the marker
+// while the external name is empty, found no object). The first failure
+// is returned, for the reconciler to retry: the
+// object id first, so that a refused delete (409 SecurityGroupInUse) sends
+// no list.
+func DeleteCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, id string) error {
+	if id == "" {
+		return nil
+	}
+	if err := Delete(ctx, sc, c, id); err != nil {
+		return err
+	}
+	twins, _, err := scanMarked(ctx, sc, c, mg)
+	if err != nil {
+		return err
+	}
+	for _, t := range twins {
+		if t.ID == id {
+			continue
+		}
+		if err := Delete(ctx, sc, c, t.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReplaceTags makes tags the whole tag set of the object id of c, with one

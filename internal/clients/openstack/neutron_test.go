@@ -11,7 +11,15 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
 )
 
-const netID = "a1b2c3d4-0000-4000-8000-000000000001"
+const (
+	netID  = "a1b2c3d4-0000-4000-8000-000000000001"
+	netID2 = "a1b2c3d4-0000-4000-8000-000000000002"
+	// scanNetworks is the request of ScanCreated and DeleteCreated.
+	scanNetworks = "GET /networks?fields=id&fields=description&fields=tags"
+)
+
+// gone is Neutron's answer for a network it does not have.
+var gone = neutrontest.Reply{Code: 404, Body: neutrontest.Error("NetworkNotFound", "Network could not be found.")}
 
 func TestGetOrAdopt(t *testing.T) {
 	type want struct {
@@ -35,10 +43,44 @@ func TestGetOrAdopt(t *testing.T) {
 			want:    want{exists: true, name: "tenant", extName: netID, requests: []string{"GET /networks/" + netID}},
 		},
 		"Gone": {
-			reason:  "An object Neutron no longer has (404) does not exist, and is no error.",
+			reason:  "An object Neutron no longer has (404), with no other object carrying the marker, does not exist, and is no error.",
 			extName: netID,
-			replies: map[string]neutrontest.Reply{"GET /networks/" + netID: {Code: 404, Body: neutrontest.Error("NetworkNotFound", "Network could not be found.")}},
-			want:    want{extName: netID, requests: []string{"GET /networks/" + netID}},
+			replies: map[string]neutrontest.Reply{
+				"GET /networks/" + netID: gone,
+				scanNetworks:             {Code: 200, Body: `{"networks": [{"id": "other", "description": "tenant"}]}`},
+			},
+			want: want{extName: netID, requests: []string{"GET /networks/" + netID, scanNetworks}},
+		},
+		"GoneRelocated": {
+			reason:  "When the external name's object is gone and another carries the marker (an older external name written over the newest), that one is adopted rather than a twin created.",
+			extName: netID,
+			replies: map[string]neutrontest.Reply{
+				"GET /networks/" + netID:  gone,
+				scanNetworks:              {Code: 200, Body: `{"networks": [{"id": "` + netID2 + `", "description": "edited ` + marker + `"}]}`},
+				"GET /networks/" + netID2: {Code: 200, Body: `{"network": {"id": "` + netID2 + `", "name": "tenant"}}`},
+			},
+			want: want{exists: true, adopted: true, name: "tenant", extName: netID2,
+				requests: []string{"GET /networks/" + netID, scanNetworks, "GET /networks/" + netID2}},
+		},
+		"GoneRelocatedTwins": {
+			reason:  "Two other objects carrying the marker are an error naming both; nothing is adopted and nothing created.",
+			extName: netID,
+			replies: map[string]neutrontest.Reply{
+				"GET /networks/" + netID: gone,
+				scanNetworks:             {Code: 200, Body: `{"networks": [{"id": "n2", "description": "` + marker + `"}, {"id": "n3", "description": "` + marker + `"}]}`},
+			},
+			want: want{extName: netID, err: "cannot tell which of 2 Neutron networks carrying " + marker + " (n2, n3) to adopt: delete all but one by hand",
+				requests: []string{"GET /networks/" + netID, scanNetworks}},
+		},
+		"GoneScanFails": {
+			reason:  "A failed scan after a 404 is an error, so that the reconciler does not create a twin of an object it could not look for.",
+			extName: netID,
+			replies: map[string]neutrontest.Reply{
+				"GET /networks/" + netID: gone,
+				scanNetworks:             {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
+			},
+			want: want{extName: netID, err: "cannot list the networks to find the one carrying " + marker + ": Neutron 503 ServiceUnavailable: busy",
+				requests: []string{"GET /networks/" + netID, scanNetworks}},
 		},
 		"GetFails": {
 			reason:  "Another failed GET names the kind and ID, with Neutron's status, type and message.",
@@ -121,6 +163,84 @@ func TestDelete(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nDelete(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDeleteCreated(t *testing.T) {
+	ours := `{"id": "` + netID + `", "description": "` + marker + `"}`
+	cases := map[string]struct {
+		reason   string
+		id       string
+		replies  map[string]neutrontest.Reply
+		err      string
+		requests []string
+	}{
+		"NoTwin": {
+			reason: "The object is deleted, then one list finds no other object carrying the marker.",
+			id:     netID,
+			replies: map[string]neutrontest.Reply{
+				"DELETE /networks/" + netID: {Code: 204},
+				scanNetworks:                {Code: 200, Body: `{"networks": [{"id": "other", "description": "tenant"}]}`},
+			},
+			requests: []string{"DELETE /networks/" + netID, scanNetworks},
+		},
+		"Twins": {
+			reason: "Every other object carrying the marker or the legacy tag (a create Neutron completed after the provider gave up on it) is deleted too; an object listed after its own delete is not deleted twice, and others' objects are left.",
+			id:     netID,
+			replies: map[string]neutrontest.Reply{
+				"DELETE /networks/" + netID: {Code: 204},
+				scanNetworks: {Code: 200, Body: `{"networks": [` + ours + `, {"id": "n2", "description": "tenant ` + marker + `"},
+					{"id": "n3", "description": "", "tags": ["` + LegacyTag(owner()) + `"]}, {"id": "n4", "description": "[crossplane-uid-someone-else]"}]}`},
+				"DELETE /networks/n2": {Code: 204},
+				"DELETE /networks/n3": {Code: 404, Body: neutrontest.Error("NetworkNotFound", "gone")},
+			},
+			requests: []string{"DELETE /networks/" + netID, scanNetworks, "DELETE /networks/n2", "DELETE /networks/n3"},
+		},
+		"Refused": {
+			reason: "A refused delete of the object is returned before any list, for the reconciler to retry.",
+			id:     netID,
+			replies: map[string]neutrontest.Reply{
+				"DELETE /networks/" + netID: {Code: 409, Body: neutrontest.Error("NetworkInUse", "ports in use")},
+			},
+			err:      "cannot delete Neutron network " + netID + ": Neutron 409 NetworkInUse: ports in use",
+			requests: []string{"DELETE /networks/" + netID},
+		},
+		"TwinRefused": {
+			reason: "A twin Neutron refuses to delete is an error naming it, for the reconciler to retry the whole.",
+			id:     netID,
+			replies: map[string]neutrontest.Reply{
+				"DELETE /networks/" + netID: {Code: 204},
+				scanNetworks:                {Code: 200, Body: `{"networks": [{"id": "n2", "description": "` + marker + `"}]}`},
+				"DELETE /networks/n2":       {Code: 409, Body: neutrontest.Error("NetworkInUse", "ports in use")},
+			},
+			err:      "cannot delete Neutron network n2: Neutron 409 NetworkInUse: ports in use",
+			requests: []string{"DELETE /networks/" + netID, scanNetworks, "DELETE /networks/n2"},
+		},
+		"ScanFails": {
+			reason: "A failed list is an error, so that the MR is not released while twins may be left.",
+			id:     netID,
+			replies: map[string]neutrontest.Reply{
+				"DELETE /networks/" + netID: {Code: 204},
+				scanNetworks:                {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
+			},
+			err:      "cannot list the networks to find the one carrying " + marker + ": Neutron 503 ServiceUnavailable: busy",
+			requests: []string{"DELETE /networks/" + netID, scanNetworks},
+		},
+		"NoID": {
+			reason: "An MR without an external name sends nothing: Observe looked for the marker and found nothing.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutrontest.Serve(t, tc.replies)
+			err := DeleteCreated(context.Background(), sc, Networks, owner(), tc.id)
+			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
+				t.Errorf("%s\nDeleteCreated(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
+				t.Errorf("%s\nDeleteCreated(...): -want requests, +got requests:\n%s", tc.reason, diff)
 			}
 		})
 	}

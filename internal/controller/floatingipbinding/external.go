@@ -126,7 +126,7 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		case fip != nil:
 			return fip, false, nil
 		case !pinned(mg):
-			return nil, false, nil
+			return e.relocate(ctx, mg, id)
 		}
 		// A pinned floating IP whose ID is gone: the address may have
 		// been allocated again; look it up.
@@ -152,6 +152,19 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		err = fmt.Errorf(errGone, id)
 	}
 	return fip, err == nil, err
+}
+
+// relocate returns the allocated floating IP carrying the binding's marker
+// when the one its external name names (gone) is not it
+// (openstack.Relocate), or nil when there is none, and whether it was
+// found.
+func (e *external) relocate(ctx context.Context, mg *v1alpha1.FloatingIPBinding, gone string) (*floatingips.FloatingIP, bool, error) {
+	id, err := openstack.Relocate(ctx, e.neutron, openstack.FloatingIPs, mg, gone)
+	if err != nil || id == "" {
+		return nil, false, err
+	}
+	fip, err := e.read(ctx, id)
+	return fip, fip != nil, err
 }
 
 // Create binds a floating IP to the port. Pinned: it looks the address up
@@ -317,7 +330,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 }
 
 // Delete releases an allocated floating IP (DELETE; one already gone is
-// released). A pinned floating IP
+// released), and any twin a create for the binding allocated
+// (openstack.DeleteCreated). A pinned floating IP
 // is customer-owned and never released: Delete only disassociates it
 // (port_id null, with If-Match: revision_number), and only when it is
 // bound to the binding's port. A floating IP already gone is no error.
@@ -327,7 +341,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (
 		return managed.ExternalDelete{}, nil
 	}
 	if !pinned(mg) {
-		return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.FloatingIPs, id)
+		return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.FloatingIPs, mg, id)
 	}
 	fip, err := e.read(ctx, id)
 	switch {

@@ -184,6 +184,8 @@ const (
 	// onAnyNetwork is a pinned binding's look-up: it names no network.
 	onAnyNetwork = "GET /v2.0/floatingips?port_id=" + ourPort
 	post         = "POST /v2.0/floatingips"
+	// scanFIP is the scan for the binding's marker in every floating IP.
+	scanFIP = "GET /v2.0/floatingips?fields=id&fields=description&fields=tags"
 )
 
 // byMarker is the look-up of the floating IP an allocated binding with
@@ -300,10 +302,27 @@ func TestObserve(t *testing.T) {
 			want:    want{mg: binding(), calls: []string{byMarker}},
 		},
 		"AllocatedGone": {
-			reason:  "An allocated floating IP whose ID answers 404 does not exist.",
-			replies: map[string]reply{getFIP: {404, neutronError("FloatingIPNotFound", "not found")}},
-			mg:      binding(withExternalName(fipID)),
-			want:    want{mg: binding(withExternalName(fipID)), calls: []string{getFIP}},
+			reason: "An allocated floating IP whose ID answers 404, with no other carrying the binding's marker, does not exist.",
+			replies: map[string]reply{
+				getFIP:  {404, neutronError("FloatingIPNotFound", "not found")},
+				scanFIP: {200, list(other(vmPort))},
+			},
+			mg:   binding(withExternalName(fipID)),
+			want: want{mg: binding(withExternalName(fipID)), calls: []string{getFIP, scanFIP}},
+		},
+		"AllocatedGoneRelocated": {
+			reason: "An allocated binding whose ID answers 404 while the floating IP carrying its marker exists (an older ID written over the newest) adopts that one rather than allocating a second.",
+			replies: map[string]reply{
+				"GET /v2.0/floatingips/" + otherFIP: {404, neutronError("FloatingIPNotFound", "not found")},
+				scanFIP:                             {200, list(`{"id": "` + fipID + `", "description": "` + marker + `"}`)},
+				getFIP:                              {200, one(fip(ourPort, 1, marker))},
+			},
+			mg: binding(withDescription(""), withExternalName(otherFIP)),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mg:    binding(withDescription(""), withExternalName(fipID), withStatus(attachedStatus(false, 1), xpv2.Available())),
+				calls: []string{"GET /v2.0/floatingips/" + otherFIP, scanFIP, getFIP},
+			},
 		},
 		"AllocatedMarkerIsNoDrift": {
 			reason:  "The marker after the user's description is no drift, and is not late-initialized into the spec.",
@@ -670,16 +689,26 @@ func TestDelete(t *testing.T) {
 		calls   []call
 	}{
 		"AllocatedReleased": {
-			reason:  "An allocated floating IP is released.",
-			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {204, ""}},
+			reason:  "An allocated floating IP is released, and one list finds no twin carrying the binding's marker.",
+			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {204, ""}, scanFIP: {200, list(other(vmPort))}},
 			mg:      binding(withExternalName(fipID)),
-			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}},
+			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}, {Request: scanFIP}},
+		},
+		"AllocatedTwinReleased": {
+			reason: "A twin floating IP carrying the binding's marker (an allocation Neutron completed after the provider gave up on it) is released too; another's is left.",
+			replies: map[string]reply{
+				"DELETE /v2.0/floatingips/" + fipID: {204, ""},
+				scanFIP:                             {200, list(other(vmPort), `{"id": "twin", "description": "`+marker+`"}`)},
+				"DELETE /v2.0/floatingips/twin":     {204, ""},
+			},
+			mg:    binding(withExternalName(fipID)),
+			calls: []call{{Request: "DELETE /v2.0/floatingips/" + fipID}, {Request: scanFIP}, {Request: "DELETE /v2.0/floatingips/twin"}},
 		},
 		"AllocatedAlreadyGone": {
 			reason:  "An allocated floating IP already gone is no error.",
-			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {404, neutronError("FloatingIPNotFound", "not found")}},
+			replies: map[string]reply{"DELETE /v2.0/floatingips/" + fipID: {404, neutronError("FloatingIPNotFound", "not found")}, scanFIP: {200, list()}},
 			mg:      binding(withExternalName(fipID)),
-			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}},
+			calls:   []call{{Request: "DELETE /v2.0/floatingips/" + fipID}, {Request: scanFIP}},
 		},
 		"PinnedDisassociatedNeverReleased": {
 			reason:  "A pinned floating IP bound to our port is only disassociated (port_id null, If-Match), never released.",

@@ -126,13 +126,14 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Network) (managed.Ex
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete deletes the network; one that is already gone (404) is deleted.
+// Delete deletes the network, and any twin a create for the MR left
+// (openstack.DeleteCreated); one that is already gone (404) is deleted.
 // A network that still has ports answers 409 NetworkInUse, returned so
 // that the reconciler retries with backoff. Neither deletionPolicy Orphan
 // nor management policy Observe gets here: the reconciler skips Delete.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
-	return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.Networks, meta.GetExternalName(mg))
+	return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.Networks, mg, meta.GetExternalName(mg))
 }
 
 // Disconnect does nothing: the Neutron client is shared per ProviderConfig.

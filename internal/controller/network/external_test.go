@@ -91,6 +91,7 @@ func available(n *v1alpha1.Network) {
 func TestObserve(t *testing.T) {
 	get := "GET /networks/" + netID
 	byMarker := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
+	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	type want struct {
 		obs      managed.ExternalObservation
 		mr       *v1alpha1.Network
@@ -130,10 +131,13 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"NotFound": {
-			reason:  "A network that is gone (404 NetworkNotFound) does not exist.",
-			replies: map[string]reply{get: {Code: 404, Body: neutrontest.Error("NetworkNotFound", "Network could not be found.")}},
-			mr:      mr(),
-			want:    want{mr: mr(), requests: []string{get}},
+			reason: "A network that is gone (404 NetworkNotFound), with no other network carrying the marker, does not exist.",
+			replies: map[string]reply{
+				get:  {Code: 404, Body: neutrontest.Error("NetworkNotFound", "Network could not be found.")},
+				scan: {Code: 200, Body: `{"networks": []}`},
+			},
+			mr:   mr(),
+			want: want{mr: mr(), requests: []string{get, scan}},
 		},
 		"GetFails": {
 			reason:  "Other errors of the GET carry Neutron's status, type and message, the Network's name and the network ID.",
@@ -376,6 +380,7 @@ func TestUpdate(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	del := "DELETE /networks/" + netID
+	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	cases := map[string]struct {
 		reason   string
 		replies  map[string]reply
@@ -384,16 +389,16 @@ func TestDelete(t *testing.T) {
 		requests []string
 	}{
 		"Deleted": {
-			reason:   "The network is deleted with one DELETE.",
-			replies:  map[string]reply{del: {Code: 204}},
+			reason:   "The network is deleted with one DELETE, and one list finds no twin carrying the marker.",
+			replies:  map[string]reply{del: {Code: 204}, scan: {Code: 200, Body: `{"networks": []}`}},
 			mr:       mr(),
-			requests: []string{del},
+			requests: []string{del, scan},
 		},
 		"AlreadyGone": {
 			reason:   "A network that is already gone (404) is deleted.",
-			replies:  map[string]reply{del: {Code: 404, Body: neutrontest.Error("NetworkNotFound", "gone")}},
+			replies:  map[string]reply{del: {Code: 404, Body: neutrontest.Error("NetworkNotFound", "gone")}, scan: {Code: 200, Body: `{"networks": []}`}},
 			mr:       mr(),
-			requests: []string{del},
+			requests: []string{del, scan},
 		},
 		"InUse": {
 			reason:   "A network with ports is refused (409 NetworkInUse): an error with Neutron's type and message, for the reconciler to retry.",

@@ -164,11 +164,13 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete deletes the port; a port that is already gone (404) is deleted.
+// Delete deletes the port, and any twin a create for the MR left
+// (openstack.DeleteCreated), which would otherwise keep the MR's security
+// groups in use; a port that is already gone (404) is deleted.
 // deletionPolicy Orphan never gets here: the reconciler skips Delete.
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
-	return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.Ports, meta.GetExternalName(mg))
+	return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.Ports, mg, meta.GetExternalName(mg))
 }
 
 // Disconnect does nothing: the Neutron client is shared per ProviderConfig.

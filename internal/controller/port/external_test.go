@@ -31,7 +31,9 @@ const (
 	sgID   = "33333333-3333-3333-3333-333333333333"
 	sg2ID  = "44444444-4444-4444-4444-444444444444"
 	portID = "55555555-5555-5555-5555-555555555555"
-	mac    = "fa:16:3e:00:00:01"
+	// stalePortID is a port Neutron no longer has.
+	stalePortID = "55555555-5555-5555-5555-000000000000"
+	mac         = "fa:16:3e:00:00:01"
 	// marked is the description Create gives the port of mr().
 	marked = "gateway VIP " + marker
 	marker = "[crossplane-uid-uid-1]"
@@ -129,6 +131,7 @@ var ignoreDiff = cmpopts.IgnoreFields(managed.ExternalObservation{}, "Diff")
 func TestObserve(t *testing.T) {
 	get := "GET /ports/" + portID
 	list := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
+	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	type want struct {
 		obs      managed.ExternalObservation
 		mr       *v1alpha1.Port
@@ -178,10 +181,13 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"NotFound": {
-			reason:  "A port that is gone (404 PortNotFound) does not exist.",
-			replies: map[string]reply{get: {Code: 404, Body: neutrontest.Error("PortNotFound", "Port could not be found.")}},
-			mr:      mr(),
-			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(), requests: []string{get}},
+			reason: "A port that is gone (404 PortNotFound), with no other port carrying the marker, does not exist.",
+			replies: map[string]reply{
+				get:  {Code: 404, Body: neutrontest.Error("PortNotFound", "Port could not be found.")},
+				scan: {Code: 200, Body: `{"ports": [{"id": "someone-elses", "description": "vip"}]}`},
+			},
+			mr:   mr(),
+			want: want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(), requests: []string{get, scan}},
 		},
 		"GetFails": {
 			reason:  "Other errors of the GET carry Neutron's type and message and the port ID.",
@@ -245,6 +251,20 @@ func TestObserve(t *testing.T) {
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
 				requests: []string{list, get},
+			},
+		},
+		"GoneRelocated": {
+			reason: "A port whose external name is gone (an older ID written over the newest) while the port carrying the marker exists adopts that port: its ID becomes the external name, to be saved, rather than a twin being created.",
+			replies: map[string]reply{
+				"GET /ports/" + stalePortID: {Code: 404, Body: neutrontest.Error("PortNotFound", "Port could not be found.")},
+				scan:                        {Code: 200, Body: listJSON(neutronPortJSON())},
+				get:                         {Code: 200, Body: neutronPortJSON()},
+			},
+			mr: mr(func(p *v1alpha1.Port) { meta.SetExternalName(p, stalePortID) }),
+			want: want{
+				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mr:       mr(available),
+				requests: []string{"GET /ports/" + stalePortID, scan, get},
 			},
 		},
 		"NothingCreated": {
@@ -499,6 +519,7 @@ func TestUpdate(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	del := "DELETE /ports/" + portID
+	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	cases := map[string]struct {
 		reason   string
 		replies  map[string]reply
@@ -507,16 +528,26 @@ func TestDelete(t *testing.T) {
 		requests []string
 	}{
 		"Deleted": {
-			reason:   "The port is deleted with one DELETE.",
-			replies:  map[string]reply{del: {Code: 204, Body: ""}},
+			reason:   "The port is deleted with one DELETE, and one list finds no twin carrying the marker.",
+			replies:  map[string]reply{del: {Code: 204, Body: ""}, scan: {Code: 200, Body: `{"ports": []}`}},
 			mr:       mr(),
-			requests: []string{del},
+			requests: []string{del, scan},
+		},
+		"TwinDeleted": {
+			reason: "A twin port carrying the marker (a create Neutron completed after the provider gave up on it) is deleted too, so that it no longer holds the MR's security groups.",
+			replies: map[string]reply{
+				del:                            {Code: 204, Body: ""},
+				scan:                           {Code: 200, Body: listJSON(neutronPortJSON(func(p map[string]any) { p["id"] = stalePortID }))},
+				"DELETE /ports/" + stalePortID: {Code: 204, Body: ""},
+			},
+			mr:       mr(),
+			requests: []string{del, scan, "DELETE /ports/" + stalePortID},
 		},
 		"AlreadyGone": {
 			reason:   "A port that is already gone (404) is deleted.",
-			replies:  map[string]reply{del: {Code: 404, Body: neutrontest.Error("PortNotFound", "gone")}},
+			replies:  map[string]reply{del: {Code: 404, Body: neutrontest.Error("PortNotFound", "gone")}, scan: {Code: 200, Body: `{"ports": []}`}},
 			mr:       mr(),
-			requests: []string{del},
+			requests: []string{del, scan},
 		},
 		"InUse": {
 			reason:   "A refused delete is an error with Neutron's type and message.",

@@ -118,10 +118,11 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete deletes the group; one already gone is not an error. A group still
+// Delete deletes the group, and any twin a create for the MR left
+// (openstack.DeleteCreated); one already gone is not an error. A group still
 // used by ports answers 409 SecurityGroupInUse, returned to retry later.
 func (e *external) Delete(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
-	return managed.ExternalDelete{}, openstack.Delete(ctx, e.neutron, openstack.SecurityGroups, meta.GetExternalName(sg))
+	return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.SecurityGroups, sg, meta.GetExternalName(sg))
 }
 
 // Disconnect does nothing: the Neutron client is shared.

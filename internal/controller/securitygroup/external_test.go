@@ -109,10 +109,13 @@ func TestObserve(t *testing.T) {
 				requests: []string{get}, extName: groupID, ready: corev1.ConditionTrue},
 		},
 		"Gone": {
-			reason:  "A group Neutron does not know does not exist.",
-			mg:      sg(groupID, ike()),
-			replies: map[string]reply{get: {Code: 404, Body: neutrontest.Error("SecurityGroupNotFound", "Security group x does not exist")}},
-			want:    want{requests: []string{get}, extName: groupID},
+			reason: "A group Neutron does not know, with no other group carrying the marker, does not exist.",
+			mg:     sg(groupID, ike()),
+			replies: map[string]reply{
+				get:  {Code: 404, Body: neutrontest.Error("SecurityGroupNotFound", "Security group x does not exist")},
+				scan: {Code: 200, Body: `{"security_groups": []}`},
+			},
+			want: want{requests: []string{get, scan}, extName: groupID},
 		},
 		"NoExternalNameNothingCreated": {
 			reason:  "Without an external name and no group with the marked description, the group does not exist yet.",
