@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"regexp"
 	"strings"
 	"testing"
@@ -214,6 +215,75 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	eventually(t, 30*time.Second, "the adopted group is deleted with its MR", func() error {
 		if _, err := groups.Get(ctx, sc, orphan.ID).Extract(); err == nil {
 			return fmt.Errorf("group still exists")
+		}
+		return nil
+	})
+}
+
+// TestSecurityGroupStaleExternalNameAndTwin proves, on the real Neutron,
+// the two ways a second object carrying an MR's marker could outlive it:
+// an external name written over by an older one whose object is gone is
+// relocated to the MR's own group rather than answered by a new group,
+// and a twin a create left (a POST Neutron completed after the provider
+// gave up on it, made here by hand) is deleted with the MR.
+func TestSecurityGroupStaleExternalNameAndTwin(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	startProvider(t, securityGroupControllers(e))
+	sc := neutron(t, e)
+
+	sg := gatewaySecurityGroup("itest-twin-sg", "openstack")
+	create(t, sg)
+	t.Cleanup(func() {
+		for _, id := range createdFor(t, sc, openstack.SecurityGroups, sg) {
+			_ = groups.Delete(context.Background(), sc, id).ExtractErr()
+		}
+	})
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	own := meta.GetExternalName(sg)
+
+	// A group that existed once: its ID is what an older copy of the MR
+	// would bring back.
+	gone, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-twin-gone"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := groups.Delete(ctx, sc, gone.ID).ExtractErr(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "write the stale external name", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		meta.SetExternalName(sg, gone.ID)
+		return kube.Update(ctx, sg)
+	})
+	eventually(t, 60*time.Second, "the external name is relocated to the MR's own group", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		if got := meta.GetExternalName(sg); got != own {
+			return fmt.Errorf("external name %s, want the MR's own group %s", got, own)
+		}
+		return nil
+	})
+	if all := createdFor(t, sc, openstack.SecurityGroups, sg); !slices.Equal(all, []string{own}) {
+		t.Fatalf("groups carrying the MR's marker after the relocation: %v, want only %s", all, own)
+	}
+
+	twin, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-twin-sg", Description: openstack.Mark(sg, "completed late")}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, sg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the MR, its group and the twin are deleted", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err == nil {
+			return fmt.Errorf("MR still exists")
+		}
+		if left := createdFor(t, sc, openstack.SecurityGroups, sg); len(left) > 0 {
+			return fmt.Errorf("groups carrying the MR's marker left: %v (own %s, twin %s)", left, own, twin.ID)
 		}
 		return nil
 	})
