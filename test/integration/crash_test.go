@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -116,7 +117,7 @@ func (f *crashFigures) add(o crashFigures) {
 
 func (f *crashFigures) String() string {
 	return fmt.Sprintf("%d create POSTs, %d kills (%d right after Neutron completed a POST, %d 0-20 ms after its answer), %d answers cut; "+
-		"%d Neutron objects counted for the MRs, %d twins, %d missing, %d left after deletion; Ready after %s, deleted after %s",
+		"%d Neutron objects counted for the MRs at Ready, %d twins among them (each gone within the twin check), %d missing, %d left after deletion; Ready after %s, deleted after %s",
 		f.posts, f.kills, f.killsAtPOST, f.killsAfterAnswer, f.cuts, f.objects, f.twins, f.missing, f.leftovers,
 		f.ready.Round(100*time.Millisecond), f.deleted.Round(100*time.Millisecond))
 }
@@ -284,6 +285,12 @@ func (c *crashRig) killAt(afterAnswer bool) {
 // nothing (openstack.Clients.Settling).
 const crashRequestTimeout = 5 * time.Second
 
+// crashTwinCheck bounds how long after every MR is Ready a twin may stay:
+// the provider's twin check (openstack.TwinCheckWindows settling times of
+// 1.5 request timeouts) and a poll (the provider's default --poll of 1 m)
+// after it, with a margin.
+const crashTwinCheck = openstack.TwinCheckWindows*crashRequestTimeout*3/2 + time.Minute + 15*time.Second
+
 // stop ends the provider for good (the cleanups); idempotent.
 func (c *crashRig) stop() {
 	c.proxy.arm(0, 0, 0)
@@ -380,27 +387,44 @@ func (c *crashRig) round(t *testing.T, sc *gophercloud.ServiceClient, r int) cra
 
 	// Exactly one Neutron object per MR, the one its external name names;
 	// by name too, for kinds that have one, so that a twin without the
-	// marker would count.
-	for _, mr := range mrs {
-		ids := createdFor(t, sc, mr.c, mr.mg)
-		if mr.c != openstack.FloatingIPs {
-			if named := namedIn(t, sc, mr.c, neutronName(mr.mg)); len(named) != len(ids) {
-				t.Errorf("round %d: %d Neutron %ss named %q, %d carrying the marker of %s", r, len(named), mr.c.Kind, neutronName(mr.mg), len(ids), mr.mg.GetName())
-				f.twins += max(0, len(named)-len(ids))
+	// marker would count. A create Neutron completed after the provider
+	// concluded it made nothing leaves a twin until the provider's twin
+	// check deletes it (openstack.SweepTwins): counted at Ready, it must
+	// be gone within that check's time and a poll.
+	counted := false
+	c.eventually(t, crashTwinCheck, "round "+strconv.Itoa(r)+": exactly one Neutron object per MR", func() error {
+		var errs []error
+		for _, mr := range mrs {
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(mr.mg), mr.mg); err != nil {
+				return err
+			}
+			ids := createdFor(t, sc, mr.c, mr.mg)
+			twins := len(ids) - 1
+			if mr.c != openstack.FloatingIPs {
+				if named := namedIn(t, sc, mr.c, neutronName(mr.mg)); len(named) != len(ids) {
+					errs = append(errs, fmt.Errorf("%d Neutron %ss named %q, %d carrying the marker of %s", len(named), mr.c.Kind, neutronName(mr.mg), len(ids), mr.mg.GetName()))
+					twins = max(twins, len(named)-1)
+				}
+			}
+			if !counted {
+				f.objects += len(ids)
+				f.twins += max(0, twins)
+			}
+			switch {
+			case len(ids) == 0:
+				if !counted {
+					f.missing++
+				}
+				errs = append(errs, fmt.Errorf("no Neutron %s carries the marker of %s", mr.c.Kind, mr.mg.GetName()))
+			case len(ids) > 1:
+				errs = append(errs, fmt.Errorf("%d Neutron %ss carry the marker of %s: %v", len(ids), mr.c.Kind, mr.mg.GetName(), ids))
+			case ids[0] != meta.GetExternalName(mr.mg):
+				errs = append(errs, fmt.Errorf("the %s of %s is %s, its external name %q", mr.c.Kind, mr.mg.GetName(), ids[0], meta.GetExternalName(mr.mg)))
 			}
 		}
-		f.objects += len(ids)
-		switch {
-		case len(ids) == 0:
-			f.missing++
-			t.Errorf("round %d: no Neutron %s carries the marker of %s", r, mr.c.Kind, mr.mg.GetName())
-		case len(ids) > 1:
-			f.twins += len(ids) - 1
-			t.Errorf("round %d: %d Neutron %ss carry the marker of %s: %v", r, len(ids), mr.c.Kind, mr.mg.GetName(), ids)
-		case ids[0] != meta.GetExternalName(mr.mg):
-			t.Errorf("round %d: the %s of %s is %s, its external name %q", r, mr.c.Kind, mr.mg.GetName(), ids[0], meta.GetExternalName(mr.mg))
-		}
-	}
+		counted = true
+		return errors.Join(errs...)
+	})
 
 	// Delete, with one kill on the way; every deletion completes.
 	t1 := time.Now()

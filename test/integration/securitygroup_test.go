@@ -5,8 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"

@@ -291,6 +291,35 @@ type Settling struct {
 	Now func() time.Time
 }
 
+// clock returns s.Now(), or time.Now() when Now is nil.
+func (s Settling) clock() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// AnnotationTwinCheck records on an MR until when (an RFC 3339 time)
+// Observe looks for twins of its object (SweepTwins): Settling is a bound
+// that a slow Neutron can exceed, completing an interrupted create after
+// the provider concluded it made nothing and created again. It is set
+// when the provider so concludes (LookupCreated, CreateRecovery), for
+// TwinCheckWindows settling times, and removed by the first Observe after
+// that.
+const AnnotationTwinCheck = "openstack.ipsecgw.io/twin-check-until"
+
+// TwinCheckWindows is how many settling times (Settling.Within) after a
+// create that followed an interrupted one Observe looks for twins: 15
+// minutes with the default request timeout of 60 s.
+const TwinCheckWindows = 10
+
+// checkTwins records on mg (AnnotationTwinCheck) that the create about to
+// follow comes after an attempt concluded to have made nothing.
+func (s Settling) checkTwins(mg resource.Object) {
+	until := s.clock().Add(TwinCheckWindows * s.Within).UTC().Format(time.RFC3339)
+	meta.AddAnnotations(mg, map[string]string{AnnotationTwinCheck: until})
+}
+
 // errUnsettled is Settling.Check's error; the %s are the attempt's time,
 // the settling time and when to look again.
 const errUnsettled = "cannot conclude yet that the create attempted at %s made no Neutron object: Neutron may complete a create request up to %s after it was sent; looking again at %s"
@@ -334,26 +363,43 @@ func RecordRefusal(mg resource.Object, err error) error {
 // error saying why the lookup must be repeated and when. The reconciler
 // requeues on it.
 func (s Settling) Check(mg resource.Object) error {
+	_, err := s.check(mg)
+	return err
+}
+
+// Conclude is Check, and when it returns nil for an attempt that Neutron
+// did not refuse (it settled, which is a bound, not a proof), it also
+// records on mg that Observe looks for a twin for a while
+// (AnnotationTwinCheck), for the reconciler to save with the create that
+// follows.
+func (s Settling) Conclude(mg resource.Object) error {
+	uncertain, err := s.check(mg)
+	if err == nil && uncertain {
+		s.checkTwins(mg)
+	}
+	return err
+}
+
+// check is Check; uncertain says that mg has a create attempt that
+// Neutron did not refuse.
+func (s Settling) check(mg resource.Object) (uncertain bool, err error) {
 	pending := meta.GetExternalCreatePending(mg)
 	at := latest(pending, meta.GetExternalCreateFailed(mg))
 	if at.IsZero() {
-		return nil
+		return false, nil
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
+	now := s.clock
 	refusedAt, reason, _ := strings.Cut(mg.GetAnnotations()[AnnotationCreateRefused], " ")
 	if refused, err := time.Parse(time.RFC3339, refusedAt); err == nil && !refused.Before(pending) {
 		if until := refused.Add(time.Second); now().Before(until) {
-			return fmt.Errorf(errRefusedNow, refused.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), reason)
+			return false, fmt.Errorf(errRefusedNow, refused.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339), reason)
 		}
-		return nil
+		return false, nil
 	}
 	if until := at.Add(s.Within); now().Before(until) {
-		return fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
+		return true, fmt.Errorf(errUnsettled, at.UTC().Format(time.RFC3339), s.Within, until.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return true, nil
 }
 
 // errRefusedNow is Settling.Check's error in the second of a refusal; the
@@ -387,7 +433,7 @@ func ObservedID(ctx context.Context, sc *gophercloud.ServiceClient, c Collection
 // or -failed annotation) it scans for the marker whatever text precedes it
 // (ScanCreated), so that a description edited after a lost answer still
 // finds the object, and it concludes "none" only when the scan can prove
-// it and the attempt has settled (s.Check); otherwise it returns an error,
+// it and the attempt has settled (s.Conclude); otherwise it returns an error,
 // and the reconciler looks again later.
 func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (string, error) {
 	if meta.GetExternalCreatePending(mg).IsZero() && meta.GetExternalCreateFailed(mg).IsZero() {
@@ -402,7 +448,7 @@ func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collect
 	case !known:
 		return "", fmt.Errorf(errUnknown, c.Kind, c.Kind)
 	}
-	if err := s.Check(mg); err != nil {
+	if err := s.Conclude(mg); err != nil {
 		return "", err
 	}
 	// A create follows, and the reconciler saves mg with its pending

@@ -253,6 +253,8 @@ func TestLookupCreated(t *testing.T) {
 		// kept: the refusal annotation is still on mg after the lookup
 		// (it is removed once the lookup concludes "none").
 		kept bool
+		// twinCheck is AnnotationTwinCheck after the lookup ("" none).
+		twinCheck string
 	}{
 		"BeforeAnyCreate": {
 			reason: "Before any create attempt the lookup is the one exact GET by the marked description.",
@@ -276,10 +278,12 @@ func TestLookupCreated(t *testing.T) {
 				"Neutron may complete a create request up to 1m30s after it was sent; looking again at 2026-12-01T12:01:30Z",
 		},
 		"AbsentSettled": {
-			reason: "Nothing found once the create has settled proves there is none.",
+			reason: "Nothing found once the create has settled is taken as none; since settling is a bound, not a proof, Observe then looks for a twin for ten settling times.",
 			mg:     mg(true),
 			settle: settle(91 * time.Second),
 			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": []}`}},
+			// 12:01:31 + 10 x 90 s
+			twinCheck: "2026-12-01T12:16:31Z",
 		},
 		"RefusedSettlesAtOnce": {
 			reason: "Nothing found a second after Neutron refused the newest create (4xx) proves there is none: a refused request made nothing.",
@@ -331,6 +335,9 @@ func TestLookupCreated(t *testing.T) {
 			_, kept := tc.mg.GetAnnotations()[AnnotationCreateRefused]
 			if diff := cmp.Diff(tc.kept, kept); diff != "" {
 				t.Errorf("%s\nLookupCreated(...): -want refusal annotation kept, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.twinCheck, tc.mg.GetAnnotations()[AnnotationTwinCheck]); diff != "" {
+				t.Errorf("%s\nLookupCreated(...): -want twin check until, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

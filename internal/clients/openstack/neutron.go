@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -45,26 +46,36 @@ func Get(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id st
 // whose ID it records as mg's external name. When the external name's
 // object is gone (404) it looks, before the reconciler creates another,
 // for an object carrying mg's marker (Relocate) and adopts it the same
-// way. exists is false when there is no such object yet or Neutron no
-// longer has it; adopted says that the external name was looked up, for
-// the reconciler to write it back like a late-initialised field.
+// way. While mg carries AnnotationTwinCheck it deletes the object's twins
+// (SweepTwins; not during mg's deletion, whose Delete does). exists is
+// false when there is no such object yet or Neutron no longer has it;
+// adopted says that the external name was looked up, or the twin check
+// ended, for the reconciler to write mg back like a late-initialised
+// field.
 func GetOrAdopt(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling, obj any) (exists, adopted bool, err error) {
 	id, adopted, err := ObservedID(ctx, sc, c, mg, desc, s)
 	if err != nil || id == "" {
 		return false, false, err
 	}
 	found, err := Get(ctx, sc, c, id, obj)
-	if err != nil || found || adopted {
-		return found, adopted && found, err
-	}
-	if id, err = Relocate(ctx, sc, c, mg, id); err != nil || id == "" {
+	switch {
+	case err != nil || !found && adopted:
 		return false, false, err
+	case !found:
+		if id, err = Relocate(ctx, sc, c, mg, id); err != nil || id == "" {
+			return false, false, err
+		}
+		if found, err = Get(ctx, sc, c, id, obj); err != nil || !found {
+			return false, false, err
+		}
+		meta.SetExternalName(mg, id)
+		adopted = true
 	}
-	if found, err = Get(ctx, sc, c, id, obj); err != nil || !found {
-		return false, false, err
+	if meta.WasDeleted(mg) {
+		return true, adopted, nil
 	}
-	meta.SetExternalName(mg, id)
-	return true, true, nil
+	swept, err := SweepTwins(ctx, sc, c, mg, s)
+	return true, adopted || swept, err
 }
 
 // Relocate returns the ID of the object of c carrying mg's marker when the
@@ -123,12 +134,41 @@ func DeleteCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collect
 	if err := Delete(ctx, sc, c, id); err != nil {
 		return err
 	}
+	return deleteTwins(ctx, sc, c, mg, id)
+}
+
+// SweepTwins deletes, while mg carries AnnotationTwinCheck, every object
+// of c but mg's external name's that carries mg's marker, with
+// ScanCreated's one list and a DELETE per twin; once the annotation's time
+// has passed it removes the annotation too, and saved says so, for the
+// reconciler to write mg back like a late-initialised field. Without the
+// annotation, or while the external name is empty, it sends nothing. It
+// is how a create that Neutron completes after Settling concluded that it
+// made nothing is undone while the MR lives.
+func SweepTwins(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, s Settling) (saved bool, err error) {
+	v, ok := mg.GetAnnotations()[AnnotationTwinCheck]
+	id := meta.GetExternalName(mg)
+	if !ok || id == "" {
+		return false, nil
+	}
+	if err := deleteTwins(ctx, sc, c, mg, id); err != nil {
+		return false, err
+	}
+	if until, err := time.Parse(time.RFC3339, v); err == nil && s.clock().Before(until) {
+		return false, nil
+	}
+	meta.RemoveAnnotations(mg, AnnotationTwinCheck)
+	return true, nil
+}
+
+// deleteTwins deletes every object of c but keep that carries mg's marker.
+func deleteTwins(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, keep string) error {
 	twins, _, err := scanMarked(ctx, sc, c, mg)
 	if err != nil {
 		return err
 	}
 	for _, t := range twins {
-		if t.ID == id {
+		if t.ID == keep {
 			continue
 		}
 		if err := Delete(ctx, sc, c, t.ID); err != nil {

@@ -3,11 +3,13 @@ package openstack
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
+	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutrontest"
 )
 
@@ -241,6 +243,78 @@ func TestDeleteCreated(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.requests, *seen); diff != "" {
 				t.Errorf("%s\nDeleteCreated(...): -want requests, +got requests:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestSweepTwins(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	settle := Settling{Within: 90 * time.Second, Now: func() time.Time { return now }}
+	mg := func(extName, until string) *v1alpha1.ProviderConfig {
+		o := owner()
+		meta.SetExternalName(o, extName)
+		if until != "" {
+			meta.AddAnnotations(o, map[string]string{AnnotationTwinCheck: until})
+		}
+		return o
+	}
+	ownAndTwin := `{"networks": [{"id": "` + netID + `", "description": "` + marker + `"}, {"id": "late", "description": "` + marker + `"}, {"id": "theirs", "description": "x"}]}`
+	type want struct {
+		saved     bool
+		err       string
+		requests  []string
+		twinCheck string
+	}
+	cases := map[string]struct {
+		reason  string
+		mg      *v1alpha1.ProviderConfig
+		replies map[string]neutrontest.Reply
+		want    want
+	}{
+		"NoCheck": {
+			reason: "Without the annotation nothing is sent: one request per poll at rest.",
+			mg:     mg(netID, ""),
+		},
+		"NotCreatedYet": {
+			reason: "Without an external name there is nothing to keep; nothing is sent.",
+			mg:     mg("", "2026-12-01T12:05:00Z"),
+			want:   want{twinCheck: "2026-12-01T12:05:00Z"},
+		},
+		"TwinDeletedStillChecking": {
+			reason: "Within the check a twin carrying the marker is deleted, the MR's own and others' objects are left, and the check goes on.",
+			mg:     mg(netID, "2026-12-01T12:05:00Z"),
+			replies: map[string]neutrontest.Reply{
+				scanNetworks:            {Code: 200, Body: ownAndTwin},
+				"DELETE /networks/late": {Code: 204},
+			},
+			want: want{requests: []string{scanNetworks, "DELETE /networks/late"}, twinCheck: "2026-12-01T12:05:00Z"},
+		},
+		"CheckEnded": {
+			reason: "The first look after the check's time removes the annotation, and says to save the MR.",
+			mg:     mg(netID, "2026-12-01T11:59:59Z"),
+			replies: map[string]neutrontest.Reply{
+				scanNetworks: {Code: 200, Body: `{"networks": [{"id": "` + netID + `", "description": "` + marker + `"}]}`},
+			},
+			want: want{saved: true, requests: []string{scanNetworks}},
+		},
+		"ScanFails": {
+			reason: "A failed list is an error, and the check stays for the next Observe.",
+			mg:     mg(netID, "2026-12-01T11:59:59Z"),
+			replies: map[string]neutrontest.Reply{
+				scanNetworks: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
+			},
+			want: want{err: "cannot list the networks to find the one carrying " + marker + ": Neutron 503 ServiceUnavailable: busy",
+				requests: []string{scanNetworks}, twinCheck: "2026-12-01T11:59:59Z"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc, seen := neutrontest.Serve(t, tc.replies)
+			saved, err := SweepTwins(context.Background(), sc, Networks, tc.mg, settle)
+			got := want{saved: saved, err: neutrontest.Message(err), requests: *seen, twinCheck: tc.mg.GetAnnotations()[AnnotationTwinCheck]}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nSweepTwins(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

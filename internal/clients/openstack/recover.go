@@ -77,7 +77,7 @@ func (r *CreateRecovery) Initialize(ctx context.Context, mg resource.Managed) er
 		// even when that time came from a node whose clock is ahead.
 		meta.SetExternalCreateSucceeded(mg, latest(time.Now(), meta.GetExternalCreatePending(mg)))
 	default:
-		if err := r.Settling.Check(mg); err != nil {
+		if err := r.Settling.Conclude(mg); err != nil {
 			return fmt.Errorf("%s: %w", mg.GetName(), err)
 		}
 		meta.RemoveAnnotations(mg, meta.AnnotationKeyExternalCreatePending, AnnotationCreateRefused)

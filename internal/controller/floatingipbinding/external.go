@@ -102,9 +102,18 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.FloatingIPBinding) 
 		}
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
+	// An allocated binding whose create followed an interrupted one
+	// releases a twin that Neutron allocated late (SweepTwins).
+	swept := false
+	if !pinned(mg) {
+		if swept, err = openstack.SweepTwins(ctx, e.neutron, openstack.FloatingIPs, mg, e.settle); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	// An adopted external name is saved with the late-initialised spec,
-	// so that the next Observe is one GET by ID.
-	lateInit := lateInitialize(mg, fip) || adopted
+	// so that the next Observe is one GET by ID; so is the end of the
+	// twin check.
+	lateInit := lateInitialize(mg, fip) || adopted || swept
 	d := diff(mg, fip)
 	setReadiness(mg)
 	return managed.ExternalObservation{

@@ -324,6 +324,22 @@ func TestObserve(t *testing.T) {
 				calls: []string{"GET /v2.0/floatingips/" + otherFIP, scanFIP, getFIP},
 			},
 		},
+		"AllocatedTwinReleasedByTheCheck": {
+			reason: "An allocated binding whose create followed an interrupted one (the twin check's annotation, its time passed) releases a twin carrying its marker that Neutron allocated late, ends the check and has the binding saved.",
+			replies: map[string]reply{
+				getFIP:                          {200, one(fip(ourPort, 1, marker))},
+				scanFIP:                         {200, list(`{"id": "`+fipID+`", "description": "`+marker+`"}`, `{"id": "late", "description": "`+marker+`"}`, other(vmPort))},
+				"DELETE /v2.0/floatingips/late": {204, ""},
+			},
+			mg: binding(withDescription(""), withExternalName(fipID), func(mg *v1alpha1.FloatingIPBinding) {
+				meta.AddAnnotations(mg, map[string]string{openstack.AnnotationTwinCheck: "2026-12-01T12:00:00Z"})
+			}),
+			want: want{
+				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
+				mg:    binding(withDescription(""), withExternalName(fipID), withStatus(attachedStatus(false, 1), xpv2.Available())),
+				calls: []string{getFIP, scanFIP, "DELETE /v2.0/floatingips/late"},
+			},
+		},
 		"AllocatedMarkerIsNoDrift": {
 			reason:  "The marker after the user's description is no drift, and is not late-initialized into the spec.",
 			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 3, "vpn "+marker))}},

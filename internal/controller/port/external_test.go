@@ -607,6 +607,24 @@ func TestCrashSafeCreate(t *testing.T) {
 				Requests: []string{scan, find, posted},
 			}},
 		},
+		"CompletedLate": {
+			Reason:  "A POST Neutron completes after the restarted provider concluded it made nothing and created the port again: the next Observe finds the twin carrying the marker and deletes it, ends the twin check, and the one after is one GET again.",
+			Pending: true,
+			Steps: []mrsetuptest.Step{{
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
+				Requests: []string{scan, find, posted},
+			}, {
+				Replies: map[string]reply{
+					get:                            {Code: 200, Body: neutronPortJSON()},
+					scan:                           {Code: 200, Body: `{"ports": [{"id": "` + portID + `", "description": "` + marked + `"}, {"id": "` + stalePortID + `", "description": "` + marked + `"}]}`},
+					"DELETE /ports/" + stalePortID: {Code: 204},
+				},
+				Requests: []string{get, scan, "DELETE /ports/" + stalePortID},
+			}, {
+				Replies:  map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
+				Requests: []string{get},
+			}},
+		},
 		"LostAnswer": {
 			Reason: "A POST whose answer is lost after Neutron created the port fails the create; the next reconcile adopts the port by its marker instead of creating a twin that would keep the security group in use.",
 			Steps: []mrsetuptest.Step{{
