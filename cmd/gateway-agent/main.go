@@ -77,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.lease, contract.FlagLease, "", "Name of the Lease in --namespace that elects the active pod of an active/standby pair; empty: this pod is the only one and always active.")
 	fs.StringVar(&o.podName, "pod-name", os.Getenv(contract.EnvPodName), "This pod's name, its identity in the Lease (defaults to $POD_NAME).")
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv(contract.EnvNodeName), "This pod's node, reported while active (defaults to $NODE_NAME).")
-	fs.StringVar(&o.iface, contract.FlagInterface, contract.SecondaryInterface, "With --lease: the interface on the tenant network.")
+	fs.StringVar(&o.iface, contract.FlagInterface, contract.SecondaryInterface, "The interface on the tenant network; without --lease it is silenced (ARP off) on SIGTERM.")
 	fs.StringVar(&o.address, contract.FlagAddress, "", "With --lease: the gateway's fixed IP, which only the active pod holds and announces (gratuitous ARP).")
 	fs.StringVar(&o.addressUp, contract.FlagAddressUp, "", "With --lease: shell commands that give --interface the address and its routes.")
 	fs.StringVar(&o.addressDown, contract.FlagAddressDown, "", "With --lease: shell commands that take the address and its routes away.")
@@ -187,7 +187,7 @@ func runAgent(ctx context.Context, o options) error {
 	if o.lease != "" {
 		err = runElected(ctx, o, agent, m, c, log)
 	} else {
-		err = agent.Run(ctx)
+		err = runSingle(ctx, o, agent, log)
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -238,6 +238,30 @@ func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Col
 	go func() { done <- agent.Run(ctx) }()
 	err = e.Run(ctx)
 	return errors.Join(err, <-done)
+}
+
+// runSingle runs the agent of a gateway's single pod (no --lease), whose
+// --interface has its address from the CNI: it lets the interface answer
+// ARP while it runs, and silences it (leader.Silence) as soon as ctx ends
+// (SIGTERM: the pod is deleted or its container restarted), before the
+// agent's own shutdown, so that a replacement pod holding the same address
+// is never answered for twice. An interface that cannot be changed (none
+// such, as when the agent runs outside a pod) is logged, not an error.
+func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Logger) error {
+	if err := leader.Silence(o.iface, false); err != nil {
+		log.Debug("Cannot let the tenant interface answer ARP", "error", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if err := leader.Silence(o.iface, true); err != nil {
+		log.Info("Cannot silence the tenant interface", "error", err)
+	}
+	return <-done
 }
 
 // holder is what the active pod holds: the address, then the tunnels.

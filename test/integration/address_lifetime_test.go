@@ -229,16 +229,25 @@ func startElectedAgent(t *testing.T, tp *topology.Topology, bin, ns, kns, pod, u
 	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := apiIn(t, ns, dir)
-	logf, err := os.Create(filepath.Join(dir, "agent.log"))
+	return startAgentBinary(t, tp, bin, ns, pod, dir, []string{"KUBECONFIG=" + kubeconfig},
+		"--lease=vpn", "--namespace="+kns, "--pod-name="+pod, "--interface="+contract.SecondaryInterface,
+		"--address="+topology.PrivateAddress.String(), "--address-up="+up, "--address-down="+down)
+}
+
+// startAgentBinary starts the agent bin as pod in the network namespace ns with
+// args, env and a configuration and log in dir, with no charon and no
+// configuration to load; it is killed when t ends and its log shown if t
+// failed.
+func startAgentBinary(t *testing.T, tp *topology.Topology, bin, ns, pod, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(dir, "agent.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := tp.Command(context.Background(), ns, bin,
-		"--lease=vpn", "--namespace="+kns, "--pod-name="+pod, "--interface="+contract.SecondaryInterface,
-		"--address="+topology.PrivateAddress.String(), "--address-up="+up, "--address-down="+down,
+	cmd := tp.Command(context.Background(), ns, append([]string{bin}, append(args,
 		"--config-dir="+dir, "--secrets-dir="+dir, "--vici-socket="+filepath.Join(dir, "none.vici"), "--validate=false",
-		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0")...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -144,23 +144,53 @@ func sh(ctx context.Context, script string) error {
 
 // linkDown clears IFF_UP of the interface named name.
 func linkDown(name string) error {
+	if err := setFlags(name, unix.IFF_UP, 0); err != nil {
+		return fmt.Errorf("cannot set %s down: %w", name, err)
+	}
+	return nil
+}
+
+// Silence stops (on false: lets again) the interface name answering ARP,
+// by setting (clearing) its NOARP flag, with two ioctls and no process to
+// start. Unlike a link set down it keeps the interface's addresses and
+// routes, so that Silence(name, false) alone undoes it.
+//
+// It is how the single pod of a gateway with replicas 1 goes quiet on
+// SIGTERM: its address comes from the CNI's static IPAM, which its
+// replacement gets too, and until the old pod's network namespace is gone
+// both would answer ARP for it, one MAC on two nodes. The agent of the
+// pod's next container lets it answer again, in case only the container
+// was restarted.
+func Silence(name string, silent bool) error {
+	if silent {
+		if err := setFlags(name, 0, unix.IFF_NOARP); err != nil {
+			return fmt.Errorf("cannot set ARP off on %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := setFlags(name, unix.IFF_NOARP, 0); err != nil {
+		return fmt.Errorf("cannot set ARP on on %s: %w", name, err)
+	}
+	return nil
+}
+
+// setFlags clears the interface flags off (IFF_*) of the interface name
+// and sets on.
+func setFlags(name string, off, on uint16) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("cannot set %s down: %w", name, err)
+		return err
 	}
 	defer unix.Close(fd) //nolint:errcheck // a datagram socket that sent nothing
 	ifr, err := unix.NewIfreq(name)
 	if err != nil {
-		return fmt.Errorf("cannot set %s down: %w", name, err)
+		return err
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("cannot set %s down: %w", name, err)
+		return err
 	}
-	ifr.SetUint16(ifr.Uint16() &^ unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("cannot set %s down: %w", name, err)
-	}
-	return nil
+	ifr.SetUint16(ifr.Uint16()&^off | on)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // announce broadcasts one gratuitous ARP request for ip from ifi's MAC
