@@ -142,24 +142,36 @@ func DeleteCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collect
 // ScanCreated's one list and a DELETE per twin; once the annotation's time
 // has passed it removes the annotation too, and saved says so, for the
 // reconciler to write mg back like a late-initialised field. Without the
-// annotation, or while the external name is empty, it sends nothing. It
-// is how a create that Neutron completes after Settling concluded that it
-// made nothing is undone while the MR lives.
+// annotation, or while the external name is empty, it sends nothing; nor
+// does it once the annotation's time is more than twinCheckGrace past (it
+// only removes it then), so that an MR the reconciler does not write back
+// (management policies without LateInitialize) does not list the kind at
+// every poll for ever. It is how a create that Neutron completes after
+// Settling concluded that it made nothing is undone while the MR lives.
 func SweepTwins(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, s Settling) (saved bool, err error) {
 	v, ok := mg.GetAnnotations()[AnnotationTwinCheck]
 	id := meta.GetExternalName(mg)
 	if !ok || id == "" {
 		return false, nil
 	}
-	if err := deleteTwins(ctx, sc, c, mg, id); err != nil {
-		return false, err
+	until, err := time.Parse(time.RFC3339, v)
+	now := s.clock()
+	if err == nil && now.Before(until.Add(twinCheckGrace)) {
+		if err := deleteTwins(ctx, sc, c, mg, id); err != nil {
+			return false, err
+		}
 	}
-	if until, err := time.Parse(time.RFC3339, v); err == nil && s.clock().Before(until) {
+	if err == nil && now.Before(until) {
 		return false, nil
 	}
 	meta.RemoveAnnotations(mg, AnnotationTwinCheck)
 	return true, nil
 }
+
+// twinCheckGrace is how long after its time an AnnotationTwinCheck still
+// makes SweepTwins look: the reconciler writes an MR back within a poll or
+// two, so an annotation an hour past its time is one it does not write.
+const twinCheckGrace = time.Hour
 
 // deleteTwins deletes every object of c but keep that carries mg's marker.
 func deleteTwins(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, keep string) error {

@@ -298,6 +298,16 @@ func TestSweepTwins(t *testing.T) {
 			},
 			want: want{saved: true, requests: []string{scanNetworks}},
 		},
+		"LongOver": {
+			reason: "An annotation more than an hour past its time (an MR the reconciler did not write back) is removed without a list.",
+			mg:     mg(netID, "2026-12-01T10:59:59Z"),
+			want:   want{saved: true},
+		},
+		"Unreadable": {
+			reason: "An annotation that is no time is removed without a list.",
+			mg:     mg(netID, "soon"),
+			want:   want{saved: true},
+		},
 		"ScanFails": {
 			reason: "A failed list is an error, and the check stays for the next Observe.",
 			mg:     mg(netID, "2026-12-01T11:59:59Z"),

@@ -332,7 +332,7 @@ func TestObserve(t *testing.T) {
 				"DELETE /v2.0/floatingips/late": {204, ""},
 			},
 			mg: binding(withDescription(""), withExternalName(fipID), func(mg *v1alpha1.FloatingIPBinding) {
-				meta.AddAnnotations(mg, map[string]string{openstack.AnnotationTwinCheck: "2026-12-01T12:00:00Z"})
+				meta.AddAnnotations(mg, map[string]string{openstack.AnnotationTwinCheck: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
 			}),
 			want: want{
 				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
