@@ -5,12 +5,15 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +43,45 @@ var (
 	// down.sh; hostBeforeNets is the same without /run/netns, for the
 	// comparison while the agents run.
 	hostBefore, hostBeforeNets string
+	// agentsOwn says which names in /run/netns the agents' instance
+	// makes: its own and its routers'; another stack's beside it (the
+	// e2e's, a developer's) come and go as they please.
+	agentsOwn func(string) bool
+	// agentsRouters are the routers the agents' L3 agent logged, read by
+	// stopOpenStack before down.sh removes the log.
+	agentsRouters []string
 )
+
+// ownedNetns returns what agentsOwn is for the instance with state
+// directory state: the agents' namespaces, named after the state's hash
+// as cluster/openstack/lib.sh names them (OS_ID), and the qrouter
+// namespace of every router in agentsRouters.
+func ownedNetns(state string) func(string) bool {
+	id := fmt.Sprintf("%x", sha256.Sum256([]byte(state)))[:8]
+	return func(name string) bool {
+		if name == "osagents-"+id || name == "osext-"+id {
+			return true
+		}
+		r, ok := strings.CutPrefix(name, "qrouter-")
+		return ok && slices.Contains(agentsRouters, r)
+	}
+}
+
+// loggedRouters returns the routers the L3 agent of the instance in state
+// logged ("router update for <id>"), as cluster/openstack/agents.sh finds
+// the qrouter namespaces it removes; none when there is no log.
+func loggedRouters(state string) []string {
+	b, _ := os.ReadFile(filepath.Join(state, "log", "l3-agent.log"))
+	var ids []string
+	for _, m := range routerUpdate.FindAllSubmatch(b, -1) {
+		if id := string(m[1]); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+var routerUpdate = regexp.MustCompile(`router update for ([0-9a-f-]+)`)
 
 // startAgents starts, once, a Keystone and Neutron of their own with
 // Neutron's real L2 and L3 agents (AGENTS=1 up.sh), on the package's ports
@@ -51,10 +92,15 @@ func startAgents(t *testing.T) (*openStackEnv, vif.Host) {
 	t.Helper()
 	startOpenStack(t) // skips when not root
 	agentsOnce.Do(func() {
-		if hostBefore, agentsErr = hostNetwork(true); agentsErr != nil {
+		state, err := openStackState("itest-openstack-agents", itestPort("ITEST_NEUTRON_PORT", 19696)+100)
+		if agentsErr = err; err != nil {
 			return
 		}
-		if hostBeforeNets, agentsErr = hostNetwork(false); agentsErr != nil {
+		agentsOwn = ownedNetns(state)
+		if hostBefore, agentsErr = hostNetwork(agentsOwn); agentsErr != nil {
+			return
+		}
+		if hostBeforeNets, agentsErr = hostNetwork(nil); agentsErr != nil {
 			return
 		}
 		// TestMain stops it (stopOpenStack), also when up.sh failed half way.
@@ -79,9 +125,9 @@ var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 // hostNetwork prints what of the host's own network namespace the agents
 // could change: its netfilter rules (iptables, ip6tables, ebtables, nft),
 // links, addresses, routes, the forwarding and bridge-netfilter sysctls;
-// with namespaces, also the names in /run/netns like the agents' or their
-// routers' (which exist while they run).
-func hostNetwork(namespaces bool) (string, error) {
+// with owned, also the names in /run/netns it says are the agents' or
+// their routers' (which exist while they run).
+func hostNetwork(owned func(string) bool) (string, error) {
 	var b strings.Builder
 	for _, c := range [][]string{
 		{"iptables-save"}, {"ip6tables-save"}, {"ebtables-save"}, {"nft", "list", "ruleset"},
@@ -108,10 +154,7 @@ func hostNetwork(namespaces bool) (string, error) {
 	}
 	entries, _ := os.ReadDir("/run/netns")
 	for _, n := range entries {
-		if !namespaces {
-			break
-		}
-		if strings.HasPrefix(n.Name(), "qrouter-") || strings.HasPrefix(n.Name(), "osagents-") || strings.HasPrefix(n.Name(), "osext-") {
+		if owned != nil && owned(n.Name()) {
 			fmt.Fprintf(&b, "netns %s\n", n.Name())
 		}
 	}
@@ -124,7 +167,7 @@ func checkHostAfter() error {
 	if hostBefore == "" {
 		return nil
 	}
-	after, err := hostNetwork(true)
+	after, err := hostNetwork(agentsOwn)
 	if err != nil {
 		return err
 	}
@@ -351,7 +394,7 @@ func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 		})
 	}
 
-	during, err := hostNetwork(false)
+	during, err := hostNetwork(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

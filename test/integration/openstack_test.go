@@ -74,6 +74,9 @@ var (
 // stopOpenStack stops what startOpenStack and startAgents started;
 // TestMain calls it.
 func stopOpenStack() {
+	if agentsEnv != nil {
+		agentsRouters = loggedRouters(agentsEnv.State)
+	}
 	for _, e := range []*openStackEnv{agentsEnv, osEnv} {
 		if e != nil {
 			e.stop()
@@ -91,6 +94,19 @@ func (e *openStackEnv) stop() {
 }
 
 var repoRoot = filepath.Join("..", "..")
+
+// openStackState returns the state directory of upOpenStack's instance
+// name on neutronPort, .work/<name>-<port>, absolute (repoRoot becomes
+// absolute too): what cluster/openstack names the instance's namespaces
+// after.
+func openStackState(name string, neutronPort int) (string, error) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		return "", err
+	}
+	repoRoot = root
+	return filepath.Join(root, ".work", name+"-"+strconv.Itoa(neutronPort)), nil
+}
 
 func (e *openStackEnv) env() []string {
 	return append(os.Environ(), "OS_STATE="+e.State,
@@ -110,13 +126,12 @@ func itestPort(k string, def int) int {
 // the extra environment env) in state directory .work/<name>-<Neutron's
 // port> on the given ports, and loads its fixtures.
 func upOpenStack(name string, keystonePort, neutronPort int, env ...string) (*openStackEnv, error) {
-	root, err := filepath.Abs(repoRoot)
+	state, err := openStackState(name, neutronPort)
 	if err != nil {
 		return nil, err
 	}
-	repoRoot = root
-	e := &openStackEnv{State: filepath.Join(root, ".work", name+"-"+strconv.Itoa(neutronPort)), KeystonePort: keystonePort, NeutronPort: neutronPort}
-	cmd := exec.Command(filepath.Join(root, "cluster", "openstack", "up.sh"))
+	e := &openStackEnv{State: state, KeystonePort: keystonePort, NeutronPort: neutronPort}
+	cmd := exec.Command(filepath.Join(repoRoot, "cluster", "openstack", "up.sh"))
 	cmd.Env = append(e.env(), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
