@@ -18,8 +18,8 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// kinds are the ProviderConfig kinds, each with what its controller needs.
-type kinds struct {
+// pcKind is a ProviderConfig kind with what its controller needs.
+type pcKind struct {
 	gk    string
 	kinds resource.ProviderConfigKinds
 	pc    client.Object
@@ -31,7 +31,7 @@ type kinds struct {
 
 // all are the cluster-scoped ProviderConfig, the namespaced ProviderConfig
 // and the ClusterProviderConfig.
-var all = []kinds{
+var all = []pcKind{
 	{v1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: v1alpha1.ProviderConfigGroupVersionKind,
 		Usage: v1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind},
 		&v1alpha1.ProviderConfig{}, &v1alpha1.ProviderConfigUsage{}, ""},
@@ -70,7 +70,7 @@ func SetupGated(mgr ctrl.Manager, o controller.Options) error {
 }
 
 // setup adds the controller of the ProviderConfig kind c to mgr.
-func setup(mgr ctrl.Manager, o controller.Options, c kinds) error {
+func setup(mgr ctrl.Manager, o controller.Options, c pcKind) error {
 	name := providerconfig.ControllerName(c.gk)
 	r := providerconfig.NewReconciler(mgr, c.kinds,
 		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
