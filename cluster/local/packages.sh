@@ -8,7 +8,8 @@
 # processes run out of cluster (cluster/local/provider.sh; the function
 # started by up.sh), so this script then plays the External runtime for
 # their revisions (external-runtime.sh) and waits until the Configuration,
-# the provider and the function are Healthy.
+# the provider and the function are Healthy and the kinds the
+# Configuration activates (the provider's safe start) are established.
 #
 #   packages.sh                       the Configuration built for this
 #                                     registry (hack/xpkg.sh), the three
@@ -46,6 +47,18 @@ push() {
 # Crossplane's dependency resolution has made it.
 package_ref() { kubectl get "$1.pkg.crossplane.io" "$2" -o 'jsonpath={.spec.package}'; }
 
+# activated succeeds once every ManagedResourceDefinition the
+# Configuration's activation policy names is active and its CRD
+# established.
+activated() {
+	local names m
+	names=$(kubectl get managedresourceactivationpolicy "$CONFIGURATION" -o 'jsonpath={.spec.activate[*]}') || return 1
+	[ -n "$names" ] || return 1
+	for m in $names; do
+		[ "$(kubectl get managedresourcedefinition "$m" -o 'jsonpath={.spec.state} {.status.conditions[?(@.type=="Established")].status}')" = "Active True" ] || return 1
+	done
+}
+
 runtime() {
 	local t0 ref
 	t0=$(date +%s%N)
@@ -60,6 +73,12 @@ runtime() {
 		kubectl wait --for condition=Installed --timeout 120s "${p%%/*}.pkg.crossplane.io/${p#*/}" >/dev/null
 		kubectl wait --for condition=Healthy --timeout 120s "${p%%/*}.pkg.crossplane.io/${p#*/}" >/dev/null
 	done
+	# The provider has the safe-start capability: Crossplane installs its
+	# kinds inactive (ManagedResourceDefinitions, no CRDs), and the
+	# Configuration's ManagedResourceActivationPolicy activates those its
+	# Compositions compose; an IPsecGateway applied before their CRDs are
+	# established would wait out Crossplane's backoff.
+	wait_for "the kinds the Configuration activates to be established" 60 activated
 	log "the Configuration, the provider and the function are Healthy $(elapsed "$t0")s later"
 }
 

@@ -14,15 +14,20 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -127,9 +132,17 @@ func run(o options) error {
 	if err := apis.AddToScheme(s); err != nil {
 		return fmt.Errorf("cannot add provider-ipsec types to scheme: %w", err)
 	}
+	// The CRD gate reads CustomResourceDefinitions.
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("cannot add CustomResourceDefinitions to scheme: %w", err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                     s,
-		Cache:                      cache.Options{SyncPeriod: &o.sync},
+		Scheme: s,
+		Cache: cache.Options{SyncPeriod: &o.sync, ByObject: map[client.Object]cache.ByObject{
+			// The gate reads only a CRD's names, versions and conditions:
+			// the cache keeps every CRD of the cluster without its schema.
+			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+		}},
 		Metrics:                    metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:     o.healthAddr,
 		LeaderElection:             o.leaderElection,
@@ -165,6 +178,10 @@ func run(o options) error {
 		PollInterval:            o.poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(o.maxReconcileRate),
 		Features:                &feature.Flags{},
+		// Safe start: each controller starts once its kind's CRD is
+		// established (the package's safe-start capability; see
+		// ipsecctrl.SetupGated).
+		Gate: new(gate.Gate[schema.GroupVersionKind]),
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: o.pollStateMetrics,
 			MRMetrics:               mrMetrics,
@@ -185,7 +202,10 @@ func run(o options) error {
 	oc.Metrics = openstackMetrics
 	oc.Credentials = credentials
 	oc.IdleConnsPerHost = o.maxReconcileRate
-	if err := ipsecctrl.Setup(mgr, co, ipsecctrl.Dependencies{OpenStack: oc, GatewayImage: o.gatewayImage}); err != nil {
+	if err := customresourcesgate.Setup(mgr, co); err != nil {
+		return fmt.Errorf("cannot set up the CRD gate: %w", err)
+	}
+	if err := ipsecctrl.SetupGated(mgr, co, ipsecctrl.Dependencies{OpenStack: oc, GatewayImage: o.gatewayImage}); err != nil {
 		return fmt.Errorf("cannot set up controllers: %w", err)
 	}
 	log.Info("Starting manager", "metrics", o.metricsAddr, "health", o.healthAddr, "leader-election", o.leaderElection)

@@ -51,3 +51,32 @@ func Setup(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
 	}
 	return nil
 }
+
+// SetupGated adds every controller of the provider to mgr as Setup does,
+// each once the CRD of its kind is established (crossplane-runtime's safe
+// start, o.Gate): with the package's safe-start capability Crossplane
+// installs a managed resource kind inactive, with no CRD, until a
+// ManagedResourceActivationPolicy activates it, and a controller started
+// for a kind without a CRD would fail the provider. The gate learns of
+// CRDs from crossplane-runtime's customresourcesgate controller, which the
+// caller sets up. It returns the first error a registration returns.
+func SetupGated(mgr ctrl.Manager, o controller.Options, d Dependencies) error {
+	if err := providerconfig.SetupGated(mgr, o); err != nil {
+		return err
+	}
+	for _, setup := range []func(ctrl.Manager, controller.Options, string) error{gateway.SetupGated, gateway.SetupNamespacedGated} {
+		if err := setup(mgr, o, d.GatewayImage); err != nil {
+			return err
+		}
+	}
+	for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
+		securitygroup.SetupGated, network.SetupGated, port.SetupGated, floatingipbinding.SetupGated, routerroutes.SetupGated, nodeaddresspairs.SetupGated,
+		securitygroup.SetupNamespacedGated, network.SetupNamespacedGated, port.SetupNamespacedGated, floatingipbinding.SetupNamespacedGated,
+		routerroutes.SetupNamespacedGated, nodeaddresspairs.SetupNamespacedGated,
+	} {
+		if err := setup(mgr, o, d.OpenStack); err != nil {
+			return err
+		}
+	}
+	return nil
+}

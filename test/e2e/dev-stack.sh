@@ -57,10 +57,42 @@ apiserver=$(cat "$STATE/apiserver.pid")
 kubectl get providerconfigs.ipsecgw.io >/dev/null 2>&1 || fail "kubectl get providerconfigs.ipsecgw.io does not answer"
 # The provider's CRDs and the XRD were installed by Crossplane's package
 # manager from the packages, not by kubectl: their owners are the revisions.
+# The provider has the safe-start capability: each managed resource kind is
+# a ManagedResourceDefinition of the provider's revision, inactive (no CRD)
+# unless an activation policy names it, and the Configuration's policy
+# names those its Compositions compose; the ProviderConfig kinds are plain
+# CRDs.
+activated=" $(kubectl get managedresourceactivationpolicy ipsecgw-configuration -o 'jsonpath={.status.activated[*]}') "
+[ "$activated" != "  " ] || fail "the Configuration's activation policy activated nothing"
+inactive=()
 for f in "$ROOT"/package/crds/*.yaml; do
 	b=$(basename "$f" .yaml) && crd=${b#*_}.${b%%_*}
+	case $crd in
+	*providerconfig*) ;;
+	*)
+		[ "$(kubectl get mrd "$crd" -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ProviderRevision ] ||
+			fail "ManagedResourceDefinition $crd was not installed from the provider package"
+		if [[ $activated != *" $crd "* ]]; then
+			[ "$(kubectl get mrd "$crd" -o 'jsonpath={.spec.state}')" = Inactive ] || fail "$crd is active, though no policy activates it"
+			! kubectl get crd "$crd" >/dev/null 2>&1 || fail "inactive $crd has a CRD"
+			inactive+=("$crd")
+			continue
+		fi
+		;;
+	esac
 	[ "$(kubectl get crd "$crd" -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ProviderRevision ] ||
 		fail "CRD $crd was not installed from the provider package"
+done
+[ "${inactive[*]}" = "networks.networking.ipsecgw.io networks.networking.m.ipsecgw.io" ] ||
+	fail "the kinds left inactive are ${inactive[*]}, want the Networks (the Configuration composes the rest)"
+# Safe start: the provider runs (provider.sh waited for its /readyz) with
+# the Networks inactive and has no controller for them, but has one for
+# each active kind.
+controllers() { curl -fsS "http://127.0.0.1:$PROVIDER_METRICS_PORT/metrics" | sed -n 's/^controller_runtime_max_concurrent_reconciles{controller="\([^"]*\)".*/\1/p' | sort; }
+has_controller() { controllers | grep -qx "$1"; }
+has_controller managed/securitygroup.networking.ipsecgw.io || fail "the provider has no SecurityGroup controller: $(controllers | xargs)"
+for c in managed/network.networking.ipsecgw.io managed/network.networking.m.ipsecgw.io; do
+	! has_controller "$c" || fail "the provider runs $c, an inactive kind's controller"
 done
 [ "$(kubectl get xrd xipsecgateways.vpn.ipsecgw.io -o 'jsonpath={.metadata.ownerReferences[?(@.controller==true)].kind}')" = ConfigurationRevision ] ||
 	fail "the IPsecGateway XRD was not installed from the Configuration package"
@@ -95,6 +127,25 @@ wait_for "the example Gateway to be ConfigRendered" 60 \
 	bash -c '[ "$("$0" get gateway tenant-a-vpn -o "jsonpath={.status.conditions[?(@.type==\"ConfigRendered\")].status}")" = True ]' "$TOOLS_BIN/kubectl"
 kubectl get gateway tenant-a-vpn | grep -q 203.0.113.10 || fail "kubectl get gateway does not show the local identity"
 kubectl delete gateway tenant-a-vpn --timeout 60s >/dev/null || fail "the example Gateway is not deleted"
+
+# A platform team activates the Networks (examples/activation): Crossplane
+# makes their CRDs, and the running provider starts their controllers,
+# which reconcile a Network (Synced: here without Keystone, an error
+# naming it).
+kubectl apply -f "$ROOT/examples/activation/" >/dev/null || fail "examples/activation does not apply"
+t0=$(date +%s%N)
+for crd in "${inactive[@]}"; do
+	wait_for "$crd to be activated and established" 60 kubectl wait --for condition=Established --timeout 5s "crd/$crd"
+done
+for c in managed/network.networking.ipsecgw.io managed/network.networking.m.ipsecgw.io; do
+	wait_for "the provider's controller $c" 60 has_controller "$c"
+done
+echo "safe start: the Networks activated, their controllers running $(elapsed "$t0")s after the policy"
+kubectl apply -f "$ROOT/examples/networking/network.yaml" >/dev/null || fail "examples/networking/network.yaml does not apply once active"
+# shellcheck disable=SC2016
+wait_for "the example Network to be reconciled (Synced)" 60 \
+	bash -c '[ -n "$("$0" get network.networking.ipsecgw.io tenant-a-net -o "jsonpath={.status.conditions[?(@.type==\"Synced\")].status}")" ]' "$TOOLS_BIN/kubectl"
+kubectl delete network.networking.ipsecgw.io tenant-a-net --timeout 60s >/dev/null || fail "the example Network is not deleted"
 
 # Every OpenStack example is accepted by the API server as it is (schema and
 # CEL rules); the local stack runs no Neutron, so they are not applied.

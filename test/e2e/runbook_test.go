@@ -37,12 +37,14 @@ const (
 // dev` stack: pre-stage, cutover (by a label edit, then by backoff),
 // rollback, deletion that leaves the customer's floating IP on the VM, an
 // allocated floating IP that is released, and bad claims refused at
-// admission.
+// admission; and, on the same stack, the provider's safe start (a kind
+// activated while it runs).
 func TestRunbook(t *testing.T) {
 	s := startStack(t)
 	ctx := context.Background()
 
 	t.Run("bad claims are refused at admission", func(t *testing.T) { badClaims(t, s) })
+	t.Run("safe start: a kind activated while the provider runs", func(t *testing.T) { safeStart(t, s) })
 
 	// 1. Pre-stage (dev.sh waited for the port and the rendered
 	// configuration).

@@ -142,6 +142,12 @@ func TestPackages(t *testing.T) {
 				if v, _, _ := unstructured.NestedString(o.Object, "spec", "crossplane", "version"); v != ">=v2.0.0" {
 					t.Errorf("the provider needs Crossplane %q, want >=v2.0.0", v)
 				}
+				// Safe start: Crossplane installs the kinds inactive until an
+				// activation policy names them, and the provider starts each
+				// controller once its CRD is established.
+				if c, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "capabilities"); !slices.Equal(c, []string{"safe-start"}) {
+					t.Errorf("the provider's capabilities are %q, want [safe-start]", c)
+				}
 			}
 		}
 	})
@@ -159,7 +165,8 @@ func TestPackages(t *testing.T) {
 	t.Run("configuration", func(t *testing.T) {
 		objs := packageObjects(t, filepath.Join(out, "ipsecgw-configuration.xpkg"))
 		want := []string{"CompositeResourceDefinition ipsecgateways.vpn.m.ipsecgw.io", "CompositeResourceDefinition xipsecgateways.vpn.ipsecgw.io",
-			"Composition ipsecgateways.vpn.m.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration"}
+			"Composition ipsecgateways.vpn.m.ipsecgw.io", "Composition xipsecgateways.vpn.ipsecgw.io", "Configuration ipsecgw-configuration",
+			"ManagedResourceActivationPolicy ipsecgw-configuration"}
 		if diff := cmp.Diff(want, kinds(objs)); diff != "" {
 			t.Errorf("the Configuration package holds -want +got:\n%s", diff)
 		}

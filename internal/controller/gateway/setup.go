@@ -62,6 +62,22 @@ func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error
 	)
 }
 
+// SetupGated adds the Gateway controller to mgr as Setup does, once its
+// CRD is established (mrsetup.Gated): Crossplane installs the kind
+// inactive until a ManagedResourceActivationPolicy activates it, and until
+// then the controller and its watches' cache are not made. It returns an
+// error when o has no gate.
+func SetupGated(mgr ctrl.Manager, o controller.Options, image string) error {
+	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, image) }, v1alpha1.GatewayGroupVersionKind)
+}
+
+// SetupNamespacedGated adds the namespaced Gateway controller to mgr as
+// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
+// returns an error when o has no gate.
+func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, image string) error {
+	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, image) }, nsv1alpha1.GatewayGroupVersionKind)
+}
+
 // newConnector returns the connector of the Gateway controller named name
 // (its usage tracker unset) and the watches that enqueue its Gateways
 // (namespaced ones when namespaced), whose Gateways that name no image run

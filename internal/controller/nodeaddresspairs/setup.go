@@ -64,3 +64,18 @@ func readerOf(mgr ctrl.Manager) func(*rest.Config) (client.Reader, error) {
 		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	}
 }
+
+// SetupGated adds the NodeAddressPairs controller to mgr as Setup does, once its CRD is
+// established (mrsetup.Gated): Crossplane installs the kind inactive until
+// a ManagedResourceActivationPolicy activates it. It returns an error when
+// o has no gate.
+func SetupGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, clients) }, v1alpha1.NodeAddressPairsGroupVersionKind)
+}
+
+// SetupNamespacedGated adds the namespaced NodeAddressPairs controller to mgr as
+// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
+// returns an error when o has no gate.
+func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, clients) }, nsv1alpha1.NodeAddressPairsGroupVersionKind)
+}

@@ -15,44 +15,71 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
+
+// pcKind is a ProviderConfig kind with what its controller needs.
+type pcKind struct {
+	gk    string
+	kinds resource.ProviderConfigKinds
+	pc    client.Object
+	usage client.Object
+	// kind filters the usages of m.ipsecgw.io, which serve both
+	// kinds, by providerConfigRef.kind.
+	kind string
+}
+
+// all are the cluster-scoped ProviderConfig, the namespaced ProviderConfig
+// and the ClusterProviderConfig.
+var all = []pcKind{
+	{v1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: v1alpha1.ProviderConfigGroupVersionKind,
+		Usage: v1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind},
+		&v1alpha1.ProviderConfig{}, &v1alpha1.ProviderConfigUsage{}, ""},
+	{nsv1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ProviderConfigGroupVersionKind,
+		Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+		&nsv1alpha1.ProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ProviderConfigKind},
+	{nsv1alpha1.ClusterProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ClusterProviderConfigGroupVersionKind,
+		Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
+		&nsv1alpha1.ClusterProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ClusterProviderConfigKind},
+}
 
 // Setup adds the controllers of the cluster-scoped ProviderConfig, the
 // namespaced ProviderConfig and the ClusterProviderConfig to mgr. It
 // returns an error when a controller cannot be built or registered.
 func Setup(mgr ctrl.Manager, o controller.Options) error {
-	for _, c := range []struct {
-		gk    string
-		kinds resource.ProviderConfigKinds
-		pc    client.Object
-		usage client.Object
-		// kind filters the usages of m.ipsecgw.io, which serve both
-		// kinds, by providerConfigRef.kind.
-		kind string
-	}{
-		{v1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: v1alpha1.ProviderConfigGroupVersionKind,
-			Usage: v1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind},
-			&v1alpha1.ProviderConfig{}, &v1alpha1.ProviderConfigUsage{}, ""},
-		{nsv1alpha1.ProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ProviderConfigGroupVersionKind,
-			Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
-			&nsv1alpha1.ProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ProviderConfigKind},
-		{nsv1alpha1.ClusterProviderConfigGroupKind, resource.ProviderConfigKinds{Config: nsv1alpha1.ClusterProviderConfigGroupVersionKind,
-			Usage: nsv1alpha1.ProviderConfigUsageGroupVersionKind, UsageList: nsv1alpha1.ProviderConfigUsageListGroupVersionKind},
-			&nsv1alpha1.ClusterProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ClusterProviderConfigKind},
-	} {
-		name := providerconfig.ControllerName(c.gk)
-		r := providerconfig.NewReconciler(mgr, c.kinds,
-			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
-			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
-		)
-		if err := ctrl.NewControllerManagedBy(mgr).
-			Named(name).
-			WithOptions(o.ForControllerRuntime()).
-			For(c.pc).
-			Watches(c.usage, &resource.EnqueueRequestForProviderConfig{Kind: c.kind}).
-			Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)); err != nil {
+	for _, c := range all {
+		if err := setup(mgr, o, c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SetupGated adds the controllers Setup adds to mgr, each once the CRDs of
+// its ProviderConfig kind and of that kind's usages are established
+// (mrsetup.Gated). Crossplane installs these CRDs with the provider's
+// package whatever its activation policies say; gated, the provider also
+// starts cleanly before they exist. It returns an error when o has no gate.
+func SetupGated(mgr ctrl.Manager, o controller.Options) error {
+	for _, c := range all {
+		if err := mrsetup.Gated(mgr, o, func() error { return setup(mgr, o, c) }, c.kinds.Config, c.kinds.Usage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup adds the controller of the ProviderConfig kind c to mgr.
+func setup(mgr ctrl.Manager, o controller.Options, c pcKind) error {
+	name := providerconfig.ControllerName(c.gk)
+	r := providerconfig.NewReconciler(mgr, c.kinds,
+		providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
+		providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
+	)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		For(c.pc).
+		Watches(c.usage, &resource.EnqueueRequestForProviderConfig{Kind: c.kind}).
+		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }

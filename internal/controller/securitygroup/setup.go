@@ -25,3 +25,18 @@ func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) e
 func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
 	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.SecurityGroupGroupKind, nsv1alpha1.SecurityGroupGroupVersionKind, &nsv1alpha1.SecurityGroup{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.SecurityGroups), NewExternal)
 }
+
+// SetupGated adds the SecurityGroup controller to mgr as Setup does, once its CRD is
+// established (mrsetup.Gated): Crossplane installs the kind inactive until
+// a ManagedResourceActivationPolicy activates it. It returns an error when
+// o has no gate.
+func SetupGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, clients) }, v1alpha1.SecurityGroupGroupVersionKind)
+}
+
+// SetupNamespacedGated adds the namespaced SecurityGroup controller to mgr as
+// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
+// returns an error when o has no gate.
+func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, clients) }, nsv1alpha1.SecurityGroupGroupVersionKind)
+}
