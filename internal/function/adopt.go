@@ -51,6 +51,23 @@ import (
 // finds it by its address, exactly, and never allocates one, so a recorded
 // ID could only make an address changed meanwhile lose to an old one.
 
+// Orphaning: a managed resource being deleted while its composite is not
+// is never the composite's wish. Crossplane deletes a composed resource the
+// function no longer composes, and the function does not compose it then;
+// deleting the composite deletes its resources after it (the function does
+// not run for a composite being deleted). What is left is someone deleting
+// a composed resource (kubectl delete), or its CRD: the Provider package
+// deleted by accident, after which Crossplane's dependency resolution
+// installs the provider again within seconds, and the ProviderConfigs are
+// still there (the provider holds them with its in-use finalizer), so the
+// returning provider would delete every Neutron object of every composite.
+// So the function composes such a resource orphaned (orphaned), which
+// Crossplane applies at once (it watches the composed resources): the
+// provider then lets it go without a call to Neutron, and the composite
+// composes it anew, adopting its object (above). Deleting a composed
+// resource by hand thus never deletes its Neutron object either: deleting
+// the composite (or the claim) does.
+
 // recordAt is where the composite's status records the external name of
 // each composed resource whose object the provider makes and finds by its
 // Neutron ID.
@@ -93,4 +110,11 @@ func record(xr *fieldpath.Paved, observed Observed) map[string]any {
 		}
 	}
 	return out
+}
+
+// orphaned says whether the composed resource o, of the composite xr (both
+// as observed), is to be composed orphaned: it is being deleted and xr is
+// not.
+func orphaned(o, xr *fieldpath.Paved) bool {
+	return str(o, "metadata.deletionTimestamp") != "" && str(xr, "metadata.deletionTimestamp") == ""
 }

@@ -3,6 +3,7 @@ package function
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,10 @@ func TestAdoption(t *testing.T) {
 		// apiVersion is that of each resource named in names; empty: not
 		// checked.
 		apiVersion string
+		// orphaned are the resources composed orphaned: management
+		// policies without Delete and, cluster-scoped, deletionPolicy
+		// Orphan.
+		orphaned []string
 	}
 	cases := map[string]struct {
 		reason   string
@@ -84,8 +89,23 @@ func TestAdoption(t *testing.T) {
 			},
 		},
 		"BeingDeleted": {
-			reason: "Resources being deleted with their CRDs (the Provider package deleted) still say their external names: the composite records them while it can.",
+			reason: "Resources being deleted while their composite is not (their CRDs deleted with the Provider package) are composed orphaned, so that the provider lets them go without deleting their Neutron objects, and still say their external names, which the composite records.",
 			xr:     allocated,
+			observed: map[string]string{
+				"security-group":     mr(false, "SecurityGroup", "sg", "sg-1", true),
+				"port":               mr(false, "Port", "p", "p-1", true),
+				"floating-ip":        mr(false, "FloatingIPBinding", "f", "fip-1", true),
+				"node-address-pairs": mr(false, "NodeAddressPairs", "n", "p-1", true),
+			},
+			want: want{
+				names:    map[string]string{"security-group": "sg-1", "port": "p-1", "floating-ip": "fip-1"},
+				ids:      map[string]string{"securityGroup": "sg-1", "port": "p-1", "floatingIP": "fip-1"},
+				orphaned: []string{"floating-ip", "node-address-pairs", "port", "security-group"},
+			},
+		},
+		"CompositeBeingDeleted": {
+			reason: "The resources of a composite being deleted are deleted as their policies say: none is orphaned.",
+			xr:     strings.Replace(allocated, "  name: branch-vpn-7xk2p\n", "  name: branch-vpn-7xk2p\n  deletionTimestamp: '2026-12-06T10:00:00Z'\n", 1),
 			observed: map[string]string{
 				"security-group": mr(false, "SecurityGroup", "sg", "sg-1", true),
 				"port":           mr(false, "Port", "p", "p-1", true),
@@ -94,6 +114,21 @@ func TestAdoption(t *testing.T) {
 			want: want{
 				names: map[string]string{"security-group": "sg-1", "port": "p-1", "floating-ip": "fip-1"},
 				ids:   map[string]string{"securityGroup": "sg-1", "port": "p-1", "floatingIP": "fip-1"},
+			},
+		},
+		"NamespacedBeingDeleted": {
+			reason: "A namespaced IPsecGateway's resources being deleted are composed with management policies without Delete (they have no deletionPolicy); only those being deleted.",
+			xr:     namespaced(allocated),
+			observed: map[string]string{
+				"security-group": mr(true, "SecurityGroup", "sg", "sg-1", true),
+				"port":           mr(true, "Port", "p", "p-1", false),
+				"floating-ip":    mr(true, "FloatingIPBinding", "f", "fip-1", true),
+			},
+			want: want{
+				names:      map[string]string{"security-group": "sg-1", "port": "p-1", "floating-ip": "fip-1"},
+				ids:        map[string]string{"securityGroup": "sg-1", "port": "p-1", "floatingIP": "fip-1"},
+				apiVersion: "networking.m.ipsecgw.io/v1alpha1",
+				orphaned:   []string{"floating-ip", "security-group"},
 			},
 		},
 		"ComposedAnew": {
@@ -207,6 +242,9 @@ func TestAdoption(t *testing.T) {
 			if diff := cmp.Diff(tc.want.names, names); diff != "" {
 				t.Errorf("%s\ndesired external names: -want +got:\n%s", tc.reason, diff)
 			}
+			if diff := cmp.Diff(tc.want.orphaned, orphans(rsp)); diff != "" {
+				t.Errorf("%s\ncomposed orphaned: -want +got:\n%s", tc.reason, diff)
+			}
 			st, _ := rsp.GetDesired().GetComposite().GetResource().AsMap()["status"].(map[string]any)
 			ids := map[string]string{}
 			for _, step := range []string{"securityGroup", "port", "floatingIP"} {
@@ -220,6 +258,25 @@ func TestAdoption(t *testing.T) {
 			}
 		})
 	}
+}
+
+// orphans are the names of the desired resources of rsp composed orphaned:
+// management policies without Delete and, cluster-scoped (any but
+// networking.m and gateway.m), deletionPolicy Orphan.
+func orphans(rsp *fnv1.RunFunctionResponse) []string {
+	var out []string
+	for n, r := range rsp.GetDesired().GetResources() {
+		p := fieldpath.Pave(r.GetResource().AsMap())
+		var mp []string
+		_ = p.GetValueInto("spec.managementPolicies", &mp)
+		dp, _ := p.GetString("spec.deletionPolicy")
+		av, _ := p.GetString("apiVersion")
+		if cmp.Equal(mp, []string{"Observe", "Create", "Update", "LateInitialize"}) && (strings.Contains(av, ".m.") || dp == "Orphan") {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // pave is r's object paved, nil for nil.
