@@ -113,6 +113,10 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 		failedBringUp(t, s.state+".failed", true)
 		failedBringUp(t, s.state+".argocd-failed", true)
 		failedBringUp(t, osState+".failed", false)
+		// cluster/openstack/up.sh's lock beside its state directory.
+		if err := os.Remove(osState + ".lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remove %s.lock: %v", osState, err)
+		}
 		// The node's and the site's network namespaces are named after the
 		// state directory (cluster/node/lib.sh, cluster/site/site.sh).
 		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
