@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	start := time.Now()
 	s := startStack(t)
 	steps := docSteps(t, uninstallDoc)
-	for _, want := range []string{"names", "recover-orphan", "recover-check", "recover-release", "recover-providerconfigs", "recover-status"} {
+	for _, want := range []string{"names", "recover-mrs", "recover-orphan", "recover-check", "recover-release", "recover-providerconfigs", "recover-status"} {
 		if _, ok := steps[want]; !ok {
 			t.Fatalf("%s has no sh block of step %s", uninstallDoc, want)
 		}
@@ -79,18 +80,24 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	t0 := time.Now()
 	s.kubectl(t, "delete", "provider.pkg.crossplane.io", providerPackage, "--wait=false")
 	s.stopProvider(t)
-	eventually(t, "every managed resource being deleted and no ProviderConfig left", 2*time.Minute, func() (bool, string) {
+	// The function orphans each managed resource that is being deleted,
+	// within seconds (Crossplane watches them), before anyone acts.
+	var deleting int
+	eventually(t, "the managed resources being deleted orphaned by the function", time.Minute, func() (bool, string) {
+		deleting = 0
 		for id, mr := range s.managedIdentities(t) {
 			if mr.deleted == "" {
-				return false, id + " is not being deleted"
+				continue
 			}
+			if mr.policies != orphanPolicies {
+				return false, id + " is being deleted with management policies " + mr.policies
+			}
+			deleting++
 		}
-		if out, err := s.kubectlCommand("get", "providerconfigs.ipsecgw.io", "-o", "name").CombinedOutput(); err == nil && strings.TrimSpace(string(out)) != "" {
-			return false, "ProviderConfigs left: " + string(out)
-		}
-		return true, ""
+		return deleting > 0, "no managed resource is being deleted yet"
 	})
-	t.Logf("the Provider package deleted: every managed resource being deleted, no ProviderConfig %s later", time.Since(t0).Round(100*time.Millisecond))
+	t.Logf("the Provider package deleted: %d of %d managed resources being deleted %s later, each orphaned by the function",
+		deleting, len(mrs), time.Since(t0).Round(100*time.Millisecond))
 
 	env := append(slices.Clone(s.env), "KUBECONFIG="+filepath.Join(s.state, "kubeconfig"),
 		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"),
@@ -99,7 +106,7 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	run := func(names ...string) time.Duration {
 		start := time.Now()
 		var script strings.Builder
-		script.WriteString("set -euo pipefail\n" + steps["names"])
+		script.WriteString("set -euo pipefail\n" + steps["names"] + steps["recover-mrs"])
 		for _, n := range names {
 			script.WriteString(steps[n])
 		}
@@ -115,12 +122,15 @@ func TestRecoverProviderDeletion(t *testing.T) {
 		return time.Since(start)
 	}
 
-	// 1. Orphan every managed resource while no ProviderConfig exists.
+	// 1. Orphan every managed resource.
 	run("recover-orphan", "recover-check")
-	// 2. The provider back: the External runtime's part is to play the
-	// runtime of the Provider's new revision and run the provider.
+	// 2. The provider back (the package runtime's part: the revision that
+	// dependency resolution made runs the provider), which lets them go;
+	// the CRDs back. The provider exits once its CRDs are gone, and its
+	// runtime restarts it.
 	s.providerBack(t)
 	run("recover-release")
+	s.startProvider(t)
 	// 3. The ProviderConfigs again; the composites compose their managed
 	// resources anew, which adopt the Neutron objects.
 	run("recover-providerconfigs")
@@ -145,26 +155,43 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	t.Logf("the whole test: %s", time.Since(start).Round(time.Second))
 }
 
+// orphanPolicies are the management policies of an orphaned managed
+// resource, as kubectl prints them.
+const orphanPolicies = `["Observe","Create","Update","LateInitialize"]`
+
 // A managedIdentity is what identifies a managed resource of the provider
-// and its external object: its UID, its external name, and when it was
-// deleted ("" while it is not).
+// and its external object: its UID, its external name, when it was
+// deleted ("" while it is not) and its management policies.
 type managedIdentity struct {
-	uid, externalName, deleted string
+	uid, externalName, deleted, policies string
 }
 
 // managedIdentities returns every managed resource of the provider by
-// "apiVersion/kind namespace/name".
+// "CRD namespace/name", listed by CRD as docs/uninstall.md's mrs does:
+// while the CRDs are being deleted, `kubectl get managed` fails on a kind
+// whose CRD is already gone.
 func (s *stack) managedIdentities(t *testing.T) map[string]managedIdentity {
 	t.Helper()
-	out := s.kubectl(t, "get", "managed", "-A", "-o",
-		`jsonpath={range .items[*]}{.apiVersion}/{.kind} {.metadata.namespace}/{.metadata.name}|{.metadata.uid}|{.metadata.annotations.crossplane\.io/external-name}|{.metadata.deletionTimestamp}{"\n"}{end}`)
 	mrs := map[string]managedIdentity{}
-	for l := range strings.Lines(out) {
-		f := strings.Split(strings.TrimSpace(l), "|")
-		if len(f) != 4 || !strings.Contains(f[0], "ipsecgw.io/") {
+	crds := s.kubectl(t, "get", "crd", "-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.names.categories}{"\n"}{end}`)
+	for l := range strings.Lines(crds) {
+		f := strings.Fields(l)
+		if len(f) != 2 || !strings.HasSuffix(f[0], "ipsecgw.io") || !strings.Contains(f[1], `"managed"`) {
 			continue
 		}
-		mrs[f[0]] = managedIdentity{uid: f[1], externalName: f[2], deleted: f[3]}
+		out, err := s.kubectlCommand("get", f[0], "-A", "-o",
+			`jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}|{.metadata.uid}|{.metadata.annotations.crossplane\.io/external-name}|{.metadata.deletionTimestamp}|{.spec.managementPolicies}{"\n"}{end}`).Output()
+		if err != nil {
+			// Its CRD went since the list.
+			continue
+		}
+		for l := range strings.Lines(string(out)) {
+			m := strings.Split(strings.TrimSpace(l), "|")
+			if len(m) != 5 {
+				continue
+			}
+			mrs[f[0]+" "+m[0]] = managedIdentity{uid: m[1], externalName: m[2], deleted: m[3], policies: m[4]}
+		}
 	}
 	return mrs
 }
@@ -187,10 +214,12 @@ func (s *stack) checkAdopted(t *testing.T, before, after map[string]managedIdent
 			t.Errorf("%s has external name %q, %q before the deletion", id, a.externalName, b.externalName)
 		case a.deleted != "":
 			t.Errorf("%s is being deleted", id)
+		case a.policies != `["*"]`:
+			t.Errorf("%s has management policies %s, want the default", id, a.policies)
 		}
 		// The NodeAddressPairs' external name is its port's ID; a
 		// RouterRoutes' its router's.
-		if k := strings.SplitN(id, " ", 2)[0]; strings.HasSuffix(k, "/SecurityGroup") || strings.HasSuffix(k, "/Port") || strings.HasSuffix(k, "/FloatingIPBinding") {
+		if k := strings.SplitN(id, ".", 2)[0]; k == "securitygroups" || k == "ports" || k == "floatingipbindings" {
 			if o, dup := owner[a.externalName]; dup {
 				t.Errorf("%s and %s both have external name %s", o, id, a.externalName)
 			}
@@ -295,13 +324,31 @@ func (s *stack) stopProvider(t *testing.T) {
 // providerBack plays the External runtime of the Provider that Crossplane's
 // dependency resolution made anew (the Configuration depends on it) and
 // starts the provider's process, as a package runtime starts its
-// Deployment.
+// Deployment. Its revision cannot be Healthy yet (the CRDs it must take
+// over are being deleted), so the test waits for no more.
 func (s *stack) providerBack(t *testing.T) {
 	t.Helper()
 	t0 := time.Now()
-	mustRun(t, s.env, "cluster/local/packages.sh", "runtime")
-	mustRun(t, s.env, "cluster/local/provider.sh")
-	t.Logf("the provider's runtime played and its process started in %s", time.Since(t0).Round(100*time.Millisecond))
+	var ref string
+	eventually(t, "the Provider package made again by dependency resolution", time.Minute, func() (bool, string) {
+		out, err := s.kubectlCommand("get", "provider.pkg.crossplane.io", providerPackage, "-o", "jsonpath={.spec.package}").Output()
+		ref = strings.TrimSpace(string(out))
+		return err == nil && ref != "", fmt.Sprint(err)
+	})
+	mustRun(t, s.env, "cluster/local/external-runtime.sh", "provider", providerPackage, ref, filepath.Join(s.state, "xp", "provider"))
+	s.startProvider(t)
+	t.Logf("the provider's new revision's runtime played and its process started in %s", time.Since(t0).Round(100*time.Millisecond))
+}
+
+// startProvider starts the provider's process when it does not run (it
+// exits while its CRDs are gone, and its runtime restarts it). A start
+// that fails is logged: the step that waits for the provider says the
+// rest.
+func (s *stack) startProvider(t *testing.T) {
+	t.Helper()
+	if out, err := runScript(s.env, "cluster/local/provider.sh"); err != nil {
+		t.Logf("cluster/local/provider.sh: %v\n%s", err, out)
+	}
 }
 
 // providerConfigs writes the stack's ProviderConfigs (dev.sh applies them:
