@@ -129,8 +129,8 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	// the CRDs back. The provider exits once its CRDs are gone, and its
 	// runtime restarts it.
 	s.providerBack(t)
-	run("recover-release")
-	s.startProvider(t)
+	restarts := s.restartingProvider(t, func() { run("recover-release") })
+	t.Logf("the provider was restarted %d times while its CRDs were gone", restarts)
 	// 3. The ProviderConfigs again; the composites compose their managed
 	// resources anew, which adopt the Neutron objects.
 	run("recover-providerconfigs")
@@ -338,6 +338,42 @@ func (s *stack) providerBack(t *testing.T) {
 	mustRun(t, s.env, "cluster/local/external-runtime.sh", "provider", providerPackage, ref, filepath.Join(s.state, "xp", "provider"))
 	s.startProvider(t)
 	t.Logf("the provider's new revision's runtime played and its process started in %s", time.Since(t0).Round(100*time.Millisecond))
+}
+
+// restartingProvider runs f while restarting the provider's process
+// whenever it has exited, every 5 s, as a package runtime's Deployment
+// restarts its pod (which exits seconds after it starts while any of its
+// CRDs is gone), and once more after f; it returns how many times it
+// started the provider meanwhile.
+func (s *stack) restartingProvider(t *testing.T, f func()) (starts int) {
+	t.Helper()
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			case <-time.After(5 * time.Second):
+			}
+			running := exec.Command("bash", "-c", "source cluster/local/lib.sh && running provider")
+			running.Env, running.Dir = s.env, root
+			if running.Run() == nil {
+				continue
+			}
+			if _, err := runScript(s.env, "cluster/local/provider.sh"); err == nil {
+				n++
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		starts = <-done
+		s.startProvider(t)
+	}()
+	f()
+	return 0
 }
 
 // startProvider starts the provider's process when it does not run (it
