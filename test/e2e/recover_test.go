@@ -134,7 +134,24 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	// 3. The ProviderConfigs again; the composites compose their managed
 	// resources anew, which adopt the Neutron objects.
 	run("recover-providerconfigs")
-	took = ready("every IPsecGateway's steps Ready again", 5*time.Minute)
+	// The composites' status says Ready from before until they compose
+	// again: first every managed resource back, composed anew.
+	took = eventuallyEvery(t, time.Second, "every managed resource composed anew", 5*time.Minute, func() (bool, string) {
+		now := s.managedIdentities(t)
+		for id, b := range mrs {
+			a, ok := now[id]
+			switch {
+			case !ok:
+				return false, id + " is not composed again"
+			case a.uid == b.uid || a.deleted != "":
+				return false, id + " is the one from before the deletion"
+			case a.externalName == "":
+				return false, id + " has no external name yet"
+			}
+		}
+		return true, ""
+	})
+	took += ready("every IPsecGateway's steps Ready again", 5*time.Minute)
 	run("recover-status")
 	t.Logf("from the deletion of the Provider package to every IPsecGateway Ready again: %s (%s after the ProviderConfigs)",
 		time.Since(t0).Round(100*time.Millisecond), took.Round(100*time.Millisecond))
