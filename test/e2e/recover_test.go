@@ -31,7 +31,8 @@ const providerPackage = "provider-ipsec"
 // recovery of docs/uninstall.md, its own commands: on the `make dev` stack
 // with the pre-staged pinned IPsecGateway and an allocated one of each
 // style (a legacy claim and a namespaced IPsecGateway), their steps Ready.
-// After the recovery every IPsecGateway must be Ready again (claimReady:
+// Before anyone acts, every managed resource being deleted must be orphaned
+// by the function. After the recovery every IPsecGateway must be Ready again (claimReady:
 // without a node, the Gateway Synced and rendered), its managed resources
 // composed anew (new UIDs) with the external names of the ones before, and
 // the tenant's Neutron exactly as before: every security group with its
