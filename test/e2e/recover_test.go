@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,8 +132,8 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	// the CRDs back. The provider exits once its CRDs are gone, and its
 	// runtime restarts it.
 	s.providerBack(t)
-	restarts := s.restartingProvider(t, func() { run("recover-release") })
-	t.Logf("the provider was restarted %d times while its CRDs were gone", restarts)
+	restarts := s.keepProviderRunning(t)
+	run("recover-release")
 	// 3. The ProviderConfigs again; the composites compose their managed
 	// resources anew, which adopt the Neutron objects.
 	run("recover-providerconfigs")
@@ -154,6 +155,7 @@ func TestRecoverProviderDeletion(t *testing.T) {
 		return true, ""
 	})
 	took += ready("every IPsecGateway's steps Ready again", 5*time.Minute)
+	t.Logf("the provider was started %d times while its CRDs were gone or coming back", restarts())
 	run("recover-status")
 	t.Logf("from the deletion of the Provider package to every IPsecGateway Ready again: %s (%s after the ProviderConfigs)",
 		time.Since(t0).Round(100*time.Millisecond), took.Round(100*time.Millisecond))
@@ -355,12 +357,13 @@ func (s *stack) providerBack(t *testing.T) {
 	t.Logf("the provider's new revision's runtime played and its process started in %s", time.Since(t0).Round(100*time.Millisecond))
 }
 
-// restartingProvider runs f while restarting the provider's process
-// whenever it has exited, every 5 s, as a package runtime's Deployment
-// restarts its pod (which exits seconds after it starts while any of its
-// CRDs is gone), and once more after f; it returns how many times it
-// started the provider meanwhile.
-func (s *stack) restartingProvider(t *testing.T, f func()) (starts int) {
+// keepProviderRunning restarts the provider's process whenever it has
+// exited, every 5 s, as a package runtime's Deployment restarts its pod
+// (which exits seconds after it starts while any of its CRDs is gone, or
+// is not served yet), until the function it returns is called; that
+// function returns how many times it started the provider. The test's
+// cleanup stops it too.
+func (s *stack) keepProviderRunning(t *testing.T) func() int {
 	t.Helper()
 	stop, done := make(chan struct{}), make(chan int)
 	go func() {
@@ -382,13 +385,17 @@ func (s *stack) restartingProvider(t *testing.T, f func()) (starts int) {
 			}
 		}
 	}()
-	defer func() {
-		close(stop)
-		starts = <-done
-		s.startProvider(t)
-	}()
-	f()
-	return 0
+	var once sync.Once
+	starts := 0
+	halt := func() int {
+		once.Do(func() {
+			close(stop)
+			starts = <-done
+		})
+		return starts
+	}
+	t.Cleanup(func() { halt() })
+	return halt
 }
 
 // startProvider starts the provider's process when it does not run (it
