@@ -155,7 +155,7 @@ func TestRecoverProviderDeletion(t *testing.T) {
 		return true, ""
 	})
 	took += ready("every IPsecGateway's steps Ready again", 5*time.Minute)
-	t.Logf("the provider was started %d times while its CRDs were gone or coming back", restarts())
+	t.Logf("the provider's runtime started it again %d times (starts that became ready) while its CRDs were gone or coming back", restarts())
 	run("recover-status")
 	t.Logf("from the deletion of the Provider package to every IPsecGateway Ready again: %s (%s after the ProviderConfigs)",
 		time.Since(t0).Round(100*time.Millisecond), took.Round(100*time.Millisecond))
