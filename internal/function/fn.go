@@ -22,12 +22,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -116,7 +118,11 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // Gateway reports (status.atProvider.warnings). The ProviderConfig of every
 // composed resource is the one the platform pins to the claim's namespace
 // (pinProviderConfig; a refused one is fatal), and condition StepsReady on
-// the composite and its claim says the first failing step.
+// the composite and its claim says the first failing step. The composite
+// records the external names (Neutron IDs) of its security group, port and
+// floating IP, and one of them composed anew gets the recorded one, so that
+// it adopts its predecessor's Neutron object; a managed resource being
+// deleted while its composite is not is orphaned (adopt.go).
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := &fnv1.RunFunctionResponse{
 		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
@@ -158,11 +164,18 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
-	rsp.Results = append(rsp.Results, advisories(fieldpath.Pave(oxr), observed)...)
+	pxr := fieldpath.Pave(oxr)
+	rsp.Results = append(rsp.Results, advisories(pxr, observed)...)
 	st, reason, msg := stepsReady(objs, observed, warnings)
 	setStepsReady(rsp, st, reason, msg)
+	pinned := xr.Spec.Endpoint.FloatingIP != ""
 	for name, o := range objs {
-		r, err := desiredResource(o, nsPC, xr.Metadata.Labels, observed[name])
+		md := composedMeta{
+			Labels:       xr.Metadata.Labels,
+			ExternalName: externalName(name, observed[name], pxr, pinned),
+			Orphan:       orphaned(observed[name], pxr),
+		}
+		r, err := desiredResource(o, nsPC, md, observed[name])
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
 		}
@@ -171,7 +184,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 	dxr := rsp.Desired.Composite.GetResource().AsMap()
 	p := fieldpath.Pave(dxr)
-	for path, v := range Status(observed) {
+	fields := Status(observed)
+	maps.Copy(fields, record(pxr, observed))
+	for path, v := range fields {
 		if err := p.SetValue(path, v); err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s: %s", errStatus, path)), nil
 		}
@@ -497,12 +512,13 @@ const conditions = "status.conditions"
 // rollUps are the runbook's steps on the composite's (and so the claim's)
 // status, by composed resource.
 var rollUps = map[string][]rollUp{
+	// The IDs (status.securityGroup.id, status.port.id,
+	// status.floatingIP.id) are the external names the composite records
+	// (record).
 	SecurityGroupName: {
-		{"status.atProvider.id", "status.securityGroup.id"},
 		{conditions, "status.securityGroup.conditions"},
 	},
 	PortName: {
-		{"status.atProvider.id", "status.port.id"},
 		{"status.atProvider.fixedIps[0].ipAddress", "status.port.privateIP"},
 		{"status.atProvider.fixedIps[0].subnetCidr", "status.port.subnetCIDR"},
 		{"status.atProvider.fixedIps[0].gatewayIp", "status.port.gatewayIP"},
@@ -588,15 +604,38 @@ func str(o *fieldpath.Paved, path string) string {
 	return s
 }
 
+// composedMeta is what the function states of a composed resource beside
+// what Compose made of it.
+type composedMeta struct {
+	// Labels are the composite's labels (so that a label edit on the
+	// claim, the runbook's `kubectl label ... cutover=$(date +%s)`,
+	// reaches every managed resource and a failing step retries at once
+	// instead of after its backoff).
+	Labels map[string]string
+	// ExternalName is its external name, none when empty (externalName).
+	ExternalName string
+	// Orphan says to leave its external object when it goes: management
+	// policies without Delete and, cluster-scoped, deletionPolicy Orphan
+	// (orphaned).
+	Orphan bool
+}
+
 // desiredObject converts a typed managed resource to the object of a
-// desired composed resource with the composite's labels (so that a label
-// edit on the claim, the runbook's `kubectl label ... cutover=$(date +%s)`,
-// reaches every managed resource and a failing step retries at once
-// instead of after its backoff). It states only what the function has an
+// desired composed resource with md. It states only what the function has an
 // opinion on, as server-side apply reads it: no status, no null and no
 // empty object (such as the exposures of a composite that has none, or a
 // creation timestamp).
-func desiredObject(o runtime.Object, labels map[string]string) (map[string]any, error) {
+func desiredObject(o runtime.Object, md composedMeta) (map[string]any, error) {
+	if md.Orphan {
+		if mg, ok := o.(interface {
+			SetManagementPolicies(xpv2.ManagementPolicies)
+		}); ok {
+			mg.SetManagementPolicies(orphan)
+		}
+		if mg, ok := o.(interface{ SetDeletionPolicy(xpv2.DeletionPolicy) }); ok {
+			mg.SetDeletionPolicy(xpv2.DeletionOrphan)
+		}
+	}
 	gvks, _, err := scheme.ObjectKinds(o)
 	if err != nil {
 		return nil, err
@@ -609,8 +648,11 @@ func desiredObject(o runtime.Object, labels map[string]string) (map[string]any, 
 	u.SetGroupVersionKind(gvks[0])
 	delete(m, "status")
 	prune(m)
-	if len(labels) > 0 {
-		u.SetLabels(labels)
+	if len(md.Labels) > 0 {
+		u.SetLabels(md.Labels)
+	}
+	if md.ExternalName != "" {
+		u.SetAnnotations(map[string]string{meta.AnnotationKeyExternalName: md.ExternalName})
 	}
 	return m, nil
 }
@@ -648,14 +690,14 @@ func convert(in map[string]any, out any) error {
 
 // desiredResource is the desired resource of composed object o: in the
 // composite's scope (nsPC, the namespaced composite's ProviderConfig
-// reference; nil for the claim's), with the composite's labels, ready as
-// its observed state says.
-func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, labels map[string]string, observed *fieldpath.Paved) (*fnv1.Resource, error) {
+// reference; nil for the claim's), with md, ready as its observed state
+// says.
+func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md composedMeta, observed *fieldpath.Paved) (*fnv1.Resource, error) {
 	o, err := inScope(o, nsPC)
 	if err != nil {
 		return nil, err
 	}
-	m, err := desiredObject(o, labels)
+	m, err := desiredObject(o, md)
 	if err != nil {
 		return nil, err
 	}

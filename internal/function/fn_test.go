@@ -168,12 +168,12 @@ status:
 const fixedIP = "{subnetId: s-1, ipAddress: 10.20.0.10, subnetCidr: 10.20.0.0/24, gatewayIp: 10.20.0.1}"
 
 // readyPort is xrNAT's port, Ready, as Neutron made it with the fixed IP
-// fixed (a YAML flow mapping).
+// fixed (a YAML flow mapping): Neutron ID p-1, its external name.
 func readyPort(fixed string) string {
 	return fmt.Sprintf(`
 apiVersion: networking.ipsecgw.io/v1alpha1
 kind: Port
-metadata: {name: branch-vpn-7xk2p-p9d2x}
+metadata: {name: branch-vpn-7xk2p-p9d2x, annotations: {crossplane.io/external-name: p-1}}
 status:
   atProvider:
     id: p-1
@@ -317,6 +317,19 @@ func withForProvider(t *testing.T, y, key string, v any) map[string]any {
 	return m
 }
 
+// withExternalName is the object y with the external name name.
+func withExternalName(t *testing.T, y, name string) map[string]any {
+	t.Helper()
+	m := obj(t, y)
+	md, _ := m["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		m["metadata"] = md
+	}
+	md["annotations"] = map[string]any{"crossplane.io/external-name": name}
+	return m
+}
+
 // resultStrings are the results of rsp as "SEVERITY TARGET: message", each
 // that starts with the one of want at its index as that one.
 func resultStrings(rsp *fnv1.RunFunctionResponse, want []string) []string {
@@ -399,7 +412,7 @@ func TestRunFunction(t *testing.T) {
 			want: want{
 				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
-					"port":    {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
+					"port":    {Object: withExternalName(t, wantPort, "p-1"), Ready: fnv1.Ready_READY_TRUE},
 					"gateway": {Object: obj(t, wantGateway(false, "203.0.113.10")), Ready: fnv1.Ready_READY_FALSE},
 				},
 				status: obj(t, fipStatus(false)+portStatus),
@@ -549,7 +562,7 @@ spec:
 				names:   []string{"floating-ip", "node-address-pairs", "port", "security-group"},
 				results: []string{"SEVERITY_WARNING TARGET_COMPOSITE_AND_CLAIM: cannot compose the Gateway: XIPsecGateway branch-vpn-7xk2p has no claim (spec.claimRef): create it through an IPsecGateway claim"},
 				resources: map[string]got{
-					"port": {Object: obj(t, strings.Replace(wantPort, "ipsecgw-tenant-a-branch-vpn", "ipsecgw-branch-vpn-7xk2p", 1)), Ready: fnv1.Ready_READY_TRUE},
+					"port": {Object: withExternalName(t, strings.Replace(wantPort, "ipsecgw-tenant-a-branch-vpn", "ipsecgw-branch-vpn-7xk2p", 1), "p-1"), Ready: fnv1.Ready_READY_TRUE},
 				},
 			},
 		},
@@ -578,7 +591,7 @@ status:
 			reason: "Once every composed resource, the Gateway last, reports Ready, every desired resource is READY_TRUE, from which Crossplane makes the composite (and the claim) Ready.",
 			xr:     xrNAT,
 			observed: map[string]string{
-				"security-group":     "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: SecurityGroup, metadata: {name: branch-vpn-7xk2p-s4k1m}, status: {atProvider: {id: sg-1}, conditions: " + readyCondition(true) + "}}",
+				"security-group":     "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: SecurityGroup, metadata: {name: branch-vpn-7xk2p-s4k1m, annotations: {crossplane.io/external-name: sg-1}}, status: {atProvider: {id: sg-1}, conditions: " + readyCondition(true) + "}}",
 				"port":               observedPort,
 				"floating-ip":        observedBinding(true),
 				"node-address-pairs": observedPairs(true, 2, ""),
@@ -587,8 +600,8 @@ status:
 			want: want{
 				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
 				resources: map[string]got{
-					"security-group":     {Object: obj(t, wantSG), Ready: fnv1.Ready_READY_TRUE},
-					"port":               {Object: obj(t, wantPort), Ready: fnv1.Ready_READY_TRUE},
+					"security-group":     {Object: withExternalName(t, wantSG, "sg-1"), Ready: fnv1.Ready_READY_TRUE},
+					"port":               {Object: withExternalName(t, wantPort, "p-1"), Ready: fnv1.Ready_READY_TRUE},
 					"floating-ip":        {Object: obj(t, wantPinnedFIP), Ready: fnv1.Ready_READY_TRUE},
 					"node-address-pairs": {Object: obj(t, wantPairs), Ready: fnv1.Ready_READY_TRUE},
 					"gateway":            {Object: obj(t, wantGateway(true, "203.0.113.10")), Ready: fnv1.Ready_READY_TRUE},

@@ -83,8 +83,9 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 	}
 	s := &stack{state: e2eSetting("STATE", filepath.Join(root, ".work", "e2e-runbook")),
 		xpMetricsPort: e2eSetting("XP_METRICS_PORT", "27080")}
+	osState := e2eSetting("OS_STATE", filepath.Join(root, ".work", "e2e-runbook-openstack"))
 	s.env = append(os.Environ(),
-		"STATE="+s.state, "OS_STATE="+e2eSetting("OS_STATE", filepath.Join(root, ".work", "e2e-runbook-openstack")),
+		"STATE="+s.state, "OS_STATE="+osState,
 		"XP_METRICS_PORT="+s.xpMetricsPort)
 	for _, v := range [][2]string{
 		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
@@ -109,6 +110,13 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 		}
 		tryScript(t, s.env, "cluster/local/down.sh")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
+		failedBringUp(t, s.state+".failed", true)
+		failedBringUp(t, s.state+".argocd-failed", true)
+		failedBringUp(t, osState+".failed", false)
+		// cluster/openstack/up.sh's lock beside its state directory.
+		if err := os.Remove(osState + ".lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("remove %s.lock: %v", osState, err)
+		}
 		// The node's and the site's network namespaces are named after the
 		// state directory (cluster/node/lib.sh, cluster/site/site.sh).
 		id := fmt.Sprintf("%x", sha256.Sum256([]byte(s.state)))[:8]
@@ -130,6 +138,30 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// failedBringUps removes the directory dir in which a failed bring-up
+// (cluster/lib.sh's on_failure: the stack's, Argo CD's, OpenStack's) kept
+// its logs beside the state directories, which cluster/local/down.sh
+// leaves: a test leaves no file behind. The test's log says which logs were
+// there and, with show, the last lines of each (not OpenStack's, which may
+// carry tokens).
+func failedBringUp(t *testing.T, dir string, show bool) {
+	t.Helper()
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	t.Logf("a failed bring-up kept its logs in %s: %v", dir, logs)
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil && show {
+			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+			t.Logf("%s (last 20 lines):\n%s", filepath.Base(l), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Errorf("remove %s: %v", dir, err)
+	}
 }
 
 // devJob runs cluster/local/dev.sh (`make dev`'s job, up to the pre-stage)

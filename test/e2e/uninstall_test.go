@@ -62,21 +62,7 @@ func TestUninstall(t *testing.T) {
 	// The node ports' allowed address pairs are part of what is compared:
 	// every NodeAddressPairs must have written its pair (seen: the
 	// allocated namespaced one's pair came after the snapshot).
-	eventually(t, "every NodeAddressPairs Ready", 2*time.Minute, func() (bool, string) {
-		for _, xr := range styles {
-			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(schema.GroupVersionKind{Group: xr.networking, Version: "v1alpha1", Kind: "NodeAddressPairsList"})
-			if err := s.kube.List(context.Background(), l); err != nil {
-				return false, err.Error()
-			}
-			for i := range l.Items {
-				if st, msg := condition(&l.Items[i], "Ready", "status", "conditions"); st != "True" {
-					return false, "NodeAddressPairs " + l.Items[i].GetName() + ": Ready " + st + " " + msg
-				}
-			}
-		}
-		return true, ""
-	})
+	eventually(t, "every NodeAddressPairs Ready", 2*time.Minute, func() (bool, string) { return s.pairsReady(t, styles) })
 	deployments := s.gatewayDeployments(t)
 	if len(deployments) != 3 {
 		t.Fatalf("the gateways' Deployments before the uninstall: %v, want 3", deployments)
@@ -136,11 +122,7 @@ func TestUninstall(t *testing.T) {
 	}
 	// 3. The packages; the External runtime's part: stop the provider.
 	run("packages")
-	stop := exec.Command("bash", "-c", "source cluster/local/lib.sh && stop provider")
-	stop.Env, stop.Dir = s.env, root
-	if out, err := stop.CombinedOutput(); err != nil {
-		t.Fatalf("stop the provider: %v\n%s", err, out)
-	}
+	s.stopProvider(t)
 	crds := &unstructured.UnstructuredList{}
 	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
 	if err := s.kube.List(context.Background(), crds); err != nil {
