@@ -128,9 +128,10 @@ func TestRecoverProviderDeletion(t *testing.T) {
 	// 1. Orphan every managed resource.
 	run("recover-orphan", "recover-check")
 	// 2. The provider back (the package runtime's part: the revision that
-	// dependency resolution made runs the provider), which lets them go;
-	// the CRDs back. The provider exits once its CRDs are gone, and its
-	// runtime restarts it.
+	// dependency resolution made runs the provider); the orphaned MRs let
+	// go by hand (the provider starts no controller for a kind whose CRD
+	// is being deleted); the CRDs back. Should the provider exit while
+	// its CRDs are gone, its runtime restarts it.
 	s.providerBack(t)
 	restarts := s.keepProviderRunning(t)
 	run("recover-release")
