@@ -130,7 +130,11 @@ fi
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
 claim_is() { [ "$(kubectl -n tenant-a get "$XR" branch-office -o "jsonpath=$1")" = "$2" ]; }
 claim_has() { ! claim_is "$1" ""; }
-wait_for "the claim's port" 120 claim_has '{.status.port.privateIP}'
+# 300 s, not less: with safe start the controllers begin only once the
+# activated kinds' CRDs are established, and the composite's first minute
+# can meet Crossplane's circuit breaker (docs/circuit-breaker.md); once,
+# under load, Argo CD's install took the port past 120 s.
+wait_for "the claim's port" 300 claim_has '{.status.port.privateIP}'
 wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 
 gw=$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.gateway.name}')
