@@ -106,23 +106,8 @@ func TestRecoverProviderDeletion(t *testing.T) {
 		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"),
 		"PROVIDER="+providerPackage, "FUNCTION=function-ipsecgw",
 		"PROVIDERCONFIGS="+s.providerConfigs(t))
-	run := func(names ...string) time.Duration {
-		start := time.Now()
-		var script strings.Builder
-		script.WriteString("set -euo pipefail\n" + steps["names"] + steps["recover-mrs"])
-		for _, n := range names {
-			script.WriteString(steps[n])
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-		cmd.Env, cmd.Dir = env, root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s steps %v: %v\n%s", uninstallDoc, names, err, out)
-		}
-		t.Logf("%s steps %v (%s):\n%s", uninstallDoc, names, time.Since(start).Round(100*time.Millisecond), out)
-		return time.Since(start)
+	run := func(names ...string) {
+		runDocSteps(t, env, root, 10*time.Minute, steps, []string{"names", "recover-mrs"}, names...)
 	}
 
 	// 1. Orphan every managed resource.

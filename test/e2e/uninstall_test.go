@@ -78,25 +78,8 @@ func TestUninstall(t *testing.T) {
 		"PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"),
 		// The local stack's packages are at its registry's root.
 		"PROVIDER=provider-ipsec", "FUNCTION=function-ipsecgw")
-	run := func(names ...string) time.Duration {
-		start := time.Now()
-		var script strings.Builder
-		script.WriteString("set -euo pipefail\n" + steps["names"])
-		for _, n := range names {
-			script.WriteString(steps[n])
-		}
-		// Each step ends within minutes, or hangs on a finalizer.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-		cmd.Env, cmd.Dir = env, root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s steps %v: %v\n%s", uninstallDoc, names, err, out)
-		}
-		t.Logf("%s steps %v (%s):\n%s", uninstallDoc, names, time.Since(start).Round(100*time.Millisecond), out)
-		return time.Since(start)
-	}
+	// Each step ends within minutes, or hangs on a finalizer.
+	run := func(names ...string) { runDocSteps(t, env, root, 5*time.Minute, steps, []string{"names"}, names...) }
 
 	// 1. Orphan, and the patch survives the composites' reconciles.
 	run("orphan", "check")
@@ -311,4 +294,27 @@ func allPages[T any](t *testing.T, p pagination.Pager, extract func(pagination.P
 		t.Fatal(err)
 	}
 	return l
+}
+
+// runDocSteps runs, with bash -euo pipefail in dir with env, the sh blocks
+// of uninstallDoc named prelude and then names, as one script that must
+// end within timeout; it fails t with the script's output when the script
+// fails, and logs the output and the time it took.
+func runDocSteps(t *testing.T, env []string, dir string, timeout time.Duration, steps map[string]string, prelude []string, names ...string) {
+	t.Helper()
+	start := time.Now()
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for _, n := range append(slices.Clone(prelude), names...) {
+		script.WriteString(steps[n])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	cmd.Env, cmd.Dir = env, dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s steps %v: %v\n%s", uninstallDoc, names, err, out)
+	}
+	t.Logf("%s steps %v (%s):\n%s", uninstallDoc, names, time.Since(start).Round(100*time.Millisecond), out)
 }
