@@ -366,6 +366,11 @@ var beyondDefaultNeutron = map[string]string{
 	"many-subnets": "its Port asks for 20 allowed address pairs, Neutron's default max_allowed_address_pair is 10 (docs/api.md: a routed claim with more than 10 client subnets needs a cloud that allows them)",
 }
 
+// withoutGateway are the goldens that compose no Gateway, by case and why.
+var withoutGateway = map[string]string{
+	"recomposed-allocated-routed": "composed anew after a Provider package deletion: the Gateway waits for the adopted port's observed address",
+}
+
 // goldens returns the managed resources that the crossplane render goldens
 // compose, each named prefix + case + its composition resource name and
 // controlled by a stand-in for its composite (so that matchControllerRef
@@ -391,7 +396,9 @@ func goldens(t *testing.T, prefix string) []underTest {
 			t.Logf("golden %s left out: the namespaced IPsecGateway's (TestNamespaced* cover its kinds)", c)
 			continue
 		}
-		cases++
+		if _, ok := withoutGateway[c]; !ok {
+			cases++
+		}
 		uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", len(out)+1))
 		for _, d := range documents(t, f) {
 			o := d.obj
@@ -406,7 +413,7 @@ func goldens(t *testing.T, prefix string) []underTest {
 		}
 	}
 	if gateways != cases {
-		t.Fatalf("%d composed Gateways in %d goldens, want one each", gateways, cases)
+		t.Fatalf("%d composed Gateways in %d goldens that compose one (withoutGateway names the others), want one each", gateways, cases)
 	}
 	return out
 }
