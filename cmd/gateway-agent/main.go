@@ -260,6 +260,8 @@ func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Log
 	}
 	if err := leader.Silence(o.iface, true); err != nil {
 		log.Info("Cannot silence the tenant interface", "error", err)
+	} else {
+		log.Info("Silenced the tenant interface (ARP off) for the pod's replacement", "interface", o.iface)
 	}
 	return <-done
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -121,7 +122,9 @@ func TestActiveStandby(t *testing.T) {
 	xr.phase("replicas 1, pod deleted")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
+		agentLog := s.followAgent(t, single.Name)
 		mark := p.mark()
+		deleted := time.Now()
 		if err := s.kube.Delete(ctx, &single); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +144,8 @@ func TestActiveStandby(t *testing.T) {
 		// the image; TestSingleAgentSilentOnSIGTERM asserts it with two
 		// MACs).
 		requests, twice, unanswered := arp1.Stop()
-		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered", requests, siteGateway, len(twice), twice, unanswered)
+		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s",
+			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog())
 	}
 	xr.phase("replicas 1, rollout")
 	for r := range rounds {
@@ -480,6 +484,32 @@ func millis(ds []time.Duration) []int64 {
 		ms[i] = d.Milliseconds()
 	}
 	return ms
+}
+
+// followAgent follows the agent's log of the gateway pod named pod (its
+// timestamps on) from now until the container ends, and returns a func
+// that gives what it logged, waiting up to 10 s for the end: what the
+// agent of a deleted pod did, and when, is gone with the pod.
+func (s *stack) followAgent(t *testing.T, pod string) func() string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := s.kubectlCommand("-n", tenant, "logs", "-f", "--timestamps", "--tail", "1", pod, "-c", "agent")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(ended) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ended })
+	return func() string {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-ended
+		}
+		return out.String()
+	}
 }
 
 // readyPods waits until the gateway named gw has n pods, all Ready, and
