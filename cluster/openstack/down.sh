@@ -4,7 +4,8 @@
 # their sessions (the uwsgi worker), and the agents, their broker and relay
 # if they run (agents.sh), deletes the agents' namespaces (with them every
 # bridge, tap and rule the agents made); then their MariaDB, and any other
-# mariadbd of this $OS_STATE (db_strays); and removes $OS_STATE. The golden
+# mariadbd of this $OS_STATE (db_strays); and removes $OS_STATE and the
+# lock file up.sh keeps beside it. The golden
 # database cache is kept. Does nothing harmful when nothing runs.
 set -euo pipefail
 # shellcheck source=cluster/openstack/lib.sh
@@ -28,5 +29,5 @@ wait
 # The database last: its clients log errors while it is gone.
 halt mariadb
 db_strays_stop
-rm -rf "$OS_STATE"
+rm -rf "$OS_STATE" "$OS_STATE.lock"
 say "OpenStack down; golden cache kept in $OS_GOLDEN_ROOT"
