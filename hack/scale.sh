@@ -10,8 +10,8 @@
 # the machine's load average beside each phase. make test-e2e runs it as a
 # smoke (3 claims, --poll=10s, 30 s window, 30 s storm). As root (the real
 # Keystone + Neutron); builds the provider and the packages first. The
-# Keystone and Neutron ports are E2E_OS_KEYSTONE_PORT / E2E_OS_NEUTRON_PORT
-# (default 15400 / 20096); the local stack finds free ports itself.
+# stacks find free ports themselves (E2E_OS_KEYSTONE_PORT /
+# E2E_OS_NEUTRON_PORT fix Keystone's and Neutron's).
 #
 #   hack/scale.sh                       # N=10, 10 min at rest
 #   N=50 hack/scale.sh

@@ -70,14 +70,8 @@ var (
 // It logs the times from the root Application to each Application Synced
 // and Healthy, and from the cutover to the claim Healthy in Argo CD.
 func TestGitOps(t *testing.T) {
-	env := []string{"ARGOCD=1"}
-	for _, v := range [][2]string{
-		{"GIT_PORT", "27090"}, {"ARGOCD_REPO_PORT", "27091"}, {"ARGOCD_REPO_METRICS_PORT", "27092"},
-		{"ARGOCD_CONTROLLER_METRICS_PORT", "27093"}, {"ARGOCD_APPSET_METRICS_PORT", "27094"},
-		{"ARGOCD_APPSET_PROBE_PORT", "27095"}, {"ARGOCD_APPSET_WEBHOOK_PORT", "27096"},
-	} {
-		env = append(env, v[0]+"="+e2eSetting(v[0], v[1]))
-	}
+	env := append([]string{"ARGOCD=1"}, e2ePorts("GIT_PORT", "ARGOCD_REPO_PORT", "ARGOCD_REPO_METRICS_PORT",
+		"ARGOCD_CONTROLLER_METRICS_PORT", "ARGOCD_APPSET_METRICS_PORT", "ARGOCD_APPSET_PROBE_PORT", "ARGOCD_APPSET_WEBHOOK_PORT")...)
 	s := startStackWith(t, legacyClaim, env...)
 	t.Cleanup(func() {
 		if t.Failed() {

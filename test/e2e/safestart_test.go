@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -154,22 +152,6 @@ func safeStart(t *testing.T, s *stack) {
 	if _, err := networks.Get(ctx, s.network, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
 		t.Errorf("the deleted Network's Neutron network %s: %v, want 404", id, err)
 	}
-}
-
-// stackPorts returns the ports the stack in state chose
-// (cluster/local/up.sh's choose_ports: NAME=PORT lines).
-func stackPorts(t *testing.T, state string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(state, "ports"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ports := map[string]string{}
-	for l := range strings.Lines(string(b)) {
-		k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
-		ports[k] = v
-	}
-	return ports
 }
 
 // controllers returns the names of the controllers the provider whose

@@ -211,9 +211,9 @@ type scaleStack struct {
 
 // startScaleStack brings up the local stack without a node
 // (cluster/local/up.sh, NODE=0) and Keystone + Neutron
-// (cluster/openstack/up.sh) in state directories and on ports of the
-// test's own (E2E_SCALE_STATE, E2E_OS_KEYSTONE_PORT, E2E_OS_NEUTRON_PORT;
-// the local stack finds free ports itself), the counting proxy in front
+// (cluster/openstack/up.sh) in state directories of the test's own
+// (E2E_SCALE_STATE), on free ports they find (or E2E_OS_KEYSTONE_PORT,
+// E2E_OS_NEUTRON_PORT), the counting proxy in front
 // of Neutron as region scale-<port>, the ProviderConfig default of
 // tenant-a in that region, and the provider (cluster/local/provider.sh,
 // --poll of b); it stops all of it when the test ends, also on failure.
@@ -226,8 +226,8 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 	// The benchmark applies examples/claim/allocated-fip.yaml: legacy claims.
 	s := &scaleStack{stack: &stack{state: state, xr: legacyClaim}}
 	s.env = append(os.Environ(), "STATE="+state, "OS_STATE="+state+"-openstack", "NODE=0",
-		"OS_KEYSTONE_PORT="+e2eSetting("OS_KEYSTONE_PORT", "15400"), "OS_NEUTRON_PORT="+e2eSetting("OS_NEUTRON_PORT", "20096"),
 		"PROVIDER_ARGS=--poll="+b.poll.String())
+	s.env = append(s.env, e2ePorts("OS_KEYSTONE_PORT", "OS_NEUTRON_PORT")...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			if b, err := os.ReadFile(filepath.Join(state, "provider.log")); err == nil {
@@ -242,15 +242,7 @@ func startScaleStack(t *testing.T, b scaleSettings) *scaleStack {
 	mustRun(t, s.env, "cluster/local/up.sh")
 	mustRun(t, s.env, "cluster/openstack/up.sh")
 	t.Logf("scale: stack up (NODE=0) and Keystone + Neutron in %s", time.Since(start).Round(100*time.Millisecond))
-	ports := map[string]string{}
-	b0, err := os.ReadFile(filepath.Join(state, "ports"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for l := range strings.Lines(string(b0)) {
-		k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
-		ports[k] = v
-	}
+	ports := stackPorts(t, state)
 	s.xpMetricsPort, s.providerMetricsPort = ports["XP_METRICS_PORT"], ports["PROVIDER_METRICS_PORT"]
 
 	osState := state + "-openstack"

@@ -118,8 +118,7 @@ func startSite(t *testing.T) *site {
 		t.Skip("the site needs root (network namespaces, charon, the local Keystone + Neutron)")
 	}
 	s := &site{state: filepath.Join(root, ".work", "site-e2e"), osState: filepath.Join(root, ".work", "site-e2e-openstack")}
-	s.env = append(os.Environ(), "STATE="+s.state, "OS_STATE="+s.osState,
-		"OS_KEYSTONE_PORT=31500", "OS_NEUTRON_PORT=31696")
+	s.env = append(os.Environ(), "STATE="+s.state, "OS_STATE="+s.osState)
 	t.Cleanup(func() {
 		if t.Failed() {
 			siteLogTails(t, s.state)
@@ -127,8 +126,6 @@ func startSite(t *testing.T) *site {
 		tryScript(t, s.env, "cluster/site/site.sh", "down")
 		tryScript(t, s.env, "cluster/openstack/down.sh")
 		_ = os.RemoveAll(s.state)
-		// cluster/openstack/up.sh's lock beside its state.
-		_ = os.Remove(s.osState + ".lock")
 	})
 	start := time.Now()
 	mustRun(t, append(s.env, "AGENTS=1"), "cluster/openstack/up.sh")

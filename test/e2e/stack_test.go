@@ -34,7 +34,7 @@ var root, _ = filepath.Abs(filepath.Join("..", ".."))
 // stack is the local stack one test brought up.
 type stack struct {
 	// env is the environment of the stack's scripts: state directories
-	// and ports of the test's own.
+	// of the test's own (the stack chooses free ports in them).
 	env []string
 	// state is the local stack's state directory.
 	state string
@@ -81,20 +81,11 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 	if os.Getuid() != 0 {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
 	}
-	s := &stack{state: e2eSetting("STATE", filepath.Join(root, ".work", "e2e-runbook")),
-		xpMetricsPort: e2eSetting("XP_METRICS_PORT", "27080")}
+	s := &stack{state: e2eSetting("STATE", filepath.Join(root, ".work", "e2e-runbook"))}
 	osState := e2eSetting("OS_STATE", filepath.Join(root, ".work", "e2e-runbook-openstack"))
-	s.env = append(os.Environ(),
-		"STATE="+s.state, "OS_STATE="+osState,
-		"XP_METRICS_PORT="+s.xpMetricsPort)
-	for _, v := range [][2]string{
-		{"ETCD_PORT", "23379"}, {"APISERVER_PORT", "27443"}, {"XP_HEALTH_PORT", "27081"},
-		{"FN_PORT", "29445"}, {"PROVIDER_METRICS_PORT", "27082"}, {"PROVIDER_HEALTH_PORT", "27083"},
-		{"REGISTRY_PORT", "27084"},
-		{"OS_KEYSTONE_PORT", "15300"}, {"OS_NEUTRON_PORT", "19996"},
-	} {
-		s.env = append(s.env, v[0]+"="+e2eSetting(v[0], v[1]))
-	}
+	s.env = append(os.Environ(), "STATE="+s.state, "OS_STATE="+osState)
+	s.env = append(s.env, e2ePorts("ETCD_PORT", "APISERVER_PORT", "XP_METRICS_PORT", "XP_HEALTH_PORT", "FN_PORT",
+		"PROVIDER_METRICS_PORT", "PROVIDER_HEALTH_PORT", "REGISTRY_PORT", "OS_KEYSTONE_PORT", "OS_NEUTRON_PORT")...)
 	s.env = append(s.env, extra...)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -114,8 +105,8 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 		failedBringUp(t, s.state+".argocd-failed", true)
 		failedBringUp(t, osState+".failed", false)
 		// cluster/openstack/up.sh's lock beside its state directory.
-		if err := os.Remove(osState + ".lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("remove %s.lock: %v", osState, err)
+		if _, err := os.Stat(osState + ".lock"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s.lock survived cluster/openstack/down.sh (%v)", osState, err)
 		}
 		// The node's and the site's network namespaces are named after the
 		// state directory (cluster/node/lib.sh, cluster/site/site.sh).
@@ -128,6 +119,7 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 		}
 	})
 	s.devJob(t, xr)
+	s.xpMetricsPort = stackPorts(t, s.state)["XP_METRICS_PORT"]
 	s.kube = stackClient(t, s.state)
 	pc := &v1alpha1.ProviderConfig{}
 	var err error
@@ -219,6 +211,42 @@ func e2eSetting(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// e2ePorts returns NAME=PORT for each of the stack's port settings names
+// that is set as E2E_<NAME>; the others the stack chooses itself, free
+// ports in a range made from its state directory (cluster/lib.sh's
+// choose_ports), so that a second checkout's e2e runs beside this one's.
+func e2ePorts(names ...string) []string {
+	var env []string
+	for _, n := range names {
+		if v := os.Getenv("E2E_" + n); v != "" {
+			env = append(env, n+"="+v)
+		}
+	}
+	return env
+}
+
+// stackPorts returns the ports that the stack in state chose, by setting
+// name (choose_ports' files: $STATE/ports and, with Argo CD,
+// $STATE/argocd-ports, NAME=PORT lines).
+func stackPorts(t *testing.T, state string) map[string]string {
+	t.Helper()
+	ports := map[string]string{}
+	for _, f := range []string{"ports", "argocd-ports"} {
+		b, err := os.ReadFile(filepath.Join(state, f))
+		if errors.Is(err, os.ErrNotExist) && f != "ports" {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.Lines(string(b)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(l), "=")
+			ports[k] = v
+		}
+	}
+	return ports
 }
 
 // runScript runs a repository script with environment env and returns

@@ -111,17 +111,11 @@ func upgradeProvider(t *testing.T, s *stack, claim string) {
 // ports its bring-up recorded.
 func (s *stack) registry(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.state, "ports"))
-	if err != nil {
-		t.Fatal(err)
+	port := stackPorts(t, s.state)["REGISTRY_PORT"]
+	if port == "" {
+		t.Fatalf("no REGISTRY_PORT in %s/ports", s.state)
 	}
-	for l := range strings.Lines(string(b)) {
-		if port, ok := strings.CutPrefix(strings.TrimSpace(l), "REGISTRY_PORT="); ok {
-			return "127.0.0.1:" + port
-		}
-	}
-	t.Fatalf("no REGISTRY_PORT in %s/ports", s.state)
-	return ""
+	return "127.0.0.1:" + port
 }
 
 // forProviderPath is the path of a forProvider field's schema within a CRD
