@@ -112,7 +112,7 @@ vet: ## go vet every package with the tag it builds with, and the wrapper module
 	cd hack/tools/etcd && $(GO) vet .
 
 # The shell scripts: *.sh and the files whose first line runs a shell.
-SCRIPTS = $(shell { git ls-files '*.sh'; git ls-files -z | xargs -0 awk 'FNR == 1 && /^\#!.*sh$$/ {print FILENAME} {nextfile}'; } | sort -u)
+SCRIPTS = $(shell { git ls-files '*.sh'; git ls-files -z | xargs -0 awk 'FNR == 1 && substr($$0, 1, 2) == "\043!" && /sh$$/ {print FILENAME} {nextfile}'; } | sort -u)
 
 # golangci-lint is built from hack/tools/golangci alone (cold about 6 min,
 # 1.5 min of it compiling; cached by tools.sh);
