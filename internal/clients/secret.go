@@ -19,14 +19,15 @@ import (
 // SecretKey returns the value of one key of a Secret. what says in a few
 // words what the key should hold (for example "clouds.yaml") and is used in
 // errors. It returns an error that names the Secret when the Secret cannot be
-// read or does not exist, and one that names the missing key and lists the
-// keys the Secret does have when the key is absent or empty.
+// read or does not exist (then one that unwraps to the API server's
+// NotFound), and one that names the missing key and lists the keys the
+// Secret does have when the key is absent or empty.
 func SecretKey(ctx context.Context, c client.Reader, sel xpv2.SecretKeySelector, what string) ([]byte, error) {
 	s := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: sel.Namespace, Name: sel.Name}
 	if err := c.Get(ctx, nn, s); err != nil {
 		if kerrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Secret %s with the %s does not exist: create it or fix the secretRef", nn, what) //nolint:staticcheck // ST1005: it starts with the kind's name
+			return nil, &absent{msg: fmt.Sprintf("Secret %s with the %s does not exist: create it or fix the secretRef", nn, what), err: err}
 		}
 		return nil, fmt.Errorf("cannot get Secret %s with the %s: %w", nn, what, err)
 	}
@@ -49,3 +50,15 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// absent is the error of a Secret that does not exist: its message says
+// what to do, and it unwraps to the API server's NotFound, so that the
+// controllers can tell an object not yet applied.
+type absent struct {
+	msg string
+	err error
+}
+
+func (a *absent) Error() string { return a.msg }
+
+func (a *absent) Unwrap() error { return a.err }

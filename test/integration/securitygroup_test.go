@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -406,4 +407,70 @@ func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
 	if !found {
 		t.Errorf("Ready, but Neutron has no tcp 443 rule from group %s: %+v", peer.ID, g.Rules)
 	}
+}
+
+// TestSecurityGroupWaitsForItsProviderConfig applies a SecurityGroup 35 s
+// before its ProviderConfig, as an Argo CD sync of the tenants before the
+// platform's does. While the ProviderConfig does not exist, Synced=False
+// names it; once it is created, the group is made within 20 s (the
+// provider retries a resource whose ProviderConfig or Secret is absent
+// within 10 s), not at the next retry of a backoff grown by then to 32 s
+// (28 s after the ProviderConfig's creation). Its deletion then takes
+// seconds, not the backoff's minute that its failures had grown to.
+func TestSecurityGroupWaitsForItsProviderConfig(t *testing.T) {
+	e := startOpenStack(t)
+	ctx := context.Background()
+	startProvider(t, securityGroupControllers(e))
+	sc := neutron(t, e)
+	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("itest-late-%d", os.Getpid())}}
+	existing := &pcv1alpha1.ProviderConfig{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: e.ProviderConfig}, existing); err != nil {
+		t.Fatal(err)
+	}
+	pc.Spec = existing.Spec
+
+	sg := gatewaySecurityGroup(pc.Name+"-sg", pc.Name)
+	create(t, sg)
+	// Cleanups run last first: the group goes while its ProviderConfig
+	// still exists (its deletion needs the credentials), then the
+	// ProviderConfig.
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), sg)
+		deleted := time.Now()
+		eventually(t, 15*time.Second, "the SecurityGroup is deleted (not after the backoff of its failures)", func() error {
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(sg), &v1alpha1.SecurityGroup{}); !kerrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+		t.Logf("the SecurityGroup deleted in %s", time.Since(deleted).Round(100*time.Millisecond))
+		if id := meta.GetExternalName(sg); id != "" {
+			_ = groups.Delete(context.Background(), sc, id).ExtractErr()
+		}
+	})
+	applied := time.Now()
+	eventually(t, 30*time.Second, "Synced=False names the absent ProviderConfig", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		if s := sg.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionFalse || !strings.Contains(s.Message, "cannot get ProviderConfig "+pc.Name) {
+			return fmt.Errorf("Synced %s %q", s.Status, s.Message)
+		}
+		return nil
+	})
+	time.Sleep(time.Until(applied.Add(35 * time.Second)))
+	create(t, pc)
+	created := time.Now()
+	eventually(t, 20*time.Second, "the group made once its ProviderConfig exists", func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
+			return err
+		}
+		if s := sg.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || meta.GetExternalName(sg) == "" {
+			return fmt.Errorf("Synced %s %q, external name %q", s.Status, s.Message, meta.GetExternalName(sg))
+		}
+		return nil
+	})
+	t.Logf("the SecurityGroup Synced %s after its ProviderConfig was created (%s after the group)",
+		time.Since(created).Round(100*time.Millisecond), time.Since(applied).Round(100*time.Millisecond))
 }

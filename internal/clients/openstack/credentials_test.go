@@ -86,6 +86,9 @@ func TestFromProviderConfig(t *testing.T) {
 		endpoint gophercloud.EndpointOpts
 		// err is the error's text, "" for none.
 		err string
+		// absent: the error unwraps to the API server's NotFound (an
+		// object not yet applied, which the controllers retry soon).
+		absent bool
 	}
 	cases := map[string]struct {
 		reason  string
@@ -138,7 +141,7 @@ func TestFromProviderConfig(t *testing.T) {
 		"SecretMissing": {
 			reason: "A missing Secret is named with its namespace.",
 			pc:     pc(nil),
-			want:   want{err: "ProviderConfig default: Secret crossplane-system/openstack with the clouds.yaml does not exist: create it or fix the secretRef"},
+			want:   want{err: "ProviderConfig default: Secret crossplane-system/openstack with the clouds.yaml does not exist: create it or fix the secretRef", absent: true},
 		},
 		"KeyMissing": {
 			reason:  "A Secret without the key names the key and the keys it does have.",
@@ -192,6 +195,9 @@ func TestFromProviderConfig(t *testing.T) {
 			got, err := FromProviderConfig(context.Background(), secrets(tc.secrets), tc.pc)
 			if diff := cmp.Diff(tc.want.err, errText(err)); diff != "" {
 				t.Fatalf("%s\nFromProviderConfig(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if got := kerrors.IsNotFound(err); got != tc.want.absent {
+				t.Errorf("%s\nkerrors.IsNotFound(FromProviderConfig(...)'s error) = %t, want %t", tc.reason, got, tc.want.absent)
 			}
 			if err != nil {
 				if strings.Contains(err.Error(), secretPassword) {

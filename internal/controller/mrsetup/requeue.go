@@ -9,6 +9,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,6 +23,13 @@ const (
 	// maxSpread bounds the random delay added after the end of a hold, so
 	// that the resources held do not all retry at the same instant.
 	maxSpread = 5 * time.Second
+	// awaitApply bounds the wait of a resource whose ProviderConfig or
+	// Secret does not exist: GitOps applies them beside or after the
+	// resources that name them (an Argo CD sync of the tenants before the
+	// platform's), and such a resource goes on within this bound of their
+	// arrival rather than after a backoff grown to the ceiling. Each retry
+	// reads the informer cache, not the API server.
+	awaitApply = 10 * time.Second
 )
 
 // RetryWithin marks err as the state of a resource that waits for a
@@ -56,7 +64,9 @@ type retryAt interface {
 
 // A backoff is the rate limiter of a controller's work queue: failures
 // back off exponentially (1 s doubling to 1 min), except that a failure
-// with an error of RetryWithin is retried within its bound, and one whose
+// with an error of RetryWithin is retried within its bound, one whose
+// error is the API server's NotFound (a ProviderConfig or Secret not yet
+// applied) within awaitApply, and one whose
 // error says when to retry (a Retry-After hold or the token bucket of the
 // ProviderConfig) is retried not before then. The managed reconciler
 // returns no error for a failed reconcile, so the external clients'
@@ -111,6 +121,21 @@ func (b *backoff) Forget(r reconcile.Request) {
 	b.mu.Unlock()
 }
 
+// progressed resets the failures of mg's reconcile, whose Create or Delete
+// just succeeded: crossplane-runtime requeues it at once through the rate
+// limiter to look at what it did, and that look must not wait out the
+// backoff of failures before (a ProviderConfig applied late, Neutron
+// errors): measured, the deletion of a group that had waited 35 s for its
+// ProviderConfig took 60 s.
+func (b *backoff) progressed(mg resource.Managed) {
+	b.Forget(requestOf(mg))
+}
+
+// requestOf is the work queue's request of mg.
+func requestOf(mg resource.Managed) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+}
+
 // NumRequeues is how often r failed in a row.
 func (b *backoff) NumRequeues(r reconcile.Request) int { return b.failures.NumRequeues(r) }
 
@@ -122,6 +147,9 @@ func (b *backoff) note(mg resource.Managed, err error) {
 	if errors.As(err, &w) {
 		h.within = w.RetryWithin()
 	}
+	if kerrors.IsNotFound(err) && (h.within == 0 || h.within > awaitApply) {
+		h.within = awaitApply
+	}
 	var ra retryAt
 	if errors.As(err, &ra) {
 		h.notBefore = ra.RetryAt()
@@ -129,7 +157,7 @@ func (b *backoff) note(mg resource.Managed, err error) {
 	if h == (hint{}) {
 		return
 	}
-	r := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}}
+	r := requestOf(mg)
 	b.mu.Lock()
 	b.hints[r] = h
 	b.mu.Unlock()
@@ -163,6 +191,9 @@ func (n *noting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservat
 func (n *noting[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
 	c, err := n.inner.Create(ctx, mg)
 	n.b.note(mg, err)
+	if err == nil {
+		n.b.progressed(mg)
+	}
 	return c, err
 }
 
@@ -175,6 +206,9 @@ func (n *noting[T]) Update(ctx context.Context, mg T) (managed.ExternalUpdate, e
 func (n *noting[T]) Delete(ctx context.Context, mg T) (managed.ExternalDelete, error) {
 	d, err := n.inner.Delete(ctx, mg)
 	n.b.note(mg, err)
+	if err == nil {
+		n.b.progressed(mg)
+	}
 	return d, err
 }
 

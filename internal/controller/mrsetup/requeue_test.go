@@ -1,13 +1,17 @@
 package mrsetup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/google/go-cmp/cmp"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -21,6 +25,7 @@ func TestBackoff(t *testing.T) {
 		return fmt.Errorf("cannot get port p: %w", &openstack.HeldError{ProviderConfig: "pc", Hold: openstack.Hold{
 			Service: openstack.ServiceNeutron, Answer: &openstack.APIError{Code: 429}, RetryAfter: "x", At: now, Until: now.Add(d)}})
 	}
+	absentPC := fmt.Errorf("cannot get ProviderConfig default: %w", kerrors.NewNotFound(schema.GroupResource{Group: "ipsecgw.io", Resource: "providerconfigs"}, "default"))
 	// A failure is one reconcile's error (nil: none that says anything),
 	// and the wait it gets: at least Min, at most Max.
 	type failure struct {
@@ -56,6 +61,19 @@ func TestBackoff(t *testing.T) {
 				{Err: RetryWithin(errors.New("pre-stage"), 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
 				{Err: RetryWithin(errors.New("pre-stage"), 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
 				{Min: time.Minute, Max: time.Minute},
+			},
+			forget: -1,
+		},
+		"Absent": {
+			reason: "A ProviderConfig or credentials Secret not yet applied (the API server's NotFound, wrapped) is retried within 10 s however often it failed; other errors back off as before.",
+			failures: []failure{
+				{Err: absentPC, Min: time.Second, Max: time.Second},
+				{Min: 2 * time.Second, Max: 2 * time.Second},
+				{Min: 4 * time.Second, Max: 4 * time.Second},
+				{Min: 8 * time.Second, Max: 8 * time.Second},
+				{Err: absentPC, Min: 10 * time.Second, Max: 10 * time.Second},
+				{Err: RetryWithin(absentPC, 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
+				{Err: errors.New("cannot authenticate"), Min: time.Minute, Max: time.Minute},
 			},
 			forget: -1,
 		},
@@ -117,6 +135,81 @@ func TestBackoff(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNotingProgress(t *testing.T) {
+	boom := errors.New("boom")
+	inner := managed.TypedExternalClientFns[*v1alpha1.Port]{
+		CreateFn: func(_ context.Context, mg *v1alpha1.Port) (managed.ExternalCreation, error) {
+			if mg.Name == "fails" {
+				return managed.ExternalCreation{}, boom
+			}
+			return managed.ExternalCreation{}, nil
+		},
+		UpdateFn: func(context.Context, *v1alpha1.Port) (managed.ExternalUpdate, error) {
+			return managed.ExternalUpdate{}, nil
+		},
+		DeleteFn: func(_ context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
+			if mg.Name == "fails" {
+				return managed.ExternalDelete{}, boom
+			}
+			return managed.ExternalDelete{}, nil
+		},
+	}
+	type call func(c *noting[*v1alpha1.Port], mg *v1alpha1.Port) error
+	create := func(c *noting[*v1alpha1.Port], mg *v1alpha1.Port) error {
+		_, err := c.Create(context.Background(), mg)
+		return err
+	}
+	update := func(c *noting[*v1alpha1.Port], mg *v1alpha1.Port) error {
+		_, err := c.Update(context.Background(), mg)
+		return err
+	}
+	del := func(c *noting[*v1alpha1.Port], mg *v1alpha1.Port) error {
+		_, err := c.Delete(context.Background(), mg)
+		return err
+	}
+	cases := map[string]struct {
+		reason string
+		name   string
+		call   call
+		want   time.Duration
+	}{
+		"CreateSucceeded": {
+			reason: "After a successful Create the requeue that looks at it comes in 1 s, however often the resource failed before.",
+			name:   "ok", call: create, want: time.Second,
+		},
+		"DeleteSucceeded": {
+			reason: "After a successful Delete the requeue that sees the object gone comes in 1 s.",
+			name:   "ok", call: del, want: time.Second,
+		},
+		"CreateFailed": {
+			reason: "A failed Create keeps the backoff: the seventh failure waits the 1 min ceiling.",
+			name:   "fails", call: create, want: time.Minute,
+		},
+		"DeleteFailed": {
+			reason: "A failed Delete keeps the backoff.",
+			name:   "fails", call: del, want: time.Minute,
+		},
+		"UpdateSucceeded": {
+			reason: "An Update is followed by a poll, which forgets the failures anyway; by itself it resets nothing.",
+			name:   "ok", call: update, want: time.Minute,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBackoff()
+			mg := &v1alpha1.Port{ObjectMeta: metav1.ObjectMeta{Name: tc.name}}
+			r := requestOf(mg)
+			for range 6 {
+				b.When(r)
+			}
+			_ = tc.call(&noting[*v1alpha1.Port]{inner: &inner, b: b}, mg)
+			if got := b.When(r); got != tc.want {
+				t.Errorf("%s\nWhen after the call: got %s, want %s", tc.reason, got, tc.want)
 			}
 		})
 	}
