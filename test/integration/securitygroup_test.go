@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -439,8 +440,10 @@ func TestSecurityGroupWaitsForItsProviderConfig(t *testing.T) {
 		_ = kube.Delete(context.Background(), sg)
 		deleted := time.Now()
 		eventually(t, 15*time.Second, "the SecurityGroup is deleted (not after the backoff of its failures)", func() error {
-			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(sg), &v1alpha1.SecurityGroup{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(sg), &v1alpha1.SecurityGroup{}); err == nil {
+				return errors.New("still there")
+			} else if !kerrors.IsNotFound(err) {
+				return err
 			}
 			return nil
 		})
