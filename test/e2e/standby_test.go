@@ -137,12 +137,12 @@ func TestActiveStandby(t *testing.T) {
 			r+1, sum(outages).Milliseconds(), millis(outages))
 		// The ReplicaSet starts the new pod, with the static address,
 		// while the old one is still terminating with it; the old pod's
-		// agent silences its net1 on SIGTERM (leader.Silence). Both pods
-		// have the port's MAC, so the watch cannot tell two pods from one
-		// reply seen twice: reported, not asserted (2026-12-06: 11 of 49
-		// requests answered twice by the one MAC over 1.1 s, the fix in
-		// the image; TestSingleAgentSilentOnSIGTERM asserts it with two
-		// MACs).
+		// agent silences its net1 on SIGTERM (leader.Silence), but the
+		// kubelet's SIGTERM can come after the new pod's net1 answers:
+		// reported with the agent's log, not asserted (2026-12-06: the
+		// replacement answered 0.49 s after the deletion, SIGTERM and
+		// the silence 1.73 s after it; docs/active-standby.md).
+		// TestSingleAgentSilentOnSIGTERM asserts the silence itself.
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s",
 			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog())
