@@ -130,10 +130,10 @@ fi
 log "waiting for the pre-stage: security group and port ready, configuration rendered, floating IP still on the VM"
 claim_is() { [ "$(kubectl -n tenant-a get "$XR" branch-office -o "jsonpath=$1")" = "$2" ]; }
 claim_has() { ! claim_is "$1" ""; }
-# 300 s, not less: with safe start the controllers begin only once the
-# activated kinds' CRDs are established, and the composite's first minute
-# can meet Crossplane's circuit breaker (docs/circuit-breaker.md); once,
-# under load, Argo CD's install took the port past 120 s.
+# 300 s, not less: with Argo CD (ARGOCD=1) the claim can arrive before the
+# platform's ProviderConfig, after the installs from the registry; once,
+# under load, the port came past 120 s (its managed resources now retry a
+# missing ProviderConfig within 10 s: docs/gitops.md).
 wait_for "the claim's port" 300 claim_has '{.status.port.privateIP}'
 wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 

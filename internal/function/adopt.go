@@ -88,7 +88,7 @@ func externalName(name string, o, xr *fieldpath.Paved, pinned bool) string {
 	case !ok:
 		return ""
 	case o != nil:
-		return str(o, "metadata.annotations["+meta.AnnotationKeyExternalName+"]")
+		return observedExternalName(o)
 	case name == FloatingIPName && pinned:
 		return ""
 	}
@@ -101,7 +101,7 @@ func externalName(name string, o, xr *fieldpath.Paved, pinned bool) string {
 func record(xr *fieldpath.Paved, observed Observed) map[string]any {
 	out := map[string]any{}
 	for name, at := range recordAt {
-		v := str(observed[name], "metadata.annotations["+meta.AnnotationKeyExternalName+"]")
+		v := observedExternalName(observed[name])
 		if v == "" {
 			v = str(xr, at)
 		}
@@ -110,6 +110,12 @@ func record(xr *fieldpath.Paved, observed Observed) map[string]any {
 		}
 	}
 	return out
+}
+
+// observedExternalName is the external name of the composed resource o as
+// observed; "" for none, or when o is nil.
+func observedExternalName(o *fieldpath.Paved) string {
+	return str(o, "metadata.annotations["+meta.AnnotationKeyExternalName+"]")
 }
 
 // orphaned says whether the composed resource o, of the composite xr (both

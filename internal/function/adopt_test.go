@@ -1,14 +1,12 @@
 package function
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
-	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 )
@@ -210,15 +208,7 @@ func TestAdoption(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, tc.xr), Resources: map[string]*fnv1.Resource{}},
-				RequiredResources: map[string]*fnv1.Resources{pinRequirement: {}}}
-			for n, y := range tc.observed {
-				req.Observed.Resources[n] = res(t, y)
-			}
-			rsp, err := New(logging.NewNopLogger()).RunFunction(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rsp := run(t, tc.xr, tc.observed)
 			for _, r := range rsp.GetResults() {
 				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 					t.Fatalf("%s\nfatal result: %s", tc.reason, r.GetMessage())

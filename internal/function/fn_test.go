@@ -332,6 +332,23 @@ func withExternalName(t *testing.T, y, name string) map[string]any {
 
 // resultStrings are the results of rsp as "SEVERITY TARGET: message", each
 // that starts with the one of want at its index as that one.
+// run runs the function on the composite xr and the observed composed
+// resources by name (YAML), with none of the pins Crossplane fetches for
+// the claim's namespace.
+func run(t *testing.T, xr string, observed map[string]string) *fnv1.RunFunctionResponse {
+	t.Helper()
+	req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, xr), Resources: map[string]*fnv1.Resource{}},
+		RequiredResources: map[string]*fnv1.Resources{pinRequirement: {}}}
+	for n, y := range observed {
+		req.Observed.Resources[n] = res(t, y)
+	}
+	rsp, err := New(logging.NewNopLogger()).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rsp
+}
+
 func resultStrings(rsp *fnv1.RunFunctionResponse, want []string) []string {
 	var out []string
 	for i, r := range rsp.GetResults() {
@@ -674,16 +691,7 @@ gateway:
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			// The pins Crossplane fetched for the claim's namespace: none.
-			req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: res(t, tc.xr), Resources: map[string]*fnv1.Resource{}},
-				RequiredResources: map[string]*fnv1.Resources{pinRequirement: {}}}
-			for n, y := range tc.observed {
-				req.Observed.Resources[n] = res(t, y)
-			}
-			rsp, err := New(logging.NewNopLogger()).RunFunction(context.Background(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rsp := run(t, tc.xr, tc.observed)
 			if diff := cmp.Diff(tc.want.results, resultStrings(rsp, tc.want.results)); diff != "" {
 				t.Errorf("%s\nresults: -want +got:\n%s", tc.reason, diff)
 			}

@@ -141,22 +141,22 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNotingProgress(t *testing.T) {
-	boom := errors.New("boom")
+	// The resource named "fails" fails its Create and Delete.
+	result := func(mg *v1alpha1.Port) error {
+		if mg.Name == "fails" {
+			return errors.New("boom")
+		}
+		return nil
+	}
 	inner := managed.TypedExternalClientFns[*v1alpha1.Port]{
 		CreateFn: func(_ context.Context, mg *v1alpha1.Port) (managed.ExternalCreation, error) {
-			if mg.Name == "fails" {
-				return managed.ExternalCreation{}, boom
-			}
-			return managed.ExternalCreation{}, nil
+			return managed.ExternalCreation{}, result(mg)
 		},
 		UpdateFn: func(context.Context, *v1alpha1.Port) (managed.ExternalUpdate, error) {
 			return managed.ExternalUpdate{}, nil
 		},
 		DeleteFn: func(_ context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
-			if mg.Name == "fails" {
-				return managed.ExternalDelete{}, boom
-			}
-			return managed.ExternalDelete{}, nil
+			return managed.ExternalDelete{}, result(mg)
 		},
 	}
 	type call func(c *noting[*v1alpha1.Port], mg *v1alpha1.Port) error
