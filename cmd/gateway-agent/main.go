@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -202,37 +203,24 @@ func runAgent(ctx context.Context, o options) error {
 // loop and the election, which makes it active while it holds the Lease.
 // Both end with ctx; the election first gives the address up.
 func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Collector, c client.Client, log logging.Logger) error {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("cannot find the API server: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.namespace, o.lease, cs.CoreV1(), cs.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: o.podName})
+	e, err := newElector(ctx, o.namespace, o.lease, o.podName, log)
 	if err != nil {
 		return err
 	}
 	ip, _ := netip.ParseAddr(o.address) // parseFlags checked it
 	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
-	e := &leader.Elector{
-		Lock: lock, Log: log,
-		Holder:   holder{addr: addr, agent: agent},
-		Released: leader.WatchReleases(ctx, cs.CoordinationV1().Leases(o.namespace), o.lease, log),
-		Active: func(ctx context.Context, active bool, t leader.Takeover) {
-			m.Leader(active)
-			if !active {
-				return
-			}
-			if t.Cause != leader.CauseFirst {
-				m.FailedOver(t.Cause)
-			}
-			if o.statusConfigMap != "" {
-				go leader.Report(ctx, c, o.namespace, o.statusConfigMap, o.podName, o.nodeName, t, log)
-			}
-		},
+	e.Holder = holder{addr: addr, agent: agent}
+	e.Active = func(ctx context.Context, active bool, t leader.Takeover) {
+		m.Leader(active)
+		if !active {
+			return
+		}
+		if t.Cause != leader.CauseFirst {
+			m.FailedOver(t.Cause)
+		}
+		if o.statusConfigMap != "" {
+			go leader.Report(ctx, c, o.namespace, o.statusConfigMap, o.podName, o.nodeName, t, log)
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- agent.Run(ctx) }()
@@ -240,15 +228,66 @@ func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Col
 	return errors.Join(err, <-done)
 }
 
+// newElector returns the election of the pod identity on the Lease name
+// in namespace, with the watch of its releases; the caller sets its
+// Holder.
+func newElector(ctx context.Context, namespace, name, identity string, log logging.Logger) (*leader.Elector, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the API server: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return nil, err
+	}
+	return &leader.Elector{
+		Lock: lock, Log: log,
+		Released: leader.WatchReleases(ctx, cs.CoordinationV1().Leases(namespace), name, log),
+	}, nil
+}
+
+// handoverFallback is how long the single pod waits to read the
+// gateway's Lease before it answers ARP without it: the gateway's only
+// pod must not stay silent because the API server is out of its reach
+// (or the Lease is missing), which is likelier than an old pod that
+// still answers.
+const handoverFallback = 30 * time.Second
+
 // runSingle runs the agent of a gateway's single pod (no --lease), whose
-// --interface has its address from the CNI: it lets the interface answer
-// ARP while it runs, and silences it (leader.Silence) as soon as ctx ends
-// (SIGTERM: the pod is deleted or its container restarted), before the
-// agent's own shutdown, so that a replacement pod holding the same address
-// is never answered for twice. An interface that cannot be changed (none
-// such, as when the agent runs outside a pod) is logged, not an error.
+// --interface has its address from the CNI. With --status-configmap, as
+// the provider renders it, it hands over through the gateway's Lease
+// (leader.Handover, with this pod's name or else its host name as the
+// identity): the interface answers ARP only once this pod holds the Lease
+// (or could not read it within handoverFallback), and when ctx ends
+// (SIGTERM: the pod is deleted or its container restarted) it is silenced
+// before the Lease is released, so that the pod and its replacement, which
+// hold the same address, never answer ARP at once. Without it (the agent
+// run outside a gateway pod) the interface answers from the start and is
+// silenced when ctx ends. An interface that cannot be changed (none such)
+// is logged, not an error.
 func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Logger) error {
-	if err := leader.Silence(o.iface, false); err != nil {
+	h := leader.Handover{Interface: o.iface}
+	var elected chan error
+	if gw, ok := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix); ok && gw != "" {
+		id := o.podName
+		if id == "" {
+			id, _ = os.Hostname() // a pod's host name is its name
+		}
+		e, err := newElector(ctx, o.namespace, gw, id, log)
+		if err != nil {
+			return err
+		}
+		e.Holder, e.Keep = h, true
+		e.LeaseDuration, e.RenewDeadline, e.RetryPeriod = leader.HandoverLeaseDuration, leader.HandoverRenewDeadline, leader.HandoverRetryPeriod
+		elected = make(chan error, 1)
+		go func() { elected <- e.Run(ctx) }()
+		go fallback(ctx, e, h, log)
+	} else if err := leader.Silence(o.iface, false); err != nil {
 		log.Debug("Cannot let the tenant interface answer ARP", "error", err)
 	}
 	done := make(chan error, 1)
@@ -258,12 +297,34 @@ func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Log
 		return err
 	case <-ctx.Done():
 	}
-	if err := leader.Silence(o.iface, true); err != nil {
+	var err error
+	if elected != nil {
+		err = <-elected
+	}
+	// Again after the election, which silences only while it holds the
+	// Lease: a pod that answered without it (fallback) goes quiet too.
+	if err := h.Release(ctx); err != nil {
 		log.Info("Cannot silence the tenant interface", "error", err)
 	} else {
 		log.Info("Silenced the tenant interface (ARP off) for the pod's replacement", "interface", o.iface)
 	}
-	return <-done
+	return errors.Join(err, <-done)
+}
+
+// fallback lets h answer when e has read no Lease within handoverFallback.
+func fallback(ctx context.Context, e *leader.Elector, h leader.Handover, log logging.Logger) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(handoverFallback):
+	}
+	if e.Read() || ctx.Err() != nil {
+		return
+	}
+	log.Info("Cannot read the gateway's Lease: answering ARP without the handover", "after", handoverFallback)
+	if err := h.Take(ctx); err != nil {
+		log.Info("Cannot let the tenant interface answer ARP", "error", err)
+	}
 }
 
 // holder is what the active pod holds: the address, then the tunnels.

@@ -78,6 +78,13 @@ const NATTable = "ipsecgw"
 // SecondaryInterface is the gateway pod's interface on the tenant network.
 const SecondaryInterface = "net1"
 
+// StatusSuffix ends the name of a gateway's status ConfigMap, whose name
+// before it is the gateway's, as is its Lease's: the agent of a single
+// pod, which the provider gives no --lease, finds the Lease of its
+// handover (Handover in the agent's leader package) by its
+// --status-configmap.
+const StatusSuffix = "-status"
+
 // AddressLifetime is the valid and preferred lifetime, in seconds, of the
 // addresses the active agent of an active/standby gateway gives
 // SecondaryInterface: the agent's renew deadline of the Lease. The

@@ -67,7 +67,7 @@ func TestNetworkScript(t *testing.T) {
 				Name: "network", Image: "gw:1", Command: []string{"/bin/sh", "-euc", tc.want},
 				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}},
 			}}
-			if diff := cmp.Diff(want, objs[8].(*appsv1.Deployment).Spec.Template.Spec.InitContainers); diff != "" {
+			if diff := cmp.Diff(want, objs[9].(*appsv1.Deployment).Spec.Template.Spec.InitContainers); diff != "" {
 				t.Errorf("init containers: -want, +got:\n%s", diff)
 			}
 		})
@@ -82,7 +82,7 @@ func TestNetworkHash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return objs[8].(*appsv1.Deployment).Spec.Template.Annotations[AnnotationNetworkHash]
+		return objs[9].(*appsv1.Deployment).Spec.Template.Annotations[AnnotationNetworkHash]
 	}
 	base := hash(func(*v1alpha1.Gateway) {})
 	if len(base) != 64 {

@@ -87,7 +87,7 @@ type Names struct {
 // ServiceAccount, Role, RoleBinding, NetworkPolicy, NAD and Deployment take
 // the gateway's own name.
 func NamesOf(name string) Names {
-	return Names{Gateway: name, Config: name + "-config", Secrets: name + "-secrets", Status: name + "-status"}
+	return Names{Gateway: name, Config: name + "-config", Secrets: name + "-secrets", Status: name + contract.StatusSuffix}
 }
 
 // Objects are the objects of one gateway in its target namespace as the
@@ -108,7 +108,7 @@ type Objects struct {
 	Role           *rbacv1ac.RoleApplyConfiguration
 	RoleBinding    *rbacv1ac.RoleBindingApplyConfiguration
 	NetworkPolicy  *networkingv1ac.NetworkPolicyApplyConfiguration
-	// Lease is the Lease of a gateway with replicas 2 (lease), else nil.
+	// Lease is the gateway's Lease (lease).
 	Lease      *coordinationv1ac.LeaseApplyConfiguration
 	Deployment *appsv1ac.DeploymentApplyConfiguration
 }
@@ -119,7 +119,7 @@ type Objects struct {
 func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 	p := gw.Spec.ForProvider
 	n := NamesOf(gw.Name)
-	nad, err := networkAttachment(gw, n.Gateway)
+	nad, networkHash, err := networkAttachment(gw, n.Gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -147,13 +147,14 @@ func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 			// It reads its own configuration.
 			rule("", "configmaps", n.Config, "get", "watch"),
 			rule("", "secrets", n.Secrets, "get", "watch"),
-		).WithRules(leaseRules(gw, n)...),
+			leaseRule(n),
+		),
 		RoleBinding: rbacv1ac.RoleBinding(n.Gateway, p.Namespace).WithLabels(labels).
 			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(n.Gateway)).
 			WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(n.Gateway).WithNamespace(p.Namespace)),
 		NetworkPolicy: networkPolicy(gw, n.Gateway),
 		Lease:         lease(gw, n.Gateway),
-		Deployment:    deployment(gw, f, n, networkHash(nad)),
+		Deployment:    deployment(gw, f, n, networkHash),
 	}, nil
 }
 
@@ -163,26 +164,20 @@ func rule(group, resource, name string, verbs ...string) *rbacv1ac.PolicyRuleApp
 	return rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(resource).WithResourceNames(name).WithVerbs(verbs...)
 }
 
-// leaseRules returns the agent's rules on the gateway's Lease with
-// replicas 2, by name: get and update, which is all client-go's leader
-// election does with a Lease that exists, and watch, by which a standby
-// sees the Lease released at once (leader.WatchReleases, a watch of that
-// one name); the provider creates it (lease), so the agents need no
-// create, which RBAC cannot restrict to a name.
-func leaseRules(gw *v1alpha1.Gateway, n Names) []*rbacv1ac.PolicyRuleApplyConfiguration {
-	if pods(gw) < 2 {
-		return nil
-	}
-	return []*rbacv1ac.PolicyRuleApplyConfiguration{rule(coordinationv1.GroupName, "leases", n.Gateway, "get", "update", "watch")}
+// leaseRule is the agent's rule on the gateway's Lease, by name: get and
+// update, which is all client-go's leader election does with a Lease that
+// exists, and watch, by which a pod sees the Lease released at once
+// (leader.WatchReleases, a watch of that one name); the provider creates
+// it (lease), so the agents need no create, which RBAC cannot restrict to
+// a name. Two pods elect the active one on it; a single pod hands over to
+// its replacement through it (leader.Handover).
+func leaseRule(n Names) *rbacv1ac.PolicyRuleApplyConfiguration {
+	return rule(coordinationv1.GroupName, "leases", n.Gateway, "get", "update", "watch")
 }
 
-// lease is the gateway's Lease with replicas 2, applied with its metadata
-// only: its spec (holder, renew time) is the agents'. It is nil with one
-// pod.
+// lease is the gateway's Lease, applied with its metadata only: its spec
+// (holder, renew time) is the agents'.
 func lease(gw *v1alpha1.Gateway, name string) *coordinationv1ac.LeaseApplyConfiguration {
-	if pods(gw) < 2 {
-		return nil
-	}
 	return coordinationv1ac.Lease(name, gw.Spec.ForProvider.Namespace).WithLabels(Labels(gw.Name))
 }
 
@@ -198,8 +193,10 @@ func Labels(name string) map[string]string {
 // routed mode forward between the tunnel and the tenant network; the
 // containers cannot write /proc/sys, and a pod-level sysctl would need
 // the kubelet to allow an unsafe sysctl). The MAC address is given per pod
-// in the networks annotation.
-func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, error) {
+// in the networks annotation. It returns the attachment and the network
+// hash of the pod template (AnnotationNetworkHash), and fails only when
+// the CNI config cannot be encoded.
+func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, string, error) {
 	p := gw.Spec.ForProvider
 	link := map[string]any{
 		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
@@ -233,30 +230,41 @@ func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstruc
 		delete(link, "ipam")
 		sysctl["net.ipv6.conf."+contract.SecondaryInterface+".disable_ipv6"] = "1"
 	}
-	cfg, err := json.Marshal(map[string]any{
-		"cniVersion": "0.3.1",
-		"name":       name,
-		"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
-	})
+	config := func() (string, error) {
+		cfg, err := json.Marshal(map[string]any{
+			"cniVersion": "0.3.1",
+			"name":       name,
+			"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
+		})
+		return string(cfg), err
+	}
+	// The hash is of the attachment without the single pod's arp_ignore:
+	// a pod made before it, whose agent answers from its start, need not
+	// be replaced, and its replacement gets it.
+	hashed, err := config()
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if pods(gw) == 1 {
+		// The single pod's net1 answers ARP for no address until its
+		// agent holds the Lease, after the pod it replaces went quiet
+		// (leader.Handover).
+		sysctl["net.ipv4.conf."+contract.SecondaryInterface+".arp_ignore"] = "8"
+	}
+	cfg, err := config()
+	if err != nil {
+		return nil, "", err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(NADKind)
 	u.SetName(name)
 	u.SetNamespace(p.Namespace)
 	u.SetLabels(Labels(gw.Name))
-	if err := unstructured.SetNestedField(u.Object, string(cfg), "spec", "config"); err != nil {
-		return nil, err
+	if err := unstructured.SetNestedField(u.Object, cfg, "spec", "config"); err != nil {
+		return nil, "", err
 	}
-	return u, nil
-}
-
-// networkHash returns the hex SHA-256 of nad's spec.config.
-func networkHash(nad *unstructured.Unstructured) string {
-	cfg, _, _ := unstructured.NestedString(nad.Object, "spec", "config")
-	sum := sha256.Sum256([]byte(cfg))
-	return hex.EncodeToString(sum[:])
+	sum := sha256.Sum256([]byte(hashed))
+	return u, hex.EncodeToString(sum[:]), nil
 }
 
 // networkPolicy admits to the gateway pod's cluster interface only what

@@ -47,7 +47,7 @@ func TestObjects(t *testing.T) {
 		}
 	}
 	want := []string{"NetworkAttachmentDefinition/vpn", "ConfigMap/vpn-config", "Secret/vpn-secrets", "ConfigMap/vpn-status", "ServiceAccount/vpn",
-		"Role/vpn", "RoleBinding/vpn", "NetworkPolicy/vpn", "Deployment/vpn"}
+		"Role/vpn", "RoleBinding/vpn", "NetworkPolicy/vpn", "Lease/vpn", "Deployment/vpn"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Fatalf("objects, in apply order: -want, +got:\n%s", diff)
 	}
@@ -68,13 +68,13 @@ func TestObjects(t *testing.T) {
 	wantNAD := map[string]any{"cniVersion": "0.3.1", "name": "vpn", "plugins": []any{
 		map[string]any{"type": "macvlan", "master": "eth1", "mode": "bridge", "capabilities": map[string]any{"mac": true},
 			"ipam": map[string]any{"type": "static", "addresses": []any{map[string]any{"address": "10.20.0.10/24", "gateway": "10.20.0.1"}}}},
-		map[string]any{"type": "tuning", "sysctl": map[string]any{"net.ipv4.ip_forward": "1"}},
+		map[string]any{"type": "tuning", "sysctl": map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.net1.arp_ignore": "8"}},
 	}}
 	if diff := cmp.Diff(wantNAD, nad); diff != "" {
 		t.Errorf("NAD config: -want, +got:\n%s", diff)
 	}
 
-	d := objs[8].(*appsv1.Deployment)
+	d := objs[9].(*appsv1.Deployment)
 	ann := d.Spec.Template.Annotations
 	if ann[AnnotationStartHash] != "start" || !strings.Contains(ann[AnnotationMultus], `"mac":"fa:16:3e:00:00:0a"`) {
 		t.Errorf("pod annotations = %v, want the start hash and the port's MAC", ann)
@@ -162,14 +162,14 @@ func TestDataPlane(t *testing.T) {
 			if diff := cmp.Diff(wantCM, objs[1]); diff != "" {
 				t.Errorf("ConfigMap: -want, +got:\n%s", diff)
 			}
-			want := base[8].(*appsv1.Deployment).DeepCopy()
+			want := base[9].(*appsv1.Deployment).DeepCopy()
 			pod := &want.Spec.Template.Spec
 			pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, tc.mounts...)
 			pod.Volumes = append(pod.Volumes, tc.volumes...)
-			if diff := cmp.Diff(want, objs[8]); diff != "" {
+			if diff := cmp.Diff(want, objs[9]); diff != "" {
 				t.Errorf("Deployment: -want, +got:\n%s", diff)
 			}
-			for i, o := range base[:8] {
+			for i, o := range base[:9] {
 				if i != 1 {
 					if diff := cmp.Diff(o, objs[i]); diff != "" {
 						t.Errorf("%s: -KernelXFRM, +%s:\n%s", o.GetName(), name, diff)

@@ -37,9 +37,6 @@ func typed(o *Objects) ([]client.Object, error) {
 		{o.ServiceAccount, &corev1.ServiceAccount{}}, {o.Role, &rbacv1.Role{}}, {o.RoleBinding, &rbacv1.RoleBinding{}},
 		{o.NetworkPolicy, &networkingv1.NetworkPolicy{}}, {o.Lease, &coordinationv1.Lease{}}, {o.Deployment, &appsv1.Deployment{}},
 	} {
-		if o.Lease == nil && c.ac == any(o.Lease) {
-			continue
-		}
 		b, err := json.Marshal(c.ac)
 		if err != nil {
 			return nil, err

@@ -160,13 +160,19 @@ func linkDown(name string) error {
 // replacement gets too, and until the old pod's network namespace is gone
 // both would answer ARP for it, one MAC on two nodes. The agent of the
 // pod's next container lets it answer again, in case only the container
-// was restarted.
+// was restarted. Letting it answer also sets its arp_ignore to 0: the
+// network attachment has the CNI create it with arp_ignore 8 (answer for
+// no address), so that a replacement answers only once it is let
+// (Handover).
 func Silence(name string, silent bool) error {
 	if silent {
 		if err := setFlags(name, 0, unix.IFF_NOARP); err != nil {
 			return fmt.Errorf("cannot set ARP off on %s: %w", name, err)
 		}
 		return nil
+	}
+	if err := setARPIgnore(name, 0); err != nil {
+		return fmt.Errorf("cannot set arp_ignore 0 on %s: %w", name, err)
 	}
 	if err := setFlags(name, unix.IFF_NOARP, 0); err != nil {
 		return fmt.Errorf("cannot set ARP on on %s: %w", name, err)

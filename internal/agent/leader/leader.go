@@ -104,7 +104,15 @@ type Elector struct {
 	// next retry, RetryPeriod to 2.2 RetryPeriod after its last (client-go's
 	// jitter). The pod holding the address ignores it.
 	Released <-chan struct{}
-	Log      logging.Logger
+	// Keep is for the single pod of a gateway with replicas 1 (Handover),
+	// which is the gateway: the Lease only hands over to that pod's
+	// replacement, so a Lease it cannot renew gives nothing up (the API
+	// server is out of reach, not the pod), and Holder.Release runs only
+	// when Run's ctx ends. Nor does Run release at its start: a restarted
+	// agent in the same pod goes on answering and renews the Lease under
+	// the same identity.
+	Keep bool
+	Log  logging.Logger
 
 	// mu serialises Holder's calls.
 	mu sync.Mutex
@@ -112,11 +120,20 @@ type Elector struct {
 	held bool
 
 	// rmu guards renewed, when the last successful write of the Lease by
-	// this pod started, and last, the last record read of the Lease that
-	// named another holder or none.
+	// this pod started, last, the last record read of the Lease that
+	// named another holder or none, and read, whether a record was read.
 	rmu     sync.Mutex
 	renewed time.Time
 	last    resourcelock.LeaderElectionRecord
+	read    bool
+}
+
+// Read says whether this pod has read the Lease: the API server answered
+// and the Lease exists.
+func (e *Elector) Read() bool {
+	e.rmu.Lock()
+	defer e.rmu.Unlock()
+	return e.read
 }
 
 // Run runs the election until ctx ends: it gives up the address before it
@@ -125,8 +142,10 @@ type Elector struct {
 // holds nothing it does not hold the Lease for.
 func (e *Elector) Run(ctx context.Context) error {
 	e.defaults()
-	if err := e.Holder.Release(ctx); err != nil {
-		e.Log.Info("Cannot give up the gateway's address at start", "error", err)
+	if !e.Keep {
+		if err := e.Holder.Release(ctx); err != nil {
+			e.Log.Info("Cannot give up the gateway's address at start", "error", err)
+		}
 	}
 	for ctx.Err() == nil {
 		if err := e.term(ctx); err != nil {
@@ -269,11 +288,16 @@ func (e *Elector) release(ctx context.Context, t *term, why string) bool {
 	return e.releaseLocked(ctx, t, why)
 }
 
-// releaseLocked is release with e.mu held.
+// releaseLocked is release with e.mu held. With Keep it only ends t while
+// ctx has not ended.
 func (e *Elector) releaseLocked(ctx context.Context, t *term, why string) bool {
 	t.closed = true
 	held := e.held
 	if !held {
+		return false
+	}
+	if e.Keep && ctx.Err() == nil {
+		e.Log.Info("Still answering for the gateway's address as its only pod, without the Lease", "reason", why)
 		return false
 	}
 	if err := e.Holder.Release(context.WithoutCancel(ctx)); err != nil {
@@ -375,6 +399,7 @@ func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []b
 	rec, raw, err := l.Interface.Get(ctx)
 	if err == nil {
 		l.e.rmu.Lock()
+		l.e.read = true
 		if rec.HolderIdentity != l.Identity() {
 			l.e.last = *rec
 		}

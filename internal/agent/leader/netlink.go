@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"syscall"
 
@@ -110,6 +111,32 @@ func (r *rtnl) replace(x ifAddr, secs uint32) error {
 	binary.NativeEndian.PutUint32(ci[4:], secs) // valid
 	b = attr(b, unix.IFA_CACHEINFO, ci)
 	_, err := r.request(unix.RTM_NEWADDR, unix.NLM_F_REPLACE|unix.NLM_F_ACK, b)
+	return err
+}
+
+// ipv4DevconfARPIgnore is IPV4_DEVCONF_ARP_IGNORE of linux/ip.h, the
+// attribute type of arp_ignore in IFLA_INET_CONF (x/sys/unix lacks it).
+const ipv4DevconfARPIgnore = 19
+
+// setARPIgnore sets the interface name's arp_ignore to v (RTM_SETLINK
+// with IFLA_AF_SPEC, AF_INET, IFLA_INET_CONF): the agent's container
+// cannot write /proc/sys, which the container runtime mounts read-only,
+// but NET_ADMIN may change an interface's IPv4 settings over rtnetlink.
+func setARPIgnore(name string, v uint32) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return err
+	}
+	r, err := dialRoute()
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	b := make([]byte, unix.SizeofIfInfomsg)
+	binary.NativeEndian.PutUint32(b[4:], uint32(ifi.Index)) //nolint:gosec // G115: an interface index
+	b = attr(b, unix.IFLA_AF_SPEC, attr(nil, unix.AF_INET, attr(nil, unix.IFLA_INET_CONF,
+		attr(nil, ipv4DevconfARPIgnore, binary.NativeEndian.AppendUint32(nil, v)))))
+	_, err = r.request(unix.RTM_SETLINK, unix.NLM_F_ACK, b)
 	return err
 }
 
