@@ -49,9 +49,9 @@ import (
 //     (its files, its charon, its loaded connections) and the gateway's
 //     rendered configuration in both pods byte-identical throughout.
 //
-// From step 2 on, no ARP request is answered twice (two pods holding the
-// address; in step 1 the old pod, terminating, still holds it beside its
-// replacement, with the same MAC: logged), and the client site's
+// No ARP request is answered twice (two pods holding the address; in
+// step 1 the terminating pod still holds it beside its replacement, which
+// answers only once the old one handed over), and the client site's
 // configuration is untouched;
 // the claim is Ready at the end. After every takeover the claim names the
 // new active pod within claimLagBound of the Gateway (the CLAIM LAG line
@@ -136,16 +136,17 @@ func TestActiveStandby(t *testing.T) {
 		t.Logf("replicas 1, the pod deleted (round %d): the client's connections answered again after an outage of %d ms (outages %v ms)",
 			r+1, sum(outages).Milliseconds(), millis(outages))
 		// The ReplicaSet starts the new pod, with the static address,
-		// while the old one is still terminating with it; the old pod's
-		// agent silences its net1 on SIGTERM (leader.Silence), but the
-		// kubelet's SIGTERM can come after the new pod's net1 answers:
-		// reported with the agent's log, not asserted (2026-12-06: the
-		// replacement answered 0.49 s after the deletion, SIGTERM and
-		// the silence 1.73 s after it; docs/active-standby.md).
-		// TestSingleAgentSilentOnSIGTERM asserts the silence itself.
+		// while the old one is still terminating with it, and the
+		// kubelet's SIGTERM reaches the old pod a second or two after
+		// the deletion: the new pod's net1 answers only once its agent
+		// holds the Lease, which the old agent releases after silencing
+		// its own (leader.Handover).
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s",
 			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog())
+		if len(twice) > 0 {
+			t.Errorf("replicas 1, the pod deleted (round %d): ARP requests for %s answered by both pods: %v", r+1, siteGateway, twice)
+		}
 	}
 	xr.phase("replicas 1, rollout")
 	for r := range rounds {

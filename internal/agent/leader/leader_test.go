@@ -297,6 +297,78 @@ func TestElector(t *testing.T) {
 	}
 }
 
+// TestKeep proves the single pod's handover (Elector.Keep): the pod gives
+// nothing up while it runs, not at its start nor when it cannot renew the
+// Lease, and when it stops it gives up first and then releases the Lease,
+// which its replacement takes only then.
+func TestKeep(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		// act does to a, the pod holding the Lease, and b, its
+		// replacement (nil: none) what the case is about and returns the
+		// pod expected to hold the address then.
+		act        func(t *testing.T, l *memLease, lg *log, a *pod) string
+		wantEvents []string
+		wantB      []string
+	}{
+		"CutOff": {
+			reason: "The only pod cut off from the API server goes on answering, and holds the Lease again once it is reachable.",
+			act: func(_ *testing.T, _ *memLease, _ *log, a *pod) string {
+				a.lock.cut(true)
+				time.Sleep(2 * lease)
+				a.lock.cut(false)
+				time.Sleep(2 * lease)
+				return "a"
+			},
+			wantEvents: []string{"a take", "a take"},
+		},
+		"Replaced": {
+			reason: "The replacement takes nothing while the pod runs; the pod gives up when it stops, then releases the Lease, and only then does the replacement take it.",
+			act: func(t *testing.T, l *memLease, lg *log, a *pod) string {
+				b := startKeep(l, lg, "b")
+				t.Cleanup(func() { b.stop(); <-b.done })
+				time.Sleep(2 * lease)
+				a.stop()
+				<-a.done
+				waitFor(t, lg, "b")
+				if diff := cmp.Diff([]string{"released "}, b.causes()); diff != "" {
+					t.Errorf("b's takeovers: -want, +got:\n%s", diff)
+				}
+				return "b"
+			},
+			wantEvents: []string{"a take", "a release", "b take"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := &memLease{}
+			lg := &log{holding: map[string]bool{}}
+			a := startKeep(l, lg, "a")
+			waitFor(t, lg, "a")
+			want := tc.act(t, l, lg, a)
+			waitFor(t, lg, want)
+			a.stop()
+			<-a.done
+			lg.mu.Lock()
+			events, overlaps := lg.events, lg.overlaps
+			lg.mu.Unlock()
+			if len(events) > len(tc.wantEvents) {
+				events = events[:len(tc.wantEvents)] // what stopping added
+			}
+			if diff := cmp.Diff(tc.wantEvents, events); diff != "" {
+				t.Errorf("%s\nevents: -want, +got:\n%s", tc.reason, diff)
+			}
+			if overlaps != 0 {
+				t.Errorf("%s\ntwo pods held the address at once %d time(s)", tc.reason, overlaps)
+			}
+		})
+	}
+}
+
+func startKeep(l *memLease, lg *log, id string) *pod {
+	return startElector(l, lg, id, &Elector{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry, Keep: true})
+}
+
 // TestReleasedWatched proves that a standby told of the Lease's release
 // (Elector.Released) takes it at once, not at its next retry: with a
 // retry period of 3 s, the standby, which tried just before the active
