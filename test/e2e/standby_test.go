@@ -142,8 +142,9 @@ func TestActiveStandby(t *testing.T) {
 		// holds the Lease, which the old agent releases after silencing
 		// its own (leader.Handover).
 		requests, twice, unanswered := arp1.Stop()
-		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s",
-			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog())
+		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s\nthe replacement's agent's first lines:\n%s",
+			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog(),
+			s.tryKubectl("-n", tenant, "logs", "--timestamps", single.Name, "-c", "agent", "--limit-bytes", "4000"))
 		if len(twice) > 0 {
 			t.Errorf("replicas 1, the pod deleted (round %d): ARP requests for %s answered by both pods: %v", r+1, siteGateway, twice)
 		}

@@ -255,7 +255,11 @@ func (e *Elector) lead(ctx context.Context, t *term, end context.CancelFunc) {
 		e.Active(ctx, true, tk)
 	}
 	e.mu.Unlock()
-	e.Log.Info("Active: holding the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
+	if e.Keep {
+		e.Log.Info("Holding the Lease: answering for the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
+	} else {
+		e.Log.Info("Active: holding the gateway's address", "cause", tk.Cause, "previous", tk.Previous)
+	}
 	tick := time.NewTicker(e.RetryPeriod / 4)
 	defer tick.Stop()
 	for {
@@ -307,7 +311,11 @@ func (e *Elector) releaseLocked(ctx context.Context, t *term, why string) bool {
 	if e.Active != nil {
 		e.Active(ctx, false, Takeover{})
 	}
-	e.Log.Info("Standby: gave up the gateway's address", "reason", why)
+	if e.Keep {
+		e.Log.Info("Gave up answering for the gateway's address", "reason", why)
+	} else {
+		e.Log.Info("Standby: gave up the gateway's address", "reason", why)
+	}
 	return true
 }
 
