@@ -168,7 +168,8 @@ func runAgent(ctx context.Context, o options) error {
 	if o.statusConfigMap != "" {
 		ro.Publisher = &status.Publisher{Client: c, Namespace: o.namespace, Name: o.statusConfigMap, MinInterval: o.publishInterval}
 	}
-	ro.Standby = o.lease != ""
+	handover := handoverLease(o)
+	ro.Standby = o.lease != "" || handover != ""
 	agent := run.New(ro)
 	m.Leader(!ro.Standby)
 
@@ -188,7 +189,7 @@ func runAgent(ctx context.Context, o options) error {
 	if o.lease != "" {
 		err = runElected(ctx, o, agent, m, c, log)
 	} else {
-		err = runSingle(ctx, o, agent, log)
+		err = runSingle(ctx, o, handover, agent, m, log)
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -258,32 +259,49 @@ func newElector(ctx context.Context, namespace, name, identity string, log loggi
 // still answers.
 const handoverFallback = 30 * time.Second
 
+// handoverLease returns the name of the gateway's Lease through which the
+// single pod (no --lease) hands over to its replacement: the gateway's
+// name, which its status ConfigMap's name (--status-configmap) begins
+// with, as the provider renders it; empty (no handover) without it.
+func handoverLease(o options) string {
+	if o.lease != "" {
+		return ""
+	}
+	gw, _ := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix)
+	if gw == o.statusConfigMap {
+		return ""
+	}
+	return gw
+}
+
 // runSingle runs the agent of a gateway's single pod (no --lease), whose
-// --interface has its address from the CNI. With --status-configmap, as
-// the provider renders it, it hands over through the gateway's Lease
-// (leader.Handover, with this pod's name or else its host name as the
-// identity): the interface answers ARP only once this pod holds the Lease
-// (or could not read it within handoverFallback), and when ctx ends
-// (SIGTERM: the pod is deleted or its container restarted) it is silenced
-// before the Lease is released, so that the pod and its replacement, which
-// hold the same address, never answer ARP at once. Without it (the agent
-// run outside a gateway pod) the interface answers from the start and is
-// silenced when ctx ends. An interface that cannot be changed (none such)
-// is logged, not an error.
-func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Logger) error {
-	h := leader.Handover{Interface: o.iface}
+// --interface has its address from the CNI. With a handover Lease
+// (handoverLease; this pod's name or else its host name the identity) the
+// pod is the gateway only while it holds the Lease (or could not read it
+// within handoverFallback): only then does the interface answer ARP and
+// charon initiate the tunnels (single), and when ctx ends (SIGTERM: the
+// pod is deleted or its container restarted) the interface is silenced
+// before the Lease is released, so that the pod and its replacement,
+// which hold the same address, never answer ARP at once and the
+// replacement starts the tunnels once the pod is quiet. Without one (the
+// agent run outside a gateway pod) the interface answers from the start
+// and is silenced when ctx ends. An interface that cannot be changed (none
+// such) is logged, not an error.
+func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m *metrics.Collector, log logging.Logger) error {
+	h := single{Handover: leader.Handover{Interface: o.iface}, agent: agent}
 	var elected chan error
-	if gw, ok := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix); ok && gw != "" {
+	if lease != "" {
 		id := o.podName
 		if id == "" {
 			id, _ = os.Hostname() // a pod's host name is its name
 		}
-		e, err := newElector(ctx, o.namespace, gw, id, log)
+		e, err := newElector(ctx, o.namespace, lease, id, log)
 		if err != nil {
 			return err
 		}
 		e.Holder, e.Keep = h, true
 		e.LeaseDuration, e.RenewDeadline, e.RetryPeriod = leader.HandoverLeaseDuration, leader.HandoverRenewDeadline, leader.HandoverRetryPeriod
+		e.Active = func(_ context.Context, active bool, _ leader.Takeover) { m.Leader(active) }
 		elected = make(chan error, 1)
 		go func() { elected <- e.Run(ctx) }()
 		go fallback(ctx, e, h, log)
@@ -311,8 +329,8 @@ func runSingle(ctx context.Context, o options, agent *run.Agent, log logging.Log
 	return errors.Join(err, <-done)
 }
 
-// fallback lets h answer when e has read no Lease within handoverFallback.
-func fallback(ctx context.Context, e *leader.Elector, h leader.Handover, log logging.Logger) {
+// fallback lets h take when e has read no Lease within handoverFallback.
+func fallback(ctx context.Context, e *leader.Elector, h single, log logging.Logger) {
 	select {
 	case <-ctx.Done():
 		return
@@ -321,10 +339,27 @@ func fallback(ctx context.Context, e *leader.Elector, h leader.Handover, log log
 	if e.Read() || ctx.Err() != nil {
 		return
 	}
-	log.Info("Cannot read the gateway's Lease: answering ARP without the handover", "after", handoverFallback)
+	log.Info("Cannot read the gateway's Lease: the gateway without the handover", "after", handoverFallback)
 	if err := h.Take(ctx); err != nil {
 		log.Info("Cannot let the tenant interface answer ARP", "error", err)
 	}
+}
+
+// single is what the single pod holds with the handover Lease: the
+// interface's answers to ARP, then the tunnels. Release (Handover's) only
+// silences the interface: it runs when the pod stops, and what charon
+// holds goes with the pod.
+type single struct {
+	leader.Handover
+	agent *run.Agent
+}
+
+func (s single) Take(ctx context.Context) error {
+	if err := s.Handover.Take(ctx); err != nil {
+		return err
+	}
+	s.agent.SetActive(true)
+	return nil
 }
 
 // holder is what the active pod holds: the address, then the tunnels.
