@@ -173,17 +173,9 @@ func runAgent(ctx context.Context, o options) error {
 	agent := run.New(ro)
 	m.Leader(!ro.Standby)
 
-	servers := []*http.Server{
-		{Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second},
-		{Addr: o.healthAddr, Handler: health(agent), ReadHeaderTimeout: 5 * time.Second},
-	}
-	for _, s := range servers {
-		go func() {
-			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Info("HTTP server stopped", "addr", s.Addr, "error", err)
-			}
-		}()
-	}
+	servers := serve(log,
+		&http.Server{Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second},
+		&http.Server{Addr: o.healthAddr, Handler: health(agent), ReadHeaderTimeout: 5 * time.Second})
 	log.Info("Starting", "config", o.configDir, "vici", o.viciSocket, "status", o.statusConfigMap, "lease", o.lease)
 	var err error
 	if o.lease != "" {
@@ -387,6 +379,19 @@ func (h holder) Release(ctx context.Context) error {
 // Refresh keeps the address for d more: its lifetime in the kernel, which
 // removes it if this agent is killed or frozen.
 func (h holder) Refresh(ctx context.Context, d time.Duration) error { return h.addr.Refresh(ctx, d) }
+
+// serve starts each server and returns them; one that stops other than
+// by Shutdown is logged.
+func serve(log logging.Logger, servers ...*http.Server) []*http.Server {
+	for _, s := range servers {
+		go func() {
+			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Info("HTTP server stopped", "addr", s.Addr, "error", err)
+			}
+		}()
+	}
+	return servers
+}
 
 // health serves /healthz (the process runs) and /readyz (the configuration
 // is loaded into a charon that answers).
