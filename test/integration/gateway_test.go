@@ -434,7 +434,7 @@ func TestGatewayLifecycle(t *testing.T) {
 				r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list"}})
 			},
 			corrected: func(o client.Object) error {
-				if rs := o.(*rbacv1.Role).Rules; len(rs) != 3 {
+				if rs := o.(*rbacv1.Role).Rules; len(rs) != 4 {
 					return fmt.Errorf("rules %+v", rs)
 				}
 				return nil
