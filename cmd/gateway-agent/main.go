@@ -270,12 +270,12 @@ func handoverLease(o options) string {
 // --interface has its address from the CNI. With a handover Lease
 // (handoverLease; this pod's name or else its host name the identity) the
 // pod is the gateway only while it holds the Lease (or could not read it
-// within handoverFallback): only then does the interface answer ARP and
-// charon initiate the tunnels (single), and when ctx ends (SIGTERM: the
-// pod is deleted or its container restarted) the interface is silenced
-// before the Lease is released, so that the pod and its replacement,
-// which hold the same address, never answer ARP at once and the
-// replacement starts the tunnels once the pod is quiet. Without one (the
+// within handoverFallback): only then does charon initiate the tunnels
+// (single) and the interface answer ARP, if the CNI made it silent, and
+// when ctx ends (SIGTERM: the pod is deleted or its container restarted)
+// the interface is silenced before the Lease is released, so that the
+// replacement, which holds the same address, starts the tunnels once the
+// pod is quiet. Without one (the
 // agent run outside a gateway pod) the interface answers from the start
 // and is silenced when ctx ends. An interface that cannot be changed (none
 // such) is logged, not an error.

@@ -119,7 +119,7 @@ type Objects struct {
 func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 	p := gw.Spec.ForProvider
 	n := NamesOf(gw.Name)
-	nad, networkHash, err := networkAttachment(gw, n.Gateway)
+	nad, err := networkAttachment(gw, n.Gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 			WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(n.Gateway).WithNamespace(p.Namespace)),
 		NetworkPolicy: networkPolicy(gw, n.Gateway),
 		Lease:         lease(gw, n.Gateway),
-		Deployment:    deployment(gw, f, n, networkHash),
+		Deployment:    deployment(gw, f, n, networkHash(nad)),
 	}, nil
 }
 
@@ -193,10 +193,8 @@ func Labels(name string) map[string]string {
 // routed mode forward between the tunnel and the tenant network; the
 // containers cannot write /proc/sys, and a pod-level sysctl would need
 // the kubelet to allow an unsafe sysctl). The MAC address is given per pod
-// in the networks annotation. It returns the attachment and the network
-// hash of the pod template (AnnotationNetworkHash), and fails only when
-// the CNI config cannot be encoded.
-func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, string, error) {
+// in the networks annotation.
+func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, error) {
 	p := gw.Spec.ForProvider
 	link := map[string]any{
 		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
@@ -230,41 +228,30 @@ func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstruc
 		delete(link, "ipam")
 		sysctl["net.ipv6.conf."+contract.SecondaryInterface+".disable_ipv6"] = "1"
 	}
-	config := func() (string, error) {
-		cfg, err := json.Marshal(map[string]any{
-			"cniVersion": "0.3.1",
-			"name":       name,
-			"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
-		})
-		return string(cfg), err
-	}
-	// The hash is of the attachment without the single pod's arp_ignore:
-	// a pod made before it, whose agent answers from its start, need not
-	// be replaced, and its replacement gets it.
-	hashed, err := config()
+	cfg, err := json.Marshal(map[string]any{
+		"cniVersion": "0.3.1",
+		"name":       name,
+		"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
+	})
 	if err != nil {
-		return nil, "", err
-	}
-	if pods(gw) == 1 {
-		// The single pod's net1 answers ARP for no address until its
-		// agent holds the Lease, after the pod it replaces went quiet
-		// (leader.Handover).
-		sysctl["net.ipv4.conf."+contract.SecondaryInterface+".arp_ignore"] = "8"
-	}
-	cfg, err := config()
-	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(NADKind)
 	u.SetName(name)
 	u.SetNamespace(p.Namespace)
 	u.SetLabels(Labels(gw.Name))
-	if err := unstructured.SetNestedField(u.Object, cfg, "spec", "config"); err != nil {
-		return nil, "", err
+	if err := unstructured.SetNestedField(u.Object, string(cfg), "spec", "config"); err != nil {
+		return nil, err
 	}
-	sum := sha256.Sum256([]byte(hashed))
-	return u, hex.EncodeToString(sum[:]), nil
+	return u, nil
+}
+
+// networkHash returns the hex SHA-256 of nad's spec.config.
+func networkHash(nad *unstructured.Unstructured) string {
+	cfg, _, _ := unstructured.NestedString(nad.Object, "spec", "config")
+	sum := sha256.Sum256([]byte(cfg))
+	return hex.EncodeToString(sum[:])
 }
 
 // networkPolicy admits to the gateway pod's cluster interface only what

@@ -68,7 +68,7 @@ func TestObjects(t *testing.T) {
 	wantNAD := map[string]any{"cniVersion": "0.3.1", "name": "vpn", "plugins": []any{
 		map[string]any{"type": "macvlan", "master": "eth1", "mode": "bridge", "capabilities": map[string]any{"mac": true},
 			"ipam": map[string]any{"type": "static", "addresses": []any{map[string]any{"address": "10.20.0.10/24", "gateway": "10.20.0.1"}}}},
-		map[string]any{"type": "tuning", "sysctl": map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.net1.arp_ignore": "8"}},
+		map[string]any{"type": "tuning", "sysctl": map[string]any{"net.ipv4.ip_forward": "1"}},
 	}}
 	if diff := cmp.Diff(wantNAD, nad); diff != "" {
 		t.Errorf("NAD config: -want, +got:\n%s", diff)

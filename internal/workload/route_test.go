@@ -29,14 +29,14 @@ func TestRouteMode(t *testing.T) {
 		"Policy": {
 			reason:     "A policy-mode gateway's ConfigMap and NAD are as before.",
 			wantKeys:   []string{contract.KeyNATRules, contract.KeySwanctlConf},
-			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.net1.arp_ignore": "8"},
+			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1"},
 		},
 		"Route": {
 			reason:     "A route-mode tunnel adds xfrm.json and rp_filter 2 for the interfaces to come.",
 			mode:       v1alpha1.TunnelModeRoute,
 			xfrm:       xfrm,
 			wantKeys:   []string{contract.KeyNATRules, contract.KeySwanctlConf, contract.KeyXFRMInterfaces},
-			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.default.rp_filter": "2", "net.ipv4.conf.net1.arp_ignore": "8"},
+			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.default.rp_filter": "2"},
 		},
 	}
 	for name, tc := range cases {

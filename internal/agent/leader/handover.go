@@ -18,16 +18,18 @@ const (
 
 // Handover is the Holder of the single pod of a gateway with replicas 1,
 // elected with Keep on the gateway's Lease, so that the pod that replaces
-// it answers ARP for the gateway's address only after it went quiet.
+// it starts the tunnels only after it went quiet.
 //
 // Both pods have the address on their net1 from the CNI's static IPAM,
 // with the same MAC: the ReplicaSet starts the replacement as soon as the
 // pod is deleted, and the kubelet sends the old pod SIGTERM only a second
-// or two later (measured: 1.07-2.01 s; docs/active-standby.md). The
-// network attachment therefore has the CNI create net1 with arp_ignore 8
-// (answer ARP for no address); the agent lets it answer (Take) once it
-// holds the Lease, which the old pod's agent releases on SIGTERM after it
-// silenced its net1 (Release).
+// or two later (measured: 1.07-2.01 s; docs/active-standby.md). The agent
+// lets net1 answer and charon initiate (Take) once it holds the Lease,
+// which the old pod's agent releases on SIGTERM after it silenced its net1
+// (Release). A net1 created with arp_ignore 8 would stay silent until
+// then; the network attachment does not set it yet, since an older agent
+// (a Gateway's images are kept on provider upgrades) never resets it
+// (docs/active-standby.md).
 //
 // Its Lease has longer timings than an active/standby pair's (Handover*):
 // a single pod renews every 5 s rather than every second (one write of
