@@ -202,7 +202,7 @@ func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Col
 	}
 	ip, _ := netip.ParseAddr(o.address) // parseFlags checked it
 	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
-	e.Holder = holder{addr: addr, agent: agent}
+	e.Holder = holder{Holder: addr, agent: agent, standby: true}
 	e.Active = func(ctx context.Context, active bool, t leader.Takeover) {
 		m.Leader(active)
 		if !active {
@@ -259,8 +259,8 @@ func handoverLease(o options) string {
 	if o.lease != "" {
 		return ""
 	}
-	gw, _ := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix)
-	if gw == o.statusConfigMap {
+	gw, ok := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix)
+	if !ok {
 		return ""
 	}
 	return gw
@@ -271,16 +271,15 @@ func handoverLease(o options) string {
 // (handoverLease; this pod's name or else its host name the identity) the
 // pod is the gateway only while it holds the Lease (or could not read it
 // within handoverFallback): only then does charon initiate the tunnels
-// (single) and the interface answer ARP, if the CNI made it silent, and
-// when ctx ends (SIGTERM: the pod is deleted or its container restarted)
-// the interface is silenced before the Lease is released, so that the
+// and the interface answer ARP, if the CNI made it silent, and when ctx
+// ends (SIGTERM: the pod is deleted or its container restarted) the
+// interface is silenced before the Lease is released, so that the
 // replacement, which holds the same address, starts the tunnels once the
-// pod is quiet. Without one (the
-// agent run outside a gateway pod) the interface answers from the start
-// and is silenced when ctx ends. An interface that cannot be changed (none
-// such) is logged, not an error.
+// pod is quiet. Without one (the agent run outside a gateway pod) the
+// interface answers from the start and is silenced when ctx ends. An
+// interface that cannot be changed (none such) is logged, not an error.
 func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m *metrics.Collector, log logging.Logger) error {
-	h := single{Handover: leader.Handover{Interface: o.iface}, agent: agent}
+	h := holder{Holder: leader.Handover{Interface: o.iface}, agent: agent}
 	var elected chan error
 	if lease != "" {
 		id := o.podName
@@ -322,7 +321,7 @@ func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m
 }
 
 // fallback lets h take when e has read no Lease within handoverFallback.
-func fallback(ctx context.Context, e *leader.Elector, h single, log logging.Logger) {
+func fallback(ctx context.Context, e *leader.Elector, h holder, log logging.Logger) {
 	select {
 	case <-ctx.Done():
 		return
@@ -337,48 +336,35 @@ func fallback(ctx context.Context, e *leader.Elector, h single, log logging.Logg
 	}
 }
 
-// single is what the single pod holds with the handover Lease: the
-// interface's answers to ARP, then the tunnels. Release (Handover's) only
-// silences the interface: it runs when the pod stops, and what charon
-// holds goes with the pod.
-type single struct {
-	leader.Handover
-	agent *run.Agent
-}
-
-func (s single) Take(ctx context.Context) error {
-	if err := s.Handover.Take(ctx); err != nil {
-		return err
-	}
-	s.agent.SetActive(true)
-	return nil
-}
-
-// holder is what the active pod holds: the address, then the tunnels.
+// holder is what the gateway's pod holds while it is the gateway: its
+// Holder (an active pod's leader.Address, or a single pod's answers to
+// ARP, leader.Handover), then the tunnels. Refresh is the Holder's.
 type holder struct {
-	addr  *leader.Address
+	leader.Holder
 	agent *run.Agent
+	// standby: Release makes the agent a standby (an active/standby
+	// pair's pod); a single pod releases only when it stops, and what
+	// charon holds goes with the pod.
+	standby bool
 }
 
 func (h holder) Take(ctx context.Context) error {
-	if err := h.addr.Take(ctx); err != nil {
+	if err := h.Holder.Take(ctx); err != nil {
 		return err
 	}
 	h.agent.SetActive(true)
 	return nil
 }
 
-// Release takes the address away first: without it the SAs carry nothing
+// Release gives the Holder up first: without the address the SAs carry nothing
 // and charon can send nothing, even before the agent closes them.
 func (h holder) Release(ctx context.Context) error {
-	err := h.addr.Release(ctx)
-	h.agent.SetActive(false)
+	err := h.Holder.Release(ctx)
+	if h.standby {
+		h.agent.SetActive(false)
+	}
 	return err
 }
-
-// Refresh keeps the address for d more: its lifetime in the kernel, which
-// removes it if this agent is killed or frozen.
-func (h holder) Refresh(ctx context.Context, d time.Duration) error { return h.addr.Refresh(ctx, d) }
 
 // serve starts each server and returns them; one that stops other than
 // by Shutdown is logged.

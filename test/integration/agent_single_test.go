@@ -29,9 +29,10 @@ import (
 // network namespace) must let the interface answer again with its address
 // and routes as they were. Deleting the pod sends SIGTERM a second or two
 // after the ReplicaSet started the replacement, whose net1 gets the same
-// address and arp_ignore 8 from the CNI: the replacement must answer no
-// ARP while the old pod runs, the old pod none from its SIGTERM on, and
-// no request may be answered twice.
+// address, here with arp_ignore 8, as a network attachment that makes it
+// silent gives it (held back in the provider's: docs/active-standby.md):
+// the replacement must answer no ARP while the old pod runs, the old pod
+// none from its SIGTERM on, and no request may be answered twice.
 func TestSingleAgentSilentOnSIGTERM(t *testing.T) {
 	topology.Need(t, "ip", "nsenter", "sysctl")
 	ctx := context.Background()
@@ -96,9 +97,9 @@ func TestSingleAgentSilentOnSIGTERM(t *testing.T) {
 
 	// The pod deleted: the replacement's net1 comes up with the same
 	// address and arp_ignore 8, its agent starts, and the old pod gets
-	// SIGTERM only later. (The CNI's tuning plugin sets arp_ignore just
-	// after the macvlan plugin brought the link up; here it is set
-	// before: the e2e has the real CNI.)
+	// SIGTERM only later. (A CNI's tuning plugin would set arp_ignore
+	// just after the macvlan plugin brought the link up; here it is set
+	// before.)
 	nsB, err := tp.AddPod("podb", contract.SecondaryInterface, macB)
 	if err != nil {
 		t.Fatal(err)
