@@ -181,7 +181,7 @@ func runAgent(ctx context.Context, o options) error {
 	if o.lease != "" {
 		err = runElected(ctx, o, agent, m, c, log)
 	} else {
-		err = runSingle(ctx, o, handover, agent, m, log)
+		err = runSingle(ctx, o, handover, agent, m, c, log)
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -275,10 +275,13 @@ func handoverLease(o options) string {
 // ends (SIGTERM: the pod is deleted or its container restarted) the
 // interface is silenced before the Lease is released, so that the
 // replacement, which holds the same address, starts the tunnels once the
-// pod is quiet. Without one (the agent run outside a gateway pod) the
+// pod is quiet; the agent reports in the status ConfigMap that it does so
+// (leader.ReportSilentStart), so that the provider may have the CNI make
+// the interface of its image's pods silent. Without one (the agent run
+// outside a gateway pod) the
 // interface answers from the start and is silenced when ctx ends. An
 // interface that cannot be changed (none such) is logged, not an error.
-func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m *metrics.Collector, log logging.Logger) error {
+func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m *metrics.Collector, c client.Client, log logging.Logger) error {
 	h := holder{Holder: leader.Handover{Interface: o.iface}, agent: agent}
 	var elected chan error
 	if lease != "" {
@@ -286,6 +289,7 @@ func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m
 		if id == "" {
 			id, _ = os.Hostname() // a pod's host name is its name
 		}
+		go leader.ReportSilentStart(ctx, c, o.namespace, o.statusConfigMap, id, log)
 		e, err := newElector(ctx, o.namespace, lease, id, log)
 		if err != nil {
 			return err

@@ -56,6 +56,13 @@ const (
 	// loaded into charon, which the provider shows as
 	// status.atProvider.loadedConfigHash.
 	KeyConfigHash = "config-hash"
+	// KeySilentStart is the name of the pod whose agent wrote it: an agent
+	// that lets the single pod's net1 answer ARP only once it holds the
+	// gateway's Lease, resetting the arp_ignore the network attachment may
+	// bring net1 up with. The provider reads that pod's agent image, and
+	// only a gateway that runs an image seen so makes its pods' net1
+	// silent from the CNI on (an older agent never resets arp_ignore).
+	KeySilentStart = "silent-start"
 )
 
 // Paths in the gateway pod's agent container.

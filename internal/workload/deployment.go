@@ -75,7 +75,7 @@ func deployment(gw *v1alpha1.Gateway, f *render.Files, n Names, networkHash stri
 	if p.Resources != nil {
 		strongswan.WithResources(resources(p.Resources))
 	}
-	agent := corev1ac.Container().WithName("agent").WithImage(p.Images.Agent).
+	agent := corev1ac.Container().WithName(ContainerAgent).WithImage(p.Images.Agent).
 		WithCommand("/usr/local/bin/gateway-agent").
 		WithArgs(contract.Arg(contract.FlagConfigDir, contract.ConfigDir), contract.Arg(contract.FlagSecretsDir, contract.SecretsDir),
 			contract.Arg(contract.FlagViciSocket, contract.ViciSocket), contract.Arg(contract.FlagStatusConfigMap, n.Status),

@@ -23,7 +23,9 @@ var update = flag.Bool("update", false, "rewrite testdata/*.json from the code")
 // for what made the agent reload tunnel changes live instead of replacing
 // the pod (the start hash in place of the config hash, the agent's flags
 // to watch its configuration), and beside the Deployment for the single
-// pod's handover (the Lease and the agent's rule on it); replicas-2.json is the
+// pod's handover (the Lease and the agent's rule on it; arp_ignore in the
+// NAD with silentStartImage, which the network hash leaves out:
+// TestSilentStart); replicas-2.json is the
 // active/standby pair. LegacyTemplate turns either Deployment back into
 // what providers before that rendered, byte for byte (legacy-*.json, their
 // goldens): a Deployment they made is not rolled by an upgrade.

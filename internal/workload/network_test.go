@@ -1,12 +1,15 @@
 package workload
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
@@ -94,4 +97,79 @@ func TestNetworkHash(t *testing.T) {
 	if got := hash(func(g *v1alpha1.Gateway) { g.Spec.ForProvider.Endpoint.Gateway = "10.20.0.254" }); got == base {
 		t.Errorf("the network hash did not change with the endpoint's gateway: a changed attachment would not roll the pod")
 	}
+}
+
+func TestSilentStart(t *testing.T) {
+	const arpIgnore = "net.ipv4.conf.net1.arp_ignore"
+	cases := map[string]struct {
+		reason   string
+		replicas *int32
+		seen     string
+		want     bool
+	}{
+		"NeverSeen": {
+			reason: "Without an agent seen to reset arp_ignore, the pod's net1 answers from its start, as before.",
+		},
+		"ItsImageSeen": {
+			reason: "The single pod of an image whose agent was seen to reset arp_ignore starts silent.",
+			seen:   "gw:1",
+			want:   true,
+		},
+		"OtherImageSeen": {
+			reason: "An image whose agent was not seen to reset arp_ignore (an older one kept through a provider upgrade) would never answer: no silent start.",
+			seen:   "gw:2",
+		},
+		"TwoReplicas": {
+			reason:   "An active/standby pair has no address from the CNI to keep quiet: its agents add it.",
+			replicas: ptr.To[int32](2),
+			seen:     "gw:1",
+		},
+	}
+	base := gw(nil)
+	baseObjs, err := typedObjects(base, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g := gw(nil)
+			g.Spec.ForProvider.Replicas = tc.replicas
+			g.Status.AtProvider.SilentStartImage = tc.seen
+			objs, err := typedObjects(g, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, got := nadSysctl(t, objs)[arpIgnore]
+			if got != tc.want {
+				t.Errorf("%s\n%s in the NAD: got %v, want %v", tc.reason, arpIgnore, got, tc.want)
+			}
+			if tc.replicas != nil {
+				return
+			}
+			// A running pod is not replaced for it: the pod template,
+			// network hash included, is that of a gateway never seen.
+			if diff := cmp.Diff(baseObjs[9], objs[9]); diff != "" {
+				t.Errorf("%s\nthe Deployment changed with silentStartImage: -before, +after:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// nadSysctl returns the sysctls of the tuning plugin (the second) of the
+// network attachment, the first of objs.
+func nadSysctl(t *testing.T, objs []client.Object) map[string]any {
+	t.Helper()
+	cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
+	var nad struct {
+		Plugins []struct {
+			Sysctl map[string]any `json:"sysctl"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(cfg), &nad); err != nil {
+		t.Fatal(err)
+	}
+	if len(nad.Plugins) < 2 {
+		t.Fatalf("the NAD has %d plugins, want the interface's and tuning", len(nad.Plugins))
+	}
+	return nad.Plugins[1].Sysctl
 }

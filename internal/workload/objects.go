@@ -39,6 +39,8 @@ const (
 	// only the status ConfigMaps.
 	LabelComponent  = "app.kubernetes.io/component"
 	ComponentStatus = "tunnel-status"
+	// ContainerAgent is the name of the gateway pod's agent container.
+	ContainerAgent = "agent"
 	// AnnotationStartHash on the pod template is render.Files.StartHash:
 	// what charon reads only when it starts (the strongswan.conf
 	// fragment). Everything else the pod's configuration holds
@@ -119,7 +121,7 @@ type Objects struct {
 func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 	p := gw.Spec.ForProvider
 	n := NamesOf(gw.Name)
-	nad, err := networkAttachment(gw, n.Gateway)
+	nad, networkHash, err := networkAttachment(gw, n.Gateway)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +156,7 @@ func Build(gw *v1alpha1.Gateway, f *render.Files) (*Objects, error) {
 			WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(n.Gateway).WithNamespace(p.Namespace)),
 		NetworkPolicy: networkPolicy(gw, n.Gateway),
 		Lease:         lease(gw, n.Gateway),
-		Deployment:    deployment(gw, f, n, networkHash(nad)),
+		Deployment:    deployment(gw, f, n, networkHash),
 	}, nil
 }
 
@@ -193,8 +195,10 @@ func Labels(name string) map[string]string {
 // routed mode forward between the tunnel and the tenant network; the
 // containers cannot write /proc/sys, and a pod-level sysctl would need
 // the kubelet to allow an unsafe sysctl). The MAC address is given per pod
-// in the networks annotation.
-func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, error) {
+// in the networks annotation. It returns the attachment and the network
+// hash of the pod template (AnnotationNetworkHash), and fails only when
+// the CNI config cannot be encoded.
+func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstructured, string, error) {
 	p := gw.Spec.ForProvider
 	link := map[string]any{
 		"type":         orDefault(p.NetworkAttachment.Type, "macvlan"),
@@ -228,30 +232,51 @@ func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstruc
 		delete(link, "ipam")
 		sysctl["net.ipv6.conf."+contract.SecondaryInterface+".disable_ipv6"] = "1"
 	}
-	cfg, err := json.Marshal(map[string]any{
-		"cniVersion": "0.3.1",
-		"name":       name,
-		"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
-	})
+	config := func() (string, error) {
+		cfg, err := json.Marshal(map[string]any{
+			"cniVersion": "0.3.1",
+			"name":       name,
+			"plugins":    []map[string]any{link, {"type": "tuning", "sysctl": sysctl}},
+		})
+		return string(cfg), err
+	}
+	// The hash leaves the silent start out: a pod made without it, whose
+	// agent answers from its start, need not be replaced for it, and the
+	// pod that replaces it gets it.
+	hashed, err := config()
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if silentStart(gw) {
+		sysctl["net.ipv4.conf."+contract.SecondaryInterface+".arp_ignore"] = "8"
+	}
+	cfg, err := config()
+	if err != nil {
+		return nil, "", err
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(NADKind)
 	u.SetName(name)
 	u.SetNamespace(p.Namespace)
 	u.SetLabels(Labels(gw.Name))
-	if err := unstructured.SetNestedField(u.Object, string(cfg), "spec", "config"); err != nil {
-		return nil, err
+	if err := unstructured.SetNestedField(u.Object, cfg, "spec", "config"); err != nil {
+		return nil, "", err
 	}
-	return u, nil
+	sum := sha256.Sum256([]byte(hashed))
+	return u, hex.EncodeToString(sum[:]), nil
 }
 
-// networkHash returns the hex SHA-256 of nad's spec.config.
-func networkHash(nad *unstructured.Unstructured) string {
-	cfg, _, _ := unstructured.NestedString(nad.Object, "spec", "config")
-	sum := sha256.Sum256([]byte(cfg))
-	return hex.EncodeToString(sum[:])
+// silentStart reports whether the single pod's net1 is to come up from the
+// CNI answering ARP for no address (arp_ignore 8), so that a replacement,
+// which the ReplicaSet starts with the same address and MAC while the pod
+// it replaces still runs, answers only once its agent holds the Lease,
+// after the old one went quiet (leader.Handover). Only when the gateway's
+// agent image is one whose agent was seen to reset arp_ignore
+// (status.atProvider.silentStartImage): an older agent never does, and its
+// pod would never answer.
+func silentStart(gw *v1alpha1.Gateway) bool {
+	img := gw.Spec.ForProvider.Images.Agent
+	return pods(gw) == 1 && img != "" && img == gw.Status.AtProvider.SilentStartImage
 }
 
 // networkPolicy admits to the gateway pod's cluster interface only what

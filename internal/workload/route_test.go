@@ -1,13 +1,11 @@
 package workload
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -60,14 +58,7 @@ func TestRouteMode(t *testing.T) {
 			if tc.xfrm != nil && cm.Data[contract.KeyXFRMInterfaces] != string(tc.xfrm) {
 				t.Errorf("%s\nConfigMap %s = %q, want the rendered file", tc.reason, contract.KeyXFRMInterfaces, cm.Data[contract.KeyXFRMInterfaces])
 			}
-			cfg, _, _ := unstructured.NestedString(objs[0].(*unstructured.Unstructured).Object, "spec", "config")
-			var nad struct {
-				Plugins []map[string]any `json:"plugins"`
-			}
-			if err := json.Unmarshal([]byte(cfg), &nad); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.wantSysctl, nad.Plugins[1]["sysctl"]); diff != "" {
+			if diff := cmp.Diff(tc.wantSysctl, nadSysctl(t, objs)); diff != "" {
 				t.Errorf("%s\nNAD tuning sysctls: -want, +got:\n%s", tc.reason, diff)
 			}
 		})

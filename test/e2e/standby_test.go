@@ -49,9 +49,11 @@ import (
 //     (its files, its charon, its loaded connections) and the gateway's
 //     rendered configuration in both pods byte-identical throughout.
 //
-// From step 2 on, no ARP request is answered twice (two pods holding the
-// address; in step 1 the old pod, terminating, still holds it beside its
-// replacement, with the same MAC: logged), and the client site's
+// No ARP request is answered twice (two pods holding the address; in step
+// 1 the terminating pod still holds it beside its replacement, which
+// answers only once the old one handed over, but for one request at most
+// in the CNI's window, below; in its rollouts to an image no agent has
+// reported a silent start for yet, logged), and the client site's
 // configuration is untouched;
 // the claim is Ready at the end. After every takeover the claim names the
 // new active pod within claimLagBound of the Gateway (the CLAIM LAG line
@@ -119,6 +121,13 @@ func TestActiveStandby(t *testing.T) {
 	images[1] = images[0][:strings.LastIndex(images[0], ":")] + ":rollout"
 	mustRun(t, s.env, "cluster/node/node.sh", "tag", images[0], images[1])
 	image := 0
+	// The single pod's agent reported that it resets arp_ignore: the
+	// provider has the CNI bring its replacements' net1 up silent.
+	eventually(t, "the Gateway's status.atProvider.silentStartImage and arp_ignore in its network attachment", time.Minute, func() (bool, string) {
+		seen, _, _ := unstructured.NestedString(s.composedGateway(t, gw).Object, "status", "atProvider", "silentStartImage")
+		nad := s.tryKubectl("-n", tenant, "get", "network-attachment-definitions", gw, "-o", "jsonpath={.spec.config}")
+		return seen == images[0] && strings.Contains(nad, `"net.ipv4.conf.net1.arp_ignore":"8"`), fmt.Sprintf("silentStartImage %q (want %q), NAD %s", seen, images[0], nad)
+	})
 	xr.phase("replicas 1, pod deleted")
 	for r := range rounds {
 		arp1 := startARPWatch(t, s.state, siteGateway)
@@ -138,16 +147,21 @@ func TestActiveStandby(t *testing.T) {
 		// The ReplicaSet starts the new pod, with the static address,
 		// while the old one is still terminating with it, and the
 		// kubelet's SIGTERM reaches the old pod a second or two after
-		// the deletion: the new pod's net1 answers ARP from its CNI on
-		// (the network attachment does not make it silent yet:
-		// docs/active-standby.md), so the double answers until the old
-		// agent silences its own are reported, not asserted; its charon
-		// starts the tunnels once its agent holds the Lease, which the
-		// old agent releases after the silence (leader.Handover).
+		// the deletion: the new pod's net1 answers ARP only once its
+		// agent holds the Lease, which the old agent releases after
+		// silencing its own (leader.Handover). The CNI's macvlan plugin
+		// brings net1 up with its address some tens of ms before the
+		// tuning plugin sets its arp_ignore: a request that falls into
+		// that window is answered by both (the same MAC), and the watch
+		// asks every 100 ms, so one such request is allowed (without
+		// the silent start: 5-14 a deletion, docs/active-standby.md).
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s\nthe replacement's agent's first lines:\n%s",
 			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog(),
 			s.tryKubectl("-n", tenant, "logs", "--timestamps", single.Name, "-c", "agent", "--limit-bytes", "4000"))
+		if len(twice) > 1 {
+			t.Errorf("replicas 1, the pod deleted (round %d): %d ARP requests for %s answered by both pods, want at most one (the CNI's window): %v", r+1, len(twice), siteGateway, twice)
+		}
 	}
 	xr.phase("replicas 1, rollout")
 	for r := range rounds {

@@ -439,7 +439,8 @@ func TestAgentWatchdog(t *testing.T) {
 // do removes the peer's duplicate, and the test asserts that no loop
 // follows: the number of IKE SAs stops growing. Traffic flows in every
 // case. Only an attempt in which the IKE_SA_INITs crossed (a duplicate IKE
-// SA arose) counts: each case tries up to simultaneousAttempts times.
+// SA arose) and charon did not end the duplicate itself before the agent's
+// bound counts: each case tries up to simultaneousAttempts times.
 func TestAlwaysOnSimultaneous(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -470,10 +471,11 @@ func TestAlwaysOnSimultaneous(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			// Whether the IKE_SA_INITs cross is up to the timing of two
-			// charons: an attempt in which they did not proves nothing
-			// (one IKE SA converges trivially) and is skipped; the case
-			// fails unless one of simultaneousAttempts made a duplicate.
+			// Whether the IKE_SA_INITs cross, and which side's
+			// INITIAL_CONTACT drops which IKE SA, is up to the timing of
+			// two charons: an attempt that left the agent nothing to close
+			// proves nothing of it and is skipped; the case fails unless
+			// one of simultaneousAttempts did.
 			for i := 1; i <= simultaneousAttempts; i++ {
 				crossed := false
 				t.Run(fmt.Sprintf("Attempt%d", i), func(t *testing.T) { simultaneous(t, name, tc.reason, tc.sheet, tc.converges, &crossed) })
@@ -481,7 +483,7 @@ func TestAlwaysOnSimultaneous(t *testing.T) {
 					return
 				}
 			}
-			t.Errorf("%s\nthe IKE_SA_INITs did not cross in %d attempts: no duplicate IKE SA arose, the test proved nothing", tc.reason, simultaneousAttempts)
+			t.Errorf("%s\nno duplicate IKE SA for the agent to close in %d attempts (see each attempt's skip): the test proved nothing", tc.reason, simultaneousAttempts)
 		})
 	}
 }
@@ -526,6 +528,7 @@ func simultaneous(t *testing.T, name, reason string, edit func(topology.ClientSh
 	// while the link was blocked; a second is the peer's, crossed.
 	made, counts := 0, map[int]int{}
 	var last []topology.IKESA
+	var dup duplicateSpan
 	sample := func() {
 		sas, err := tp.Gateway.ListSAs(context.Background())
 		if err != nil {
@@ -538,6 +541,7 @@ func simultaneous(t *testing.T, name, reason string, edit func(topology.ClientSh
 		}
 		counts[len(sas)]++
 		last = sas
+		dup.see(sas, child, time.Now())
 	}
 	for start := time.Now(); made < 2 && time.Since(start) < 5*time.Second; time.Sleep(100 * time.Millisecond) {
 		sample()
@@ -578,9 +582,60 @@ func simultaneous(t *testing.T, name, reason string, edit func(topology.ClientSh
 		t.Errorf("%s\n%d IKE SAs are left, want at most 2", reason, len(last))
 	}
 	recovered(t, g, tp, child, time.Now(), name+": at the end")
-	if !strings.Contains(g.logged(), "Closed a duplicate IKE SA") {
-		t.Errorf("%s\nthe agent closed no duplicate IKE SA although %d were made", reason, made)
+	switch {
+	case strings.Contains(g.logged(), "Closed a duplicate IKE SA"):
+	case dup.longest >= duplicateBound:
+		t.Errorf("%s\nthe agent closed no duplicate IKE SA although one of the gateway's stood beside an ESTABLISHED one of the peer's for %v (the agent's bound: %v)",
+			reason, dup.longest.Round(time.Millisecond), duplicateBound)
+	default:
+		// The peer's charon dropped the IKE SA it initiated without a
+		// word (the gateway's IKE_AUTH carried INITIAL_CONTACT) and the
+		// gateway's DPD found it dead before the agent's bound: charon
+		// ended the duplicate itself. What is left was asserted above;
+		// the agent's part is left to another attempt.
+		*crossed = false
+		t.Skipf("%s: charon ended the duplicate itself after %v, before the agent's bound of %v: nothing for the agent to close",
+			name, dup.longest.Round(time.Millisecond), duplicateBound)
 	}
+}
+
+// duplicateBound is how long one of the gateway's IKE SAs may stand beside
+// an ESTABLISHED one of the peer's carrying the CHILD_SA before the agent
+// has closed it: the test's agent reads the status every second, checks
+// for duplicates every 2 s at most and closes one seen for 2 s, so 5 s and
+// a second's slack.
+const duplicateBound = 6 * time.Second
+
+// duplicateSpan follows, sample by sample, the case the agent's watchdog
+// closes: one of the gateway's own IKE SAs (ESTABLISHED or CONNECTING)
+// beside an ESTABLISHED one of the peer's with the CHILD_SA installed.
+// longest is the longest stretch of samples in that case.
+type duplicateSpan struct {
+	start   time.Time
+	longest time.Duration
+}
+
+// see takes a sample sas, taken at now, of the gateway's IKE SAs; child is
+// the CHILD_SA's name.
+func (d *duplicateSpan) see(sas []topology.IKESA, child string, now time.Time) {
+	ours, theirs := false, false
+	for _, sa := range sas {
+		_, installed := sa.Installed(child)
+		switch {
+		case sa.Initiator == "yes" && (sa.State == "ESTABLISHED" || sa.State == "CONNECTING"):
+			ours = true
+		case sa.Initiator != "yes" && sa.State == "ESTABLISHED" && installed:
+			theirs = true
+		}
+	}
+	if !ours || !theirs {
+		d.start = time.Time{}
+		return
+	}
+	if d.start.IsZero() {
+		d.start = now
+	}
+	d.longest = max(d.longest, now.Sub(d.start))
 }
 
 // inStep waits for the gateway's charon to retransmit its first

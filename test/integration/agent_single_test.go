@@ -29,10 +29,11 @@ import (
 // network namespace) must let the interface answer again with its address
 // and routes as they were. Deleting the pod sends SIGTERM a second or two
 // after the ReplicaSet started the replacement, whose net1 gets the same
-// address, here with arp_ignore 8, as a network attachment that makes it
-// silent gives it (held back in the provider's: docs/active-standby.md):
-// the replacement must answer no ARP while the old pod runs, the old pod
-// none from its SIGTERM on, and no request may be answered twice.
+// address, here with arp_ignore 8, as the provider's network attachment
+// gives it once an agent of the pod's image reported in the status
+// ConfigMap that it resets it (each agent must report its own pod): the
+// replacement must answer no ARP while the old pod runs, the old pod none
+// from its SIGTERM on, and no request may be answered twice.
 func TestSingleAgentSilentOnSIGTERM(t *testing.T) {
 	topology.Need(t, "ip", "nsenter", "sysctl")
 	ctx := context.Background()
@@ -73,6 +74,15 @@ func TestSingleAgentSilentOnSIGTERM(t *testing.T) {
 
 	a, began := start(nsA, "vpn-a")
 	waitFor(t, 10*time.Second, "vpn-a answering ARP", func() bool { return answered(arp.Rounds(), began, macA) })
+	silentStart := func(pod string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		waitFor(t, 10*time.Second, pod+" reported in the status ConfigMap that it resets arp_ignore", func() bool {
+			return kube.Get(ctx, client.ObjectKey{Namespace: kns, Name: "vpn" + contract.StatusSuffix}, cm) == nil &&
+				cm.Data[contract.KeySilentStart] == pod
+		})
+	}
+	silentStart("vpn-a")
 
 	// The container restarted: SIGTERM, then a new agent in the same
 	// network namespace.
@@ -119,6 +129,7 @@ func TestSingleAgentSilentOnSIGTERM(t *testing.T) {
 	if got := macsSince(arp.Rounds(), waiting); fmt.Sprint(got) != fmt.Sprint([]string{macA}) {
 		t.Errorf("while vpn-a runs, ARP for %s answered by %v, want %s alone: the replacement answers before the handover", topology.PrivateAddress, got, macA)
 	}
+	silentStart("vpn-b")
 	deleted := terminate(t, a)
 	waitFor(t, 10*time.Second, "the replacement answering ARP", func() bool { return answered(arp.Rounds(), deleted, macB) })
 	time.Sleep(time.Second)

@@ -26,10 +26,11 @@ const (
 // or two later (measured: 1.07-2.01 s; docs/active-standby.md). The agent
 // lets net1 answer and charon initiate (Take) once it holds the Lease,
 // which the old pod's agent releases on SIGTERM after it silenced its net1
-// (Release). A net1 created with arp_ignore 8 would stay silent until
-// then; the network attachment does not set it yet, since an older agent
-// (a Gateway's images are kept on provider upgrades) never resets it
-// (docs/active-standby.md).
+// (Release). The network attachment brings net1 up with arp_ignore 8, so
+// that it stays silent until then, once the agent reported that it resets
+// it (ReportSilentStart) from a pod of the image the Gateway runs: an
+// older agent (a Gateway's images are kept on provider upgrades) never
+// does (docs/active-standby.md).
 //
 // Its Lease has longer timings than an active/standby pair's (Handover*):
 // a single pod renews every 5 s rather than every second (one write of

@@ -28,14 +28,30 @@ func Report(ctx context.Context, c client.Client, namespace, name, pod, node str
 		log.Info("Cannot encode this pod as the active one", "error", err)
 		return
 	}
-	patch, _ := json.Marshal(dataPatch{Data: map[string]string{contract.KeyLeader: string(raw)}})
+	patchKey(ctx, c, namespace, name, contract.KeyLeader, string(raw), "this pod as the active one", log)
+}
+
+// ReportSilentStart writes pod, the single pod's name, into the status
+// ConfigMap name as contract.KeySilentStart: this agent lets net1 answer
+// ARP only once it holds the Lease and resets the arp_ignore the CNI may
+// bring it up with (Handover), so the provider may have the pods of its
+// image start silent. It tries as Report does.
+func ReportSilentStart(ctx context.Context, c client.Client, namespace, name, pod string, log logging.Logger) {
+	patchKey(ctx, c, namespace, name, contract.KeySilentStart, pod, "that this agent resets arp_ignore", log)
+}
+
+// patchKey sets key to value in the data of ConfigMap name with a merge
+// patch, every second until it succeeds or ctx ends; what names the report
+// in the log lines of failed tries.
+func patchKey(ctx context.Context, c client.Client, namespace, name, key, value, what string, log logging.Logger) {
+	patch, _ := json.Marshal(dataPatch{Data: map[string]string{key: value}})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	for {
 		err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, patch))
 		if err == nil {
 			return
 		}
-		log.Info("Cannot report this pod as the active one; trying again", "error", err)
+		log.Info("Cannot report "+what+"; trying again", "error", err)
 		select {
 		case <-ctx.Done():
 			return

@@ -24,8 +24,8 @@ import (
 
 // kept are the keys beside contract.KeyTunnels that a Publisher leaves as
 // they are: the active pod of an active/standby gateway (leader.Report
-// writes it).
-var kept = []string{contract.KeyLeader}
+// writes it) and the single pod's silent start (leader.ReportSilentStart).
+var kept = []string{contract.KeyLeader, contract.KeySilentStart}
 
 // DefaultMinInterval is the least time between a Publisher's writes once
 // its burst is spent.
@@ -41,7 +41,7 @@ const PublishBurst = 2
 // identity: it creates the ConfigMap if it is missing, writes only when the
 // content changed, and at most PublishBurst times at once, then once per
 // MinInterval (a token bucket). The ConfigMap holds contract.KeyTunnels
-// and, with replicas 2, the active pod (kept) and nothing else;
+// and the kept keys and nothing else;
 // TunnelStatus carries no secret.
 type Publisher struct {
 	Client    client.Client

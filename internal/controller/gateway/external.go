@@ -76,6 +76,8 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 
 	was := *gw.Status.AtProvider.DeepCopy()
 	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
+	// Before the objects are built: the network attachment follows it.
+	gw.Status.AtProvider.SilentStartImage = e.silentStartImage(ctx, gw)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))

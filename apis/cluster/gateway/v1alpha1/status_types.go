@@ -61,6 +61,16 @@ type GatewayObservation struct {
 	// +optional
 	Leader *LeaderStatus `json:"leader,omitempty"`
 
+	// SilentStartImage is an agent image whose agent was seen to let the
+	// gateway's address answer ARP only once it holds the gateway's Lease.
+	// While spec.forProvider.images.agent is this image and the gateway
+	// runs one replica, the network attachment brings the address up
+	// answering no ARP (arp_ignore 8), so that a replacement pod answers
+	// only after the pod it replaces went quiet. Pods running already are
+	// not replaced for it.
+	// +optional
+	SilentStartImage string `json:"silentStartImage,omitempty"`
+
 	// Tunnels as the gateway's agent last reported them.
 	// +optional
 	// +listType=map
