@@ -26,6 +26,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -310,6 +311,51 @@ func TestGatewayLifecycle(t *testing.T) {
 		t.Errorf("a PSK rotation changed the config hash %s -> %s: the hash must not depend on secrets", hash, got)
 	}
 	samePod("a PSK rotation")
+
+	// A pod of the gateway whose agent reported that it resets arp_ignore:
+	// its image reaches status and the attachment's arp_ignore, and no pod
+	// is replaced for it; an agent image not seen so loses it.
+	image := gw.Spec.ForProvider.Images.Agent
+	create(t, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw1-pod", Labels: workload.Labels("gw1")},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: workload.ContainerAgent, Image: image}}},
+	})
+	silentReport := []byte(`{"data":{"` + contract.KeySilentStart + `":"gw1-pod"}}`)
+	if err := kube.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.Status}}, client.RawPatch(types.MergePatchType, silentReport)); err != nil {
+		t.Fatal(err)
+	}
+	silent := func(want bool, what string) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() error {
+			nad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition"}}
+			if err := kube.Get(ctx, key(names.Gateway), nad); err != nil {
+				return err
+			}
+			cfg, _, _ := unstructured.NestedString(nad.Object, "spec", "config")
+			if got := strings.Contains(cfg, `"net.ipv4.conf.net1.arp_ignore":"8"`); got != want {
+				return fmt.Errorf("arp_ignore 8 in the NAD %v, want %v: %s", got, want, cfg)
+			}
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+				return err
+			}
+			if got := gw.Status.AtProvider.SilentStartImage; got != image {
+				return fmt.Errorf("status.atProvider.silentStartImage %q, want the reporting pod's agent image %q", got, image)
+			}
+			return nil
+		})
+	}
+	silent(true, "the reported agent image makes the attachment's net1 silent")
+	samePod("the silent start")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		gw.Spec.ForProvider.Images.Agent = "older/gateway:v0.0.9"
+		return kube.Update(ctx, gw)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	silent(false, "an agent image never seen to reset arp_ignore leaves the attachment's net1 answering")
 
 	// What charon reads only at start, the strongswan.conf fragment of
 	// data plane Libipsec, replaces the pod.
