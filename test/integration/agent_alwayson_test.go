@@ -77,9 +77,18 @@ func inVersion(t *testing.T, tp *topology.Topology, child string, v int32) {
 // never initiates, not at load, not when the gateway closes the tunnel, not
 // after DPD (no DPD of its own). Whatever comes back is the gateway's doing.
 func responderSheet(p *topology.Peer, psk string, version int32) topology.ClientSheet {
-	s := clientSheet(p, psk, topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}})
+	s := clientSheet(p, psk, tenantChild(p))
 	s.IKEVersion = int(version)
 	return s
+}
+
+// responderSite starts a topology whose first peer, p, is to answer only,
+// in IKE version, with sheet (responderSheet, not loaded yet).
+func responderSite(t *testing.T, psk string, version int32) (tp *topology.Topology, p *topology.Peer, sheet topology.ClientSheet) {
+	t.Helper()
+	tp = topology.Start(t, topology.Options{})
+	p = tp.Peers[0]
+	return tp, p, responderSheet(p, psk, version)
 }
 
 // reinitiateAfter sets the agent's re-initiation bound.
@@ -183,6 +192,17 @@ func peerReturns(t *testing.T, g *agentGateway, p *topology.Peer, sheet topology
 	return peerBack(t, p, sheet)
 }
 
+// backInVersion brings the killed peer p back with sheet (peerReturns) and
+// checks that tunnel site recovered with child (recovered, what naming the
+// case) in IKE version v, the agent re-initiating only after a refusal.
+func backInVersion(t *testing.T, g *agentGateway, tp *topology.Topology, p *topology.Peer, sheet topology.ClientSheet, child string, v int32, what string) {
+	t.Helper()
+	back := peerReturns(t, g, p, sheet)
+	st := recovered(t, g, tp, child, back, what)
+	inVersion(t, tp, child, v)
+	onlyAfterRefusal(t, g, tp, st)
+}
+
 // refusedLogs are how charon logs a peer's refusal of an IKE_SA_INIT or
 // IKE_AUTH (NO_PROPOSAL_CHOSEN, AUTHENTICATION_FAILED), in IKEv2 and in
 // IKEv1's Main Mode, which it does not retry: only then may the agent have
@@ -212,18 +232,13 @@ func onlyAfterRefusal(t *testing.T, g *agentGateway, tp *topology.Topology, st v
 func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
 	for _, v := range ikeVersions {
 		t.Run(ikeName(v), func(t *testing.T) {
-			tp := topology.Start(t, topology.Options{})
-			p := tp.Peers[0]
 			const psk = "always-on-down-at-load-0123"
-			sheet := responderSheet(p, psk, v)
+			tp, p, sheet := responderSite(t, psk, v)
 			p.Kill()
 			spec, child := alwaysOn(t, tp, "always-on-load", v)
 			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
 			time.Sleep(8 * time.Second)
-			back := peerReturns(t, g, p, sheet)
-			st := recovered(t, g, tp, child, back, ikeName(v)+": peer down at load, back after 8s")
-			inVersion(t, tp, child, v)
-			onlyAfterRefusal(t, g, tp, st)
+			backInVersion(t, g, tp, p, sheet, child, v, ikeName(v)+": peer down at load, back after 8s")
 			if log := tp.Gateway.Log(); !strings.Contains(log, "peer not responding, trying again") {
 				t.Errorf("the gateway's charon did not retry initiation after a keying try ran out")
 			}
@@ -240,10 +255,8 @@ func TestAlwaysOnPeerDownAtLoad(t *testing.T) {
 func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
 	for _, v := range ikeVersions {
 		t.Run(ikeName(v), func(t *testing.T) {
-			tp := topology.Start(t, topology.Options{})
-			p := tp.Peers[0]
 			const psk = "always-on-dpd-0123456789"
-			sheet := responderSheet(p, psk, v)
+			tp, p, sheet := responderSite(t, psk, v)
 			loadSheets(t, tp, sheet)
 			spec, child := alwaysOn(t, tp, "always-on-dpd", v)
 			g := startAgent(t, tp, spec, map[string][]byte{"site": []byte(psk)}, reinitiateAfter(shortBound))
@@ -259,10 +272,7 @@ func TestAlwaysOnPeerDownLongerThanDPD(t *testing.T) {
 			})
 			t.Logf("%s: peer killed: tunnel reported down %v later", ikeName(v), time.Since(down).Round(time.Millisecond))
 			time.Sleep(time.Until(down.Add(12 * time.Second)))
-			back := peerReturns(t, g, p, sheet)
-			st := recovered(t, g, tp, child, back, ikeName(v)+": peer down 12s under an established tunnel (DPD every 2s), back")
-			inVersion(t, tp, child, v)
-			onlyAfterRefusal(t, g, tp, st)
+			backInVersion(t, g, tp, p, sheet, child, v, ikeName(v)+": peer down 12s under an established tunnel (DPD every 2s), back")
 			log := tp.Gateway.Log()
 			for _, want := range []string{"restarting CHILD_SA", "peer not responding, trying again"} {
 				if !strings.Contains(log, want) {
@@ -371,10 +381,8 @@ func noSAFrom(t *testing.T, c *topology.Gateway, conn string, timeout time.Durat
 func TestAgentWatchdog(t *testing.T) {
 	const bound = 4 * time.Second
 	t.Run("RetriesExhausted", func(t *testing.T) {
-		tp := topology.Start(t, topology.Options{})
-		p := tp.Peers[0]
 		const psk = "watchdog-exhausted-0123456"
-		sheet := responderSheet(p, psk, 2)
+		tp, p, sheet := responderSite(t, psk, 2)
 		p.Kill()
 		spec, child := alwaysOn(t, tp, "watchdog-tries", 2)
 		g := startAgentEdited(t, tp, spec, map[string][]byte{"site": []byte(psk)}, func(conf []byte) []byte {

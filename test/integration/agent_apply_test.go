@@ -592,8 +592,7 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 	peer := tp.Peers[0]
 	ctx := context.Background()
 	const psk = "validator-beside-psk-0123"
-	loadSheets(t, tp, clientSheet(peer, psk,
-		topology.ClientChild{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}))
+	loadSheets(t, tp, clientSheet(peer, psk, tenantChild(peer)))
 	spec := tunnelGateway("validator-beside", v1alpha1.ModeRouted,
 		siteTunnel("site", peer, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, peer.Subnet}))
 	files, err := render.Render(render.Input{Spec: spec, PSKs: map[string][]byte{"site": []byte(psk)}})

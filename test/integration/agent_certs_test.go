@@ -100,10 +100,7 @@ func TestAgentCertificates(t *testing.T) {
 	}
 	issued := gwCA.Issue(t, gatewaySubject, []string{"gw.example.com"}, time.Now().Add(-time.Minute), time.Now().Add(time.Hour), topology.SEC1)
 
-	child := func(p *topology.Peer) topology.ClientChild {
-		return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
-	}
-	loadSheets(t, tp, certSheet(p0, child(p0)), certSheet(p1, child(p1)))
+	loadSheets(t, tp, certSheet(p0, tenantChild(p0)), certSheet(p1, tenantChild(p1)))
 
 	// wrong-ca presents the certificate's subject by default (no localId).
 	wrongCA := certTunnel("wrong-ca", p1, "site0-ca", site1DN)

@@ -76,6 +76,14 @@ func reloads(t *testing.T, m *metrics.Collector, result string) float64 {
 	return 0
 }
 
+// pfsSheet is peer's sheet with psk and its tenantChild, its ESP proposal
+// with a DH group (PFS).
+func pfsSheet(peer *topology.Peer, psk string) topology.ClientSheet {
+	s := clientSheet(peer, psk, tenantChild(peer))
+	s.ESPProposals = []string{"aes256gcm16-modp2048"}
+	return s
+}
+
 // TestAgentRun runs the whole agent loop against a real tunnel through the
 // floating-IP NAT: it loads the mounted configuration, publishes
 // ESTABLISHED, applies a changed configuration live without dropping the
@@ -89,11 +97,7 @@ func TestAgentRun(t *testing.T) {
 	defer cancel()
 	const psk = "agent-run-psk-0123456789abcdef"
 
-	sheet := topology.ClientSheet{
-		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(), PSK: psk,
-		IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
-		Children: []topology.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}},
-	}
+	sheet := pfsSheet(peer, psk)
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}

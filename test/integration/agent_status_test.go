@@ -75,6 +75,20 @@ func TestAgentStatusPublisher(t *testing.T) {
 		}
 		return wait
 	}
+	// written reads the ConfigMap, which must have been written since
+	// resourceVersion prev (else the error notWritten) and hold want (else
+	// its diff, under what); it returns the new resourceVersion.
+	written := func(prev string, want []v1alpha1.TunnelStatus, notWritten, what string) string {
+		t.Helper()
+		rv, got := read()
+		if rv == prev {
+			t.Error(notWritten)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: -want, +got:\n%s", what, diff)
+		}
+		return rv
+	}
 
 	// Missing: created.
 	if wait := publish(p, up); wait != 0 {
@@ -106,13 +120,7 @@ func TestAgentStatusPublisher(t *testing.T) {
 	if wait := publish(p, up); wait != 0 {
 		t.Errorf("Publish 2s after a write, within the burst: wait %s, want 0", wait)
 	}
-	rv3, got := read()
-	if rv3 == rv2 {
-		t.Error("the burst's second change not written")
-	}
-	if diff := cmp.Diff(up, got); diff != "" {
-		t.Errorf("the burst's second write: -want, +got:\n%s", diff)
-	}
+	rv3 := written(rv2, up, "the burst's second change not written", "the burst's second write")
 	// A third change at once: held back until the bucket has a token
 	// again (0.4 of one left: 3 s at one per 5 s).
 	if wait := publish(p, more); (wait - 3*time.Second).Abs() > time.Millisecond {
@@ -125,13 +133,7 @@ func TestAgentStatusPublisher(t *testing.T) {
 	if wait := publish(p, more); wait != 0 {
 		t.Errorf("Publish once the bucket has a token: wait %s", wait)
 	}
-	rv4, got := read()
-	if rv4 == rv3 {
-		t.Error("held-back change not written after the wait")
-	}
-	if diff := cmp.Diff(more, got); diff != "" {
-		t.Errorf("after the wait: -want, +got:\n%s", diff)
-	}
+	rv4 := written(rv3, more, "held-back change not written after the wait", "after the wait")
 
 	// A restarted agent finds its content in place: no write.
 	restarted := &status.Publisher{Client: kube, Namespace: ns, Name: "gw1-status"}
@@ -190,11 +192,7 @@ func TestAgentStatusRealTunnel(t *testing.T) {
 		_ = kube.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	})
 
-	sheet := topology.ClientSheet{
-		Name: "to-provider", LocalAddress: peer.Address.String(), RemoteAddress: topology.FloatingIP.String(), PSK: psk,
-		IKEProposals: []string{"aes256-sha256-modp2048"}, ESPProposals: []string{"aes256gcm16-modp2048"},
-		Children: []topology.ClientChild{{Name: "tenant", LocalTS: []string{peer.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}},
-	}
+	sheet := pfsSheet(peer, psk)
 	if err := peer.LoadSheet(ctx, sheet); err != nil {
 		t.Fatal(err)
 	}

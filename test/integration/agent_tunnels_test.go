@@ -47,6 +47,11 @@ func clientSheet(peer *topology.Peer, psk string, children ...topology.ClientChi
 	}
 }
 
+// tenantChild is a peer's child between its subnet and the tenant subnet.
+func tenantChild(p *topology.Peer) topology.ClientChild {
+	return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
+}
+
 // loadSheets configures each peer from its sheet.
 func loadSheets(t *testing.T, tp *topology.Topology, sheets ...topology.ClientSheet) {
 	t.Helper()
@@ -119,11 +124,8 @@ func TestAgentWrongPSK(t *testing.T) {
 	tp := topology.Start(t, topology.Options{Peers: 2})
 	p0, p1 := tp.Peers[0], tp.Peers[1]
 	psks := map[string][]byte{"good": []byte("wrong-psk-test-good-0123"), "bad": []byte("wrong-psk-test-gateway-4567")}
-	child := func(p *topology.Peer) topology.ClientChild {
-		return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
-	}
 	const peersPSK = "wrong-psk-test-peer-89ab"
-	loadSheets(t, tp, clientSheet(p0, string(psks["good"]), child(p0)), clientSheet(p1, peersPSK, child(p1)))
+	loadSheets(t, tp, clientSheet(p0, string(psks["good"]), tenantChild(p0)), clientSheet(p1, peersPSK, tenantChild(p1)))
 
 	spec := tunnelGateway("agent-wrong-psk", v1alpha1.ModeRouted,
 		siteTunnel("good", p0, v1alpha1.ChildSAPerSubnetPair, [2]netip.Prefix{topology.TenantSubnet, p0.Subnet}),
@@ -174,10 +176,7 @@ func TestAgentRekeyPFS(t *testing.T) {
 	tp := topology.Start(t, topology.Options{Peers: 2})
 	p0, p1 := tp.Peers[0], tp.Peers[1]
 	psks := map[string][]byte{"pfs": []byte("rekey-test-psk-pfs-0123"), "mismatch": []byte("rekey-test-psk-mismatch-4567")}
-	child := func(p *topology.Peer) topology.ClientChild {
-		return topology.ClientChild{Name: "tenant", LocalTS: []string{p.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}}
-	}
-	sheets := []topology.ClientSheet{clientSheet(p0, string(psks["pfs"]), child(p0)), clientSheet(p1, string(psks["mismatch"]), child(p1))}
+	sheets := []topology.ClientSheet{clientSheet(p0, string(psks["pfs"]), tenantChild(p0)), clientSheet(p1, string(psks["mismatch"]), tenantChild(p1))}
 	for i := range sheets {
 		sheets[i].ESPProposals = []string{"aes256gcm16-ecp256"}
 	}

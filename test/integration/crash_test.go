@@ -24,6 +24,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/go-logr/logr"
 	"github.com/gophercloud/gophercloud/v2"
+	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -141,19 +142,44 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 	t.Helper()
 	dir := t.TempDir()
 	c := &crashRig{env: e, rnd: rnd, bin: filepath.Join(dir, "provider"), kcfg: filepath.Join(dir, "kubeconfig"), logs: filepath.Join(dir, "provider.log")}
-	build := exec.Command("go", "build", "-o", c.bin, "./cmd/provider")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/provider: %v\n%s", err, out)
-	}
+	buildProvider(t, c.bin)
 
 	// An API server of the provider's own, so that it reconciles nothing
 	// of the other tests. Its own logs are not wanted.
 	ctrllog.SetLogger(logr.Discard())
-	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir, thirdPartyCRDDir}, ErrorIfCRDPathMissing: true}
-	cfg2, err := env.Start()
+	c.kube = providerAPIServer(t, &envtest.Environment{CRDDirectoryPaths: []string{crdDir, thirdPartyCRDDir}, ErrorIfCRDPathMissing: true}, "a second envtest", c.kcfg)
+
+	c.proxy = startCutProxy(t, e.Fixtures.NeutronURL, rnd, c.killAt)
+	region := "crash-" + strings.TrimPrefix(c.proxy.url[strings.LastIndex(c.proxy.url, ":"):], ":")
+	registerEndpoint(t, e, region, c.proxy.url)
+
+	providerCredentials(t, c.kube, e, region)
+	t.Cleanup(func() {
+		c.stop()
+		logTail(t, c.logs, 60)
+	})
+	return c
+}
+
+// buildProvider builds ./cmd/provider into the file bin.
+func buildProvider(t *testing.T, bin string) {
+	t.Helper()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/provider")
+	build.Dir = repoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/provider: %v\n%s", err, out)
+	}
+}
+
+// providerAPIServer starts env, an API server for a provider process of
+// the test's own (what names it in a failure), stopped when t ends; writes
+// the kubeconfig of a user "provider" in system:masters to the file kcfg
+// and returns a client of env.
+func providerAPIServer(t *testing.T, env *envtest.Environment, what, kcfg string) client.Client {
+	t.Helper()
+	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("cannot start a second envtest: %v", err)
+		t.Fatalf("cannot start %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
@@ -168,18 +194,22 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(c.kcfg, kc, 0o600); err != nil {
+	if err := os.WriteFile(kcfg, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c.kube, err = client.New(cfg2, client.Options{Scheme: kube.Scheme()}); err != nil {
+	c, err := client.New(cfg, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
 
-	c.proxy = startCutProxy(t, e.Fixtures.NeutronURL, rnd, c.killAt)
-	region := "crash-" + strings.TrimPrefix(c.proxy.url[strings.LastIndex(c.proxy.url, ":"):], ":")
-	registerEndpoint(t, e, region, c.proxy.url)
-
-	ctx := context.Background()
+// providerCredentials creates through c the namespace crossplane-system,
+// e's clouds.yaml in its Secret "clouds" and the ProviderConfig "openstack"
+// of cloud tenant-a reading it, in region ("" for the cloud's), and returns
+// the ProviderConfig.
+func providerCredentials(t *testing.T, c client.Client, e *openStackEnv, region string) *pcv1alpha1.ProviderConfig {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "clouds"}, Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
 	ref := secretRef("clouds", "clouds.yaml")
@@ -187,20 +217,22 @@ func newCrashRig(t *testing.T, e *openStackEnv, rnd *rand.Rand) *crashRig {
 	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "openstack"},
 		Spec: pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: "tenant-a", Region: region}}}
 	for _, o := range []client.Object{ns, s, pc} {
-		if err := c.kube.Create(ctx, o); err != nil {
+		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		c.stop()
-		if t.Failed() {
-			if b, err := os.ReadFile(c.logs); err == nil {
-				lines := strings.Split(string(b), "\n")
-				t.Logf("provider log (last 60 lines):\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
-			}
-		}
-	})
-	return c
+	return pc
+}
+
+// logTail logs the last n lines of the provider's log file when t failed.
+func logTail(t *testing.T, file string, n int) {
+	if !t.Failed() {
+		return
+	}
+	if b, err := os.ReadFile(file); err == nil {
+		lines := strings.Split(string(b), "\n")
+		t.Logf("provider log (last %d lines):\n%s", n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
 }
 
 // adminProvider is an authenticated client of the cloud "admin".
@@ -211,6 +243,16 @@ func adminProvider(t *testing.T, e *openStackEnv) *gophercloud.ProviderClient {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// adminNeutron is a Neutron client of the cloud "admin".
+func adminNeutron(t *testing.T, e *openStackEnv) *gophercloud.ServiceClient {
+	t.Helper()
+	sc, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // registerEndpoint adds region to Keystone with a network endpoint at u,

@@ -192,13 +192,21 @@ func fipSetup(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
 	return func(mgr ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(mgr, o, e.Clients) }
 }
 
+// startFIPTest is newFIPTest with the provider running the
+// FloatingIPBindings' controller (fipSetup).
+func startFIPTest(t *testing.T) *fipTest {
+	t.Helper()
+	f := newFIPTest(t)
+	startProvider(t, fipSetup(f.e))
+	return f
+}
+
 // TestFloatingIPBindingAllocated: an allocated binding becomes Ready with
 // its floating IP really associated in Neutron, costs one GET per Observe,
 // and deleting it releases the floating IP.
 func TestFloatingIPBindingAllocated(t *testing.T) {
-	f := newFIPTest(t)
+	f := startFIPTest(t)
 	ctx := context.Background()
-	startProvider(t, fipSetup(f.e))
 	port := f.port(t, "fipb-alloc-port")
 
 	mg := fipBinding("fipb-alloc", port.ID, netv1alpha1.FloatingIPBindingParameters{
@@ -245,9 +253,8 @@ func TestFloatingIPBindingAllocated(t *testing.T) {
 // TestFloatingIPBindingRunbook plays the runbook's cutover and rollback at
 // the OpenStack level with a pinned floating IP held by a "VM port".
 func TestFloatingIPBindingRunbook(t *testing.T) {
-	f := newFIPTest(t)
+	f := startFIPTest(t)
 	ctx := context.Background()
-	startProvider(t, fipSetup(f.e))
 	vm := f.port(t, "fipb-vm-port")
 	gw := f.port(t, "fipb-gateway-port")
 	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID, PortID: vm.ID, Description: "the VM's customer-owned floating IP"}).Extract()
@@ -357,8 +364,7 @@ func TestFloatingIPBindingRunbook(t *testing.T) {
 // is a clear error naming it, nothing is created, and the binding can be
 // deleted.
 func TestFloatingIPBindingPinnedMissing(t *testing.T) {
-	f := newFIPTest(t)
-	startProvider(t, fipSetup(f.e))
+	f := startFIPTest(t)
 	port := f.port(t, "fipb-missing-port")
 	const addr = "203.0.113.250"
 	if got := f.list(t, floatingips.ListOpts{FloatingIP: addr}); len(got) != 0 {
@@ -393,9 +399,8 @@ func TestFloatingIPBindingPinnedMissing(t *testing.T) {
 // whose tagged floating IP already exists (the provider died after
 // Neutron allocated it) adopts it instead of allocating a second one.
 func TestFloatingIPBindingCrashSafeCreate(t *testing.T) {
-	f := newFIPTest(t)
+	f := startFIPTest(t)
 	ctx := context.Background()
-	startProvider(t, fipSetup(f.e))
 	port := f.port(t, "fipb-crash-port")
 
 	// Paused, so that the controller does nothing until the "crashed"
@@ -519,9 +524,8 @@ func TestFloatingIPBindingExample(t *testing.T) {
 // binding imports a pinned floating IP and reports it without changing
 // it: a free one is not associated, and deleting the binding leaves it.
 func TestFloatingIPBindingObserveOnly(t *testing.T) {
-	f := newFIPTest(t)
+	f := startFIPTest(t)
 	ctx := context.Background()
-	startProvider(t, fipSetup(f.e))
 	gw := f.port(t, "fipb-observe-port")
 	fip, err := floatingips.Create(ctx, f.sc, floatingips.CreateOpts{FloatingNetworkID: f.e.Fixtures.ExtNet.ID}).Extract()
 	if err != nil {

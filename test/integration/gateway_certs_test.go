@@ -19,10 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
@@ -38,16 +35,14 @@ import (
 // is in no ConfigMap, status field, event or provider log.
 func TestGatewayCertificate(t *testing.T) {
 	ctx := context.Background()
-	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	logs := startProvider(t, gatewayControllers())
 	// Names of their own for each run (-count): envtest never finishes
 	// deleting a namespace.
 	run := nsSeq.Add(1)
 	ns, gwName, pcName := fmt.Sprintf("tenant-certs-%d", run), fmt.Sprintf("gw-certs-%d", run), fmt.Sprintf("certs-%d", run)
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	// A ProviderConfig of its own: TestGatewayLifecycle makes default.
-	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: pcName}, Spec: v1alpha1.ProviderConfigSpec{
-		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}})
+	create(t, unusedProviderConfig(pcName))
 	subject := pkix.Name{Country: []string{"DE"}, Organization: []string{"Example AG"}, CommonName: "gw.example.com"}
 	ca := topology.NewCA(t, pkix.Name{CommonName: "Gateway CA"})
 	peerCA := topology.NewCA(t, pkix.Name{CommonName: "Peer CA"})

@@ -20,10 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/leader"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -36,16 +33,14 @@ import (
 // written 30 s after the last write of the status, not at once.
 func TestGatewayActiveStandby(t *testing.T) {
 	ctx := context.Background()
-	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	logs := startProvider(t, gatewayControllers())
 	ns := "tenant-standby"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+		pskSecret(ns),
 	)
 	// A ProviderConfig of its own: TestGatewayLifecycle creates default.
-	create(t, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "standby"}, Spec: v1alpha1.ProviderConfigSpec{
-		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}})
+	create(t, unusedProviderConfig("standby"))
 	spec := gatewaySpec(ns)
 	spec.Replicas = ptr.To[int32](2)
 	// Fields the API server canonicalizes (a quantity of "0.5") or leaves

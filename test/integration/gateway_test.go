@@ -73,6 +73,35 @@ func allControllers(d ipsecctrl.Dependencies) func(ctrl.Manager, controller.Opti
 	return func(mgr ctrl.Manager, o controller.Options) error { return ipsecctrl.Setup(mgr, o, d) }
 }
 
+// gatewayControllers are allControllers with OpenStack clients of no test
+// cloud: for the Gateways, whose controllers do not call OpenStack.
+func gatewayControllers() func(ctrl.Manager, controller.Options) error {
+	return allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
+}
+
+// pskSecret is the Secret "vpn-psk" in ns with the PSK of tunnel branch-a
+// (psk).
+func pskSecret(ns string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}}
+}
+
+// unusedProviderConfig is a ProviderConfig name whose credentials nothing
+// reads (Secret "unused", cloud "none"): a Gateway's.
+func unusedProviderConfig(name string) *v1alpha1.ProviderConfig {
+	return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.ProviderConfigSpec{
+		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
+	}}
+}
+
+// defaultProviderConfig creates the unusedProviderConfig "default" unless
+// another test did.
+func defaultProviderConfig(t *testing.T) {
+	t.Helper()
+	if err := kube.Create(context.Background(), unusedProviderConfig("default")); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // startProvider runs the controllers setup adds against envtest until t
 // ends, polling every second and logging at debug level into the returned
 // buffer.
@@ -185,14 +214,12 @@ func condition(gw *gwv1alpha1.Gateway, ct xpv2.ConditionType) xpv2.Condition {
 // controllers running, and checks that the PSK leaks nowhere.
 func TestGatewayLifecycle(t *testing.T) {
 	ctx := context.Background()
-	logs := startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	logs := startProvider(t, gatewayControllers())
 	ns := "tenant-gw"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
-		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
-			Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-		}},
+		pskSecret(ns),
+		unusedProviderConfig("default"),
 	)
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw1"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
 	create(t, gw)
@@ -697,14 +724,10 @@ func assertNoPSK(t *testing.T, ns string, gw *gwv1alpha1.Gateway, logs *syncBuff
 // so in ConfigRendered and Synced, naming the Secret, and creates nothing.
 func TestGatewayMissingPSK(t *testing.T) {
 	ctx := context.Background()
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	startProvider(t, gatewayControllers())
 	ns := "tenant-nopsk"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
-		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}}); err != nil && !kerrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	defaultProviderConfig(t)
 	gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw-nopsk"}, Spec: gwv1alpha1.GatewaySpec{ForProvider: gatewaySpec(ns)}}
 	create(t, gw)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), gw) })
@@ -734,15 +757,11 @@ func TestGatewayMissingPSK(t *testing.T) {
 // refused at reconcile, naming the field, without the key in the message.
 func TestGatewayWarnings(t *testing.T) {
 	ctx := context.Background()
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	startProvider(t, gatewayControllers())
 	ns := "tenant-warnings"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}})
-	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
-		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}}); err != nil && !kerrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+		pskSecret(ns))
+	defaultProviderConfig(t)
 	spec := gatewaySpec(ns)
 	spec.Tunnels[0].IKEVersion = 1
 	spec.Tunnels[0].IKEProposals = []string{"aes256-sha256-modp1024"}
@@ -824,13 +843,9 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 	ns := "tenant-upgrade"
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+		pskSecret(ns),
 	)
-	if err := kube.Create(ctx, &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1alpha1.ProviderConfigSpec{
-		Credentials: v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"},
-	}}); err != nil && !kerrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	defaultProviderConfig(t)
 	// The older provider's CRD defaulted the images; this one late-initializes
 	// them from its --gateway-image, so the Gateway names them as the older
 	// one's did.
@@ -871,7 +886,7 @@ func TestGatewayUpgradeKeepsPod(t *testing.T) {
 		}
 	}
 
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	startProvider(t, gatewayControllers())
 	synced := func(what string, check func() error) {
 		t.Helper()
 		eventually(t, 30*time.Second, what, func() error {

@@ -26,9 +26,7 @@ import (
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -101,15 +99,15 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 	counted := rest.CopyConfig(cfg)
 	counted.WrapTransport = reqs.wrap
 	const poll = time.Minute
-	startProviderWith(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}), poll, counted)
+	startProviderWith(t, gatewayControllers(), poll, counted)
 
 	local, remote := "tenant-gwwatch", "tenant-gwwatch-remote"
 	unused := v1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"}
 	create(t,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: local}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: remote}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: local, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "vpn-psk"}, StringData: map[string]string{"branch-a": psk}},
+		pskSecret(local),
+		pskSecret(remote),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: remote, Name: "target"}, Data: map[string][]byte{"kubeconfig": kubeconfigOf(t, cfg)}},
 		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gwwatch-local"}, Spec: v1alpha1.ProviderConfigSpec{Credentials: unused}},
 		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gwwatch-remote"}, Spec: v1alpha1.ProviderConfigSpec{Credentials: unused,

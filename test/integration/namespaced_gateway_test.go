@@ -28,9 +28,7 @@ import (
 	nsgw "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
 	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/function"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -48,7 +46,7 @@ func TestNamespacedGateway(t *testing.T) {
 	ctx := context.Background()
 	const nsA, nsB = "ns-gw-a", "ns-gw-b"
 	const pskB = "PSK-of-ns-gw-b-7d1e"
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	startProvider(t, gatewayControllers())
 	unused := pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: secretRef("unused", "clouds.yaml"), Cloud: "none"}}
 	kubeElsewhere := pcv1alpha1.ProviderConfigSpec{
 		Credentials: pcv1alpha1.OpenStackCredentials{Cloud: "none", SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: nsA, Name: "unused"}, Key: "clouds.yaml"}},
@@ -213,9 +211,7 @@ func TestNamespacedComposedNodeAddressPairs(t *testing.T) {
 	sc := neutron(t, e)
 	const ns = "ns-cnap"
 	id := fmt.Sprint(os.Getpid())
-	tenantNamespace(t, e, ns)
-	pc := nsProviderConfig(ns, "openstack", ns)
-	create(t, pc)
+	pc := tenantProviderConfig(t, e, ns)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
 	selector := map[string]string{"itest-ns-composed-" + id: "gateway"}
 	xr := &function.XIPsecGateway{

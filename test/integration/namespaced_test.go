@@ -83,6 +83,17 @@ func nsProviderConfig(ns, name, secretNS string) *nsv1alpha1.ProviderConfig {
 	}}
 }
 
+// tenantProviderConfig creates ns with e's credentials (tenantNamespace)
+// and in it the ProviderConfig "openstack" reading them, and returns the
+// ProviderConfig: its deletion is the caller's.
+func tenantProviderConfig(t *testing.T, e *openStackEnv, ns string) *nsv1alpha1.ProviderConfig {
+	t.Helper()
+	tenantNamespace(t, e, ns)
+	pc := nsProviderConfig(ns, "openstack", ns)
+	create(t, pc)
+	return pc
+}
+
 func pcRef(kind, name string) *xpv2.ProviderConfigReference {
 	return &xpv2.ProviderConfigReference{Kind: kind, Name: name}
 }
@@ -106,9 +117,7 @@ func TestNamespacedChain(t *testing.T) {
 	ctx := context.Background()
 	sc := neutron(t, e)
 	const ns = "ns-chain"
-	tenantNamespace(t, e, ns)
-	pc := nsProviderConfig(ns, "openstack", ns)
-	create(t, pc)
+	pc := tenantProviderConfig(t, e, ns)
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
 	startNamespacedProvider(t, e)
 
@@ -125,12 +134,7 @@ func TestNamespacedChain(t *testing.T) {
 	fip.Spec.ProviderConfigReference = ref
 	t.Cleanup(func() { forgetMRs(fip, port, sg) })
 
-	start := time.Now()
-	create(t, fip, port, sg)
-	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
-	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
-	waitReady(t, fip, func() xpv2.ConditionedStatus { return fip.Status.ConditionedStatus })
-	t.Logf("namespaced SecurityGroup, Port and FloatingIPBinding all Ready %s after create", time.Since(start).Round(100*time.Millisecond))
+	readyChain(t, "namespaced SecurityGroup, Port and FloatingIPBinding", sg, port, fip)
 	c := checkChain(t, sc, sg, port, fip, fip.Status.AtProvider.Attached)
 	eventually(t, 30*time.Second, "the namespace's ProviderConfig counts its three users", func() error {
 		usages := &nsv1alpha1.ProviderConfigUsageList{}
@@ -391,9 +395,7 @@ func TestNamespacedRouterRoutes(t *testing.T) {
 	ctx := context.Background()
 	sc := neutron(t, e)
 	const ns = "ns-routes"
-	tenantNamespace(t, e, ns)
-	pc := nsProviderConfig(ns, "openstack", ns)
-	create(t, pc)
+	pc := tenantProviderConfig(t, e, ns)
 	router, ip := e.Fixtures.Router.ID, rrHostIn(t, e.Fixtures.TenantSub.CIDR, 70)
 	ref := pcRef("ProviderConfig", "openstack")
 	port := &nsnet.Port{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"}, Spec: nsnet.PortSpec{ForProvider: nsnet.PortParameters{

@@ -59,6 +59,29 @@ func deleteNetworks(t *testing.T, sc *gophercloud.ServiceClient, mrs []client.Ob
 	}
 }
 
+// deleteGone deletes the MR mr and waits up to 30 s (eventually's what)
+// until the API server no longer has it and, with get not nil, until get
+// (a GET of its Neutron object, named by obj: "port <id>") fails with 404.
+func deleteGone(t *testing.T, mr client.Object, what, obj string, get func() error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kube.Delete(ctx, mr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, what, func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), mr.DeepCopyObject().(client.Object)); !kerrors.IsNotFound(err) {
+			return fmt.Errorf("MR still there (%w)", err)
+		}
+		if get == nil {
+			return nil
+		}
+		if err := get(); !openstack.IsNotFound(err) {
+			return fmt.Errorf("GET %s: %w, want 404", obj, err)
+		}
+		return nil
+	})
+}
+
 // TestNetwork drives Network managed resources against the real Neutron
 // with the Network and Port controllers running: an Observe-only import of
 // the fixtures' tenant network reports its subnets and leaves it exactly
@@ -146,17 +169,9 @@ func TestNetwork(t *testing.T) {
 			t.Errorf("Neutron port on network %s with fixed IPs %v, want network %s and an address of subnet %s",
 				np.NetworkID, np.FixedIPs, netID, e.Fixtures.TenantSub.ID)
 		}
-		if err := kube.Delete(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the Port MR and its Neutron port are gone", func() error {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(p), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%w)", err)
-			}
-			if _, err := ports.Get(ctx, sc, np.ID).Extract(); !openstack.IsNotFound(err) {
-				return fmt.Errorf("GET port %s: %w, want 404", np.ID, err)
-			}
-			return nil
+		deleteGone(t, p, "the Port MR and its Neutron port are gone", "port "+np.ID, func() error {
+			_, err := ports.Get(ctx, sc, np.ID).Extract()
+			return err
 		})
 	})
 
@@ -164,15 +179,7 @@ func TestNetwork(t *testing.T) {
 		// A few more 1 s polls, then the MR's deletion: neither touches
 		// the network.
 		time.Sleep(2 * time.Second)
-		if err := kube.Delete(ctx, imported); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the imported Network MR is gone", func() error {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), &netv1alpha1.Network{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%w)", err)
-			}
-			return nil
-		})
+		deleteGone(t, imported, "the imported Network MR is gone", "", nil)
 		after, err := networks.Get(ctx, sc, netID).Extract()
 		if err != nil {
 			t.Fatalf("the imported network after the MR's deletion: %v, want it untouched", err)
@@ -218,17 +225,9 @@ func TestNetwork(t *testing.T) {
 		})
 		t.Logf("name restored %s after its change by hand", time.Since(renamed).Round(10*time.Millisecond))
 
-		if err := kube.Delete(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the Network MR and its Neutron network are gone", func() error {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(n), &netv1alpha1.Network{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%w)", err)
-			}
-			if _, err := networks.Get(ctx, sc, id).Extract(); !openstack.IsNotFound(err) {
-				return fmt.Errorf("GET network %s: %w, want 404", id, err)
-			}
-			return nil
+		deleteGone(t, n, "the Network MR and its Neutron network are gone", "network "+id, func() error {
+			_, err := networks.Get(ctx, sc, id).Extract()
+			return err
 		})
 	})
 }

@@ -21,7 +21,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
@@ -203,6 +202,25 @@ func mustRun(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// securityGroup creates a security group of project named name, deleted
+// when t ends, with the rules rs (each made ingress IPv4 of the group).
+func securityGroup(t *testing.T, sc *gophercloud.ServiceClient, name, project string, rs ...rules.CreateOpts) *groups.SecGroup {
+	t.Helper()
+	ctx := context.Background()
+	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: name, ProjectID: project}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, sg.ID).ExtractErr() })
+	for _, r := range rs {
+		r.SecGroupID, r.Direction, r.EtherType, r.ProjectID = sg.ID, rules.DirIngress, rules.EtherType4, project
+		if _, err := rules.Create(ctx, sc, r).Extract(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sg
+}
+
 // TestNeutronAgentsEnforcePortSecurity wires a "VM" (a namespace) to a
 // Neutron port bound to the real agents' host, as Nova/os-vif would, and
 // checks what a real cloud enforces on it: the port goes ACTIVE; frames with
@@ -213,22 +231,11 @@ func mustRun(t *testing.T, args ...string) string {
 func TestNeutronAgentsEnforcePortSecurity(t *testing.T) {
 	e, h := startAgents(t)
 	ctx := context.Background()
-	sc, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adminNeutron(t, e)
 	id := fmt.Sprint(os.Getpid())
 	project := e.Fixtures.Project.ID
 
-	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "agents-vm-" + id, ProjectID: project}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, sg.ID).ExtractErr() })
-	if _, err := rules.Create(ctx, sc, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress, EtherType: rules.EtherType4,
-		Protocol: rules.ProtocolTCP, PortRangeMin: 8080, PortRangeMax: 8080, ProjectID: project}).Extract(); err != nil {
-		t.Fatal(err)
-	}
+	sg := securityGroup(t, sc, "agents-vm-"+id, project, rules.CreateOpts{Protocol: rules.ProtocolTCP, PortRangeMin: 8080, PortRangeMax: 8080})
 	// newPort creates a port, deleted when the test ends. Those on which
 	// nothing is plugged reserve their fixed IP (and MAC) for the test.
 	newPort := func(name, network string, sgs []string) *ports.Port {

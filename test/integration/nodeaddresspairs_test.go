@@ -15,8 +15,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,18 +68,11 @@ func napWant(ctx context.Context, sc *gophercloud.ServiceClient, id string, want
 func TestNodeAddressPairs(t *testing.T) {
 	e, h := startAgents(t)
 	ctx := context.Background()
-	admin, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := adminNeutron(t, e)
 	sc := neutron(t, e)
 	id := fmt.Sprint(os.Getpid())
 	project := e.Fixtures.Project.ID
-	sg, err := groups.Create(ctx, admin, groups.CreateOpts{Name: "nap-node-" + id, ProjectID: project}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = groups.Delete(context.Background(), admin, sg.ID).ExtractErr() })
+	sg := securityGroup(t, admin, "nap-node-"+id, project)
 	newPort := func(name string, sgs []string) *ports.Port {
 		t.Helper()
 		p, err := ports.Create(ctx, admin, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID, ProjectID: project, SecurityGroups: &sgs}).Extract()

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 )
 
 // TestSecurityGroupPortFloatingIPChain creates what a gateway needs in
@@ -30,10 +29,8 @@ import (
 // and deleting the three releases the floating IP and deletes port and
 // group in Neutron.
 func TestSecurityGroupPortFloatingIPChain(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: e.Clients}))
-	sc := neutron(t, e)
+	e, sc := startNeutronProvider(t, openStackControllers)
 
 	sg := gatewaySecurityGroup("chain-sg", "openstack")
 	port := portMR("chain-port", netv1alpha1.PortParameters{
@@ -48,12 +45,7 @@ func TestSecurityGroupPortFloatingIPChain(t *testing.T) {
 	}
 	fip.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
 
-	start := time.Now()
-	create(t, fip, port, sg)
-	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
-	waitReady(t, port, func() xpv2.ConditionedStatus { return port.Status.ConditionedStatus })
-	waitReady(t, fip, func() xpv2.ConditionedStatus { return fip.Status.ConditionedStatus })
-	t.Logf("SecurityGroup, Port and FloatingIPBinding all Ready %s after create", time.Since(start).Round(100*time.Millisecond))
+	readyChain(t, "SecurityGroup, Port and FloatingIPBinding", sg, port, fip)
 	c := checkChain(t, sc, sg, port, fip, fip.Status.AtProvider.Attached)
 
 	for _, mg := range []client.Object{fip, port, sg} {
@@ -69,6 +61,28 @@ func TestSecurityGroupPortFloatingIPChain(t *testing.T) {
 type chain struct {
 	sc            *gophercloud.ServiceClient
 	sg, port, fip string
+}
+
+// conditioned is a managed resource, cluster-scoped or namespaced.
+type conditioned interface {
+	client.Object
+	GetCondition(xpv2.ConditionType) xpv2.Condition
+}
+
+// readyChain creates the binding fip, the Port port and the SecurityGroup
+// sg at once (the dependents first), waits until sg, port and fip are Ready
+// in turn (waitReady's 60 s each) and logs after how long, naming the three
+// what.
+func readyChain(t *testing.T, what string, sg, port, fip conditioned) {
+	t.Helper()
+	start := time.Now()
+	create(t, fip, port, sg)
+	for _, mg := range []conditioned{sg, port, fip} {
+		waitReady(t, mg, func() xpv2.ConditionedStatus {
+			return xpv2.ConditionedStatus{Conditions: []xpv2.Condition{mg.GetCondition(xpv2.TypeReady), mg.GetCondition(xpv2.TypeSynced)}}
+		})
+	}
+	t.Logf("%s all Ready %s after create", what, time.Since(start).Round(100*time.Millisecond))
 }
 
 // checkChain checks in Neutron that the Port's port is in the

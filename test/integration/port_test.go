@@ -19,7 +19,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -295,15 +294,7 @@ func TestPort(t *testing.T) {
 			return ready(imported)
 		})
 		time.Sleep(2 * time.Second)
-		if err := kube.Delete(ctx, imported); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the imported Port MR is gone", func() error {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(imported), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("MR still there (%w)", err)
-			}
-			return nil
-		})
+		deleteGone(t, imported, "the imported Port MR is gone", "", nil)
 		after, err := ports.Get(ctx, sc, p.ID).Extract()
 		if err != nil {
 			t.Fatalf("the imported port after the MR's deletion: %v, want it untouched", err)
@@ -320,17 +311,9 @@ func TestPort(t *testing.T) {
 			}
 			id := meta.GetExternalName(mr)
 			deleted := time.Now()
-			if err := kube.Delete(ctx, mr); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 30*time.Second, "the Port MR and its Neutron port are gone", func() error {
-				if err := kube.Get(ctx, client.ObjectKeyFromObject(mr), &netv1alpha1.Port{}); !kerrors.IsNotFound(err) {
-					return fmt.Errorf("MR still there (%w)", err)
-				}
-				if _, err := ports.Get(ctx, sc, id).Extract(); !openstack.IsNotFound(err) {
-					return fmt.Errorf("GET port %s: %w, want 404", id, err)
-				}
-				return nil
+			deleteGone(t, mr, "the Port MR and its Neutron port are gone", "port "+id, func() error {
+				_, err := ports.Get(ctx, sc, id).Extract()
+				return err
 			})
 			t.Logf("%s: MR delete to port and MR gone: %s", mr.Name, time.Since(deleted).Round(10*time.Millisecond))
 		}

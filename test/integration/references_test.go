@@ -20,7 +20,6 @@ import (
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 )
 
 // TestReferencesFollowRecomposedPort is issue 18's defect: a Port managed
@@ -35,10 +34,8 @@ import (
 // binding follows to the new port: its spec holds the new port's ID, the
 // floating IP is on the new port in Neutron, and it is Ready again.
 func TestReferencesFollowRecomposedPort(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: e.Clients}))
-	sc := neutron(t, e)
+	e, sc := startNeutronProvider(t, openStackControllers)
 
 	owner := []metav1.OwnerReference{{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: "refs-xr",
 		UID: types.UID("00000000-0000-4000-8000-00000000f011"), Controller: ptr.To(true)}}

@@ -28,7 +28,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
-	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
@@ -54,11 +53,7 @@ func TestSafeStart(t *testing.T) {
 	dir := t.TempDir()
 
 	bin := filepath.Join(dir, "provider")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/provider")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/provider: %v\n%s", err, out)
-	}
+	buildProvider(t, bin)
 
 	// An API server of the provider's own, without the Networks' CRDs.
 	ctrllog.SetLogger(logr.Discard())
@@ -67,43 +62,10 @@ func TestSafeStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = slices.DeleteFunc(files, func(f string) bool { return slices.Contains(networkCRDs, filepath.Base(f)) })
-	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{Paths: append(files, thirdPartyCRDDir), ErrorIfPathMissing: true}}
-	cfg2, err := env.Start()
-	if err != nil {
-		t.Fatalf("cannot start an envtest of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
-	own, err := client.New(cfg2, client.Options{Scheme: kube.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "provider", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	kcfg := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kcfg, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "clouds"}, Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
-	ref := secretRef("clouds", "clouds.yaml")
-	ref.Namespace = "crossplane-system"
-	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "openstack"},
-		Spec: pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: "tenant-a"}}}
-	for _, o := range []client.Object{ns, secret, pc} {
-		if err := own.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env := &envtest.Environment{CRDInstallOptions: envtest.CRDInstallOptions{Paths: append(files, thirdPartyCRDDir), ErrorIfPathMissing: true}}
+	own := providerAPIServer(t, env, "an envtest of the test's own", kcfg)
+	pc := providerCredentials(t, own, e, "")
 
 	// The provider, with its metrics and probes on loopback ports of its
 	// own; stopped (and its log shown on failure) when the test ends.
@@ -124,12 +86,7 @@ func TestSafeStart(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
-		if t.Failed() {
-			if b, err := os.ReadFile(logFile); err == nil {
-				lines := strings.Split(string(b), "\n")
-				t.Logf("provider log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-			}
-		}
+		logTail(t, logFile, 40)
 	})
 	// alive fails the test once the provider has exited.
 	alive := func() {
@@ -171,7 +128,7 @@ func TestSafeStart(t *testing.T) {
 		add = append(add, filepath.Join(crdDir, f))
 	}
 	start = time.Now()
-	if _, err := envtest.InstallCRDs(cfg2, envtest.CRDInstallOptions{Paths: add, ErrorIfPathMissing: true}); err != nil {
+	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: add, ErrorIfPathMissing: true}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the Networks' controllers", func() error {

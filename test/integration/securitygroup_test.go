@@ -29,6 +29,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
@@ -65,6 +66,34 @@ func gatewaySecurityGroup(name, pc string) *v1alpha1.SecurityGroup {
 
 func securityGroupControllers(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
 	return func(mgr ctrl.Manager, o controller.Options) error { return securitygroup.Setup(mgr, o, e.Clients) }
+}
+
+// openStackControllers are the controllers of every kind on e's clients.
+func openStackControllers(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
+	return allControllers(ipsecctrl.Dependencies{OpenStack: e.Clients})
+}
+
+// startNeutronProvider starts the local OpenStack and the provider with
+// the controllers setup makes of it, and returns the OpenStack and its
+// Neutron client (neutron's).
+func startNeutronProvider(t *testing.T, setup func(*openStackEnv) func(ctrl.Manager, controller.Options) error) (*openStackEnv, *gophercloud.ServiceClient) {
+	t.Helper()
+	e := startOpenStack(t)
+	startProvider(t, setup(e))
+	return e, neutron(t, e)
+}
+
+// updateMR reads obj again, applies change to it and updates it, until the
+// update succeeds within 10 s (eventually's what).
+func updateMR(t *testing.T, what string, obj client.Object, change func()) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, func() error {
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return kube.Update(context.Background(), obj)
+	})
 }
 
 func waitReady(t *testing.T, mg client.Object, conds func() xpv2.ConditionedStatus) {
@@ -178,10 +207,8 @@ func TestSecurityGroup(t *testing.T) {
 // reconcile finds the group by the marker in its description and adopts
 // it.
 func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, securityGroupControllers(e))
-	sc := neutron(t, e)
+	_, sc := startNeutronProvider(t, securityGroupControllers)
 
 	sg := gatewaySecurityGroup("itest-adopt-sg", "openstack")
 	sg.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
@@ -194,13 +221,7 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, orphan.ID).ExtractErr() })
 	leaveCreatePending(t, sg)
-	eventually(t, 10*time.Second, "unpause the MR", func() error {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
-			return err
-		}
-		meta.RemoveAnnotations(sg, meta.AnnotationKeyReconciliationPaused)
-		return kube.Update(ctx, sg)
-	})
+	updateMR(t, "unpause the MR", sg, func() { meta.RemoveAnnotations(sg, meta.AnnotationKeyReconciliationPaused) })
 	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
 	if got := meta.GetExternalName(sg); got != orphan.ID {
 		t.Errorf("external name %q, want the orphaned group %s", got, orphan.ID)
@@ -229,10 +250,8 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 // and a twin a create left (a POST Neutron completed after the provider
 // gave up on it, made here by hand) is deleted with the MR.
 func TestSecurityGroupStaleExternalNameAndTwin(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, securityGroupControllers(e))
-	sc := neutron(t, e)
+	_, sc := startNeutronProvider(t, securityGroupControllers)
 
 	sg := gatewaySecurityGroup("itest-twin-sg", "openstack")
 	create(t, sg)
@@ -253,13 +272,7 @@ func TestSecurityGroupStaleExternalNameAndTwin(t *testing.T) {
 	if err := groups.Delete(ctx, sc, gone.ID).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "write the stale external name", func() error {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
-			return err
-		}
-		meta.SetExternalName(sg, gone.ID)
-		return kube.Update(ctx, sg)
-	})
+	updateMR(t, "write the stale external name", sg, func() { meta.SetExternalName(sg, gone.ID) })
 	eventually(t, 60*time.Second, "the external name is relocated to the MR's own group", func() error {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
 			return err
@@ -331,10 +344,8 @@ var missingRules = regexp.MustCompile(`^the group lacks [1-9][0-9]* of the spec'
 // Ready=False the whole time; once the spec names a group that exists the
 // rule is created and the group becomes Ready.
 func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, securityGroupControllers(e))
-	sc := neutron(t, e)
+	_, sc := startNeutronProvider(t, securityGroupControllers)
 
 	sg := gatewaySecurityGroup("itest-badrule-sg", "openstack")
 	missing := v1alpha1.UUID("00000000-0000-4000-8000-00000000dead")
@@ -388,13 +399,9 @@ func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, peer.ID).ExtractErr() })
-	eventually(t, 10*time.Second, "point the rule at an existing group", func() error {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(sg), sg); err != nil {
-			return err
-		}
+	updateMR(t, "point the rule at an existing group", sg, func() {
 		rs := sg.Spec.ForProvider.Rules
 		rs[len(rs)-1].RemoteGroupID = ptr.To(v1alpha1.UUID(peer.ID))
-		return kube.Update(ctx, sg)
 	})
 	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
 	g, err := groups.Get(ctx, sc, meta.GetExternalName(sg)).Extract()
@@ -419,10 +426,8 @@ func TestSecurityGroupNotReadyWhileRulesFail(t *testing.T) {
 // (28 s after the ProviderConfig's creation). Its deletion then takes
 // seconds, not the backoff's minute that its failures had grown to.
 func TestSecurityGroupWaitsForItsProviderConfig(t *testing.T) {
-	e := startOpenStack(t)
 	ctx := context.Background()
-	startProvider(t, securityGroupControllers(e))
-	sc := neutron(t, e)
+	e, sc := startNeutronProvider(t, securityGroupControllers)
 	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("itest-late-%d", os.Getpid())}}
 	existing := &pcv1alpha1.ProviderConfig{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: e.ProviderConfig}, existing); err != nil {

@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/portsbinding"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -36,21 +33,10 @@ import (
 func TestTopologyUplink(t *testing.T) {
 	e, h := startAgents(t)
 	ctx := context.Background()
-	sc, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adminNeutron(t, e)
 	id := fmt.Sprint(os.Getpid())
 	tp := startUplinkTopology(t, h, fmt.Sprintf("ipu%d-", os.Getpid()), 1)
-	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "uplink-" + id, ProjectID: e.Fixtures.Project.ID}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, sg.ID).ExtractErr() })
-	if _, err := rules.Create(ctx, sc, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress, EtherType: rules.EtherType4,
-		Protocol: rules.ProtocolTCP, PortRangeMin: 8080, PortRangeMax: 8080, ProjectID: e.Fixtures.Project.ID}).Extract(); err != nil {
-		t.Fatal(err)
-	}
+	sg := securityGroup(t, sc, "uplink-"+id, e.Fixtures.Project.ID, rules.CreateOpts{Protocol: rules.ProtocolTCP, PortRangeMin: 8080, PortRangeMax: 8080})
 	newPort := func(name string) *ports.Port {
 		t.Helper()
 		p, err := ports.Create(ctx, sc, ports.CreateOpts{Name: name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID,

@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/gophercloud/gophercloud/v2"
-	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/strongswan/govici/vici"
@@ -49,10 +46,7 @@ func TestTunnelThroughFloatingIP(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sc, err := gopenstack.NewNetworkV2(adminProvider(t, e), gophercloud.EndpointOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := adminNeutron(t, e)
 	id := fmt.Sprint(os.Getpid())
 	project := e.Fixtures.Project.ID
 	tp := startUplinkTopology(t, h, fmt.Sprintf("ipf%d-", os.Getpid()), 1)
@@ -60,21 +54,10 @@ func TestTunnelThroughFloatingIP(t *testing.T) {
 
 	// The gateway's port, in a security group admitting IKE, NAT-T and
 	// ESP, as the provider's SecurityGroup does.
-	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "tunnel-gw-" + id, ProjectID: project}).Extract()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, sg.ID).ExtractErr() })
-	for _, r := range []rules.CreateOpts{
-		{Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500},
-		{Protocol: rules.ProtocolUDP, PortRangeMin: 4500, PortRangeMax: 4500},
-		{Protocol: rules.ProtocolESP},
-	} {
-		r.SecGroupID, r.Direction, r.EtherType, r.ProjectID = sg.ID, rules.DirIngress, rules.EtherType4, project
-		if _, err := rules.Create(ctx, sc, r).Extract(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sg := securityGroup(t, sc, "tunnel-gw-"+id, project,
+		rules.CreateOpts{Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500},
+		rules.CreateOpts{Protocol: rules.ProtocolUDP, PortRangeMin: 4500, PortRangeMax: 4500},
+		rules.CreateOpts{Protocol: rules.ProtocolESP})
 	port, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "tunnel-gw-" + id, NetworkID: e.Fixtures.TenantNet.ID,
 		ProjectID: project, SecurityGroups: &[]string{sg.ID}}).Extract()
 	if err != nil {

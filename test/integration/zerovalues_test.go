@@ -39,7 +39,6 @@ import (
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 	"github.com/ipsecgw/provider-ipsec/test/variants"
 )
@@ -860,7 +859,7 @@ func isGateway(gk schema.GroupKind) bool { return gk.Kind == "Gateway" || gk.Kin
 // writes its external name, and it stays Synced=True while the provider
 // observes and updates it.
 func TestGatewaysSyncEveryObject(t *testing.T) {
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()}))
+	startProvider(t, gatewayControllers())
 	fx := placeholders("zgw-")
 	var objs []underTest
 	for _, u := range slices.Concat(examples(t, "zgw-"), goldens(t, "zgw-")) {
@@ -886,9 +885,7 @@ func TestGatewaysSyncEveryObject(t *testing.T) {
 // name the provider wrote and stays so while the provider observes and
 // updates it; deleting them all completes.
 func TestOpenStackKindsSyncEveryObject(t *testing.T) {
-	e := startOpenStack(t)
-	sc := neutron(t, e)
-	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: e.Clients}))
+	e, sc := startNeutronProvider(t, openStackControllers)
 	fx := &fixtures{
 		TenantNet: e.Fixtures.TenantNet.ID, TenantSubnet: e.Fixtures.TenantSub.ID, TenantCIDR: e.Fixtures.TenantSub.CIDR,
 		ExtNet: e.Fixtures.ExtNet.ID, Router: e.Fixtures.Router.ID,
