@@ -24,12 +24,14 @@ const reasonSilentStart event.Reason = "CannotReadAgentPod"
 // while there is no such pod (none named, or gone), what it holds. The
 // image is read from the pod, not from the Gateway: the pod that reported
 // may run an image the Gateway names no longer. Nothing is read once it
-// holds the Gateway's own agent image. A pod it cannot read is a Warning
-// event, not an error: the gateway runs as before, its replacement pods
-// answering ARP from their start.
+// holds the Gateway's own agent image, nor while the gateway runs other
+// than one pod, the only case it serves (an active/standby pair keeps the
+// key of the single pod before it, which is gone). A pod it cannot read
+// is a Warning event, not an error: the gateway runs as before, its
+// replacement pods answering ARP from their start.
 func (e *external) silentStartImage(ctx context.Context, gw *v1alpha1.Gateway) string {
 	was := gw.Status.AtProvider.SilentStartImage
-	if was != "" && was == gw.Spec.ForProvider.Images.Agent {
+	if (was != "" && was == gw.Spec.ForProvider.Images.Agent) || workload.Replicas(gw) != 1 {
 		return was
 	}
 	cm, err := e.statusConfigMap(ctx, gw)

@@ -11,6 +11,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -47,6 +48,7 @@ func TestSilentStartImage(t *testing.T) {
 		reason     string
 		objs       []client.Object
 		funcs      *interceptor.Funcs
+		replicas   *int32
 		agent, was string
 		want       string
 		wantEvents int
@@ -86,6 +88,13 @@ func TestSilentStartImage(t *testing.T) {
 			funcs:  forbidden,
 			agent:  "gw:2", was: "gw:2", want: "gw:2",
 		},
+		"TwoReplicas": {
+			reason:   "An active/standby pair has no use for it: nothing is read (a forbidden pod read would be an event), the record kept.",
+			objs:     []client.Object{reported, pod("gw-a", "gw", "gw:2")},
+			funcs:    forbidden,
+			replicas: ptr.To[int32](2),
+			agent:    "gw:2", was: "gw:1", want: "gw:1",
+		},
 		"Forbidden": {
 			reason: "A pod the provider may not read is a warning naming the pod and the fix; the record is kept.",
 			objs:   []client.Object{reported, pod("gw-a", "gw", "gw:2")},
@@ -104,6 +113,7 @@ func TestSilentStartImage(t *testing.T) {
 			gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}
 			gw.Spec.ForProvider.Namespace = "tenant-a"
 			gw.Spec.ForProvider.Images.Agent = tc.agent
+			gw.Spec.ForProvider.Replicas = tc.replicas
 			gw.Status.AtProvider.SilentStartImage = tc.was
 			if diff := cmp.Diff(tc.want, e.silentStartImage(context.Background(), gw)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
