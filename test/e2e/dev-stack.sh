@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end check of `make dev`'s stack: brings the local control plane,
-# Crossplane, the function and the provider up in a state directory and on
-# ports of its own (so a developer's running stack is not touched), checks
+# Crossplane, the function and the provider up in a state directory of its
+# own, on the free ports up.sh finds for it (so a developer's running stack,
+# or another checkout's e2e, is not touched), checks
 # what a user would, checks that a second bring-up refuses to start a twin,
 # and tears everything down, also when a check fails. As root the stack has
 # its node (NODES=2: two, and node.sh checks the loss and return of one):
@@ -10,8 +11,6 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export STATE=$ROOT/.work/e2e-dev
-export ETCD_PORT=22379 APISERVER_PORT=26443 XP_METRICS_PORT=28080 XP_HEALTH_PORT=28081 FN_PORT=29444 \
-	PROVIDER_METRICS_PORT=28082 PROVIDER_HEALTH_PORT=28083 REGISTRY_PORT=28084
 # shellcheck source=cluster/local/lib.sh
 source "$ROOT/cluster/local/lib.sh"
 
@@ -44,6 +43,7 @@ fail() {
 }
 
 "$ROOT/cluster/local/up.sh"
+read_ports "$STATE/ports" "${LOCAL_PORTS[@]}"
 "$ROOT/cluster/local/provider.sh" >/dev/null
 # Every process the stack recorded: control plane, Crossplane, provider and
 # the nodes.

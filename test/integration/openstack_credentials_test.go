@@ -7,7 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,9 +23,10 @@ import (
 )
 
 // TestOpenStackCredentials proves password and application-credential
-// ProviderConfigs both reach the real Neutron, that a second use reuses the
-// Keystone token, and that a wrong password is an error naming the
-// ProviderConfig.
+// ProviderConfigs both reach the real Neutron and may do there, under its
+// default policies, what the provider does (tenantWrites), that a second
+// use reuses the Keystone token, and that a wrong password is an error
+// naming the ProviderConfig.
 func TestOpenStackCredentials(t *testing.T) {
 	e := startOpenStack(t)
 	ctx := context.Background()
@@ -47,6 +55,7 @@ func TestOpenStackCredentials(t *testing.T) {
 			if got := e.Requests.Load() - before; got != 1 {
 				t.Errorf("a second use sent %d requests, want 1 (the GET; no new Keystone login)", got)
 			}
+			tenantWrites(ctx, t, sc, e, name)
 		})
 	}
 
@@ -70,4 +79,39 @@ func TestOpenStackCredentials(t *testing.T) {
 		}
 		t.Logf("wrong password: %v", err)
 	})
+}
+
+// tenantWrites creates what the provider creates for a gateway, as the
+// tenant: a security group with a rule, a port on tenant-net in it, a
+// floating IP on ext-net associated with the port and an extra route on the
+// tenant's router with that port's fixed IP as next hop; then deletes them
+// again. Each call must succeed.
+func tenantWrites(ctx context.Context, t *testing.T, sc *gophercloud.ServiceClient, e *openStackEnv, name string) {
+	t.Helper()
+	step := func(what string, err error) {
+		if err != nil {
+			t.Fatalf("%s as %s: %v", what, name, err)
+		}
+	}
+	undo := func(what string, err error) {
+		if err != nil {
+			t.Errorf("%s as %s: %v", what, name, err)
+		}
+	}
+	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "creds-" + name}).Extract()
+	step("create a security group", err)
+	t.Cleanup(func() { undo("delete the security group", groups.Delete(context.Background(), sc, sg.ID).ExtractErr()) })
+	_, err = rules.Create(ctx, sc, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress, EtherType: rules.EtherType4, Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500}).Extract()
+	step("create a security group rule", err)
+	p, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "creds-" + name, NetworkID: e.Fixtures.TenantNet.ID, SecurityGroups: &[]string{sg.ID}}).Extract()
+	step("create a port on tenant-net", err)
+	t.Cleanup(func() { undo("delete the port", ports.Delete(context.Background(), sc, p.ID).ExtractErr()) })
+	fip, err := floatingips.Create(ctx, sc, floatingips.CreateOpts{FloatingNetworkID: e.Fixtures.ExtNet.ID, PortID: p.ID}).Extract()
+	step("create a floating IP on the port", err)
+	step("delete the floating IP", floatingips.Delete(ctx, sc, fip.ID).ExtractErr())
+	route := []routers.Route{{DestinationCIDR: "192.0.2.0/24", NextHop: p.FixedIPs[0].IPAddress}}
+	_, err = extraroutes.Add(ctx, sc, e.Fixtures.Router.ID, extraroutes.Opts{Routes: &route}).Extract()
+	step("add an extra route", err)
+	_, err = extraroutes.Remove(ctx, sc, e.Fixtures.Router.ID, extraroutes.Opts{Routes: &route}).Extract()
+	step("remove the extra route", err)
 }
