@@ -10,7 +10,7 @@
 #             cmd/function binary and a passwd entry for the non-root user,
 #             into $PROVIDER_OUT/function-image.tar, the image hack/xpkg.sh
 #             embeds in the function package;
-#   gateway   the gateway pod's image, what cluster/images/gateway/Dockerfile
+#   gateway   the gateway pod's image, what cluster/images/Dockerfile's gateway target
 #             builds: a Debian bookworm root filesystem with the packages
 #             of cluster/images/gateway/packages.txt (debootstrap:
 #             strongSwan, iproute2, nftables), then the gateway agent,
@@ -74,7 +74,7 @@ image() {
 }
 
 # trim makes the fresh root filesystem $1 what debian:bookworm-slim and the
-# gateway Dockerfile's RUN step leave: no package lists, downloaded
+# Dockerfile's gateway RUN step leave: no package lists, downloaded
 # packages, logs, caches, manuals, translations or documentation but the
 # copyright notices; an empty /dev (the runtime mounts its own); the
 # directory of charon's VICI socket (/var/run is a link to /run).

@@ -116,9 +116,10 @@ status=0
 { words; modules; } | sort -u -k2,2 | check host hack/packages/host.txt || status=1
 
 # The gateway image: what its pod runs (cluster/images/gateway), from the
-# one list that hack/images.sh and the Dockerfile both install.
+# one list that hack/images.sh and the Dockerfile's gateway target both
+# install.
 image=cluster/images/gateway/packages.txt
-for f in hack/images.sh cluster/images/gateway/Dockerfile; do
+for f in hack/images.sh cluster/images/Dockerfile; do
 	grep -q "$image" "$f" || { echo "error: $f does not install $image" >&2; status=1; }
 done
 printf 'gateway %s\n' /usr/lib/ipsec/charon /usr/sbin/swanctl /usr/sbin/nft /usr/bin/ip /bin/sh \
