@@ -28,11 +28,12 @@ dev-down: ## Stop everything `make dev` started.
 # What git status says as make starts: make test fails when its steps
 # changed it, such as a test that wrote into the tree instead of a
 # temporary directory, .work or _output.
-TREE_AT_START := $(shell git status --porcelain --untracked-files=all 2>/dev/null | sha256sum)
+TREE_STATE = git status --porcelain --untracked-files=all 2>/dev/null | sha256sum
+TREE_AT_START := $(shell $(TREE_STATE))
 
 .PHONY: test
 test: packages check-packages tools check-generate lint test-unit test-integration test-e2e test-nodes ## Run all tests (installs the packages and builds the toolchain first).
-	@[ "$$(git status --porcelain --untracked-files=all 2>/dev/null | sha256sum)" = "$(TREE_AT_START)" ] || \
+	@[ "$$($(TREE_STATE))" = "$(TREE_AT_START)" ] || \
 		{ echo "error: make test changed the tree (a test wrote into it instead of a temporary directory, .work or _output):" >&2; git status --short >&2; exit 1; }
 
 ##@ Development

@@ -93,19 +93,11 @@ func tenantWrites(ctx context.Context, t *testing.T, sc *gophercloud.ServiceClie
 			t.Fatalf("%s as %s: %v", what, name, err)
 		}
 	}
-	undo := func(what string, err error) {
-		if err != nil {
-			t.Errorf("%s as %s: %v", what, name, err)
-		}
-	}
-	sg, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "creds-" + name}).Extract()
-	step("create a security group", err)
-	t.Cleanup(func() { undo("delete the security group", groups.Delete(context.Background(), sc, sg.ID).ExtractErr()) })
-	_, err = rules.Create(ctx, sc, rules.CreateOpts{SecGroupID: sg.ID, Direction: rules.DirIngress, EtherType: rules.EtherType4, Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500}).Extract()
-	step("create a security group rule", err)
+	sg := securityGroup(t, sc, "creds-"+name, "", rules.CreateOpts{Protocol: rules.ProtocolUDP, PortRangeMin: 500, PortRangeMax: 500})
 	p, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "creds-" + name, NetworkID: e.Fixtures.TenantNet.ID, SecurityGroups: &[]string{sg.ID}}).Extract()
 	step("create a port on tenant-net", err)
-	t.Cleanup(func() { undo("delete the port", ports.Delete(context.Background(), sc, p.ID).ExtractErr()) })
+	// After a failed step; the port is deleted below otherwise.
+	t.Cleanup(func() { _ = ports.Delete(context.Background(), sc, p.ID).ExtractErr() })
 	fip, err := floatingips.Create(ctx, sc, floatingips.CreateOpts{FloatingNetworkID: e.Fixtures.ExtNet.ID, PortID: p.ID}).Extract()
 	step("create a floating IP on the port", err)
 	step("delete the floating IP", floatingips.Delete(ctx, sc, fip.ID).ExtractErr())
@@ -114,4 +106,6 @@ func tenantWrites(ctx context.Context, t *testing.T, sc *gophercloud.ServiceClie
 	step("add an extra route", err)
 	_, err = extraroutes.Remove(ctx, sc, e.Fixtures.Router.ID, extraroutes.Opts{Routes: &route}).Extract()
 	step("remove the extra route", err)
+	step("delete the port", ports.Delete(ctx, sc, p.ID).ExtractErr())
+	step("delete the security group", groups.Delete(ctx, sc, sg.ID).ExtractErr())
 }
