@@ -73,10 +73,12 @@ log "the runbook's VM gateway: port vm-gateway holds floating IP 203.0.113.10"
 "$RUNBOOK" vm-up >"$STATE/runbook.json"
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$STATE/runbook.json" "$1"; }
 vm_port=$(field vm_port_id)
+# A run after a cutover starts the runbook over: vm-up moved the floating
+# IP back to the VM's port (the rollback), its charon answers again.
+rolled_back=$(field moved_from_port_id)
+[ "$rolled_back" = None ] || log "a run after a cutover: 203.0.113.10 moved back from port $rolled_back to the VM's (the rollback)"
 if [ "$NODE" = 1 ]; then
 	"$SITE" up
-	# A run after a cutover starts the runbook over: vm-up put the
-	# floating IP back on the VM's port, its charon answers again.
 	"$SITE" vm-start >/dev/null
 fi
 
@@ -138,6 +140,13 @@ wait_for "the claim's port" 300 claim_has '{.status.port.privateIP}'
 wait_for "the claim's gateway configuration" 120 claim_has '{.status.gateway.configHash}'
 
 gw=$(kubectl -n tenant-a get "$XR" branch-office -o jsonpath='{.status.gateway.name}')
+if [ "$rolled_back" != None ]; then
+	# The pre-stage again, as after any rollback: the binding sees the
+	# address on the VM's port, the gateway's Deployment goes to 0.
+	no_gateway_pod() { [ -z "$(kubectl -n tenant-a get pods -l "gateway.ipsecgw.io/name=$gw" -o name)" ]; }
+	wait_for "the claim's floating IP seen on the VM's port" 120 claim_is '{.status.floatingIP.attached}' false
+	wait_for "the gateway pod gone" 120 no_gateway_pod
+fi
 
 # With Neutron's real agents the node's port drops the gateway pod's
 # frames (its net1 has the gateway port's MAC and fixed IP) unless they are
@@ -150,6 +159,12 @@ if [ "${HAND_PAIRS:-0}" = 1 ] && [ "$NODE" = 1 ]; then
 fi
 
 if [ "$STOP_AT" = cutover ]; then
+	if [ "$rolled_back" != None ]; then
+		# docs/runbook.md: cutting over again after a rollback, leave 30 s
+		# after the gateway pod is gone (the qrouter's conntrack).
+		log "waiting 30 s after the gateway pod went before cutting over again (docs/runbook.md)"
+		sleep 30
+	fi
 	log "cutover: floating IP 203.0.113.10 off the VM's port, the VM's charon stopped, the claim nudged"
 	"$RUNBOOK" unset 203.0.113.10 >/dev/null
 	"$SITE" vm-stop >/dev/null
@@ -161,6 +176,10 @@ if [ "$STOP_AT" = cutover ]; then
 	wait_for "the claim's floating IP attached" 60 claim_is '{.status.floatingIP.attached}' true
 	wait_for "the claim Ready" 180 claim_is '{.status.conditions[?(@.type=="Ready")].status}' True
 	wait_for "the claim's tunnel up" 120 claim_is '{.status.gateway.tunnelsUp}' 1/1
+	# The client's side of it too: the VM's IKE SA went with its charon's
+	# DELETEs (vm-stop), so an ESTABLISHED one is the gateway pod's.
+	client_established() { "$SITE" client-sas | grep -q ', ESTABLISHED, '; }
+	wait_for "the client site's IKE SA ESTABLISHED" 60 client_established
 fi
 
 # The commands below, with this stack's settings where they are not the
@@ -172,7 +191,7 @@ cat <<MSG
 
   export KUBECONFIG=$KUBECONFIG PATH=$TOOLS_BIN:\$PATH   # kubectl and crank of the local stack's version
   kubectl get $XR -A
-  kubectl get managed                      # Synced/Ready of each composed resource
+  kubectl get managed -A                   # Synced/Ready of each composed resource
   kubectl get $GW   # the managed resource: TUNNELS, BYTES-IN, BYTES-OUT
   crank beta trace $XR branch-office -n tenant-a
   kubectl -n tenant-a get configmap $gw-config -o yaml     # the rendered swanctl.conf, for review
@@ -237,3 +256,10 @@ kubectl get "$XR" -A
 echo
 echo "\$ crank beta trace $XR branch-office -n tenant-a"
 "$TOOLS_BIN/crank" beta trace "$XR" branch-office -n tenant-a || true
+if [ "$STOP_AT" = cutover ]; then
+	# The ESTABLISHED IKE SA alone: the client's own retry can linger
+	# beside it, CONNECTING, for minutes (docs/local-stack.md).
+	echo
+	echo "The client site's ESTABLISHED IKE SA ($envs$SITE client-sas):"
+	"$SITE" client-sas | awk '/^[^ ]/ { show = /, ESTABLISHED, / } show' || true
+fi

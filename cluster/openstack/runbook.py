@@ -3,8 +3,10 @@
 
     runbook.py vm-up              the hand-built VM gateway of the runbook: a
                                   port "vm-gateway" (10.20.0.5) on tenant-net
-                                  holding floating IP 203.0.113.10; prints
-                                  {"vm_port_id", "floating_ip", ...} as JSON
+                                  holding floating IP 203.0.113.10, moved
+                                  there from any other port; prints
+                                  {"vm_port_id", "floating_ip", ...,
+                                  "moved_from_port_id"} as JSON
     runbook.py unset FIP          floating ip unset --port (cutover/rollback)
     runbook.py set FIP PORT_ID    floating ip set --port (rollback)
     runbook.py show FIP           prints the port the floating IP is on, or
@@ -68,13 +70,18 @@ def vm_up(fixtures, tenant, admin, net):
     fip = found[0] if found else admin.post(net + "/floatingips", json={"floatingip": {
         "floating_network_id": fixtures["ext_net"]["id"], "floating_ip_address": VM_FLOATING_IP,
         "project_id": fixtures["project"]["id"], "description": "the customer's floating IP"}}).json()["floatingip"]
-    if fip["port_id"] is None:
+    moved_from = None
+    if fip["port_id"] != port["id"]:
+        # On another port (a run after a cutover starts the runbook over):
+        # the rollback in one PUT, never on no port, which a cut-over
+        # binding would hold for 2 minutes as a rollback half done.
+        moved_from = fip["port_id"]
         fip = tenant.put("%s/floatingips/%s" % (net, fip["id"]),
                          json={"floatingip": {"port_id": port["id"]}}).json()["floatingip"]
     print(json.dumps({
         "vm_port_id": port["id"], "vm_fixed_ip": VM_FIXED_IP,
         "floating_ip": fip["floating_ip_address"], "floating_ip_id": fip["id"],
-        "floating_ip_port_id": fip["port_id"],
+        "floating_ip_port_id": fip["port_id"], "moved_from_port_id": moved_from,
         "network_id": fixtures["tenant_net"]["id"], "subnet_id": fixtures["tenant_subnet"]["id"],
         "ext_net_id": fixtures["ext_net"]["id"], "router_id": fixtures["router"]["id"],
     }, indent=2))

@@ -60,6 +60,43 @@ func TestLiveRunbook(t *testing.T) {
 			t.Fatalf("the runbook with the %s failed: the styles after it are not run", xr.name)
 		}
 	}
+	// make dev's own job (dev.sh cutover) on the stack the runbooks left
+	// (the floating IP on the VM's port), then once more, which starts the
+	// runbook over from that cutover.
+	t.Run("make dev", func(t *testing.T) {
+		s.mainJob(t, false)
+		s.mainJob(t, true)
+	})
+}
+
+// mainJob runs `make dev`'s job, cluster/local/dev.sh cutover, with the
+// pinned example of the stack's first style and checks that it ended as
+// the README says: the claim Ready, the floating IP on its port, the
+// client site's IKE SA ESTABLISHED (and dev.sh printing it). afterCutover
+// says that the claim was cut over before: dev.sh must roll back first.
+func (s *stack) mainJob(t *testing.T, afterCutover bool) {
+	t.Helper()
+	s.xr = composites()[0]
+	start := time.Now()
+	out := mustRun(t, append(slices.Clone(s.env), "CLAIM="+s.xr.claim), "cluster/local/dev.sh", "cutover")
+	t.Logf("dev.sh cutover (after a cutover: %t) took %s", afterCutover, time.Since(start).Round(100*time.Millisecond))
+	if rolledBack := strings.Contains(out, "a run after a cutover"); rolledBack != afterCutover {
+		t.Errorf("dev.sh rolled back first: %t, want %t", rolledBack, afterCutover)
+	}
+	c := s.get(t, s.xr.gvk, tenant, pinned)
+	if st, msg := condition(c, "Ready", "status", "conditions"); st != "True" {
+		t.Errorf("after dev.sh cutover the claim is Ready=%s: %s", st, msg)
+	}
+	if port, got := str(c, "status", "port", "id"), s.fipPort(t); got != port {
+		t.Errorf("after dev.sh cutover Neutron has the floating IP on %q, want the claim's port %s", got, port)
+	}
+	if sas := clientSAs(t, siteCharon(t, s.state, "client")); !slices.ContainsFunc(sas, topology.Up(siteConn)) {
+		t.Errorf("after dev.sh cutover the client's IKE SAs are %s, want %s up", saList(sas), siteConn)
+	}
+	if _, printed, _ := strings.Cut(out, "The client site's ESTABLISHED IKE SA"); !strings.Contains(printed, ", ESTABLISHED, ") ||
+		!strings.Contains(printed, "remote '"+s.runbook.FloatingIP+"'") {
+		t.Errorf("dev.sh did not end with the client's IKE SA with %s:\n%s", s.runbook.FloatingIP, out)
+	}
 }
 
 // liveRunbook follows the runbook with the stack's IPsecGateway (s.xr),
