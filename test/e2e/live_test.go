@@ -77,6 +77,10 @@ func TestLiveRunbook(t *testing.T) {
 func (s *stack) mainJob(t *testing.T, afterCutover bool) {
 	t.Helper()
 	s.xr = composites()[0]
+	if !afterCutover {
+		// dev.sh waits so only after its own cutover (docs/runbook.md).
+		waitSNATExpired(t, "make dev", "the last packets of the previous gateway pod", s.gatewayGone)
+	}
 	start := time.Now()
 	out := mustRun(t, append(slices.Clone(s.env), "CLAIM="+s.xr.claim), "cluster/local/dev.sh", "cutover")
 	t.Logf("dev.sh cutover (after a cutover: %t) took %s", afterCutover, time.Since(start).Round(100*time.Millisecond))
