@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
 // Exponential backoff of a failing reconcile: 1 s, doubling per failure, up
@@ -30,6 +33,14 @@ const (
 	// arrival rather than after a backoff grown to the ceiling. Each retry
 	// reads the informer cache, not the API server.
 	awaitApply = 10 * time.Second
+	// revisionConflict bounds the wait after Neutron's 412
+	// (RevisionNumberConstraintFailed: the object changed between the
+	// reconcile's read and its If-Match write), which the next read
+	// settles. A backoff grown by earlier failures would delay a step
+	// that only lost a race: a pinned binding's pre-stage grows it to
+	// the ceiling, and the PUT of its cutover can meet the L3 agent's
+	// status update of the floating IP, so the cutover waited 1 min.
+	revisionConflict = time.Second
 )
 
 // RetryWithin marks err as the state of a resource that waits for a
@@ -66,7 +77,8 @@ type retryAt interface {
 // back off exponentially (1 s doubling to 1 min), except that a failure
 // with an error of RetryWithin is retried within its bound, one whose
 // error is the API server's NotFound (a ProviderConfig or Secret not yet
-// applied) within awaitApply, and one whose
+// applied) within awaitApply, one whose error is Neutron's 412 (a write
+// that lost a race) within revisionConflict, and one whose
 // error says when to retry (a Retry-After hold or the token bucket of the
 // ProviderConfig) is retried not before then. The managed reconciler
 // returns no error for a failed reconcile, so the external clients'
@@ -149,6 +161,9 @@ func (b *backoff) note(mg resource.Managed, err error) {
 	}
 	if kerrors.IsNotFound(err) && (h.within == 0 || h.within > awaitApply) {
 		h.within = awaitApply
+	}
+	if a, ok := openstack.AsAPIError(err); ok && a.Code == http.StatusPreconditionFailed {
+		h.within = revisionConflict
 	}
 	var ra retryAt
 	if errors.As(err, &ra) {

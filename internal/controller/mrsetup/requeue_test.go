@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/google/go-cmp/cmp"
+	"github.com/gophercloud/gophercloud/v2"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,8 @@ func TestBackoff(t *testing.T) {
 		return fmt.Errorf("cannot get port p: %w", &openstack.HeldError{ProviderConfig: "pc", Hold: openstack.Hold{
 			Service: openstack.ServiceNeutron, Answer: &openstack.APIError{Code: 429}, RetryAfter: "x", At: now, Until: now.Add(d)}})
 	}
+	revisionConflict412 := fmt.Errorf("cannot associate floating IP 203.0.113.10 with port p: %w",
+		&openstack.APIError{Code: http.StatusPreconditionFailed, Type: "RevisionNumberConstraintFailed"})
 	absentPC := fmt.Errorf("cannot get ProviderConfig default: %w", kerrors.NewNotFound(schema.GroupResource{Group: "ipsecgw.io", Resource: "providerconfigs"}, "default"))
 	// A failure is one reconcile's error (nil: none that says anything),
 	// and the wait it gets: at least Min, at most Max.
@@ -74,6 +78,19 @@ func TestBackoff(t *testing.T) {
 				{Err: absentPC, Min: 10 * time.Second, Max: 10 * time.Second},
 				{Err: RetryWithin(absentPC, 8*time.Second), Min: 8 * time.Second, Max: 8 * time.Second},
 				{Err: errors.New("cannot authenticate"), Min: time.Minute, Max: time.Minute},
+			},
+			forget: -1,
+		},
+		"RevisionConflict": {
+			reason: "Neutron's 412 (a write that lost a race with another change) is retried within 1 s however often the resource failed before, wrapped as the clients wrap it or as gophercloud returns it; other errors back off as before.",
+			failures: []failure{
+				{Err: RetryWithin(errors.New("pre-stage"), 6*time.Second), Min: time.Second, Max: time.Second},
+				{Err: RetryWithin(errors.New("pre-stage"), 6*time.Second), Min: 2 * time.Second, Max: 2 * time.Second},
+				{Err: RetryWithin(errors.New("pre-stage"), 6*time.Second), Min: 4 * time.Second, Max: 4 * time.Second},
+				{Err: RetryWithin(errors.New("pre-stage"), 6*time.Second), Min: 6 * time.Second, Max: 6 * time.Second},
+				{Err: revisionConflict412, Min: time.Second, Max: time.Second},
+				{Err: gophercloud.ErrUnexpectedResponseCode{Actual: http.StatusPreconditionFailed}, Min: time.Second, Max: time.Second},
+				{Err: errors.New("boom"), Min: time.Minute, Max: time.Minute},
 			},
 			forget: -1,
 		},
