@@ -44,8 +44,9 @@ type ownNamespaced interface {
 // reconcile, so that a resolved ID follows the managed resource its
 // reference or selector names (see the networking API's references.go):
 // it clears what they resolved, resolves them again through its client
-// (the manager's cache) and saves the object, as crossplane-runtime's
-// resolver does, only when a resolved value changed. A kind without
+// (the manager's cache) and, only when a resolved value changed, applies
+// every resolved field server-side as crossplane-runtime's resolver's
+// field owner. A kind without
 // ClearResolvedReferences is resolved as crossplane-runtime does.
 type FollowingResolver struct {
 	client client.Client
@@ -64,6 +65,7 @@ func (r *FollowingResolver) ResolveReferences(ctx context.Context, mg resource.M
 	}
 	existing := mg.DeepCopyObject().(resource.Managed)
 	rr.ClearResolvedReferences()
+	cleared := mg.DeepCopyObject().(resource.Managed)
 	if err := rr.ResolveReferences(ctx, r.client); err != nil {
 		return fmt.Errorf("%s: %w", errResolveReferences, err)
 	}
@@ -77,22 +79,30 @@ func (r *FollowingResolver) ResolveReferences(ctx context.Context, mg resource.M
 	if err != nil {
 		return fmt.Errorf("%s: %w", errPatchReferences, err)
 	}
-	patch, err := changedFields(existing, mg, gvk)
+	// Every field resolution filled in, not only those that changed: an
+	// apply patch is the whole set of fields its owner wants, and a field
+	// the resolver owned but left out is removed. crossplane-runtime's
+	// resolver sends only the changed fields, which is harmless when a
+	// reference is resolved once; resolved again, a new port ID alone
+	// removed the portIdRef the selector had chosen, the next resolution's
+	// portIdRef alone removed the port ID, and so on, several writes a
+	// second for ever (issue 29).
+	patch, err := resolvedFields(cleared, mg, gvk)
 	if err != nil {
 		return fmt.Errorf("%s: %w", errPatchReferences, err)
 	}
-	// Only what resolution changed, applied server-side as the
-	// resolver's field owner, as crossplane-runtime's resolver does.
 	if err := r.client.Patch(ctx, mg, client.RawPatch(types.ApplyPatchType, patch), client.FieldOwner(referenceFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("%s: %w", errPatchReferences, err)
 	}
 	return nil
 }
 
-// changedFields returns a JSON merge patch from existing to resolved that
-// names resolved's kind (an apply patch must).
-func changedFields(existing, resolved client.Object, gvk schema.GroupVersionKind) ([]byte, error) {
-	e := existing.DeepCopyObject().(client.Object)
+// resolvedFields returns the fields resolution set in resolved, as a JSON
+// merge patch from cleared (resolved before resolution, its resolved
+// fields cleared) to resolved, naming resolved's kind (an apply patch
+// must).
+func resolvedFields(cleared, resolved client.Object, gvk schema.GroupVersionKind) ([]byte, error) {
+	e := cleared.DeepCopyObject().(client.Object)
 	e.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	r := resolved.DeepCopyObject().(client.Object)
 	r.GetObjectKind().SetGroupVersionKind(gvk)

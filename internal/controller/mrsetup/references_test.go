@@ -71,7 +71,7 @@ func TestFollowingResolver(t *testing.T) {
 		want   want
 	}{
 		"StaleByReference": {
-			reason: "A port ID resolved before from the Port a reference names follows that Port's current external name, and only the changed field is saved.",
+			reason: "A port ID resolved before from the Port a reference names follows that Port's current external name, and the apply patch holds the field the reference resolves.",
 			mg:     binding(v1alpha1.FloatingIPBindingParameters{PortID: ptr.To("old-id"), PortIDRef: &xpv2.Reference{Name: "port-b"}}),
 			want: want{Patch: `{"apiVersion":"networking.ipsecgw.io/v1alpha1","kind":"FloatingIPBinding","spec":{"forProvider":{"portId":"new-id"}}}`,
 				PortID: ptr.To("new-id"), Ref: &xpv2.Reference{Name: "port-b"}},
@@ -79,6 +79,13 @@ func TestFollowingResolver(t *testing.T) {
 		"StaleBySelector": {
 			reason: "A binding whose selector chose a Port that is gone chooses again among the Ports of its controller (a Port composed again has a new name) and takes its ID.",
 			mg: binding(v1alpha1.FloatingIPBindingParameters{PortID: ptr.To("old-id"), PortIDRef: &xpv2.Reference{Name: "port-a"},
+				PortIDSelector: &xpv2.Selector{MatchControllerRef: ptr.To(true)}}),
+			want: want{Patch: `{"apiVersion":"networking.ipsecgw.io/v1alpha1","kind":"FloatingIPBinding","spec":{"forProvider":{"portId":"new-id","portIdRef":{"name":"port-b"}}}}`,
+				PortID: ptr.To("new-id"), Ref: &xpv2.Reference{Name: "port-b"}},
+		},
+		"SelectedPortNewID": {
+			reason: "A Port its selector chose that has a new Neutron port (deleted out of band and made again) gives the binding its new ID, and the apply patch holds every field the selection sets: an apply that leaves out a field its owner owned removes it, so the new ID alone would remove the chosen portIdRef.",
+			mg: binding(v1alpha1.FloatingIPBindingParameters{PortID: ptr.To("old-id"), PortIDRef: &xpv2.Reference{Name: "port-b"},
 				PortIDSelector: &xpv2.Selector{MatchControllerRef: ptr.To(true)}}),
 			want: want{Patch: `{"apiVersion":"networking.ipsecgw.io/v1alpha1","kind":"FloatingIPBinding","spec":{"forProvider":{"portId":"new-id","portIdRef":{"name":"port-b"}}}}`,
 				PortID: ptr.To("new-id"), Ref: &xpv2.Reference{Name: "port-b"}},

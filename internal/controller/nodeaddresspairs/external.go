@@ -66,16 +66,17 @@ func created(mg *v1alpha1.NodeAddressPairs) bool {
 	return en != "" && (en != mg.GetName() || en == ptr.Deref(mg.Spec.ForProvider.PortID, ""))
 }
 
-// Observe reads the gateway's port, the selected Nodes and the ports of the
-// gateway's network (three requests: one GET, one Node list, one port list
-// filtered by network), and plans each node port's change (see plan). The
-// resource exists once Create has run; while it is being deleted, only as
-// long as a port holds one of its pairs. It is up to date when no port
-// needs a change. status.atProvider.nodePorts records the pairs of this
-// resource the ports hold; Ready is True when every selected node's port
-// holds every pair. portId follows the Port it references: a gateway port
-// made anew on the same network moves the pairs to its address and MAC
-// (the old ones are in the record); one on another network is refused.
+// Observe reads the gateway's port and the ports of its network (see
+// ports: one port list at rest) and the selected Nodes (from the cache),
+// and plans each node port's change (see plan). The resource exists once
+// Create has run; while it is being deleted, only as long as a port holds
+// one of its pairs. It is up to date when no port needs a change.
+// status.atProvider.nodePorts records the pairs of this resource the ports
+// hold; Ready is True when every selected node's port holds every pair.
+// portId follows the Port it references: a gateway port made anew on the
+// same network moves the pairs to its address and MAC (the old ones are in
+// the record) and the external name to the new port; one on another
+// network is refused.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (managed.ExternalObservation, error) {
 	if !created(mg) {
 		// Create has not run, so no pair was added (Update adds them).
@@ -87,12 +88,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 		// Deleted while its reference no longer resolves.
 		id = meta.GetExternalName(mg)
 	}
-	gw, err := e.gatewayPort(ctx, id)
+	gw, netPorts, err := e.ports(ctx, id, mg, deleting)
 	if err != nil {
 		return managed.ExternalObservation{}, err
-	}
-	if was := mg.Status.AtProvider.NetworkID; gw != nil && !deleting && was != "" && gw.NetworkID != was && len(mg.Status.AtProvider.NodePorts) > 0 {
-		return managed.ExternalObservation{}, fmt.Errorf(errNetworkMoved, id, gw.NetworkID, was, was)
 	}
 	var want []pair
 	var tg []target
@@ -104,10 +102,6 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 		}
 	}
 	obs := v1alpha1.NodeAddressPairsObservation{NetworkID: networkOf(gw, mg)}
-	netPorts, err := e.networkPorts(ctx, obs.NetworkID)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
 	changes, unmapped := plan(want, tg, netPorts, mg.Status.AtProvider.NodePorts)
 	e.observed = changes
 	diff := summarize(changes, &obs)
@@ -120,7 +114,49 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.NodeAddressPairs) (
 		gone = id
 	}
 	setReady(mg, problems, unmapped, obs.NetworkID, gone, diff)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(diff) == 0, Diff: strings.Join(diff, "; ")}, nil
+	// The external name follows the gateway's port, so that it names no
+	// port Neutron has deleted; the reconciler saves it.
+	followed := gw != nil && meta.GetExternalName(mg) != gw.ID
+	if followed {
+		meta.SetExternalName(mg, gw.ID)
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(diff) == 0, Diff: strings.Join(diff, "; "),
+		ResourceLateInitialized: followed}, nil
+}
+
+// ports reads the gateway's port id (nil when it is gone) and the ports of
+// the network whose ports hold the pairs. At rest that is one request: the
+// network recorded in status is listed, and its ports include the
+// gateway's. A gateway port missing from that list (gone, or made anew on
+// another network) is read by ID, and a network not yet recorded (the
+// first Observe) or new is listed after it: two or three requests, once.
+// A gateway port on another network than the pairs this resource added is
+// refused, as the pairs cannot move between networks.
+func (e *external) ports(ctx context.Context, id string, mg *v1alpha1.NodeAddressPairs, deleting bool) (*neutronPort, []neutronPort, error) {
+	was := mg.Status.AtProvider.NetworkID
+	var netPorts []neutronPort
+	if was != "" {
+		var err error
+		if netPorts, err = e.networkPorts(ctx, was); err != nil {
+			return nil, nil, err
+		}
+		for i := range netPorts {
+			if netPorts[i].ID == id {
+				return &netPorts[i], netPorts, nil
+			}
+		}
+	}
+	gw, err := e.gatewayPort(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if gw != nil && !deleting && was != "" && gw.NetworkID != was && len(mg.Status.AtProvider.NodePorts) > 0 {
+		return nil, nil, fmt.Errorf(errNetworkMoved, id, gw.NetworkID, was, was)
+	}
+	if network := networkOf(gw, mg); network != was {
+		netPorts, err = e.networkPorts(ctx, network)
+	}
+	return gw, netPorts, err
 }
 
 // summarize records in obs the pairs of this resource each node port holds

@@ -34,6 +34,23 @@ const (
 	vip    = `{"ip_address":"10.20.0.222","mac_address":"fa:16:3e:00:00:01"}`
 )
 
+// oldGW is a gateway port Neutron deleted, whose pair a node port still
+// holds.
+const (
+	oldGW   = "7d9a7a8e-0000-4000-8000-0000000000ff"
+	oldMAC  = "fa:16:3e:aa:bb:00"
+	oldPair = `{"ip_address":"10.20.0.49","mac_address":"fa:16:3e:aa:bb:00"}`
+)
+
+var oldIP = v1alpha1.ObservedAddressPair{IPAddress: "10.20.0.49", MACAddress: oldMAC}
+
+// gwListed is the gateway's port as the list of its network's ports has it.
+var gwListed = `{"id":"` + gwID + `","network_id":"` + netID + `","mac_address":"FA:16:3E:AA:BB:CC","fixed_ips":[{"ip_address":"10.20.0.50"}]}`
+
+// recorded records the network of the pairs in status, as every Observe
+// after the first finds it.
+func recorded(mg *v1alpha1.NodeAddressPairs) { mg.Status.AtProvider.NetworkID = netID }
+
 var gwPort = `{"port":{"id":"` + gwID + `","network_id":"` + netID + `","mac_address":"FA:16:3E:AA:BB:CC","fixed_ips":[{"ip_address":"10.20.0.50"}]}}`
 
 // nodePort is a node's port on the network with pairs and revision 7.
@@ -117,6 +134,8 @@ func TestReconcile(t *testing.T) {
 		ready   string
 		err     string
 		message string
+		// en is the external name after Observe: gwID when empty.
+		en string
 	}
 	cases := map[string]struct {
 		reason  string
@@ -149,18 +168,38 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		"UpToDate": {
-			reason: "Ports holding every pair need no write: one GET, one Node list, one port list; Ready.",
-			mg:     nap(owned("a", portA, oursIP, oursCIDR)),
+			reason: "At rest (the network recorded) ports holding every pair need no write and one Neutron request: the list of the network's ports, which holds the gateway's port too; Ready.",
+			mg:     nap(owned("a", portA, oursIP, oursCIDR), recorded),
 			nodes:  []*corev1.Node{node("a", provA, gw)},
 			replies: map[string]neutrontest.Reply{
-				getGW: {Code: http.StatusOK, Body: gwPort},
-				list:  netPorts(nodePort(portA, instA, true, gwPair, cidr)),
+				list: netPorts(gwListed, nodePort(portA, instA, true, gwPair, cidr)),
 			},
 			want: want{
 				obs:    managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-				seen:   []string{getGW, list},
+				seen:   []string{list},
 				status: v1alpha1.NodeAddressPairsObservation{NetworkID: netID, Nodes: 1, NodePorts: []v1alpha1.NodePortPairs{{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursIP, oursCIDR}}}},
 				ready:  "True",
+			},
+		},
+		"GatewayPortMadeAnew": {
+			reason: "A gateway port deleted out of band and made anew on the same network (portId followed the Port) is found in the one port list: the pairs move to its address and MAC, the old ones go, and the external name follows to the new port for the reconciler to save.",
+			mg: nap(owned("a", portA, oldIP), recorded, func(mg *v1alpha1.NodeAddressPairs) {
+				mg.Spec.ForProvider.CIDRs = nil
+				meta.SetExternalName(mg, oldGW)
+			}),
+			nodes: []*corev1.Node{node("a", provA, gw)},
+			replies: map[string]neutrontest.Reply{
+				list: netPorts(gwListed, nodePort(portA, instA, true, oldPair)),
+				putA: ok,
+			},
+			want: want{
+				obs: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
+					Diff: "node a port " + portA + ": add [10.20.0.50@" + gwMAC + "] remove [10.20.0.49@" + oldMAC + "]"},
+				seen:   []string{list, putA + ` If-Match=revision_number=7 {"port":{"allowed_address_pairs":[` + gwPair + `]}}`},
+				status: v1alpha1.NodeAddressPairsObservation{NetworkID: netID, NodePorts: []v1alpha1.NodePortPairs{{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oursIP}}}},
+				saved:  []v1alpha1.NodePortPairs{{Node: "a", PortID: portA, Pairs: []v1alpha1.ObservedAddressPair{oldIP, oursIP}}},
+				ready:  "False",
+				en:     gwID,
 			},
 		},
 		"ForeignEqualPairStaysForeign": {
@@ -230,10 +269,8 @@ func TestReconcile(t *testing.T) {
 		},
 		"GatewayPortGone": {
 			reason: "When the gateway's port is gone, its pairs are removed from the ports of the network recorded in status, and Ready says why.",
-			mg: nap(owned("a", portA, oursIP), func(mg *v1alpha1.NodeAddressPairs) {
-				mg.Status.AtProvider.NetworkID = netID
-			}),
-			nodes: []*corev1.Node{node("a", provA, gw)},
+			mg:     nap(owned("a", portA, oursIP), recorded),
+			nodes:  []*corev1.Node{node("a", provA, gw)},
 			replies: map[string]neutrontest.Reply{
 				getGW: {Code: http.StatusNotFound, Body: neutrontest.Error("PortNotFound", "Port could not be found.")},
 				list:  netPorts(nodePort(portA, instA, true, gwPair)),
@@ -241,7 +278,7 @@ func TestReconcile(t *testing.T) {
 			},
 			want: want{
 				obs:     managed.ExternalObservation{ResourceExists: true, Diff: "node a port " + portA + ": add [] remove [10.20.0.50@" + gwMAC + "]"},
-				seen:    []string{getGW, list, putA + ` If-Match=revision_number=7 {"port":{"allowed_address_pairs":[]}}`},
+				seen:    []string{list, getGW, putA + ` If-Match=revision_number=7 {"port":{"allowed_address_pairs":[]}}`},
 				status:  v1alpha1.NodeAddressPairsObservation{NetworkID: netID},
 				ready:   "False",
 				message: "the gateway's Neutron port " + gwID + " (spec.forProvider.portId) is gone: its pairs are being removed",
@@ -325,6 +362,13 @@ func TestReconcile(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.obs, obs); diff != "" {
 				t.Errorf("%s\nObserve (-want +got):\n%s", tc.reason, diff)
+			}
+			en := tc.want.en
+			if en == "" {
+				en = gwID
+			}
+			if diff := cmp.Diff(en, meta.GetExternalName(tc.mg)); diff != "" {
+				t.Errorf("%s\nexternal name after Observe (-want +got):\n%s", tc.reason, diff)
 			}
 			ready := tc.mg.GetCondition(xpv2.TypeReady)
 			if tc.mg.GetDeletionTimestamp() != nil {
@@ -419,14 +463,17 @@ func TestCreateAndRefusals(t *testing.T) {
 				mg.Spec.ForProvider.PortID = ptr.To(other)
 				mg.Status.AtProvider.NetworkID = netID
 			}),
-			replies: map[string]neutrontest.Reply{"GET /ports/" + other: {Code: http.StatusOK, Body: `{"port":{"id":"` + other + `","network_id":"` + other + `","mac_address":"fa:16:3e:00:00:09"}}`}},
+			replies: map[string]neutrontest.Reply{
+				"GET /ports?network_id=" + netID: netPorts(nodePort(portA, instA, true, gwPair)),
+				"GET /ports/" + other:            {Code: http.StatusOK, Body: `{"port":{"id":"` + other + `","network_id":"` + other + `","mac_address":"fa:16:3e:00:00:09"}}`},
+			},
 			step: func(e *external, mg *v1alpha1.NodeAddressPairs) error {
 				_, err := e.Observe(context.Background(), mg)
 				return err
 			},
 			wantEN: gwID,
 			err:    "cannot move pairs between networks: the gateway's Neutron port " + other + " (spec.forProvider.portId) is on network " + other + ", the pairs this resource added on network " + netID + "; give it a port on " + netID + ", or delete this resource (which removes its pairs) and create a new one",
-			seen:   []string{"GET /ports/" + other},
+			seen:   []string{"GET /ports?network_id=" + netID, "GET /ports/" + other},
 		},
 	}
 	for name, tc := range cases {
