@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,31 +42,10 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 	sc := neutron(t, e)
 	id := fmt.Sprint(os.Getpid())
 	selector := map[string]string{"itest-composed-" + id: "gateway"}
-	xr := &function.XIPsecGateway{
-		Metadata: function.Metadata{Name: "cnap-" + id},
-		Spec: function.XIPsecGatewaySpec{
-			ClaimRef:           &function.ClaimReference{Namespace: "tenant-a", Name: "cnap-" + id},
-			ProviderConfigName: e.ProviderConfig,
-			Endpoint:           function.Endpoint{FloatingNetworkID: e.Fixtures.ExtNet.ID},
-			Network:            function.Network{NetworkID: e.Fixtures.TenantNet.ID, SubnetID: e.Fixtures.TenantSub.ID},
-			Mode:               gwv1alpha1.ModeRouted,
-			Routed:             &function.Routed{RouterID: e.Fixtures.Router.ID, ClientSubnets: []string{"192.168.60.0/24", "192.168.61.0/24"}},
-			NodeSelector:       selector,
-		},
-	}
-	objs, warnings := function.Compose(xr, function.Observed{})
-	if len(warnings) > 0 {
-		t.Fatalf("compose: %v", warnings)
-	}
-	owner := []metav1.OwnerReference{{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: xr.Metadata.Name,
-		UID: uuid.NewUUID(), Controller: ptr.To(true)}}
+	objs := composeRouted(t, e, "cnap-"+id, selector)
 	sg := objs[function.SecurityGroupName].(*netv1alpha1.SecurityGroup)
 	gw := objs[function.PortName].(*netv1alpha1.Port)
 	pairs := objs[function.NodePairsName].(*netv1alpha1.NodeAddressPairs)
-	for n, o := range map[string]client.Object{"sg": sg, "port": gw, "pairs": pairs} {
-		o.SetName("cnap-" + id + "-" + n)
-		o.SetOwnerReferences(owner)
-	}
 
 	// Three node VMs' ports on the tenant network: a and b run on
 	// selected nodes, c on a node the selector leaves out; b's port has
@@ -82,20 +62,12 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 		selected bool
 		pairs    []ports.AddressPair
 	}{{"a", true, nil}, {"b", true, []ports.AddressPair{foreign}}, {"c", false, nil}} {
-		inst := string(uuid.NewUUID())
-		p, err := ports.Create(ctx, sc, ports.CreateOpts{Name: "cnap-node-" + n.name + "-" + id, NetworkID: e.Fixtures.TenantNet.ID,
-			DeviceID: inst, AllowedAddressPairs: n.pairs}).Extract()
-		if err != nil {
-			t.Fatal(err)
+		labels := selector
+		if !n.selected {
+			labels = nil
 		}
-		t.Cleanup(func() { _ = ports.Delete(context.Background(), sc, p.ID).ExtractErr() })
-		k := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cnap-" + n.name + "-" + id}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + inst}}
-		if n.selected {
-			k.Labels = selector
-		}
-		create(t, k)
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), k) })
-		nodes = append(nodes, node{name: k.Name, port: p.ID, selected: n.selected})
+		k, port := nodeVM(t, e, sc, "cnap-"+n.name+"-"+id, labels, n.pairs...)
+		nodes = append(nodes, node{name: k, port: port, selected: n.selected})
 	}
 
 	startProvider(t, allControllers(ipsecctrl.Dependencies{OpenStack: e.Clients}))
@@ -177,4 +149,60 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 			t.Errorf("after the claim's resources are deleted, node %s: %v", n.name, err)
 		}
 	}
+}
+
+// composeRouted returns what the function composes for a routed claim
+// name with an allocated floating IP and a nodeSelector selector on e's
+// fixtures (function.Compose: SecurityGroup, Port, FloatingIPBinding,
+// RouterRoutes, NodeAddressPairs and Gateway by their composition names),
+// each named name-<its name> and controlled by a stand-in composite of
+// that name, as Crossplane makes them.
+func composeRouted(t *testing.T, e *openStackEnv, name string, selector map[string]string) map[string]client.Object {
+	t.Helper()
+	xr := &function.XIPsecGateway{
+		Metadata: function.Metadata{Name: name},
+		Spec: function.XIPsecGatewaySpec{
+			ClaimRef:           &function.ClaimReference{Namespace: "tenant-a", Name: name},
+			ProviderConfigName: e.ProviderConfig,
+			Endpoint:           function.Endpoint{FloatingNetworkID: e.Fixtures.ExtNet.ID},
+			Network:            function.Network{NetworkID: e.Fixtures.TenantNet.ID, SubnetID: e.Fixtures.TenantSub.ID},
+			Mode:               gwv1alpha1.ModeRouted,
+			Routed:             &function.Routed{RouterID: e.Fixtures.Router.ID, ClientSubnets: []string{"192.168.60.0/24", "192.168.61.0/24"}},
+			NodeSelector:       selector,
+		},
+	}
+	objs, warnings := function.Compose(xr, function.Observed{})
+	if len(warnings) > 0 {
+		t.Fatalf("compose: %v", warnings)
+	}
+	owner := []metav1.OwnerReference{{APIVersion: "vpn.ipsecgw.io/v1alpha1", Kind: "XIPsecGateway", Name: xr.Metadata.Name,
+		UID: uuid.NewUUID(), Controller: ptr.To(true)}}
+	out := map[string]client.Object{}
+	for n, o := range objs {
+		mg := o.(client.Object)
+		mg.SetName(name + "-" + n)
+		mg.SetOwnerReferences(owner)
+		out[n] = mg
+	}
+	return out
+}
+
+// nodeVM makes a node VM's port on e's tenant network (with the allowed
+// address pairs pairs) and its Node name with labels, mapped to the port
+// by spec.providerID and device_id as the OpenStack cloud provider and
+// Nova do; both go when t ends. It returns the Node's name and the port's
+// ID.
+func nodeVM(t *testing.T, e *openStackEnv, sc *gophercloud.ServiceClient, name string, labels map[string]string, pairs ...ports.AddressPair) (string, string) {
+	t.Helper()
+	inst := string(uuid.NewUUID())
+	p, err := ports.Create(context.Background(), sc, ports.CreateOpts{Name: name, NetworkID: e.Fixtures.TenantNet.ID,
+		DeviceID: inst, AllowedAddressPairs: pairs}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ports.Delete(context.Background(), sc, p.ID).ExtractErr() })
+	k := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "openstack:///" + inst}}
+	create(t, k)
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), k) })
+	return k.Name, p.ID
 }
