@@ -149,6 +149,12 @@ func TestFromProviderConfig(t *testing.T) {
 			pc:      pc(nil),
 			want:    want{err: `ProviderConfig default: Secret crossplane-system/openstack has no key "clouds.yaml" holding the clouds.yaml (keys present: ca.crt, clouds.yml): add the key or fix secretRef.key`},
 		},
+		"KeyEmpty": {
+			reason:  "A Secret whose clouds.yaml key is there but empty says so, not that the key is missing (issue 29).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": ""}},
+			pc:      pc(nil),
+			want:    want{err: `ProviderConfig default: Secret crossplane-system/openstack has the key "clouds.yaml" for the clouds.yaml, but its value is empty: write the clouds.yaml into it or fix secretRef.key`},
+		},
 		"Malformed": {
 			reason:  "Malformed YAML names the Secret and key and says where the document breaks.",
 			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": "clouds:\n  lab:\n    auth: [\n"}},
