@@ -164,7 +164,9 @@ const (
 )
 
 // Messages of authMethod: each names the auth_type, the field to add and
-// where to find it.
+// where to find it. gosec's G101 takes their names for credentials.
+//
+//nolint:gosec // G101: messages that name clouds.yaml's fields, no credentials
 const (
 	errAuthType = "auth_type %q is not supported: use v3applicationcredential (an application credential), " +
 		"v3password or password (a user's password), v3token or token (a token), or leave auth_type out (a password, " +
@@ -205,30 +207,10 @@ func authMethod(authType string, a *gophercloud.AuthOptions) error {
 	switch method {
 	case authV3AppCredential:
 		a.Password, a.TokenID = "", ""
-		switch {
-		case a.ApplicationCredentialSecret == "":
-			return fmt.Errorf(errAppCredSecret, shown)
-		case a.ApplicationCredentialID != "":
-			return nil
-		case a.ApplicationCredentialName == "":
-			return fmt.Errorf(errAppCredWhich, shown)
-		case a.UserID == "" && (a.Username == "" || a.DomainID == "" && a.DomainName == ""):
-			return fmt.Errorf(errAppCredUser, shown, a.ApplicationCredentialName)
-		}
-		return nil
+		return appCredential(shown, a)
 	case authPassword, authV3Password:
 		a.TokenID, a.ApplicationCredentialID, a.ApplicationCredentialName, a.ApplicationCredentialSecret = "", "", "", ""
-		switch {
-		case a.Password == "":
-			return fmt.Errorf(errPassword, shown)
-		case a.Username == "" && a.UserID == "":
-			return fmt.Errorf(errPasswordUser, shown)
-		case a.Username != "" && a.UserID != "":
-			return fmt.Errorf(errUserBoth, shown)
-		case a.Username != "" && a.DomainID == "" && a.DomainName == "":
-			return fmt.Errorf(errUserDomain, shown, a.Username)
-		}
-		return nil
+		return password(shown, a)
 	case authToken, authV3Token:
 		// gophercloud refuses a token beside a user or the user's domain.
 		a.Password, a.Username, a.UserID, a.DomainID, a.DomainName = "", "", "", "", ""
@@ -239,6 +221,41 @@ func authMethod(authType string, a *gophercloud.AuthOptions) error {
 		return nil
 	}
 	return fmt.Errorf(errAuthType, authType)
+}
+
+// appCredential checks an application credential's fields: its secret,
+// and its ID or its name with the user who owns it (by ID, or by name with
+// the user's domain), as Keystone finds a credential. shown is the
+// auth_type for the messages.
+func appCredential(shown string, a *gophercloud.AuthOptions) error {
+	switch {
+	case a.ApplicationCredentialSecret == "":
+		return fmt.Errorf(errAppCredSecret, shown)
+	case a.ApplicationCredentialID != "":
+		return nil
+	case a.ApplicationCredentialName == "":
+		return fmt.Errorf(errAppCredWhich, shown)
+	case a.UserID == "" && (a.Username == "" || a.DomainID == "" && a.DomainName == ""):
+		return fmt.Errorf(errAppCredUser, shown, a.ApplicationCredentialName)
+	}
+	return nil
+}
+
+// password checks a password cloud's fields: the password and one user, by
+// ID or by name with the user's domain. shown is the auth_type for the
+// messages.
+func password(shown string, a *gophercloud.AuthOptions) error {
+	switch {
+	case a.Password == "":
+		return fmt.Errorf(errPassword, shown)
+	case a.Username == "" && a.UserID == "":
+		return fmt.Errorf(errPasswordUser, shown)
+	case a.Username != "" && a.UserID != "":
+		return fmt.Errorf(errUserBoth, shown)
+	case a.Username != "" && a.DomainID == "" && a.DomainName == "":
+		return fmt.Errorf(errUserDomain, shown, a.Username)
+	}
+	return nil
 }
 
 // cloudNames lists cloud names, quoted and sorted, or "none".
