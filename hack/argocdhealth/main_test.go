@@ -51,9 +51,8 @@ type health struct {
 func TestHealth(t *testing.T) {
 	scripts := generatedScripts(t)
 	const (
-		vmPort     = "c25f2f28-ccfc-4664-b33d-d005ac9813c3"
 		gwPort     = "42d94d0e-a2e7-498d-8e48-3e9b7147839c"
-		notOnPort  = "update failed: floating IP 203.0.113.10 is associated with port " + vmPort + ", not " + gwPort + ": disassociate it there first (runbook: cutover)"
+		notOnPort  = "update failed: floating IP 203.0.113.10 is associated with another port, not this binding's port " + gwPort + ": disassociate it there first (runbook: cutover, openstack floating ip unset --port 203.0.113.10), or pin another address"
 		preStaged  = "spec.forProvider.active is false: configuration is rendered, the Deployment runs 0 replicas"
 		podUnready = "the gateway pod is not ready (0 of 1 replicas ready)"
 		celError   = `cannot update managed resource: Gateway.gateway.ipsecgw.io "routed-branch-q2xj2-e1c814eee616" is invalid: spec.forProvider: Invalid value: "object": no such key: exposures evaluating rule: exposures and reverseExposures are for mode nat; in mode routed the tenant network reaches client subnets directly`

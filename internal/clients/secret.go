@@ -20,8 +20,9 @@ import (
 // words what the key should hold (for example "clouds.yaml") and is used in
 // errors. It returns an error that names the Secret when the Secret cannot be
 // read or does not exist (then one that unwraps to the API server's
-// NotFound), and one that names the missing key and lists the keys the
-// Secret does have when the key is absent or empty.
+// NotFound), one that names the missing key and lists the keys the Secret
+// does have (their names, never their values) when the key is absent, and
+// one that says the key is there but empty when it is.
 func SecretKey(ctx context.Context, c client.Reader, sel xpv2.SecretKeySelector, what string) ([]byte, error) {
 	s := &corev1.Secret{}
 	nn := types.NamespacedName{Namespace: sel.Namespace, Name: sel.Name}
@@ -32,7 +33,11 @@ func SecretKey(ctx context.Context, c client.Reader, sel xpv2.SecretKeySelector,
 		return nil, fmt.Errorf("cannot get Secret %s with the %s: %w", nn, what, err)
 	}
 	v, ok := s.Data[sel.Key]
-	if !ok || len(v) == 0 {
+	if ok && len(v) == 0 {
+		return nil, fmt.Errorf("Secret %s has the key %q for the %s, but its value is empty: write the %s into it or fix secretRef.key", //nolint:staticcheck // ST1005: it starts with the kind's name
+			nn, sel.Key, what, what)
+	}
+	if !ok {
 		keys := make([]string, 0, len(s.Data))
 		for k := range s.Data {
 			keys = append(keys, k)

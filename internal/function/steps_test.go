@@ -15,7 +15,7 @@ func TestStepsReady(t *testing.T) {
 	readySG := "{apiVersion: networking.ipsecgw.io/v1alpha1, kind: SecurityGroup, metadata: {name: gw-sg}, status: {conditions: " + readyCondition(true) + "}}"
 	readyGateway := "{apiVersion: gateway.ipsecgw.io/v1alpha1, kind: Gateway, metadata: {name: gw-g}, status: {conditions: " + readyCondition(true) + "}}"
 	heldElsewhere := `{apiVersion: networking.ipsecgw.io/v1alpha1, kind: FloatingIPBinding, metadata: {name: gw-f}, status: {conditions: [` +
-		`{type: Synced, status: "False", reason: ReconcileError, message: "floating IP 203.0.113.10 is associated with port vm-1, not with this binding's port: unset it there first"}]}}`
+		`{type: Synced, status: "False", reason: ReconcileError, message: "floating IP 203.0.113.10 is associated with another port, not this binding's port gw-1: disassociate it there first"}]}}`
 	type want struct {
 		status          fnv1.Status
 		reason, message string
@@ -37,7 +37,7 @@ func TestStepsReady(t *testing.T) {
 			composed: composed,
 			observed: map[string]string{SecurityGroupName: readySG, PortName: observedPort, FloatingIPName: heldElsewhere},
 			want: want{fnv1.Status_STATUS_CONDITION_FALSE, "FloatingIPFailed",
-				"step floatingIP (FloatingIPBinding gw-f): Synced ReconcileError: floating IP 203.0.113.10 is associated with port vm-1, not with this binding's port: unset it there first"},
+				"step floatingIP (FloatingIPBinding gw-f): Synced ReconcileError: floating IP 203.0.113.10 is associated with another port, not this binding's port gw-1: disassociate it there first"},
 		},
 		"PortOutsideSubnet": {
 			reason:   "A port Neutron refuses fails the port step, before the steps after it.",

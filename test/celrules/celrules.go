@@ -6,12 +6,21 @@
 // x.f passes when the same rule tests has(x.f) anywhere, so a has() in the
 // wrong place still passes; the integration tests' variants of minimal
 // objects prove the rules at the API server.
+//
+// It also finds the string fields that a rule parses with cidr() or ip()
+// without an isCIDR() or isIP() of the same field in the rule: such a rule
+// fails at run time on a malformed value ("network address parse error
+// … evaluating rule: <another rule's message>"), and the API server shows
+// that before the field's own message (issue 29: 10.20.0.0/33 in a
+// tenantSubnets entry). This check is syntactic too; the admission tests
+// of malformed CIDRs prove that only the field's own message appears.
 package celrules
 
 import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -19,27 +28,41 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// A Finding is a read of an optional field without has().
+// A Finding is a read of an optional field without has(), or a parse of a
+// field without its isCIDR() or isIP().
 type Finding struct {
 	// Path of the schema node the rule is on, such as
 	// "spec.forProvider.tunnels[*]".
 	Path string
 	// Rule as written.
 	Rule string
-	// Read is the unguarded read, such as "self.mobike".
+	// Read is the unguarded read, such as "self.mobike", or parse, such
+	// as "cidr(s)".
 	Read string
 }
 
 // String says where the rule is, the rule and the read.
 func (f Finding) String() string {
+	if fn, _, ok := strings.Cut(f.Read, "("); ok && parsers[fn] != "" {
+		return fmt.Sprintf("%s: rule %q parses %s without %s() of it", f.Path, f.Rule, f.Read, parsers[fn])
+	}
 	return fmt.Sprintf("%s: rule %q reads %s without has()", f.Path, f.Rule, f.Read)
 }
+
+// parsers are the functions of the Kubernetes CEL library that fail on a
+// malformed string, each with the function that tells one.
+var parsers = map[string]string{"cidr": "isCIDR", "ip": "isIP"}
+
+// checks are the functions that tell a malformed string, each with the
+// parser it guards.
+var checks = map[string]string{"isCIDR": "cidr", "isIP": "ip"}
 
 // Unguarded returns every read of an optional field (one its object does
 // not list as required; a default does not count, since an object the
 // rule sees need not have been defaulted) without a has() of it in the same
-// rule, in every rule at or under s, whose path is at. It returns an error
-// for a rule that does not parse.
+// rule, and every cidr() or ip() of a field or variable without an isCIDR()
+// or isIP() of it in the same rule, in every rule at or under s, whose path
+// is at. It returns an error for a rule that does not parse.
 func Unguarded(s *extv1.JSONSchemaProps, at string) ([]Finding, error) {
 	var out []Finding
 	var walk func(s *extv1.JSONSchemaProps, path string) error
@@ -107,7 +130,8 @@ func unguarded(s *extv1.JSONSchemaProps, rule string) ([]string, error) {
 }
 
 // walker collects the reads of optional fields and the has() tests of a
-// rule, each as its path ("self.tunnels", "t.startAction").
+// rule, each as its path ("self.tunnels", "t.startAction"), and the parses
+// and their checks, each as the parse ("cidr(s)").
 type walker struct {
 	reads  []string
 	guards map[string]bool
@@ -156,6 +180,16 @@ func (w *walker) walk(e ast.Expr, env map[string]*extv1.JSONSchemaProps) *extv1.
 		return nil
 	case ast.CallKind:
 		call := e.AsCall()
+		if args := call.Args(); !call.IsMemberFunction() && len(args) == 1 {
+			if p := path(args[0]); p != "" {
+				if parsers[call.FunctionName()] != "" {
+					w.reads = append(w.reads, call.FunctionName()+"("+p+")")
+				}
+				if fn := checks[call.FunctionName()]; fn != "" {
+					w.guards[fn+"("+p+")"] = true
+				}
+			}
+		}
 		if call.IsMemberFunction() {
 			w.walk(call.Target(), env)
 		}

@@ -60,6 +60,20 @@ func TestUnguarded(t *testing.T) {
 			rule:   "!has(self.mobike) || self.mobike == oldSelf.mobike",
 			want:   []string{"oldSelf.mobike"},
 		},
+		"UnguardedCIDR": {
+			reason: "A rule that parses fields with cidr() without isCIDR() fails at run time on a malformed one, before the field's own message (issue 29).",
+			rule:   "self.trafficSelectors.all(ts, !has(ts.remote) || cidr(ts.local).containsIP(cidr(ts.remote).ip()))",
+			want:   []string{"cidr(ts.local)", "cidr(ts.remote)"},
+		},
+		"GuardedCIDR": {
+			reason: "isCIDR() of the same field guards cidr(); a member ip() of a parsed CIDR is no parse, and a literal needs no guard.",
+			rule:   "self.trafficSelectors.all(ts, !isCIDR(ts.local) || cidr(ts.local).containsIP(cidr(ts.local).ip()) && cidr('10.0.0.0/8').prefixLength() > 0)",
+		},
+		"UnguardedIP": {
+			reason: "ip() needs isIP() of the same field; isCIDR() of another does not count.",
+			rule:   "has(self.target) && has(self.target.address) && isCIDR(self.target.address) && ip(self.target.address).family() == 4",
+			want:   []string{"ip(self.target.address)"},
+		},
 		"FunctionArgument": {
 			reason: "A read inside a function's argument counts.",
 			rule:   "size(self.trafficSelectors) == 1 || duration(self.mobike) > duration('1s')",
@@ -90,8 +104,9 @@ func TestUnguarded(t *testing.T) {
 }
 
 // TestProviderRules checks every rule of the provider's CRDs (package/crds)
-// and of the IPsecGateway XRD (package/configuration): none may read an
-// optional field without has().
+// and of both IPsecGateway XRDs (package/configuration): none may read an
+// optional field without has(), nor parse a CIDR or IP without isCIDR() or
+// isIP().
 func TestProviderRules(t *testing.T) {
 	root := filepath.Join("..", "..", "package")
 	files, err := filepath.Glob(filepath.Join(root, "crds", "*.yaml"))
@@ -106,14 +121,16 @@ func TestProviderRules(t *testing.T) {
 			schemas[crd.Name+"/"+v.Name] = v.Schema.OpenAPIV3Schema
 		}
 	}
-	xrd := &xpv1.CompositeResourceDefinition{}
-	read(t, filepath.Join(root, "configuration", "zz_generated_definition.yaml"), xrd)
-	for _, v := range xrd.Spec.Versions {
-		s := &extv1.JSONSchemaProps{}
-		if err := json.Unmarshal(v.Schema.OpenAPIV3Schema.Raw, s); err != nil {
-			t.Fatal(err)
+	for _, f := range []string{"zz_generated_definition.yaml", "zz_generated_definition_namespaced.yaml"} {
+		xrd := &xpv1.CompositeResourceDefinition{}
+		read(t, filepath.Join(root, "configuration", f), xrd)
+		for _, v := range xrd.Spec.Versions {
+			s := &extv1.JSONSchemaProps{}
+			if err := json.Unmarshal(v.Schema.OpenAPIV3Schema.Raw, s); err != nil {
+				t.Fatal(err)
+			}
+			schemas[xrd.Name+"/"+v.Name] = s
 		}
-		schemas[xrd.Name+"/"+v.Name] = s
 	}
 	rules := 0
 	for name, s := range schemas {

@@ -141,7 +141,7 @@ func TestGitOps(t *testing.T) {
 	eventually(t, "pre-stage: Argo CD's health for the claim is Progressing with the floating IP's message", 2*time.Minute, func() (bool, string) {
 		st, msg := s.resourceHealth(t, tenantApp, "vpn.ipsecgw.io", "IPsecGateway", tenant, pinned)
 		return st == "Progressing" && strings.Contains(msg, "floating IP "+s.runbook.FloatingIP+" is not attached yet") &&
-			strings.Contains(msg, s.runbook.VMPortID), st + ": " + msg
+			s.onAnotherPort(msg), st + ": " + msg
 	})
 	if a := s.appStatus(t, tenantApp); a.health != "Progressing" {
 		t.Errorf("pre-stage: Application %s is %s, want Progressing (its claim is)", tenantApp, a.health)

@@ -54,10 +54,10 @@ func TestRunbook(t *testing.T) {
 			t.Errorf("pre-stage: claim status.%s Ready = %q (%s), want True", step, st, msg)
 		}
 	}
-	eventually(t, "pre-stage: the claim reports the floating IP held by the VM's port", 60*time.Second, func() (bool, string) {
+	eventually(t, "pre-stage: the claim reports the floating IP held by another port (the VM's, not named)", 60*time.Second, func() (bool, string) {
 		c := s.get(t, s.xr.gvk, tenant, pinned)
 		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
-		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", st + ": " + msg
+		return st == "False" && s.onAnotherPort(msg) && str(c, "status", "floatingIP", "attached") == "false", st + ": " + msg
 	})
 	if got := s.fipPort(t); got != s.runbook.VMPortID {
 		t.Fatalf("pre-stage: Neutron has the floating IP on port %q, want it untouched on the VM's port %s", got, s.runbook.VMPortID)
@@ -209,15 +209,15 @@ func (s *stack) waitAttached(t *testing.T, what string) time.Duration {
 }
 
 // rollback takes the floating IP off the gateway's port, puts it back on
-// the VM's and waits for the binding to report that port.
+// the VM's and waits for the binding to report the floating IP on another port.
 func (s *stack) rollback(t *testing.T) {
 	t.Helper()
 	s.setFIPPort(t, "")
 	s.setFIPPort(t, s.runbook.VMPortID)
-	eventually(t, "rollback: the claim reports the floating IP on the VM's port again", 3*time.Minute, func() (bool, string) {
+	eventually(t, "rollback: the claim reports the floating IP on another port again (the VM's)", 3*time.Minute, func() (bool, string) {
 		c := s.get(t, s.xr.gvk, tenant, pinned)
 		st, msg := condition(c, "Synced", "status", "floatingIP", "conditions")
-		return st == "False" && strings.Contains(msg, s.runbook.VMPortID) && str(c, "status", "floatingIP", "attached") == "false", msg
+		return st == "False" && s.onAnotherPort(msg) && str(c, "status", "floatingIP", "attached") == "false", msg
 	})
 	if got := s.fipPort(t); got != s.runbook.VMPortID {
 		t.Fatalf("rollback: Neutron has the floating IP on %q, want the VM's port %s", got, s.runbook.VMPortID)
@@ -353,4 +353,12 @@ func (s *stack) count(t *testing.T, name string) int {
 	}
 	gl, _ := groups.ExtractGroups(gp)
 	return len(pl) + len(gl)
+}
+
+// onAnotherPort says whether msg is the binding's message of the
+// pre-stage: the pinned floating IP is on another port (the VM's), which it
+// does not name, since in a project shared by tenants that port may be
+// another namespace's.
+func (s *stack) onAnotherPort(msg string) bool {
+	return strings.Contains(msg, "floating IP "+s.runbook.FloatingIP+" is associated with another port") && !strings.Contains(msg, s.runbook.VMPortID)
 }

@@ -263,20 +263,18 @@ func TestFloatingIPBindingRunbook(t *testing.T) {
 	}
 	f.releaseAfter(t, nil, fip.ID)
 
-	// 1. Pre-stage: the binding fails harmlessly, naming the VM's port.
+	// 1. Pre-stage: the binding fails harmlessly, saying that another port
+	// holds the floating IP without naming it (in a project shared by
+	// tenants it may be another namespace's), and how to free it.
 	mg := fipBinding("fipb-pinned", gw.ID, netv1alpha1.FloatingIPBindingParameters{FloatingIPAddress: ptr.To(netv1alpha1.IPAddress(fip.FloatingIP))})
 	create(t, mg)
-	eventually(t, 60*time.Second, "the pinned binding is Synced=False naming the VM port", func() error {
-		c, err := fipCond(t, mg, xpv2.TypeSynced)
-		if err != nil {
-			return err
-		}
-		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, vm.ID) || !strings.Contains(c.Message, fip.FloatingIP) {
-			return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
-		}
-		return nil
-	})
+	elsewhere := "floating IP " + fip.FloatingIP + " is associated with another port, not this binding's port " + gw.ID +
+		": disassociate it there first (runbook: cutover, openstack floating ip unset --port " + fip.FloatingIP + "), or pin another address"
+	fipWaitSynced(t, mg, "the pinned binding is Synced=False: the floating IP is on another port", elsewhere)
 	t.Logf("pre-stage: %s", mg.GetCondition(xpv2.TypeSynced).Message)
+	if got := mg.GetCondition(xpv2.TypeSynced).Message + fmt.Sprintf("%+v", mg.Status.AtProvider); strings.Contains(got, vm.ID) || strings.Contains(got, vm.FixedIPs[0].IPAddress) {
+		t.Errorf("pre-stage: the binding's message or status names the VM's port or its fixed IP: %s", got)
+	}
 	if r := mg.GetCondition(xpv2.TypeReady); r.Status == corev1.ConditionTrue {
 		t.Errorf("pre-stage: Ready=True while the VM holds the floating IP")
 	}
@@ -335,7 +333,7 @@ func TestFloatingIPBindingRunbook(t *testing.T) {
 	}
 	f.setPort(t, fip.ID, vm.ID)
 	set := time.Now()
-	fipWaitSynced(t, mg, "the binding reports the VM's port after the rollback", "is associated with port "+vm.ID)
+	fipWaitSynced(t, mg, "the binding reports another port after the rollback", elsewhere)
 	t.Logf("rollback: set on the VM's port to the binding's report in %s", time.Since(set).Round(time.Millisecond))
 	if at := mg.Status.AtProvider.ReleasedAt; at != nil {
 		t.Errorf("rollback: status.atProvider.releasedAt %s stays once the floating IP is on the VM's port", at)

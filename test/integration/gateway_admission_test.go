@@ -355,3 +355,83 @@ func TestGatewayAdmissionHideNAT(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayAdmissionMalformedCIDR proves at the real API server (dry
+// run) that a malformed CIDR or address (a /33, words) in each field a
+// Gateway rule across fields parses is refused with its field's own message
+// alone: every such rule tests isCIDR or isIP first and passes a malformed
+// value, neither failing at run time nor adding a message of its own
+// (issue 29).
+func TestGatewayAdmissionMalformedCIDR(t *testing.T) {
+	const (
+		cidrMsg = "must be an IPv4 network in CIDR notation with no host bits set"
+		ipMsg   = "must be an IPv4 address such as 10.0.0.5"
+	)
+	cases := map[string]struct {
+		reason string
+		mod    func(*gwv1alpha1.GatewayParameters, *gwv1alpha1.HideNAT)
+		field  string
+		msg    string
+	}{
+		"TenantSubnetPrefix33": {
+			reason: "A /33 tenant subnet: the hideNAT rules parse every tenant subnet; the one that looks for a hideNAT tenant subnet among them must not call it unlisted.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.TenantSubnets = []gwv1alpha1.CIDR{"10.30.0.0/33"}
+			},
+			field: "spec.forProvider.tenantSubnets[0]", msg: cidrMsg,
+		},
+		"TenantSubnetWords": {
+			reason: "A tenant subnet in words.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.TenantSubnets = []gwv1alpha1.CIDR{"ten.thirty/24"}
+			},
+			field: "spec.forProvider.tenantSubnets[0]", msg: cidrMsg,
+		},
+		"RemoteSelectorWords": {
+			reason: "A remote traffic selector in words: the overlap, 0.0.0.0/0 and hideNAT rules parse it.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.Tunnels[0].TrafficSelectors[0].Remote = "ten.twenty/24"
+			},
+			field: "spec.forProvider.tunnels[0].trafficSelectors[0].remote", msg: cidrMsg,
+		},
+		"LocalSelectorPrefix33": {
+			reason: "A /33 local traffic selector.",
+			mod: func(s *gwv1alpha1.GatewayParameters, _ *gwv1alpha1.HideNAT) {
+				s.Tunnels[0].TrafficSelectors[0].Local = "100.64.0.0/33"
+			},
+			field: "spec.forProvider.tunnels[0].trafficSelectors[0].local", msg: cidrMsg,
+		},
+		"PresentedAddressWords": {
+			reason: "A presented address that is no address.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.PresentedAddress = ptr.To[gwv1alpha1.IPv4]("100.64.0.300")
+			},
+			field: "spec.forProvider.tunnels[0].hideNAT[0].presentedAddress", msg: ipMsg,
+		},
+		"PresentedPoolPrefix33": {
+			reason: "A /33 presented pool.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.PresentedAddress, h.PresentedPool = nil, ptr.To[gwv1alpha1.CIDR]("100.64.0.0/33")
+			},
+			field: "spec.forProvider.tunnels[0].hideNAT[0].presentedPool", msg: cidrMsg,
+		},
+		"HideNATTenantSubnetWords": {
+			reason: "A hideNAT rule's tenant subnet in words.",
+			mod: func(_ *gwv1alpha1.GatewayParameters, h *gwv1alpha1.HideNAT) {
+				h.TenantSubnets = []gwv1alpha1.CIDR{"ten.thirty/24"}
+			},
+			field: "spec.forProvider.tunnels[0].hideNAT[0].tenantSubnets[0]", msg: cidrMsg,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := gatewaySpec("tenant-admission")
+			spec.TenantSubnets = []gwv1alpha1.CIDR{"10.30.0.0/24"}
+			spec.Tunnels[0].HideNAT = []gwv1alpha1.HideNAT{{Name: "apps", TenantSubnets: []gwv1alpha1.CIDR{"10.30.0.0/24"},
+				RemoteSubnets: []gwv1alpha1.CIDR{"192.168.10.0/24"}, PresentedAddress: ptr.To[gwv1alpha1.IPv4]("100.64.0.20")}}
+			tc.mod(&spec, &spec.Tunnels[0].HideNAT[0])
+			gw := &gwv1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "malformed-" + strings.ToLower(name)}, Spec: gwv1alpha1.GatewaySpec{ForProvider: spec}}
+			onlyCause(t, kube.Create(context.Background(), gw, client.DryRunAll), tc.reason, tc.field, tc.msg)
+		})
+	}
+}

@@ -148,6 +148,20 @@ func TestProviderConfigCredentialErrors(t *testing.T) {
 			cloud:  "lab",
 			want:   `ProviderConfig bad-keymissing: Secret default/clouds-keymissing has no key "clouds.yaml" holding the clouds.yaml (keys present: clouds.yml): add the key or fix secretRef.key`,
 		},
+		"KeyEmpty": {
+			reason: "A clouds.yaml key that is there but empty is said to be empty, not missing (issue 29).",
+			data:   map[string]string{"clouds.yaml": ""},
+			cloud:  "lab",
+			want:   `ProviderConfig bad-keyempty: Secret default/clouds-keyempty has the key "clouds.yaml" for the clouds.yaml, but its value is empty: write the clouds.yaml into it or fix secretRef.key`,
+		},
+		"AppCredWithoutID": {
+			reason: "An application credential without its ID names the field to add (issue 29: it was 'You must provide a password to authenticate').",
+			data:   map[string]string{"clouds.yaml": "clouds:\n  lab:\n    auth_type: v3applicationcredential\n    auth: {auth_url: http://127.0.0.1:5000/v3, application_credential_secret: s3cr3t}\n"},
+			cloud:  "lab",
+			want: `ProviderConfig bad-appcredwithoutid: Secret default/clouds-appcredwithoutid key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3applicationcredential needs auth.application_credential_id (or auth.application_credential_name with the user ` +
+				`who owns it): add application_credential_id, as openstack application credential show <name> -c id prints it`,
+		},
 		"Malformed": {
 			reason: "Malformed YAML names the Secret and key.",
 			data:   map[string]string{"clouds.yaml": "clouds:\n\t- lab"},

@@ -4,6 +4,7 @@ package openstack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -62,8 +63,11 @@ type CloudOptions struct {
 // with gophercloud's openstack/config/clouds, and returns the credentials of
 // the cloud o.Cloud. Nothing is read from the environment or, except for a
 // cacert path written in doc, from the file system: secure.yaml and
-// clouds-public.yaml are not consulted. The errors returned say what is wrong
-// with the document and never contain its secrets.
+// clouds-public.yaml are not consulted. The cloud's auth_type (see
+// authMethod) decides how it authenticates, and the fields that method needs
+// are checked here, before any request. The errors returned say what is
+// wrong with the document, name the field to add or fix, and never contain
+// its secrets.
 func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
 	if o.Cloud == "" {
 		return nil, errors.New("no cloud name given: set spec.credentials.cloud to an entry under clouds: in clouds.yaml")
@@ -73,7 +77,8 @@ func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
 	// without auth with a nil pointer dereference.
 	var parsed struct {
 		Clouds map[string]struct {
-			Auth map[string]any `yaml:"auth"`
+			AuthType string         `yaml:"auth_type"`
+			Auth     map[string]any `yaml:"auth"`
 		} `yaml:"clouds"`
 	}
 	if err := yaml.Unmarshal(doc, &parsed); err != nil {
@@ -96,6 +101,9 @@ func ParseCloudsYAML(doc []byte, o CloudOptions) (*Credentials, error) {
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cannot use cloud %q of clouds.yaml: %w", o.Cloud, err)
+	}
+	if err := authMethod(cloud.AuthType, &auth); err != nil {
+		return nil, fmt.Errorf("cloud %q of clouds.yaml: %w", o.Cloud, err)
 	}
 	if len(o.CABundle) > 0 {
 		pool := x509.NewCertPool()
@@ -142,6 +150,112 @@ func fromConfig(ctx context.Context, c client.Reader, cfg Config) (*Credentials,
 		return nil, fmt.Errorf("%s: Secret %s/%s key %q: %w", cfg.Name, cr.SecretRef.Namespace, cr.SecretRef.Name, cr.SecretRef.Key, err)
 	}
 	return creds, nil
+}
+
+// The auth_type values a cloud may have, as the OpenStack client names
+// them (keystoneauth's plugin names). Keystone's v2.0 API, which v2password
+// and v2token are for, is gone since OpenStack Queens.
+const (
+	authPassword        = "password"
+	authV3Password      = "v3password"
+	authToken           = "token"
+	authV3Token         = "v3token"
+	authV3AppCredential = "v3applicationcredential"
+)
+
+// Messages of authMethod: each names the auth_type, the field to add and
+// where to find it. gosec's G101 takes their names for credentials.
+//
+//nolint:gosec // G101: messages that name clouds.yaml's fields, no credentials
+const (
+	errAuthType = "auth_type %q is not supported: use v3applicationcredential (an application credential), " +
+		"v3password or password (a user's password), v3token or token (a token), or leave auth_type out (a password, " +
+		"or an application credential when auth.application_credential_secret is given)"
+	errAppCredSecret = "auth_type %s needs auth.application_credential_secret: add the secret that " +
+		"openstack application credential create printed (it cannot be shown again; create a new credential if it is lost)"
+	errAppCredWhich = "auth_type %s needs auth.application_credential_id (or auth.application_credential_name with the user " +
+		"who owns it): add application_credential_id, as openstack application credential show <name> -c id prints it"
+	errAppCredUser = "auth_type %s with auth.application_credential_name %q needs the user who owns the credential: add " +
+		"auth.user_id, or auth.username with auth.user_domain_name (or auth.user_domain_id); or give " +
+		"auth.application_credential_id instead of the name"
+	errPassword     = "auth_type %s needs auth.password: add the user's password, or use an application credential (auth_type v3applicationcredential)"
+	errPasswordUser = "auth_type %s needs the user: add auth.username with auth.user_domain_name (or auth.user_domain_id), or auth.user_id"
+	errUserBoth     = "auth_type %s takes one of auth.username and auth.user_id: remove one"
+	errUserDomain   = "auth_type %s with auth.username %q needs the user's domain: add auth.user_domain_name (such as Default) or auth.user_domain_id"
+	errToken        = "auth_type %s needs auth.token: add a Keystone token"
+)
+
+// authMethod checks that a holds what the cloud's auth_type needs and
+// clears the fields of the other methods: gophercloud picks the method by
+// which fields are set, a password first, so that a leftover password
+// would otherwise override auth_type v3applicationcredential. An unknown
+// auth_type is refused: gophercloud ignores auth_type, and would send
+// whatever fields are set (issue 29: v3bogus was sent as a password and
+// answered 401). Without auth_type a cloud is a password one (the
+// OpenStack client's default), or an application credential one when it
+// has auth.application_credential_secret.
+func authMethod(authType string, a *gophercloud.AuthOptions) error {
+	method := authType
+	if method == "" {
+		method = authPassword
+		if a.ApplicationCredentialSecret != "" {
+			method = authV3AppCredential
+		}
+	}
+	// shown is the auth_type as the messages name it.
+	shown := cmp.Or(authType, method+" (auth_type left out)")
+	switch method {
+	case authV3AppCredential:
+		a.Password, a.TokenID = "", ""
+		return appCredential(shown, a)
+	case authPassword, authV3Password:
+		a.TokenID, a.ApplicationCredentialID, a.ApplicationCredentialName, a.ApplicationCredentialSecret = "", "", "", ""
+		return password(shown, a)
+	case authToken, authV3Token:
+		// gophercloud refuses a token beside a user or the user's domain.
+		a.Password, a.Username, a.UserID, a.DomainID, a.DomainName = "", "", "", "", ""
+		a.ApplicationCredentialID, a.ApplicationCredentialName, a.ApplicationCredentialSecret = "", "", ""
+		if a.TokenID == "" {
+			return fmt.Errorf(errToken, shown)
+		}
+		return nil
+	}
+	return fmt.Errorf(errAuthType, authType)
+}
+
+// appCredential checks an application credential's fields: its secret,
+// and its ID or its name with the user who owns it (by ID, or by name with
+// the user's domain), as Keystone finds a credential. shown is the
+// auth_type for the messages.
+func appCredential(shown string, a *gophercloud.AuthOptions) error {
+	switch {
+	case a.ApplicationCredentialSecret == "":
+		return fmt.Errorf(errAppCredSecret, shown)
+	case a.ApplicationCredentialID != "":
+		return nil
+	case a.ApplicationCredentialName == "":
+		return fmt.Errorf(errAppCredWhich, shown)
+	case a.UserID == "" && (a.Username == "" || a.DomainID == "" && a.DomainName == ""):
+		return fmt.Errorf(errAppCredUser, shown, a.ApplicationCredentialName)
+	}
+	return nil
+}
+
+// password checks a password cloud's fields: the password and one user, by
+// ID or by name with the user's domain. shown is the auth_type for the
+// messages.
+func password(shown string, a *gophercloud.AuthOptions) error {
+	switch {
+	case a.Password == "":
+		return fmt.Errorf(errPassword, shown)
+	case a.Username == "" && a.UserID == "":
+		return fmt.Errorf(errPasswordUser, shown)
+	case a.Username != "" && a.UserID != "":
+		return fmt.Errorf(errUserBoth, shown)
+	case a.Username != "" && a.DomainID == "" && a.DomainName == "":
+		return fmt.Errorf(errUserDomain, shown, a.Username)
+	}
+	return nil
 }
 
 // cloudNames lists cloud names, quoted and sorted, or "none".

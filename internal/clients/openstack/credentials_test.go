@@ -49,6 +49,21 @@ clouds:
       application_credential_secret: ` + secretPassword + `
 `
 
+// cloudsLab is a clouds.yaml with one cloud "lab" of authType (none when
+// empty) whose auth section has auth_url and the lines of auth, each
+// "key: value".
+func cloudsLab(authType string, auth ...string) string {
+	doc := "clouds:\n  lab:\n"
+	if authType != "" {
+		doc += "    auth_type: " + authType + "\n"
+	}
+	doc += "    auth:\n      auth_url: https://keystone.example.test:5000/v3\n"
+	for _, l := range auth {
+		doc += "      " + l + "\n"
+	}
+	return doc
+}
+
 func pc(mod func(*v1alpha1.ProviderConfig)) *v1alpha1.ProviderConfig {
 	p := &v1alpha1.ProviderConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},
@@ -122,6 +137,57 @@ func TestFromProviderConfig(t *testing.T) {
 				endpoint: gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityPublic},
 			},
 		},
+		"ApplicationCredentialByName": {
+			reason: "An application credential by name with the user's ID yields the name, user and secret.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential",
+				"application_credential_name: vpn", "user_id: u-1", "application_credential_secret: "+secretPassword)}},
+			pc: pc(nil),
+			want: want{
+				auth: gophercloud.AuthOptions{
+					IdentityEndpoint: "https://keystone.example.test:5000/v3", UserID: "u-1",
+					ApplicationCredentialName: "vpn", ApplicationCredentialSecret: secretPassword,
+				},
+				endpoint: gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityPublic},
+			},
+		},
+		"ApplicationCredentialWithoutAuthType": {
+			reason: "Without auth_type, an application credential's secret makes the cloud an application credential one.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("",
+				"application_credential_id: 0123abcd", "application_credential_secret: "+secretPassword)}},
+			pc: pc(nil),
+			want: want{
+				auth: gophercloud.AuthOptions{
+					IdentityEndpoint:        "https://keystone.example.test:5000/v3",
+					ApplicationCredentialID: "0123abcd", ApplicationCredentialSecret: secretPassword,
+				},
+				endpoint: gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityPublic},
+			},
+		},
+		"ApplicationCredentialLeftoverPassword": {
+			reason: "auth_type decides: a password left beside an application credential is not sent (gophercloud would send it first).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential",
+				"application_credential_id: 0123abcd", "application_credential_secret: "+secretPassword, "password: old")}},
+			pc: pc(nil),
+			want: want{
+				auth: gophercloud.AuthOptions{
+					IdentityEndpoint:        "https://keystone.example.test:5000/v3",
+					ApplicationCredentialID: "0123abcd", ApplicationCredentialSecret: secretPassword,
+				},
+				endpoint: gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityPublic},
+			},
+		},
+		"Token": {
+			reason:  "A token cloud yields the token and its scope, no user.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3token", "token: "+secretPassword, "project_id: p-1")}},
+			pc:      pc(nil),
+			want: want{
+				auth: gophercloud.AuthOptions{
+					IdentityEndpoint: "https://keystone.example.test:5000/v3", TokenID: secretPassword, TenantID: "p-1",
+					Scope: &gophercloud.AuthScope{ProjectID: "p-1"},
+				},
+				endpoint: gophercloud.EndpointOpts{Availability: gophercloud.AvailabilityPublic},
+			},
+		},
 		"Overrides": {
 			reason:  "spec.credentials.region and interface override the cloud's own.",
 			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsPassword}},
@@ -149,6 +215,12 @@ func TestFromProviderConfig(t *testing.T) {
 			pc:      pc(nil),
 			want:    want{err: `ProviderConfig default: Secret crossplane-system/openstack has no key "clouds.yaml" holding the clouds.yaml (keys present: ca.crt, clouds.yml): add the key or fix secretRef.key`},
 		},
+		"KeyEmpty": {
+			reason:  "A Secret whose clouds.yaml key is there but empty says so, not that the key is missing (issue 29).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": ""}},
+			pc:      pc(nil),
+			want:    want{err: `ProviderConfig default: Secret crossplane-system/openstack has the key "clouds.yaml" for the clouds.yaml, but its value is empty: write the clouds.yaml into it or fix secretRef.key`},
+		},
 		"Malformed": {
 			reason:  "Malformed YAML names the Secret and key and says where the document breaks.",
 			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": "clouds:\n  lab:\n    auth: [\n"}},
@@ -172,6 +244,85 @@ func TestFromProviderConfig(t *testing.T) {
 			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": "clouds:\n  lab:\n    region_name: RegionOne\n"}},
 			pc:      pc(nil),
 			want:    want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml has no auth.auth_url`},
+		},
+		"ApplicationCredentialWithoutID": {
+			reason: "An application credential without its ID (or name) names the field to add, not gophercloud's 'You must provide a password to authenticate' (issue 29).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential",
+				"application_credential_secret: "+secretPassword)}},
+			pc: pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3applicationcredential needs auth.application_credential_id (or auth.application_credential_name with the user ` +
+				`who owns it): add application_credential_id, as openstack application credential show <name> -c id prints it`},
+		},
+		"ApplicationCredentialByNameWithoutUser": {
+			reason: "An application credential by name without a user says to add the user and its domain, not gophercloud's 'Exactly one of Username and UserID must be provided for password authentication' (issue 29).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential",
+				"application_credential_name: vpn", "application_credential_secret: "+secretPassword)}},
+			pc: pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3applicationcredential with auth.application_credential_name "vpn" needs the user who owns the credential: add ` +
+				`auth.user_id, or auth.username with auth.user_domain_name (or auth.user_domain_id); or give auth.application_credential_id instead of the name`},
+		},
+		"ApplicationCredentialByNameWithoutDomain": {
+			reason: "A user name without its domain cannot find the credential's owner either.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential",
+				"application_credential_name: vpn", "username: tenant-a-user", "application_credential_secret: "+secretPassword)}},
+			pc: pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3applicationcredential with auth.application_credential_name "vpn" needs the user who owns the credential: add ` +
+				`auth.user_id, or auth.username with auth.user_domain_name (or auth.user_domain_id); or give auth.application_credential_id instead of the name`},
+		},
+		"ApplicationCredentialWithoutSecret": {
+			reason:  "An application credential without its secret names the field.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3applicationcredential", "application_credential_id: 0123abcd")}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3applicationcredential needs auth.application_credential_secret: add the secret that openstack application ` +
+				`credential create printed (it cannot be shown again; create a new credential if it is lost)`},
+		},
+		"UnknownAuthType": {
+			reason:  "An auth_type the provider does not know is refused, naming it and the accepted ones, not sent as a password (issue 29: v3bogus, then Keystone's 401).",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3bogus", "username: admin", "password: "+secretPassword, "user_domain_name: Default")}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type "v3bogus" is not supported: use v3applicationcredential (an application credential), v3password or password ` +
+				`(a user's password), v3token or token (a token), or leave auth_type out (a password, or an application credential ` +
+				`when auth.application_credential_secret is given)`},
+		},
+		"PasswordMissing": {
+			reason:  "A password cloud without the password names the field, with the other way in.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("", "username: admin", "user_domain_name: Default")}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type password (auth_type left out) needs auth.password: add the user's password, or use an application credential (auth_type v3applicationcredential)`},
+		},
+		"PasswordWithoutUser": {
+			reason:  "A password without a user names the fields to add.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("password", "password: "+secretPassword)}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type password needs the user: add auth.username with auth.user_domain_name (or auth.user_domain_id), or auth.user_id`},
+		},
+		"PasswordUserTwice": {
+			reason:  "A user given by name and by ID is refused, saying to remove one.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("v3password", "username: admin", "user_id: u-1", "user_domain_name: Default", "password: "+secretPassword)}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type v3password takes one of auth.username and auth.user_id: remove one`},
+		},
+		"PasswordWithoutDomain": {
+			reason:  "A user name without its domain names the domain fields.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("password", "username: admin", "password: "+secretPassword)}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type password with auth.username "admin" needs the user's domain: add auth.user_domain_name (such as Default) or auth.user_domain_id`},
+		},
+		"TokenMissing": {
+			reason:  "A token cloud without the token names the field.",
+			secrets: map[string]map[string]string{"openstack": {"clouds.yaml": cloudsLab("token", "project_id: p-1")}},
+			pc:      pc(nil),
+			want: want{err: `ProviderConfig default: Secret crossplane-system/openstack key "clouds.yaml": cloud "lab" of clouds.yaml: ` +
+				`auth_type token needs auth.token: add a Keystone token`},
 		},
 		"NoSecretRef": {
 			reason: "source Secret without secretRef (possible only if admission was bypassed) is an error, not a panic.",

@@ -42,18 +42,23 @@ func pinnedAddress(mg *v1alpha1.FloatingIPBinding) string {
 	return ""
 }
 
-// observation is status.atProvider for fip.
+// observation is status.atProvider for fip. The port and fixed IP of a
+// floating IP bound to a port that is not the binding's are left out: in a
+// project shared by tenants that port may be another namespace's, and a
+// tenant reads its binding's status.
 func observation(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) v1alpha1.FloatingIPBindingObservation {
-	return v1alpha1.FloatingIPBindingObservation{
+	o := v1alpha1.FloatingIPBindingObservation{
 		FloatingIPID:      fip.ID,
 		FloatingIPAddress: fip.FloatingIP,
-		PortID:            fip.PortID,
-		FixedIP:           fip.FixedIP,
 		Attached:          attached(mg, fip),
 		Pinned:            pinned(mg),
 		Status:            fip.Status,
 		RevisionNumber:    fip.RevisionNumber,
 	}
+	if boundToUs(mg, fip) {
+		o.PortID, o.FixedIP = fip.PortID, fip.FixedIP
+	}
+	return o
 }
 
 // attached says whether fip is bound to mg's port (and fixed IP, when the

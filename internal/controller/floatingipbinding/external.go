@@ -33,9 +33,13 @@ const (
 
 	// errPinnedMissing and errBoundElsewhere are the runbook's pinning
 	// contract: a pinned floating IP must exist, and it is never taken from
-	// another port.
+	// another port. errBoundElsewhere does not name that other port: in a
+	// project shared by tenants it may be another namespace's (a VM's in
+	// the runbook's pre-stage, whose owner knows it); %s are the address,
+	// the binding's port and the address again.
 	errPinnedMissing  = "floating IP %s does not exist in the project: a pinned floating IP (spec.forProvider.floatingIpAddress) must be allocated beforehand"
-	errBoundElsewhere = "floating IP %s is associated with port %s, not %s: disassociate it there first (runbook: cutover)"
+	errBoundElsewhere = "floating IP %s is associated with another port, not this binding's port %s: disassociate it there first " +
+		"(runbook: cutover, openstack floating ip unset --port %s), or pin another address"
 	// errReleased is a pinned floating IP someone took off the binding's
 	// port: %s are the address, the port, hold and when it left.
 	errReleased = "floating IP %s was taken off port %s and is on no port (runbook: rollback, set it on the VM's port next): " +
@@ -43,7 +47,9 @@ const (
 
 	// errPortTaken is Neutron's 409 FloatingIPPortAlreadyAssociated told
 	// from the binding's side: %s are the port, the floating IP already on
-	// it and its ID, and what the binding wanted. The binding never takes
+	// it and its ID, what the binding wanted, and that floating IP again
+	// (the OpenStack client's unset takes the floating IP; --port is a
+	// flag). The binding never takes
 	// a floating IP it does not own from its port, nor releases it.
 	errPortTaken = "port %s already has floating IP %s (%s), which is not this binding's %s: " +
 		"disassociate it from the port (openstack floating ip unset --port %s), or pin it with spec.forProvider.floatingIpAddress"
@@ -73,7 +79,7 @@ type external struct {
 // A pinned address that does not exist is an error naming the address
 // (Synced=False), except while the binding is being deleted. A floating
 // IP bound to another port is reported as not up to date: Update refuses
-// it with an error naming that port. During deletion a pinned floating IP
+// it with an error saying so, without naming that port. During deletion a pinned floating IP
 // exists for the reconciler only while it is bound to the binding's port,
 // since Delete only disassociates it. A pinned floating IP that the last
 // observation had on the binding's port and that is on no port now is
@@ -258,7 +264,7 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	if pinned(mg) {
 		want = "pinned floating IP " + pinnedAddress(mg)
 	}
-	return nil, fmt.Errorf(errPortTaken, port, fip.FloatingIP, fip.ID, want, port)
+	return nil, fmt.Errorf(errPortTaken, port, fip.FloatingIP, fip.ID, want, fip.FloatingIP)
 }
 
 // Update associates the floating IP as Observe read it (read again only
@@ -266,7 +272,7 @@ func (e *external) portTaken(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 // with If-Match: revision_number, so that a concurrent change
 // gets 412 RevisionNumberConstraintFailed, a retryable error, instead of
 // a stolen floating IP. A pinned floating IP bound to another port is left
-// untouched and the error names that port. An allocated floating IP also
+// untouched and the error says so (without naming that port). An allocated floating IP also
 // gets its description corrected, keeping the binding's marker
 // (openstack.KeepMark).
 func (e *external) Update(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (managed.ExternalUpdate, error) {
@@ -308,7 +314,7 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 	if wanted != "" && !attached(mg, fip) {
 		if pinned(mg) && fip.PortID != "" && fip.PortID != wanted {
 			// The runbook's pre-stage: the cutover frees it.
-			return nil, mrsetup.RetryWithin(fmt.Errorf(errBoundElsewhere, fip.FloatingIP, fip.PortID, wanted), fast)
+			return nil, mrsetup.RetryWithin(fmt.Errorf(errBoundElsewhere, fip.FloatingIP, wanted, fip.FloatingIP), fast)
 		}
 		if pinned(mg) && fip.PortID == "" && holding(mg) {
 			// The runbook's rollback: its next step sets it on the VM's port.

@@ -217,14 +217,14 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"PinnedFoundBoundElsewhere": {
-			reason:  "A pinned binding without an ID looks the address up with one GET, adopts the ID even though another port holds it, and reports it not up to date (Update refuses it) without changing Neutron.",
+			reason:  "A pinned binding without an ID looks the address up with one GET, adopts the ID even though another port holds it, and reports it not up to date (Update refuses it) without changing Neutron; the status names no port (the other may be another namespace's).",
 			replies: map[string]reply{byAddr: {200, list(fip(vmPort, 7))}},
 			mg:      binding(withPinned),
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceLateInitialized: true,
 					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10"}, state{PortID: vmPort, FixedIP: "10.20.0.10"})},
 				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
-					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					FloatingIPID: fipID, FloatingIPAddress: address,
 					Pinned: true, Status: "DOWN", RevisionNumber: 7}, xpv2.Unavailable())),
 				calls: []string{byAddr},
 			},
@@ -267,7 +267,7 @@ func TestObserve(t *testing.T) {
 			mg:      binding(withPinned, withExternalName(fipID), withDeleting),
 			want: want{
 				mg: binding(withPinned, withExternalName(fipID), withDeleting, withStatus(v1alpha1.FloatingIPBindingObservation{
-					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					FloatingIPID: fipID, FloatingIPAddress: address,
 					Pinned: true, Status: "DOWN", RevisionNumber: 2})),
 				calls: []string{getFIP},
 			},
@@ -406,7 +406,7 @@ func TestObserve(t *testing.T) {
 				o: managed.ExternalObservation{ResourceExists: true,
 					Diff: cmp.Diff(state{PortID: ourPort, FixedIP: "10.20.0.10"}, state{PortID: vmPort, FixedIP: "10.20.0.10"})},
 				mg: binding(withPinned, withExternalName(fipID), withStatus(v1alpha1.FloatingIPBindingObservation{
-					FloatingIPID: fipID, FloatingIPAddress: address, PortID: vmPort, FixedIP: "10.20.0.10",
+					FloatingIPID: fipID, FloatingIPAddress: address,
 					Pinned: true, Status: "DOWN", RevisionNumber: 9}, xpv2.Unavailable())),
 				calls: []string{getFIP},
 			},
@@ -537,7 +537,7 @@ func TestCreate(t *testing.T) {
 			mg: binding(),
 			want: want{refused: true,
 				err: "port " + ourPort + " already has floating IP 203.0.113.77 (" + otherFIP + "), which is not this binding's allocated floating IP: " +
-					"disassociate it from the port (openstack floating ip unset --port " + ourPort + "), or pin it with spec.forProvider.floatingIpAddress",
+					"disassociate it from the port (openstack floating ip unset --port 203.0.113.77), or pin it with spec.forProvider.floatingIpAddress",
 				externalName: "fip",
 				calls:        []call{{Request: post, Body: allocated}, {Request: onOurPort}},
 			},
@@ -549,11 +549,12 @@ func TestCreate(t *testing.T) {
 			want:    want{err: fmt.Sprintf(errPinnedMissing, address), externalName: "fip", calls: []call{{Request: byAddr}}},
 		},
 		"PinnedBoundElsewhere": {
-			reason:  "A pinned floating IP bound to another port is left untouched and the error names that port.",
+			reason:  "A pinned floating IP bound to another port is left untouched and the error says so without naming that port (it may be another namespace's), with the runbook's way out.",
 			replies: map[string]reply{byAddr: {200, list(fip(vmPort, 5))}},
 			mg:      binding(withPinned),
 			want: want{
-				err:          "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				err: "floating IP " + address + " is associated with another port, not this binding's port " + ourPort +
+					": disassociate it there first (runbook: cutover, openstack floating ip unset --port " + address + "), or pin another address",
 				externalName: fipID,
 				calls:        []call{{Request: byAddr}},
 			},
@@ -580,7 +581,7 @@ func TestCreate(t *testing.T) {
 			mg: binding(withPinned),
 			want: want{
 				err: "port " + ourPort + " already has floating IP 203.0.113.77 (" + otherFIP + "), which is not this binding's pinned floating IP " + address + ": " +
-					"disassociate it from the port (openstack floating ip unset --port " + ourPort + "), or pin it with spec.forProvider.floatingIpAddress",
+					"disassociate it from the port (openstack floating ip unset --port 203.0.113.77), or pin it with spec.forProvider.floatingIpAddress",
 				externalName: fipID,
 				calls: []call{
 					{Request: byAddr},
@@ -653,11 +654,12 @@ func TestUpdate(t *testing.T) {
 			},
 		},
 		"PinnedBoundElsewhere": {
-			reason:  "Update refuses a pinned floating IP bound to another port, names the port and sends no PUT.",
+			reason:  "Update refuses a pinned floating IP bound to another port, says the floating IP is on another port without naming that port, and sends no PUT.",
 			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
 			mg:      binding(withPinned, withExternalName(fipID)),
 			want: want{
-				err:   "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				err: "floating IP " + address + " is associated with another port, not this binding's port " + ourPort +
+					": disassociate it there first (runbook: cutover, openstack floating ip unset --port " + address + "), or pin another address",
 				calls: []call{{Request: getFIP}},
 			},
 		},
@@ -788,7 +790,8 @@ func TestReconcileReadsOnce(t *testing.T) {
 			replies: map[string]reply{getFIP: {200, one(fip(vmPort, 9))}},
 			mg:      binding(withPinned, withExternalName(fipID)),
 			want: want{
-				err:    "floating IP " + address + " is associated with port " + vmPort + ", not " + ourPort + ": disassociate it there first (runbook: cutover)",
+				err: "floating IP " + address + " is associated with another port, not this binding's port " + ourPort +
+					": disassociate it there first (runbook: cutover, openstack floating ip unset --port " + address + "), or pin another address",
 				calls:  []call{{Request: getFIP}},
 				within: fast,
 			},

@@ -88,7 +88,10 @@ func peerCA(ctx context.Context, c client.Reader, ns string, ref v1alpha1.CARef)
 		return nil, "", errors.New("give secretName or configMapName")
 	}
 	v, ok := data[key]
-	if !ok || len(v) == 0 {
+	if ok && len(v) == 0 {
+		return nil, where, fmt.Errorf("%s has the key %q for the CA certificates that sign the peer's certificate, but its value is empty: write them into it (PEM) or fix peerCA.key", where, key)
+	}
+	if !ok {
 		return nil, where, fmt.Errorf("%s has no key %q with the CA certificates that sign the peer's certificate: add it (PEM) or fix peerCA.key", where, key)
 	}
 	return v, where, nil

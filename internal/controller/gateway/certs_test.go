@@ -70,6 +70,12 @@ func TestTunnelCert(t *testing.T) {
 			ca:     inCM,
 			want:   `ConfigMap tenant-a/peer-ca has no key "ca.crt"`,
 		},
+		"EmptyCAKey": {
+			reason: "A CA ConfigMap whose key is there but empty says so, not that the key is missing.",
+			objs:   []client.Object{tlsSecret(corev1.SecretTypeTLS), caCM(map[string]string{"ca.crt": ""})},
+			ca:     inCM,
+			want:   `ConfigMap tenant-a/peer-ca has the key "ca.crt" for the CA certificates that sign the peer's certificate, but its value is empty`,
+		},
 		"BadCertificate": {
 			reason: "A certificate that does not parse names the Secret.",
 			objs:   []client.Object{tlsSecret(corev1.SecretTypeTLS), caSecret},

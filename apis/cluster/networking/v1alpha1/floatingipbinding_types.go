@@ -63,9 +63,12 @@ type FloatingIPBindingObservation struct {
 	FloatingIPID string `json:"floatingIpId,omitempty"`
 	// FloatingIPAddress is its address.
 	FloatingIPAddress string `json:"floatingIpAddress,omitempty"`
-	// PortID is the port it is bound to now, if any.
+	// PortID is the binding's port while the floating IP is bound to it;
+	// empty while it is on no port or on another port, which is not named:
+	// in a project shared by tenants it may be another namespace's.
 	PortID string `json:"portId,omitempty"`
-	// FixedIP is the fixed IP it maps to.
+	// FixedIP is the fixed IP it maps to on the binding's port; empty as
+	// PortID is.
 	FixedIP string `json:"fixedIp,omitempty"`
 	// Attached says the floating IP is bound to the wanted port.
 	Attached bool `json:"attached"`

@@ -73,6 +73,7 @@ type FloatingIPBindingStatus struct {
 
 // A FloatingIPBinding binds a floating IP, pinned or allocated, to a Port of
 // its namespace.
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="FLOATING-IP",type="string",JSONPath=".status.atProvider.floatingIpAddress"
 // +kubebuilder:printcolumn:name="ATTACHED",type="boolean",JSONPath=".status.atProvider.attached"
