@@ -347,44 +347,71 @@ func TestGateBucket(t *testing.T) {
 	}
 }
 
-// TestGateHoldMetric: the gauge of the current hold counts down to 0.
-func TestGateHoldMetric(t *testing.T) {
-	now := t0
-	m := NewMetrics()
-	g := NewGate("pc", 1000, DefaultMaxBackoff, m)
-	g.now = func() time.Time { return now }
-	gateRun(t, g, &now, false, []gateStep{{Reply: neutrontest.Reply{Code: 429, Body: `{}`, Header: map[string]string{"Retry-After": "30"}}}})
-	want := []float64{30, 20, 0}
-	var got []float64
-	for _, d := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
-		now = now.Add(d)
-		c := make(chan prometheus.Metric, 16)
-		m.Collect(c)
-		close(c)
-		for metric := range c {
-			if metric.Desc() != descHold {
-				continue
+func TestGateHoldMetrics(t *testing.T) {
+	down := neutrontest.Reply{Code: 503, Body: `{}`}
+	cases := map[string]struct {
+		reason string
+		steps  []gateStep
+		// at are the fake clock's steps after the requests; want the
+		// gauges of Neutron then: retry_after_seconds, backoff_seconds.
+		at   []time.Duration
+		want [][2]float64
+	}{
+		"RetryAfter": {
+			reason: "The gauge of a Retry-After hold counts down to 0; there is no backoff.",
+			steps:  []gateStep{{Reply: neutrontest.Reply{Code: 429, Body: `{}`, Header: map[string]string{"Retry-After": "30"}}}},
+			at:     []time.Duration{0, 10 * time.Second, 20 * time.Second},
+			want:   [][2]float64{{30, 0}, {20, 0}, {0, 0}},
+		},
+		"Backoff": {
+			reason: "The gauge of a backoff counts down to its probe, then stays at 0.",
+			steps:  []gateStep{{Reply: down}, {Reply: down}, {Reply: down}},
+			at:     []time.Duration{0, time.Second, 2 * time.Second},
+			want:   [][2]float64{{0, 2}, {0, 1}, {0, 0}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			now := t0
+			m := NewMetrics()
+			g := NewGate("pc", 1000, DefaultMaxBackoff, m)
+			g.now = func() time.Time { return now }
+			gateRun(t, g, &now, false, tc.steps)
+			var got [][2]float64
+			for _, d := range tc.at {
+				now = now.Add(d)
+				c := make(chan prometheus.Metric, 16)
+				m.Collect(c)
+				close(c)
+				var gauges [2]float64
+				for metric := range c {
+					i := slices.Index([]*prometheus.Desc{descHold, descBackoff}, metric.Desc())
+					if i < 0 {
+						continue
+					}
+					var pb dto.Metric
+					if err := metric.Write(&pb); err != nil {
+						t.Fatal(err)
+					}
+					if pb.GetLabel()[1].GetValue() == ServiceNeutron {
+						gauges[i] = pb.GetGauge().GetValue()
+					}
+				}
+				got = append(got, gauges)
 			}
-			var pb dto.Metric
-			if err := metric.Write(&pb); err != nil {
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n[retry_after_seconds, backoff_seconds]{service=Neutron} at each step: -want, +got:\n%s", tc.reason, diff)
+			}
+			// The provider registers the collector with controller-runtime's
+			// registry: what it collects must match what it describes.
+			reg := prometheus.NewPedanticRegistry()
+			if err := reg.Register(m); err != nil {
 				t.Fatal(err)
 			}
-			if pb.GetLabel()[1].GetValue() == ServiceNeutron {
-				got = append(got, pb.GetGauge().GetValue())
+			if _, err := reg.Gather(); err != nil {
+				t.Errorf("a pedantic registry refuses the metrics: %v", err)
 			}
-		}
-	}
-	if diff := gocmp.Diff(want, got); diff != "" {
-		t.Errorf("provider_ipsec_openstack_retry_after_seconds{service=Neutron} at 0, 10 and 30 s: -want, +got:\n%s", diff)
-	}
-	// The provider registers the collector with controller-runtime's
-	// registry: what it collects must match what it describes.
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Gather(); err != nil {
-		t.Errorf("a pedantic registry refuses the metrics: %v", err)
+		})
 	}
 }
 
