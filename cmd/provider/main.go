@@ -199,6 +199,9 @@ func run(o options) error {
 	oc := openstack.NewClients()
 	oc.RequestTimeout = o.requestTimeout
 	oc.RequestRate = o.requestRate
+	// A failing Neutron or Keystone is probed at least every half poll,
+	// so that the resources are back within a poll of its return.
+	oc.MaxBackoff = o.poll / 2
 	oc.Metrics = openstackMetrics
 	oc.Credentials = credentials
 	oc.IdleConnsPerHost = o.maxReconcileRate

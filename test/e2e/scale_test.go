@@ -86,9 +86,13 @@ func TestScale(t *testing.T) {
 	rest := s.measure(t, b.window)
 
 	// The storm.
-	s.proxy.Tap.SetStorm(b.retryAfter)
+	if err := s.proxy.Tap.SetStorm(neutronproxy.Storm{Code: http.StatusTooManyRequests, RetryAfter: b.retryAfter}); err != nil {
+		t.Fatal(err)
+	}
 	storm := s.measure(t, b.storm)
-	s.proxy.Tap.SetStorm(0)
+	if err := s.proxy.Tap.SetStorm(neutronproxy.Storm{}); err != nil {
+		t.Fatal(err)
+	}
 	stormEnd := time.Now()
 	since := map[string]time.Time{}
 	for name := range created {

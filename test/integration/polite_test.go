@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -44,35 +45,42 @@ func politeClients() (*openstack.Clients, *neutronproxy.Tap) {
 	return c, tap
 }
 
-// TestOpenStackPolite: with a few managed resources of every OpenStack
-// kind at rest under a 10 s poll, each sends at most one Neutron request
-// per poll interval; while Neutron answers 429 with Retry-After the
-// provider sends fewer requests than at rest and none before the time
-// Neutron named, each MR saying until when; afterwards everything is Ready
-// again.
-func TestOpenStackPolite(t *testing.T) {
-	const poll = 10 * time.Second
+// politeStack is a provider with the controllers of every OpenStack kind
+// under a poll interval, whose Neutron requests pass a Tap after the Gate,
+// and two managed resources of each kind but one RouterRoutes, Ready.
+type politeStack struct {
+	poll    time.Duration
+	tap     *neutronproxy.Tap
+	mrs     []client.Object
+	perKind map[string]int
+	// reqs records the provider's API-server requests.
+	reqs *requestLog
+	logs *syncBuffer
+}
+
+// startPolite starts the provider with clients (politeClients, whose tap
+// it takes) and poll, creates the managed resources, named prefix-..., and
+// waits until they are Ready. Everything is deleted when t ends.
+func startPolite(t *testing.T, prefix string, clients *openstack.Clients, tap *neutronproxy.Tap, poll time.Duration) *politeStack {
+	t.Helper()
 	e := startOpenStack(t)
-	ctx := context.Background()
 	sc := neutron(t, e)
-	clients, tap := politeClients()
+	s := &politeStack{poll: poll, tap: tap, perKind: map[string]int{}, reqs: &requestLog{}}
 	f := &fipTest{e: e, sc: sc}
 	router, cidr := e.Fixtures.Router.ID, e.Fixtures.TenantSub.CIDR
 	nexthop := rrHostIn(t, cidr, 70)
-	var mrs []client.Object
 	t.Cleanup(func() {
-		forgetMRs(mrs...)
-		deletePorts(t, sc, mrs)
-		deleteNetworks(t, sc, mrs)
+		forgetMRs(s.mrs...)
+		deletePorts(t, sc, s.mrs)
+		deleteNetworks(t, sc, s.mrs)
 		routes := []routers.Route{{DestinationCIDR: "10.50.0.0/24", NextHop: nexthop}}
 		if _, err := extraroutes.Remove(context.Background(), sc, router, extraroutes.Opts{Routes: &routes}).Extract(); err != nil {
 			t.Errorf("cleanup: remove_extraroutes: %v", err)
 		}
 	})
-	reqs := &requestLog{}
 	counted := rest.CopyConfig(cfg)
-	counted.WrapTransport = reqs.wrap
-	logs := startProviderWith(t, func(mgr ctrl.Manager, o controller.Options) error {
+	counted.WrapTransport = s.reqs.wrap
+	s.logs = startProviderWith(t, func(mgr ctrl.Manager, o controller.Options) error {
 		creds, err := mrsetup.WatchCredentials(mgr)
 		if err != nil {
 			return err
@@ -87,35 +95,40 @@ func TestOpenStackPolite(t *testing.T) {
 		}
 		return nil
 	}, poll, counted)
+	t.Cleanup(func() {
+		if t.Failed() {
+			l := s.logs.String()
+			t.Logf("provider log (last 8 KiB):\n%s", l[max(0, len(l)-8192):])
+		}
+	})
 
-	perKind := map[string]int{}
 	add := func(kind string, mg client.Object) {
-		mrs = append(mrs, mg)
-		perKind[kind]++
+		s.mrs = append(s.mrs, mg)
+		s.perKind[kind]++
 	}
 	for i := range 2 {
-		add("SecurityGroup", gatewaySecurityGroup(fmt.Sprintf("polite-sg-%d", i), "openstack"))
-		n := &netv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("polite-net-%d", i)}}
+		add("SecurityGroup", gatewaySecurityGroup(fmt.Sprintf("%s-sg-%d", prefix, i), "openstack"))
+		n := &netv1alpha1.Network{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-net-%d", prefix, i)}}
 		n.Spec.ForProvider = netv1alpha1.NetworkParameters{Name: ptr.To(n.Name)}
 		n.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
 		add("Network", n)
-		add("Port", portMR(fmt.Sprintf("polite-port-%d", i), netv1alpha1.PortParameters{NetworkID: ptr.To(e.Fixtures.TenantNet.ID)}))
-		b := fipBinding(fmt.Sprintf("polite-fip-%d", i), f.port(t, fmt.Sprintf("polite-fip-port-%d", i)).ID,
+		add("Port", portMR(fmt.Sprintf("%s-port-%d", prefix, i), netv1alpha1.PortParameters{NetworkID: ptr.To(e.Fixtures.TenantNet.ID)}))
+		b := fipBinding(fmt.Sprintf("%s-fip-%d", prefix, i), f.port(t, fmt.Sprintf("%s-fip-port-%d", prefix, i)).ID,
 			netv1alpha1.FloatingIPBindingParameters{FloatingNetworkID: ptr.To(netv1alpha1.UUID(e.Fixtures.ExtNet.ID))})
 		add("FloatingIPBinding", b)
 		f.releaseAfter(t, b, "")
 	}
-	rr := &netv1alpha1.RouterRoutes{ObjectMeta: metav1.ObjectMeta{Name: "polite-routes"}}
+	rr := &netv1alpha1.RouterRoutes{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-routes"}}
 	rr.Spec.ProviderConfigReference = &xpv2.Reference{Name: "openstack"}
 	rr.Spec.ForProvider = netv1alpha1.RouterRoutesParameters{RouterID: netv1alpha1.UUID(router),
 		Routes: []netv1alpha1.Route{{Destination: "10.50.0.0/24"}}, Nexthop: ptr.To(nexthop)}
 	add("RouterRoutes", rr)
-	create(t, mrs...)
+	create(t, s.mrs...)
 	t.Cleanup(func() {
-		for _, mg := range mrs {
+		for _, mg := range s.mrs {
 			_ = kube.Delete(context.Background(), mg)
 		}
-		for _, mg := range mrs {
+		for _, mg := range s.mrs {
 			eventually(t, 60*time.Second, mg.GetName()+" is deleted", func() error {
 				if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err == nil {
 					return fmt.Errorf("still there")
@@ -124,28 +137,86 @@ func TestOpenStackPolite(t *testing.T) {
 			})
 		}
 	})
-	allReady := func(what string, timeout time.Duration) {
-		t.Helper()
-		eventually(t, timeout, what, func() error {
-			for _, mg := range mrs {
-				if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
-					return err
-				}
-				c := mg.(resource.Conditioned)
-				r, s := c.GetCondition(xpv2.TypeReady), c.GetCondition(xpv2.TypeSynced)
-				if r.Status != corev1.ConditionTrue || s.Status != corev1.ConditionTrue {
-					return fmt.Errorf("%s: Ready %s, Synced %s %q", mg.GetName(), r.Status, s.Status, s.Message)
-				}
+	s.allReady(t, "every managed resource is Ready", 120*time.Second)
+	return s
+}
+
+// allReady waits until every managed resource is Ready and Synced.
+func (s *politeStack) allReady(t *testing.T, what string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, what, func() error {
+		for _, mg := range s.mrs {
+			if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err != nil {
+				return err
 			}
-			return nil
-		})
+			c := mg.(resource.Conditioned)
+			r, sy := c.GetCondition(xpv2.TypeReady), c.GetCondition(xpv2.TypeSynced)
+			if r.Status != corev1.ConditionTrue || sy.Status != corev1.ConditionTrue {
+				return fmt.Errorf("%s: Ready %s, Synced %s %q", mg.GetName(), r.Status, sy.Status, sy.Message)
+			}
+		}
+		return nil
+	})
+}
+
+// notSynced returns the messages of the managed resources that are not
+// Synced.
+func (s *politeStack) notSynced(t *testing.T) []string {
+	t.Helper()
+	var msgs []string
+	for _, mg := range s.mrs {
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err != nil {
+			t.Fatal(err)
+		}
+		if c := mg.(resource.Conditioned).GetCondition(xpv2.TypeSynced); c.Status == corev1.ConditionFalse {
+			msgs = append(msgs, c.Message)
+		}
 	}
-	allReady("every managed resource is Ready", 120*time.Second)
+	return msgs
+}
+
+// settle waits a poll interval and 2 s, for the reconciles of what came
+// before (a creation, a storm) to settle before a count at rest.
+func (s *politeStack) settle() { time.Sleep(s.poll + 2*time.Second) }
+
+// storm makes the tap answer every Neutron request as st says for d,
+// calls last (when not nil) just before the storm ends, and returns the
+// requests that reached the tap meanwhile, their rate a minute and when
+// the storm ended.
+func (s *politeStack) storm(t *testing.T, st neutronproxy.Storm, d time.Duration, last func()) ([]neutronproxy.Request, float64, time.Time) {
+	t.Helper()
+	if err := s.tap.SetStorm(st); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(d)
+	if last != nil {
+		last()
+	}
+	if err := s.tap.SetStorm(neutronproxy.Storm{}); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+	reqs := s.tap.Between(start, end)
+	return reqs, float64(len(reqs)) / end.Sub(start).Minutes(), end
+}
+
+// TestOpenStackPolite: with a few managed resources of every OpenStack
+// kind at rest under a 10 s poll, each sends at most one Neutron request
+// per poll interval; while Neutron answers 429 with Retry-After the
+// provider sends fewer requests than at rest and none before the time
+// Neutron named, each MR saying until when; afterwards everything is Ready
+// again.
+func TestOpenStackPolite(t *testing.T) {
+	const poll = 10 * time.Second
+	clients, tap := politeClients()
+	s := startPolite(t, "polite", clients, tap, poll)
+	mrs, perKind, reqs := s.mrs, s.perKind, s.reqs
 
 	// (a) At rest: after a poll interval for the creation's reconciles to
 	// settle, count over 6 intervals.
-	time.Sleep(poll + 2*time.Second)
 	const intervals = 6
+	s.settle()
 	start, apiStart := time.Now(), reqs.mark()
 	time.Sleep(intervals * poll)
 	atRest := tap.Since(start)
@@ -184,15 +255,9 @@ func TestOpenStackPolite(t *testing.T) {
 	// (b) A storm: every Neutron request is answered 429 with Retry-After:
 	// 20 for 60 s.
 	const retryAfter = 20
-	tap.SetStorm(retryAfter)
-	stormStart := time.Now()
-	time.Sleep(60 * time.Second)
-	tap.SetStorm(0)
-	stormEnd := time.Now()
-	storm := tap.Between(stormStart, stormEnd)
-	stormRate := float64(len(storm)) / stormEnd.Sub(stormStart).Minutes()
-	t.Logf("429 storm with Retry-After: %d for %s: %d requests reached Neutron, %.1f/min (at rest %.1f/min)",
-		retryAfter, stormEnd.Sub(stormStart).Round(time.Second), len(storm), stormRate, restRate)
+	storm, stormRate, stormEnd := s.storm(t, neutronproxy.Storm{Code: http.StatusTooManyRequests, RetryAfter: retryAfter}, 60*time.Second, nil)
+	t.Logf("429 storm with Retry-After: %d for 60 s: %d requests reached Neutron, %.1f/min (at rest %.1f/min)",
+		retryAfter, len(storm), stormRate, restRate)
 	if stormRate >= restRate {
 		t.Errorf("under the 429 storm the provider sent %.1f requests/min, at rest %.1f: want fewer", stormRate, restRate)
 	}
@@ -215,24 +280,84 @@ func TestOpenStackPolite(t *testing.T) {
 	}
 	// During the storm the MRs say why and until when.
 	var msg string
-	for _, mg := range mrs {
-		if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
-			t.Fatal(err)
-		}
-		if s := mg.(resource.Conditioned).GetCondition(xpv2.TypeSynced); s.Status == corev1.ConditionFalse {
-			msg = s.Message
-			break
-		}
+	if msgs := s.notSynced(t); len(msgs) > 0 {
+		msg = msgs[0]
 	}
 	if !strings.Contains(msg, "Neutron answered 429 Too Many Requests with Retry-After: 20") || !strings.Contains(msg, "wait until") {
 		t.Errorf("no MR says that Neutron asked to wait and until when; one says %q", msg)
 	} else {
 		t.Logf("during the storm: %s", msg)
 	}
-	allReady("every managed resource is Ready again after the storm", 120*time.Second)
+	s.allReady(t, "every managed resource is Ready again after the storm", 120*time.Second)
 	t.Logf("after the storm every MR was Ready and Synced again in %s", time.Since(stormEnd).Round(time.Second))
-	if t.Failed() {
-		t.Logf("provider log (last 8 KiB):\n%s", logs.String()[max(0, len(logs.String())-8192):])
+}
+
+// TestOpenStackFailing: while Neutron fails, answering 503 without
+// Retry-After or refusing connections, the provider sends fewer requests
+// than at rest, each MR saying Neutron's answer and that the provider
+// backs off; once Neutron is back every MR is Ready within a poll.
+func TestOpenStackFailing(t *testing.T) {
+	// --poll 30 s: at rest each MR reads once a poll, while a failing MR's
+	// own backoff (1 s doubling to 1 min) retries it about 7 times in 90 s.
+	const poll, stormFor = 30 * time.Second, 90 * time.Second
+	clients, tap := politeClients()
+	// What the provider sets from its --poll.
+	clients.MaxBackoff = poll / 2
+	s := startPolite(t, "failing", clients, tap, poll)
+	s.settle()
+	const intervals = 3
+	start := time.Now()
+	time.Sleep(intervals * poll)
+	atRest := tap.Since(start)
+	restRate := float64(len(atRest)) / (intervals * poll).Minutes()
+	t.Logf("at rest, --poll %s: %d Neutron requests from %d MRs in %s, %.1f/min", poll, len(atRest), len(s.mrs), intervals*poll, restRate)
+
+	for _, c := range []struct {
+		name  string
+		storm neutronproxy.Storm
+		// says is what every MR's Synced message names.
+		says []string
+	}{
+		{"503 without Retry-After", neutronproxy.Storm{Code: http.StatusServiceUnavailable}, []string{"Neutron answered 503 Service Unavailable", "backing off"}},
+		{"connections refused", neutronproxy.Storm{Refused: true}, []string{"Neutron did not answer (", "connection refused", "backing off"}},
+	} {
+		var msgs []string
+		storm, stormRate, end := s.storm(t, c.storm, stormFor, func() { msgs = s.notSynced(t) })
+		byKind := map[string]int{}
+		for _, r := range storm {
+			byKind[r.Kind]++
+		}
+		t.Logf("%s for %s: %d requests reached Neutron, %.1f/min (at rest %.1f/min); by kind: %v", c.name, stormFor, len(storm), stormRate, restRate, byKind)
+		if stormRate >= restRate {
+			t.Errorf("%s: the provider sent %.1f requests/min to the failing Neutron, at rest %.1f: want fewer", c.name, stormRate, restRate)
+		}
+		// Each MR polled at least once in the storm and failed.
+		if len(msgs) != len(s.mrs) {
+			t.Errorf("%s: %d of %d MRs are not Synced at the storm's end, want all: %q", c.name, len(msgs), len(s.mrs), msgs)
+		}
+		for _, m := range msgs {
+			for _, w := range c.says {
+				if !strings.Contains(m, w) {
+					t.Errorf("%s: an MR's Synced message does not say %q: %q", c.name, w, m)
+					break
+				}
+			}
+		}
+		if len(msgs) > 0 {
+			t.Logf("%s, at the storm's end: %s", c.name, msgs[0])
+		}
+		// The Gate probes Neutron at least every poll/2; the answer of
+		// the first probe after the storm lets every request through,
+		// and each MR retries at the Gate's time (spread by at most
+		// 2.5 s), so all are Ready within poll/2 and a few seconds of
+		// reconciles: within a poll. Their own backoff would take up to
+		// 1 min.
+		s.allReady(t, c.name+": every MR is Ready again after the storm", 2*time.Minute)
+		took := time.Since(end)
+		t.Logf("%s: every MR Ready and Synced %s after the storm's end", c.name, took.Round(100*time.Millisecond))
+		if took > poll {
+			t.Errorf("%s: every MR was Ready again %s after Neutron's return, want within a poll (%s)", c.name, took.Round(100*time.Millisecond), poll)
+		}
 	}
 }
 

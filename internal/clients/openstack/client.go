@@ -31,8 +31,9 @@ const DefaultRequestTimeout = 60 * time.Second
 // 401. A change of the credentials (the Secret's clouds.yaml, the cloud,
 // region or CA bundle) makes a new client. Every request of a
 // ProviderConfig, to Keystone and Neutron, passes its Gate, which lives as
-// long as Clients whatever the credentials: a token bucket caps their rate
-// and a Retry-After answer holds them. Safe for concurrent use.
+// long as Clients whatever the credentials: a token bucket caps their rate,
+// a Retry-After answer holds them, and a failing service makes them back
+// off. Safe for concurrent use.
 type Clients struct {
 	// Transport wraps the HTTP transport of new clients when set, for
 	// tests that count or inspect requests.
@@ -44,6 +45,12 @@ type Clients struct {
 	// requests a second (bursts of twice that); DefaultRequestRate when
 	// zero.
 	RequestRate float64
+	// MaxBackoff is the longest a ProviderConfig's Gate holds the
+	// requests to a failing service (5xx answers, no answer) before one
+	// probes it again; DefaultMaxBackoff when zero. The provider sets it
+	// to half its --poll, so that the resources are Ready again within a
+	// poll of the service's return.
+	MaxBackoff time.Duration
 	// Metrics counts the requests of every ProviderConfig when set.
 	Metrics *Metrics
 	// Credentials reads ProviderConfigs and their credentials Secrets for
@@ -121,7 +128,7 @@ func (c *Clients) NetworkFor(ctx context.Context, kube client.Reader, cfg Config
 func (c *Clients) gate(pc string) *Gate {
 	g, ok := c.gates[pc]
 	if !ok {
-		g = NewGate(pc, cmp.Or(c.RequestRate, DefaultRequestRate), c.Metrics)
+		g = NewGate(pc, cmp.Or(c.RequestRate, DefaultRequestRate), cmp.Or(c.MaxBackoff, DefaultMaxBackoff), c.Metrics)
 		c.gates[pc] = g
 	}
 	return g

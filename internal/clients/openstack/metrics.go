@@ -13,19 +13,26 @@ const (
 	// reasonRateLimit: the ProviderConfig's token bucket had no slot soon
 	// enough.
 	reasonRateLimit = "rate-limit"
+	// reasonBackoff: the service is failing and the Gate backs off.
+	reasonBackoff = "backoff"
 )
 
 var descHold = prometheus.NewDesc("provider_ipsec_openstack_retry_after_seconds",
 	"Seconds until the Retry-After hold of the ProviderConfig's requests to the service ends; 0 when none is in force.",
 	[]string{"providerconfig", "service"}, nil)
 
+var descBackoff = prometheus.NewDesc("provider_ipsec_openstack_backoff_seconds",
+	"Seconds until the next probe of a failing service by the ProviderConfig's requests; 0 when the service answers or a probe is out.",
+	[]string{"providerconfig", "service"}, nil)
+
 // Metrics is the prometheus.Collector of the OpenStack requests of every
 // ProviderConfig's Gate:
 //
 //	provider_ipsec_openstack_requests_total{providerconfig,service}            requests sent
-//	provider_ipsec_openstack_requests_held_total{providerconfig,service,reason} requests not sent: reason "retry-after" (the service asked to wait) or "rate-limit" (the token bucket had no slot soon enough)
+//	provider_ipsec_openstack_requests_held_total{providerconfig,service,reason} requests not sent: reason "retry-after" (the service asked to wait), "backoff" (the service is failing) or "rate-limit" (the token bucket had no slot soon enough)
 //	provider_ipsec_openstack_requests_throttled_total{providerconfig,service}  requests sent after waiting for a slot of the token bucket
 //	provider_ipsec_openstack_retry_after_seconds{providerconfig,service}       seconds until the current Retry-After hold ends, 0 when none
+//	provider_ipsec_openstack_backoff_seconds{providerconfig,service}           seconds until the next probe of a failing service, 0 when none
 //
 // service is "Neutron" or "Keystone". A nil *Metrics counts nothing.
 type Metrics struct {
@@ -44,7 +51,7 @@ func NewMetrics() *Metrics {
 		requestsVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "provider_ipsec_openstack_requests_total",
 			Help: "OpenStack API requests sent, by ProviderConfig and service."}, labels),
 		heldVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "provider_ipsec_openstack_requests_held_total",
-			Help: "OpenStack API requests not sent: reason retry-after (the service asked to wait) or rate-limit (the ProviderConfig's token bucket had no slot soon enough)."},
+			Help: "OpenStack API requests not sent: reason retry-after (the service asked to wait), backoff (the service is failing) or rate-limit (the ProviderConfig's token bucket had no slot soon enough)."},
 			[]string{"providerconfig", "service", "reason"}),
 		throttledVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "provider_ipsec_openstack_requests_throttled_total",
 			Help: "OpenStack API requests sent after waiting for a slot of the ProviderConfig's token bucket."}, labels),
@@ -57,6 +64,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.heldVec.Describe(ch)
 	m.throttledVec.Describe(ch)
 	ch <- descHold
+	ch <- descBackoff
 }
 
 // Collect implements prometheus.Collector.
@@ -71,11 +79,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		holds := g.Holds()
 		now := g.now()
 		for _, svc := range []string{ServiceNeutron, ServiceKeystone} {
-			left := 0.0
-			if h, ok := holds[svc]; ok {
-				left = h.Until.Sub(now).Seconds()
+			retryAfter, backoff := 0.0, 0.0
+			if h, ok := holds[svc]; ok && h.RetryAfter != "" {
+				retryAfter = h.Until.Sub(now).Seconds()
+			} else if ok {
+				backoff = max(h.Until.Sub(now).Seconds(), 0)
 			}
-			ch <- prometheus.MustNewConstMetric(descHold, prometheus.GaugeValue, left, g.pc, svc)
+			ch <- prometheus.MustNewConstMetric(descHold, prometheus.GaugeValue, retryAfter, g.pc, svc)
+			ch <- prometheus.MustNewConstMetric(descBackoff, prometheus.GaugeValue, backoff, g.pc, svc)
 		}
 	}
 }

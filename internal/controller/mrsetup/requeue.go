@@ -68,7 +68,8 @@ type retryWithin interface {
 }
 
 // A retryAt is an error that says when the request may be sent again: the
-// OpenStack Gate's HeldError and ThrottledError.
+// OpenStack Gate's HeldError (a Retry-After hold or a backoff) and
+// ThrottledError.
 type retryAt interface {
 	RetryAt() time.Time
 }
@@ -79,8 +80,9 @@ type retryAt interface {
 // error is the API server's NotFound (a ProviderConfig or Secret not yet
 // applied) within awaitApply, one whose error is Neutron's 412 (a write
 // that lost a race) within revisionConflict, and one whose
-// error says when to retry (a Retry-After hold or the token bucket of the
-// ProviderConfig) is retried not before then. The managed reconciler
+// error says when to retry (the Gate of its ProviderConfig: a Retry-After
+// hold, a backoff from a failing service, the token bucket) is retried
+// then, spread by a little, whatever its own backoff. The managed reconciler
 // returns no error for a failed reconcile, so the external clients'
 // errors reach it through note (noteErrors). Safe for concurrent use.
 type backoff struct {
@@ -119,7 +121,13 @@ func (b *backoff) When(r reconcile.Request) time.Duration {
 	if h.within > 0 && d > h.within {
 		d = h.within
 	}
-	if wait := h.notBefore.Sub(b.now()); wait > 0 && wait >= d {
+	if !h.notBefore.IsZero() {
+		// The Gate's time is the ProviderConfig's schedule: it replaces
+		// the resource's own backoff, which grew while the Gate held its
+		// requests (a storm of 5xx, a long Retry-After), so that the
+		// resource is back when the Gate lets requests through again
+		// rather than up to a minute later.
+		wait := max(h.notBefore.Sub(b.now()), 0)
 		d = wait + rand.N(min(wait/10+time.Second, maxSpread)) //nolint:gosec // Spreading retries needs no secure randomness.
 	}
 	return d

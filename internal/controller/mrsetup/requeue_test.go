@@ -27,6 +27,10 @@ func TestBackoff(t *testing.T) {
 		return fmt.Errorf("cannot get port p: %w", &openstack.HeldError{ProviderConfig: "pc", Hold: openstack.Hold{
 			Service: openstack.ServiceNeutron, Answer: &openstack.APIError{Code: 429}, RetryAfter: "x", At: now, Until: now.Add(d)}})
 	}
+	backingOff := func(d time.Duration) error {
+		return fmt.Errorf("cannot get port p: %w", &openstack.HeldError{ProviderConfig: "pc", Hold: openstack.Hold{
+			Service: openstack.ServiceNeutron, Answer: &openstack.APIError{Code: 503}, Failures: 3, Since: now, At: now, Until: now.Add(d)}})
+	}
 	revisionConflict412 := fmt.Errorf("cannot associate floating IP 203.0.113.10 with port p: %w",
 		&openstack.APIError{Code: http.StatusPreconditionFailed, Type: "RevisionNumberConstraintFailed"})
 	absentPC := fmt.Errorf("cannot get ProviderConfig default: %w", kerrors.NewNotFound(schema.GroupResource{Group: "ipsecgw.io", Resource: "providerconfigs"}, "default"))
@@ -103,11 +107,15 @@ func TestBackoff(t *testing.T) {
 			forget: -1,
 		},
 		"HeldShorterThanBackoff": {
-			reason: "A hold shorter than the backoff keeps the backoff.",
+			reason: "A hold or backoff of the Gate shorter than the resource's own backoff (grown while the Gate held it) is what the resource waits: it is back when the Gate lets requests through, not up to a minute later.",
 			failures: []failure{
 				{Min: time.Second, Max: time.Second}, {Min: 2 * time.Second, Max: 2 * time.Second},
 				{Min: 4 * time.Second, Max: 4 * time.Second}, {Min: 8 * time.Second, Max: 8 * time.Second},
-				{Err: held(3 * time.Second), Min: 16 * time.Second, Max: 16 * time.Second},
+				{Min: 16 * time.Second, Max: 16 * time.Second}, {Min: 32 * time.Second, Max: 32 * time.Second},
+				{Err: held(3 * time.Second), Min: 3 * time.Second, Max: 4300 * time.Millisecond},
+				{Err: backingOff(15 * time.Second), Min: 15 * time.Second, Max: 17500 * time.Millisecond},
+				{Err: backingOff(0), Min: 0, Max: time.Second},
+				{Min: time.Minute, Max: time.Minute},
 			},
 			forget: -1,
 		},

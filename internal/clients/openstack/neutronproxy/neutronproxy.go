@@ -2,8 +2,12 @@
 // the integration and end-to-end tests and the scale benchmark: a Tap
 // records every Neutron request (when, the managed resource kind whose
 // reconcile sent it, whether a storm answered it) and, during a storm,
-// answers each request itself with 429 Too Many Requests and Retry-After,
-// as a rate-limiting proxy in front of Neutron would. A Tap wraps the
+// answers each request itself: with 429 Too Many Requests and
+// Retry-After, as a rate-limiting proxy in front of Neutron would, with
+// 503 Service Unavailable, as a load balancer without a live Neutron
+// behind it would, or not at all, sending it to a loopback port nothing
+// listens on (the kernel refuses the connection, as for a Neutron whose
+// API server is down). A Tap wraps the
 // transport of a provider in the test's own process; a Proxy serves it on
 // loopback for a provider process, registered in Keystone as the network
 // endpoint of a region of its own (Register).
@@ -24,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -42,9 +47,23 @@ import (
 type Tap struct {
 	mu       sync.Mutex
 	requests []Request
-	// storm is the Retry-After of the storm's answers, in seconds; 0: no
-	// storm.
-	storm int
+	storm    Storm
+	// refused is the port of a Refused storm while it lasts.
+	refused *bound
+}
+
+// A Storm is how a Tap answers every Neutron request itself while it
+// lasts; the zero Storm is none.
+type Storm struct {
+	// Code is the answers' HTTP status, such as 429 or 503.
+	Code int
+	// RetryAfter is the answers' Retry-After header, in seconds; 0: none.
+	RetryAfter int
+	// Refused sends each request to a loopback port nothing listens on
+	// instead: its connection is refused (through a Proxy, the provider
+	// gets the proxy's 502 Bad Gateway, as from a load balancer). Code and
+	// RetryAfter are then ignored.
+	Refused bool
 }
 
 // A Request is one recorded Neutron request.
@@ -67,18 +86,31 @@ func (t *Tap) Wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		t.mu.Lock()
 		storm := t.storm
-		t.requests = append(t.requests, Request{At: time.Now(), Method: r.Method, Kind: KindOf(r.URL.Path, r.URL.RawQuery), Stormed: storm > 0})
+		var refused string
+		if t.refused != nil {
+			refused = t.refused.addr
+		}
+		t.requests = append(t.requests, Request{At: time.Now(), Method: r.Method, Kind: KindOf(r.URL.Path, r.URL.RawQuery), Stormed: storm != Storm{}})
 		t.mu.Unlock()
-		if storm == 0 {
+		switch {
+		case storm == Storm{}:
+			return rt.RoundTrip(r)
+		case storm.Refused:
+			// The transport's own dial meets the kernel's refusal.
+			r = r.Clone(r.Context())
+			r.URL.Host, r.Host = refused, refused
 			return rt.RoundTrip(r)
 		}
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}
-		return &http.Response{StatusCode: http.StatusTooManyRequests, Status: "429 Too Many Requests", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:  http.Header{"Retry-After": {strconv.Itoa(storm)}, "Content-Type": {"text/plain"}},
-			Body:    io.NopCloser(strings.NewReader("Too Many Requests")),
-			Request: r}, nil
+		h := http.Header{"Content-Type": {"text/plain"}}
+		if storm.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(storm.RetryAfter))
+		}
+		status := http.StatusText(storm.Code)
+		return &http.Response{StatusCode: storm.Code, Status: strconv.Itoa(storm.Code) + " " + status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: h, Body: io.NopCloser(strings.NewReader(status)), Request: r}, nil
 	})
 }
 
@@ -96,12 +128,42 @@ func (t *Tap) Between(from, to time.Time) []Request {
 	return slices.DeleteFunc(t.Since(from), func(r Request) bool { return !r.At.Before(to) })
 }
 
-// SetStorm makes the tap answer every Neutron request 429 with
-// Retry-After: retryAfter (seconds), or, with 0, ends the storm.
-func (t *Tap) SetStorm(retryAfter int) {
+// SetStorm makes the tap answer every Neutron request as s says, or, with
+// the zero Storm, ends the storm. For a Refused storm it holds a loopback
+// port bound without listening, which no one else can take and whose
+// connections the kernel refuses, until the storm ends.
+func (t *Tap) SetStorm(s Storm) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.storm = retryAfter
+	if s.Refused && t.refused == nil {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("cannot open a socket for the refused connections: %w", err)
+		}
+		var sa syscall.Sockaddr
+		if err = syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+			sa, err = syscall.Getsockname(fd)
+		}
+		if err != nil {
+			_ = syscall.Close(fd)
+			return fmt.Errorf("cannot bind a loopback port for the refused connections: %w", err)
+		}
+		t.refused = &bound{fd: fd, addr: "127.0.0.1:" + strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)}
+	}
+	if !s.Refused && t.refused != nil {
+		if err := syscall.Close(t.refused.fd); err != nil {
+			return fmt.Errorf("cannot close the socket of the refused connections: %w", err)
+		}
+		t.refused = nil
+	}
+	t.storm = s
+	return nil
+}
+
+// bound is a socket bound to loopback address addr without listening.
+type bound struct {
+	fd   int
+	addr string
 }
 
 // KindOf is the managed resource kind whose Observe, Create, Update or
