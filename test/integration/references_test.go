@@ -310,8 +310,12 @@ func TestReferencesFollowNewNeutronPortAtRest(t *testing.T) {
 		if newID = meta.GetExternalName(gw); newID == old || gw.Status.AtProvider.ID != newID || len(gw.Status.AtProvider.FixedIPs) == 0 {
 			return fmt.Errorf("the Port's external name %s, status id %q (old port %s)", newID, gw.Status.AtProvider.ID, old)
 		}
-		if f, err := floatingips.Get(ctx, sc, meta.GetExternalName(fip)).Extract(); err != nil || f.PortID != newID {
-			return fmt.Errorf("the floating IP in Neutron: %+v, %v; want on port %s", f, err, newID)
+		f, err := floatingips.Get(ctx, sc, meta.GetExternalName(fip)).Extract()
+		if err != nil {
+			return fmt.Errorf("the floating IP in Neutron: %w", err)
+		}
+		if f.PortID != newID {
+			return fmt.Errorf("the floating IP %s is on port %q in Neutron, want %s", f.FloatingIP, f.PortID, newID)
 		}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(pairs), pairs); err != nil {
 			return err
