@@ -50,14 +50,31 @@ const module = "github.com/ipsecgw/provider-ipsec/"
 // 1.24's build events: ImportPath with the actions build-output and
 // build-fail).
 type event struct {
-	Time    time.Time
-	Action  string
-	Package string
-	Test    string
+	Time    time.Time `json:"Time"`
+	Action  string    `json:"Action"`
+	Package string    `json:"Package"`
+	Test    string    `json:"Test"`
 	// Elapsed is the test's or the package's run time in seconds, on its
 	// last event (pass, fail, skip).
-	Elapsed float64
-	Output  string
+	Elapsed float64 `json:"Elapsed"`
+	Output  string  `json:"Output"`
+}
+
+// The actions of the events this command reads.
+const (
+	actionRun         = "run"
+	actionOutput      = "output"
+	actionBuildOutput = "build-output"
+	actionFail        = "fail"
+)
+
+// ends says whether e is the last event of its test (a top-level test's
+// when top) or, without a test, of its package.
+func (e event) ends(top bool) bool {
+	if e.Action != "pass" && e.Action != actionFail && e.Action != "skip" {
+		return false
+	}
+	return !top || e.Test != "" && !strings.Contains(e.Test, "/")
 }
 
 func main() {
@@ -130,18 +147,34 @@ func (p *printer) line(line []byte) error {
 		_, err := p.w.Write(line)
 		return err
 	}
-	top, _, _ := strings.Cut(e.Test, "/")
-	key := e.Package + " " + top
-	ended := e.Action == "pass" || e.Action == "fail" || e.Action == "skip"
 	switch {
-	case p.verbose || e.Action == "build-output":
+	case p.verbose || e.Action == actionBuildOutput:
 		_, err := io.WriteString(p.w, e.Output)
 		return err
-	case e.Test == "" && e.Action == "output":
-		// go test prints a passed package's ok line alone.
-		if e.Output == "PASS\n" {
-			return nil
+	case e.Test == "":
+		return p.packageEvent(e)
+	}
+	top, _, _ := strings.Cut(e.Test, "/")
+	key := e.Package + " " + top
+	switch {
+	case e.Action == actionOutput:
+		if _, ok := p.held[key]; !ok {
+			p.order = append(p.order, key)
 		}
+		p.held[key] = append(p.held[key], e.Output)
+	case e.ends(true):
+		return p.flush(key, e.Action == actionFail)
+	}
+	return nil
+}
+
+// packageEvent prints an event of a package outside its tests, without -v.
+func (p *printer) packageEvent(e event) error {
+	switch {
+	case e.Action == actionOutput && e.Output == "PASS\n":
+		// go test prints a passed package's ok line alone.
+		return nil
+	case e.Action == actionOutput:
 		// A failed package's tests that never ended (a time-out's panic, a
 		// crash) print before its FAIL lines.
 		if strings.HasPrefix(e.Output, "FAIL") {
@@ -151,15 +184,8 @@ func (p *printer) line(line []byte) error {
 		}
 		_, err := io.WriteString(p.w, e.Output)
 		return err
-	case e.Test == "" && ended:
-		return p.flushPackage(e.Package, e.Action == "fail")
-	case e.Action == "output":
-		if _, ok := p.held[key]; !ok {
-			p.order = append(p.order, key)
-		}
-		p.held[key] = append(p.held[key], e.Output)
-	case e.Test == top && ended:
-		return p.flush(key, e.Action == "fail")
+	case e.ends(false):
+		return p.flushPackage(e.Package, e.Action == actionFail)
 	}
 	return nil
 }
@@ -202,6 +228,46 @@ type span struct {
 	Seconds float64
 }
 
+// collector collects the top-level tests of a stream as they end.
+type collector struct {
+	results     []result
+	first, last time.Time
+	// started is when each running top-level test started, by "package
+	// test".
+	started map[string]time.Time
+}
+
+// event takes one event of the stream.
+func (s *collector) event(e event) {
+	if e.Time.IsZero() {
+		// A build event.
+		return
+	}
+	if s.first.IsZero() {
+		s.first = e.Time
+	}
+	s.last = e.Time
+	pkg := strings.TrimPrefix(e.Package, module)
+	switch {
+	case e.Action == actionRun && !strings.Contains(e.Test, "/"):
+		s.started[e.Package+" "+e.Test] = e.Time
+	case e.ends(true):
+		delete(s.started, e.Package+" "+e.Test)
+		r := result{Package: pkg, Test: e.Test, Seconds: e.Elapsed}
+		if e.Action == actionFail {
+			r.Note = "failed"
+		}
+		s.results = append(s.results, r)
+	case e.Test == "" && e.ends(false):
+		for k, at := range s.started {
+			if p, test, _ := strings.Cut(k, " "); p == e.Package {
+				s.results = append(s.results, result{Package: pkg, Test: test, Seconds: e.Time.Sub(at).Seconds(), Note: "unfinished"})
+				delete(s.started, k)
+			}
+		}
+	}
+}
+
 // readStream returns the top-level tests of the stream in file, as they
 // ended, and its span. Its errors name the file and the line.
 func readStream(file string) ([]result, span, error) {
@@ -209,12 +275,7 @@ func readStream(file string) ([]result, span, error) {
 	if err != nil {
 		return nil, span{}, err
 	}
-	var (
-		results     []result
-		first, last time.Time
-		// When each running top-level test started, by "package test".
-		started = map[string]time.Time{}
-	)
+	s := &collector{started: map[string]time.Time{}}
 	for n, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -223,35 +284,9 @@ func readStream(file string) ([]result, span, error) {
 		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, span{}, fmt.Errorf("%s:%d: not a go test -json event: %w", file, n+1, err)
 		}
-		if e.Time.IsZero() {
-			// A build event.
-			continue
-		}
-		if first.IsZero() {
-			first = e.Time
-		}
-		last = e.Time
-		pkg := strings.TrimPrefix(e.Package, module)
-		switch {
-		case e.Test != "" && !strings.Contains(e.Test, "/") && e.Action == "run":
-			started[e.Package+" "+e.Test] = e.Time
-		case e.Test != "" && !strings.Contains(e.Test, "/") && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
-			delete(started, e.Package+" "+e.Test)
-			r := result{Package: pkg, Test: e.Test, Seconds: e.Elapsed}
-			if e.Action == "fail" {
-				r.Note = "failed"
-			}
-			results = append(results, r)
-		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
-			for k, at := range started {
-				if p, test, _ := strings.Cut(k, " "); p == e.Package {
-					results = append(results, result{Package: pkg, Test: test, Seconds: e.Time.Sub(at).Seconds(), Note: "unfinished"})
-					delete(started, k)
-				}
-			}
-		}
+		s.event(e)
 	}
-	return results, span{Stream: filepath.Base(file), Seconds: last.Sub(first).Seconds()}, nil
+	return s.results, span{Stream: filepath.Base(file), Seconds: s.last.Sub(s.first).Seconds()}, nil
 }
 
 // readWaits returns what each test waits on, by "package test", from the
