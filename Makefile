@@ -65,32 +65,45 @@ check-generate: ## Fail if `make generate` changes the tree.
 build: ## Build the provider binary into _output/bin.
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUTPUT)/bin/provider ./cmd/provider
 
+# Each test stage keeps its `go test -json` stream in
+# _output/test-<stage>.json, from which `go run ./hack/testjson slowest
+# _output/test-*.json` prints the slowest tests (docs/testing.md), prints
+# the stream as go test would have (print -v: as go test -v), and its wall
+# time when it ends, failing or not. pipefail (.SHELLFLAGS) keeps go test's
+# failure make's.
+# $(call timed,STAGE) starts a stage's recipe line (one shell).
+timed = mkdir -p $(OUTPUT); start=$$(date +%s); trap 'echo "$(1): wall time $$(($$(date +%s) - start)) s"' EXIT;
+# $(call go_test,STAGE,GO TEST ARGUMENTS) [-v] runs go test.
+go_test = $(GO) test -json $(2) | tee $(OUTPUT)/test-$(1).json | $(GO) run ./hack/testjson print
+
 .PHONY: test-unit
 test-unit: ## Unit tests: no processes, no network, under a minute.
-	$(GO) test ./...
+	$(call timed,test-unit) $(call go_test,unit,./...)
 
 # As root, the integration tests check the images `make images` builds (its
 # root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
 test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags integration -count=1 -timeout 30m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...
+	$(call timed,test-integration) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
+		$(call go_test,integration,-tags integration -count=1 -timeout 30m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...)
 
 # Argo CD is built (or found in the cache) before the Go tests, so that a
 # cold build (10-50 min) does not run inside their timeout; TestGitOps runs
 # it.
 .PHONY: test-e2e
 test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on the `make dev` stack (own ports, torn down): the stack itself, then the migration runbook, the upgrade, the uninstall, Argo CD from Git.
-	test/e2e/dev-stack.sh
-	hack/tools.sh dir argocd >/dev/null
-	KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 45m -v ./test/e2e/...
+	$(call timed,test-e2e) test/e2e/dev-stack.sh; \
+		hack/tools.sh dir argocd >/dev/null; \
+		KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(call go_test,e2e,-tags e2e -count=1 -timeout 45m ./test/e2e/...) -v
 
 # Failovers in a row in make test-nodes (the issue's 20: about 90 s).
 E2E_FAILOVERS ?= 20
 
 .PHONY: test-nodes
 test-nodes: build xpkg $(NODE_IMAGES) ## The e2e with two nodes (root): a pod on each, node-2 lost and returned; then the active/standby gateway (TestActiveStandby, E2E_FAILOVERS failovers in a row).
-	NODES=2 test/e2e/dev-stack.sh
-	NODES=2 E2E_FAILOVERS=$(E2E_FAILOVERS) KUBEBUILDER_ASSETS=$(TOOLS_BIN) $(GO) test -tags e2e -count=1 -timeout 30m -v -run 'TestActiveStandby$$' ./test/e2e/...
+	$(call timed,test-nodes) NODES=2 test/e2e/dev-stack.sh; \
+		NODES=2 E2E_FAILOVERS=$(E2E_FAILOVERS) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
+		$(call go_test,nodes,-tags e2e -count=1 -timeout 30m -run 'TestActiveStandby$$' ./test/e2e/...) -v
 
 .PHONY: xpkg
 xpkg: tools ## Build the provider image, the provider and Configuration packages into _output/xpkg (offline, reproducible).

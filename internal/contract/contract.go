@@ -6,7 +6,7 @@
 // from it (internal/workload, internal/render, internal/controller/gateway);
 // the agent (cmd/gateway-agent, internal/agent/...) finds its way in the
 // pod by it, and imports none of the provider's renderer, object builder or
-// controllers (TestAgentImportsNoProviderPackage). What the files and keys
+// controllers (golangci-lint's depguard, .golangci.yml). What the files and keys
 // hold is typed elsewhere, beside the API or the format it belongs to:
 // v1alpha1.TunnelStatus and LeaderStatus, xfrmi.Config, swanctl.conf
 // (internal/swanctl).

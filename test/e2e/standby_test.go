@@ -154,7 +154,7 @@ func TestActiveStandby(t *testing.T) {
 		// tuning plugin sets its arp_ignore: a request that falls into
 		// that window is answered by both (the same MAC), and the watch
 		// asks every 100 ms, so one such request is allowed (without
-		// the silent start: 5-14 a deletion, docs/active-standby.md).
+		// the silent start: 5-14 a deletion, docs/measurements.md).
 		requests, twice, unanswered := arp1.Stop()
 		t.Logf("replicas 1, ARP watch: %d requests for %s, %d answered twice (%v), %d unanswered; the pod deleted at %s, its agent's last lines:\n%s\nthe replacement's agent's first lines:\n%s",
 			requests, siteGateway, len(twice), twice, unanswered, deleted.Format("15:04:05.000"), agentLog(),

@@ -33,6 +33,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	portctrl "github.com/ipsecgw/provider-ipsec/internal/controller/port"
 )
 
@@ -189,7 +190,9 @@ func fipWaitReady(t *testing.T, mg *netv1alpha1.FloatingIPBinding, timeout time.
 }
 
 func fipSetup(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
-	return func(mgr ctrl.Manager, o controller.Options) error { return floatingipbinding.Setup(mgr, o, e.Clients) }
+	return func(mgr ctrl.Manager, o controller.Options) error {
+		return floatingipbinding.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
+	}
 }
 
 // startFIPTest is newFIPTest with the provider running the
@@ -442,10 +445,10 @@ func TestFloatingIPBindingPortRef(t *testing.T) {
 	f := newFIPTest(t)
 	ctx := context.Background()
 	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		if err := portctrl.Setup(mgr, o, f.e.Clients); err != nil {
+		if err := portctrl.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: f.e.Clients}); err != nil {
 			return err
 		}
-		return floatingipbinding.Setup(mgr, o, f.e.Clients)
+		return floatingipbinding.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: f.e.Clients})
 	})
 	port := &netv1alpha1.Port{ObjectMeta: metav1.ObjectMeta{Name: "fipb-ref-port"}}
 	port.Spec.ForProvider.NetworkID = ptr.To(f.e.Fixtures.TenantNet.ID)

@@ -27,6 +27,7 @@ import (
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 )
@@ -100,10 +101,10 @@ func TestNetwork(t *testing.T) {
 		forgetMRs(mrs...)
 	})
 	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		if err := network.Setup(mgr, o, e.Clients); err != nil {
+		if err := network.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients}); err != nil {
 			return err
 		}
-		return port.Setup(mgr, o, e.Clients)
+		return port.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
 	})
 
 	netID := e.Fixtures.TenantNet.ID

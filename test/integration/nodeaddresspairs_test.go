@@ -25,6 +25,7 @@ import (
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/cluster/openstack/vif"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/nodeaddresspairs"
 )
 
@@ -132,7 +133,7 @@ func TestNodeAddressPairs(t *testing.T) {
 	}
 
 	logs := startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		return nodeaddresspairs.Setup(mgr, o, e.Clients)
+		return nodeaddresspairs.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
 	})
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
 )
 
@@ -46,7 +47,9 @@ func TestOpenStackReauth(t *testing.T) {
 			return resp, err
 		})
 	}
-	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error { return network.Setup(mgr, o, clients) })
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		return network.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: clients})
+	})
 	mr := importedNetwork("itest-reauth-net", e.Fixtures.TenantNet.ID)
 	t.Cleanup(func() { forgetMRs(mr) })
 	create(t, mr)

@@ -86,10 +86,8 @@ func startPolite(t *testing.T, prefix string, clients *openstack.Clients, tap *n
 			return err
 		}
 		clients.Credentials = creds
-		for _, setup := range []func(ctrl.Manager, controller.Options, *openstack.Clients) error{
-			securitygroup.Setup, network.Setup, port.Setup, floatingipbinding.Setup, routerroutes.Setup,
-		} {
-			if err := setup(mgr, o, clients); err != nil {
+		for _, k := range []mrsetup.Kind{securitygroup.Kind, network.Kind, port.Kind, floatingipbinding.Kind, routerroutes.Kind} {
+			if err := k.Setup(mgr, o, mrsetup.Dependencies{OpenStack: clients}); err != nil {
 				return err
 			}
 		}
@@ -371,7 +369,7 @@ func TestFloatingIPBindingCutoverUnnudged(t *testing.T) {
 	ctx := context.Background()
 	clients, tap := politeClients()
 	startProviderPolling(t, func(mgr ctrl.Manager, o controller.Options) error {
-		return floatingipbinding.Setup(mgr, o, clients)
+		return floatingipbinding.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: clients})
 	}, time.Minute)
 	vm := f.port(t, "polite-vm-port")
 	gw := f.port(t, "polite-gateway-port")

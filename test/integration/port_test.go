@@ -27,6 +27,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 )
 
@@ -98,7 +99,9 @@ func TestPort(t *testing.T) {
 		}
 		forgetMRs(mrs...)
 	})
-	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error { return port.Setup(mgr, o, e.Clients) })
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		return port.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
+	})
 
 	// The SecurityGroup controller is not part of this test: the group is
 	// made in Neutron by hand and a paused SecurityGroup MR carries its ID
@@ -370,7 +373,9 @@ func TestPortRefusedCreateRetried(t *testing.T) {
 		deletePorts(t, sc, []client.Object{mr})
 		forgetMRs(mr)
 	})
-	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error { return port.Setup(mgr, o, e.Clients) })
+	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
+		return port.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
+	})
 	create(t, mr)
 
 	eventually(t, 30*time.Second, "the create is refused with IpAddressAlreadyAllocated and the refusal recorded", func() error {

@@ -28,6 +28,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
 )
@@ -111,10 +112,10 @@ func TestRouterRoutes(t *testing.T) {
 		}
 	})
 	logs := startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		if err := port.Setup(mgr, o, e.Clients); err != nil {
+		if err := port.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients}); err != nil {
 			return err
 		}
-		return routerroutes.Setup(mgr, o, e.Clients)
+		return routerroutes.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
 	})
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -30,6 +30,7 @@ import (
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
 )
 
@@ -65,7 +66,9 @@ func gatewaySecurityGroup(name, pc string) *v1alpha1.SecurityGroup {
 }
 
 func securityGroupControllers(e *openStackEnv) func(ctrl.Manager, controller.Options) error {
-	return func(mgr ctrl.Manager, o controller.Options) error { return securitygroup.Setup(mgr, o, e.Clients) }
+	return func(mgr ctrl.Manager, o controller.Options) error {
+		return securitygroup.Kind.Setup(mgr, o, mrsetup.Dependencies{OpenStack: e.Clients})
+	}
 }
 
 // openStackControllers are the controllers of every kind on e's clients.

@@ -107,7 +107,7 @@ func TestTunnelThroughFloatingIP(t *testing.T) {
 		return err == nil && r.Received > 0
 	}
 	// Under load the L3 agent finishes a router's update many seconds
-	// after its DNAT rule appears (13-27 s measured, docs/neutron-agents.md).
+	// after its DNAT rule appears (13-27 s measured, docs/measurements.md).
 	if !settlesWithin(time.Minute, true, reaches) {
 		t.Fatalf("the gateway does not reach the client site %s through the qrouter after 60 s; the qrouter:\n%s",
 			peer.Address, routerState(ctx, h, e.Fixtures.Router.ID, public))

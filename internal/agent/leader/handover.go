@@ -23,7 +23,7 @@ const (
 // Both pods have the address on their net1 from the CNI's static IPAM,
 // with the same MAC: the ReplicaSet starts the replacement as soon as the
 // pod is deleted, and the kubelet sends the old pod SIGTERM only a second
-// or two later (measured: 1.07-2.01 s; docs/active-standby.md). The agent
+// or two later (measured: 1.07-2.01 s; docs/measurements.md). The agent
 // lets net1 answer and charon initiate (Take) once it holds the Lease,
 // which the old pod's agent releases on SIGTERM after it silenced its net1
 // (Release). The network attachment brings net1 up with arp_ignore 8, so

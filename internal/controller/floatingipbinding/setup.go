@@ -9,11 +9,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/gophercloud/gophercloud/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
@@ -76,32 +75,20 @@ func find(ctx context.Context, sc *gophercloud.ServiceClient, mg resource.Manage
 	return openstack.ScanCreated(ctx, sc, openstack.FloatingIPs, mg)
 }
 
-// Setup adds the FloatingIPBinding controller to mgr, with Neutron clients
-// from clients and the OpenStack kinds' reconciler options (mrsetup). It
-// returns an error when a client or the controller cannot be built.
-func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.FloatingIPBindingGroupKind, v1alpha1.FloatingIPBindingGroupVersionKind, &v1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
-}
+// Kind describes the FloatingIPBinding controllers (mrsetup.NeutronKind): the
+// cluster-scoped kind and its namespaced twin (networking.m.ipsecgw.io),
+// by the same external client, with the OpenStack kinds' reconciler
+// options (mrsetup.OpenStackOptions).
+var Kind = mrsetup.NeutronKind(&v1alpha1.FloatingIPBinding{}, v1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, nsv1alpha1.FloatingIPBindingGroupVersionKind,
+	tuning, find, NewExternal)
 
-// SetupNamespaced adds the controller of the namespaced FloatingIPBinding
-// (networking.m.ipsecgw.io) to mgr: the same external client, poll
-// interval and lookup on the namespaced twin (mrsetup.RegisterOpenStackTwin).
-// It returns an error when the controller cannot be built.
-func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.FloatingIPBindingGroupKind, nsv1alpha1.FloatingIPBindingGroupVersionKind, &nsv1alpha1.FloatingIPBinding{}, tuning, find, NewExternal)
-}
-
-// SetupGated adds the FloatingIPBinding controller to mgr as Setup does, once its CRD is
-// established (mrsetup.Gated): Crossplane installs the kind inactive until
-// a ManagedResourceActivationPolicy activates it. It returns an error when
-// o has no gate.
-func SetupGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, clients) }, v1alpha1.FloatingIPBindingGroupVersionKind)
-}
-
-// SetupNamespacedGated adds the namespaced FloatingIPBinding controller to mgr as
-// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
-// returns an error when o has no gate.
-func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, clients) }, nsv1alpha1.FloatingIPBindingGroupVersionKind)
+// NewExternal returns the external client that manages a FloatingIPBinding's floating IP
+// through sc, the Neutron client of its ProviderConfig; settle says when an
+// interrupted create has surely made nothing (openstack.Clients.Settling;
+// the zero value never waits, for tests of one reconcile). The connector
+// (mrsetup.NeutronConnector) calls it once it has tracked the resource's
+// use of its ProviderConfig; tests call it to drive one step and count its
+// requests.
+func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.FloatingIPBinding] {
+	return &external{neutron: sc, settle: settle}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,18 +20,26 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// Setup adds the Gateway controller to mgr. A Gateway reads its agent's
+// Kind describes the Gateway controllers: the cluster-scoped kind (setup)
+// and its namespaced twin (setupNamespaced), each with the image of a
+// Gateway that names none (mrsetup.Dependencies.GatewayImage).
+var Kind = mrsetup.Kind{
+	{GVKs: []schema.GroupVersionKind{v1alpha1.GatewayGroupVersionKind}, Setup: setup},
+	{GVKs: []schema.GroupVersionKind{nsv1alpha1.GatewayGroupVersionKind}, Setup: setupNamespaced},
+}
+
+// setup adds the Gateway controller to mgr. A Gateway reads its agent's
 // tunnel status (the status ConfigMap) when it is observed. In the
 // provider's own cluster it is observed when that ConfigMap's data or its
 // Deployment's ready replicas change (watches), else at the provider's
 // --poll as a safety poll and drift check; a Gateway whose ProviderConfig
 // targets another cluster is polled every remotePoll instead. It returns
 // an error when a client, the watches' cache or the controller cannot be
-// built. image is the image of a Gateway that names none (empty:
+// built. d.GatewayImage is the image of a Gateway that names none (empty:
 // DefaultImage).
-func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
+func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, false, image)
+	c, w, err := newConnector(mgr, name, false, d.GatewayImage)
 	if err != nil {
 		return err
 	}
@@ -43,16 +52,16 @@ func Setup(mgr ctrl.Manager, o controller.Options, image string) error {
 	)
 }
 
-// SetupNamespaced adds the controller of the namespaced Gateway
-// (gateway.m.ipsecgw.io) to mgr, as Setup does: the same external client
+// setupNamespaced adds the controller of the namespaced Gateway
+// (gateway.m.ipsecgw.io) to mgr, as setup does: the same external client
 // on the namespaced twin (mrsetup.TwinExternal), its objects in the
 // Gateway's own namespace of the cluster its ProviderConfig of that
 // namespace or its ClusterProviderConfig names, watched through a cache of
 // its own. It returns an error when a client, the watches' cache or the
-// controller cannot be built. image is as Setup's.
-func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error {
+// controller cannot be built.
+func setupNamespaced(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	name := managed.ControllerName(nsv1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, true, image)
+	c, w, err := newConnector(mgr, name, true, d.GatewayImage)
 	if err != nil {
 		return err
 	}
@@ -60,22 +69,6 @@ func SetupNamespaced(mgr ctrl.Manager, o controller.Options, image string) error
 		managed.WithTypedExternalConnector[*nsv1alpha1.Gateway](&nsConnector{connector: c, usage: mrsetup.ModernUsageTracker(mgr), gateways: mgr.GetClient()}),
 		managed.WithCreationGracePeriod(0),
 	)
-}
-
-// SetupGated adds the Gateway controller to mgr as Setup does, once its
-// CRD is established (mrsetup.Gated): Crossplane installs the kind
-// inactive until a ManagedResourceActivationPolicy activates it, and until
-// then the controller and its watches' cache are not made. It returns an
-// error when o has no gate.
-func SetupGated(mgr ctrl.Manager, o controller.Options, image string) error {
-	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, image) }, v1alpha1.GatewayGroupVersionKind)
-}
-
-// SetupNamespacedGated adds the namespaced Gateway controller to mgr as
-// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
-// returns an error when o has no gate.
-func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, image string) error {
-	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, image) }, nsv1alpha1.GatewayGroupVersionKind)
 }
 
 // newConnector returns the connector of the Gateway controller named name

@@ -8,6 +8,7 @@ package nodeaddresspairs
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +19,15 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// Setup adds the NodeAddressPairs controller to mgr, taking Neutron clients
-// from clients. Nodes are read, uncached, from the cluster the
+// Kind describes the NodeAddressPairs controllers: the cluster-scoped
+// kind (setup) and its namespaced twin (setupNamespaced).
+var Kind = mrsetup.Kind{
+	{GVKs: []schema.GroupVersionKind{v1alpha1.NodeAddressPairsGroupVersionKind}, Setup: setup},
+	{GVKs: []schema.GroupVersionKind{nsv1alpha1.NodeAddressPairsGroupVersionKind}, Setup: setupNamespaced},
+}
+
+// setup adds the NodeAddressPairs controller to mgr, taking Neutron clients
+// from d.OpenStack. Nodes are read, uncached, from the cluster the
 // ProviderConfig's spec.cluster names (the one the Gateways run in), once
 // per reconcile: a node that joins, leaves or changes labels is seen at
 // the next poll (--poll). It returns an error when a client or the
@@ -29,29 +37,29 @@ import (
 // recovery: the external name is the gateway port's ID, known before any
 // call, and adding a pair a port already has is skipped, so an
 // interrupted create is simply repeated.
-func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	own, err := mrsetup.UncachedClient(mgr)
 	if err != nil {
 		return err
 	}
-	return mrsetup.RegisterOpenStack(mgr, o, clients, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
+	return mrsetup.RegisterOpenStack(mgr, o, d.OpenStack, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
 			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), readerOf(mgr))
 		})
 }
 
-// SetupNamespaced adds the controller of the namespaced NodeAddressPairs
+// setupNamespaced adds the controller of the namespaced NodeAddressPairs
 // (networking.m.ipsecgw.io) to mgr: the same external client on the
 // namespaced twin (mrsetup.TwinExternal), whose Nodes are those of the
 // cluster its ProviderConfig of its own namespace or its
 // ClusterProviderConfig names. It returns an error when a client or the
 // controller cannot be built.
-func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
+func setupNamespaced(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	own, err := mrsetup.UncachedClient(mgr)
 	if err != nil {
 		return err
 	}
-	return mrsetup.RegisterOpenStack(mgr, o, clients, nsv1alpha1.NodeAddressPairsGroupKind, nsv1alpha1.NodeAddressPairsGroupVersionKind, &nsv1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
+	return mrsetup.RegisterOpenStack(mgr, o, d.OpenStack, nsv1alpha1.NodeAddressPairsGroupKind, nsv1alpha1.NodeAddressPairsGroupVersionKind, &nsv1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*nsv1alpha1.NodeAddressPairs] {
 			return nsConnector{&connector{Connector: c, status: mgr.GetClient(), own: own, ownConfig: mgr.GetConfig(), newClient: readerOf(mgr)}}
 		})
@@ -63,19 +71,4 @@ func readerOf(mgr ctrl.Manager) func(*rest.Config) (client.Reader, error) {
 	return func(cfg *rest.Config) (client.Reader, error) {
 		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	}
-}
-
-// SetupGated adds the NodeAddressPairs controller to mgr as Setup does, once its CRD is
-// established (mrsetup.Gated): Crossplane installs the kind inactive until
-// a ManagedResourceActivationPolicy activates it. It returns an error when
-// o has no gate.
-func SetupGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, clients) }, v1alpha1.NodeAddressPairsGroupVersionKind)
-}
-
-// SetupNamespacedGated adds the namespaced NodeAddressPairs controller to mgr as
-// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
-// returns an error when o has no gate.
-func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, clients) }, nsv1alpha1.NodeAddressPairsGroupVersionKind)
 }

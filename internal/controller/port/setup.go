@@ -5,8 +5,8 @@
 package port
 
 import (
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
@@ -14,39 +14,27 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
-// Setup adds the Port controller to mgr, with Neutron clients from
-// clients. It returns an error when a client or the controller cannot be
-// built.
+// Kind describes the Port controllers (mrsetup.NeutronKind): the
+// cluster-scoped kind and its namespaced twin (networking.m.ipsecgw.io),
+// by the same external client, with the OpenStack kinds' reconciler
+// options (mrsetup.OpenStackOptions).
 //
-// The reconciler takes the OpenStack kinds' options (mrsetup): no
+// For this kind those options mean: no
 // initializer, since the external name is the port's UUID that only Create
 // knows; crossplane-runtime's create-pending guard, with the recovery that
 // finds a port created by a provider that died before recording it by the
 // marker in its description (openstack.CreateRecovery); no creation grace
 // period, since Neutron reads its own writes.
-func Setup(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterNeutron(mgr, o, clients, v1alpha1.PortGroupKind, v1alpha1.PortGroupVersionKind, &v1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
-}
+var Kind = mrsetup.NeutronKind(&v1alpha1.Port{}, v1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, nsv1alpha1.PortGroupVersionKind,
+	mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
 
-// SetupNamespaced adds the controller of the namespaced Port
-// (networking.m.ipsecgw.io) to mgr: the same external client on the
-// namespaced twin (mrsetup.RegisterOpenStackTwin). It returns an error
-// when the controller cannot be built.
-func SetupNamespaced(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.RegisterOpenStackTwin(mgr, o, clients, nsv1alpha1.PortGroupKind, nsv1alpha1.PortGroupVersionKind, &nsv1alpha1.Port{}, mrsetup.Tuning{}, openstack.ScanFinder(openstack.Ports), NewExternal)
-}
-
-// SetupGated adds the Port controller to mgr as Setup does, once its CRD is
-// established (mrsetup.Gated): Crossplane installs the kind inactive until
-// a ManagedResourceActivationPolicy activates it. It returns an error when
-// o has no gate.
-func SetupGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return Setup(mgr, o, clients) }, v1alpha1.PortGroupVersionKind)
-}
-
-// SetupNamespacedGated adds the namespaced Port controller to mgr as
-// SetupNamespaced does, once its CRD is established (mrsetup.Gated). It
-// returns an error when o has no gate.
-func SetupNamespacedGated(mgr ctrl.Manager, o controller.Options, clients *openstack.Clients) error {
-	return mrsetup.Gated(mgr, o, func() error { return SetupNamespaced(mgr, o, clients) }, nsv1alpha1.PortGroupVersionKind)
+// NewExternal returns the external client that manages a Port's port
+// through sc, the Neutron client of its ProviderConfig; settle says when an
+// interrupted create has surely made nothing (openstack.Clients.Settling;
+// the zero value never waits, for tests of one reconcile). The connector
+// (mrsetup.NeutronConnector) calls it once it has tracked the resource's
+// use of its ProviderConfig; tests call it to drive one step and count its
+// requests.
+func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.Port] {
+	return &external{neutron: sc, settle: settle}
 }

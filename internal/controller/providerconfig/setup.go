@@ -10,6 +10,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/providerconfig"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,31 +44,24 @@ var all = []pcKind{
 		&nsv1alpha1.ClusterProviderConfig{}, &nsv1alpha1.ProviderConfigUsage{}, nsv1alpha1.ClusterProviderConfigKind},
 }
 
-// Setup adds the controllers of the cluster-scoped ProviderConfig, the
-// namespaced ProviderConfig and the ClusterProviderConfig to mgr. It
-// returns an error when a controller cannot be built or registered.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+// Kind describes the controllers of the cluster-scoped ProviderConfig, the
+// namespaced ProviderConfig and the ClusterProviderConfig, one per kind of
+// all, each gated on the CRDs of its ProviderConfig kind and of that kind's
+// usages: Crossplane installs these CRDs with the provider's package
+// whatever its activation policies say; gated, the provider also starts
+// cleanly before they exist.
+var Kind = func() mrsetup.Kind {
+	k := make(mrsetup.Kind, 0, len(all))
 	for _, c := range all {
-		if err := setup(mgr, o, c); err != nil {
-			return err
-		}
+		k = append(k, mrsetup.Controller{
+			GVKs: []schema.GroupVersionKind{c.kinds.Config, c.kinds.Usage},
+			Setup: func(mgr ctrl.Manager, o controller.Options, _ mrsetup.Dependencies) error {
+				return setup(mgr, o, c)
+			},
+		})
 	}
-	return nil
-}
-
-// SetupGated adds the controllers Setup adds to mgr, each once the CRDs of
-// its ProviderConfig kind and of that kind's usages are established
-// (mrsetup.Gated). Crossplane installs these CRDs with the provider's
-// package whatever its activation policies say; gated, the provider also
-// starts cleanly before they exist. It returns an error when o has no gate.
-func SetupGated(mgr ctrl.Manager, o controller.Options) error {
-	for _, c := range all {
-		if err := mrsetup.Gated(mgr, o, func() error { return setup(mgr, o, c) }, c.kinds.Config, c.kinds.Usage); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+	return k
+}()
 
 // setup adds the controller of the ProviderConfig kind c to mgr.
 func setup(mgr ctrl.Manager, o controller.Options, c pcKind) error {

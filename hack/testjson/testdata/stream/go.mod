@@ -1,0 +1,3 @@
+module github.com/ipsecgw/provider-ipsec
+
+go 1.26

@@ -1,0 +1,5 @@
+package q
+
+import "testing"
+
+func TestBroken(t *testing.T) { undefined() }
