@@ -30,6 +30,17 @@
 // 5.9 leaves when both sides initiate at the same moment and which no
 // uniqueness policy removes without risking a loop with the peer (see
 // duplicates).
+//
+// And it notices an ESTABLISHED IKE SA the peer no longer answers (see
+// unanswered): a gateway back from a lost node or a cut-off finds its IKE
+// SA as it left it, while the peer's DPD has long dropped its side and the
+// peer ignores every request on it. charon then retransmits its DPD until
+// its retransmissions run out (strongSwan's defaults: 165 s) and only then
+// restarts; all that time list-sas says ESTABLISHED and INSTALLED. The
+// Watchdog reports such a tunnel down (Observe) once an exchange on its IKE
+// SA has gone unanswered for Unanswered, and for an always-on tunnel closes
+// that IKE SA and initiates the tunnel anew at once, which is what charon's
+// dpd_action restart would do at the end of its retransmissions.
 package watchdog
 
 import (
@@ -63,11 +74,24 @@ const (
 	// and one initiate per CHILD_SA, each of which returns at once: charon
 	// is asked not to wait for the result).
 	DefaultTimeout = 10 * time.Second
+	// DefaultUnanswered is how long an exchange on an ESTABLISHED IKE SA
+	// may stay unanswered before the peer counts as lost to it: charon
+	// sends a request at 0, 4 and 11.2 s with strongSwan's default
+	// retransmissions, and a peer that holds the IKE SA answers within a
+	// round trip, so 10 s without an answer is the request and its first
+	// retransmission lost, not a slow peer; a single lost packet is
+	// answered by 4 s and a round trip.
+	DefaultUnanswered = 10 * time.Second
+	// PauseAfter is how late a tick of the worker must be for the agent to
+	// take it as a pause of its own (a frozen node, a stopped process) and
+	// to list every tunnel's IKE SAs at once.
+	PauseAfter = 5 * time.Second
 )
 
 // Errors of the worker's VICI calls.
 const (
 	errList      = "cannot list the IKE SAs of connection %s"
+	errListAll   = "cannot list the IKE SAs"
 	errInitiate  = "cannot initiate CHILD_SA %s"
 	errTerminate = "cannot close IKE SA %s"
 )
@@ -126,6 +150,15 @@ type Watchdog struct {
 	// AfterFunc defaults to time.AfterFunc; it schedules the second look
 	// at a duplicate.
 	AfterFunc func(d time.Duration, f func())
+	// Unanswered is how long an exchange charon runs on an ESTABLISHED IKE
+	// SA (tasks-active in list-sas: a DPD, a rekey) may stay unanswered
+	// before the Watchdog reports the tunnel down and, if it is always on,
+	// closes that IKE SA and initiates the tunnel anew. The worker lists
+	// every tunnel's IKE SAs every quarter of it (every Tick while an
+	// exchange is outstanding), so the report comes between Unanswered and
+	// 1.25 times it after the request. DefaultUnanswered when zero;
+	// negative turns it off.
+	Unanswered time.Duration
 
 	mu      sync.Mutex
 	tunnels map[string]*tunnel
@@ -163,6 +196,13 @@ type tunnel struct {
 	dupSince   time.Time
 	// peerClosed is when duplicates the peer initiated were last closed.
 	peerClosed time.Time
+	// busy maps the unique id of each ESTABLISHED IKE SA last listed with
+	// an exchange active to when a listing first showed it so; silent is
+	// the one of them unanswered for Unanswered ("" when none) and
+	// silentFor how long then.
+	busy      map[string]time.Time
+	silent    string
+	silentFor time.Duration
 }
 
 // A job is one re-initiation, of the whole tunnel (no IKE SA) or of the
@@ -175,6 +215,10 @@ type job struct {
 	// dups makes the job a duplicate check of the IKE SAs of conn
 	// carrying children.
 	dups bool
+	// silent, when set, is the unique id of an ESTABLISHED IKE SA of conn
+	// whose peer stopped answering: the job closes it and initiates
+	// children anew.
+	silent string
 }
 
 func (w *Watchdog) now() time.Time {
@@ -189,6 +233,13 @@ func (w *Watchdog) after() time.Duration {
 		return w.After
 	}
 	return DefaultAfter
+}
+
+func (w *Watchdog) unanswered() time.Duration {
+	if w.Unanswered != 0 {
+		return w.Unanswered
+	}
+	return DefaultUnanswered
 }
 
 func (w *Watchdog) log() logging.Logger {
@@ -227,6 +278,13 @@ func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
 		}
 		w.observe(ts, t, started, now, after)
 		ts.Reinitiations, ts.LastReinitiate = t.count, t.last.DeepCopy()
+		if t.silent != "" && ts.IKEState == v1alpha1.IKEStateEstablished {
+			// Not up: nothing was heard from the peer since.
+			ts.Up = false
+			if ts.LastError == "" {
+				ts.LastError = fmt.Sprintf(msgSilent, t.silent, t.silentFor.Round(time.Second))
+			}
+		}
 	}
 	for name := range w.tunnels {
 		if !seen[name] {
@@ -234,6 +292,10 @@ func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
 		}
 	}
 }
+
+// msgSilent is the LastError of a tunnel whose peer stopped answering,
+// when charon logged none: IKE SA unique id, how long.
+const msgSilent = "the peer has not answered IKE SA #%s for %s (a DPD or another exchange): it no longer holds it or cannot be reached"
 
 // observe updates t from ts and queues a job when one is due. w.mu is held.
 func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []string, now time.Time, after time.Duration) { //nolint:gocyclo // one rule per tunnel state, in the order charon goes through them
@@ -329,14 +391,131 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 	}()
 	tick := time.NewTicker(w.tick())
 	defer tick.Stop()
+	var listened time.Time
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case j := <-work:
 			w.run(ctx, c, j)
-		case <-tick.C:
+		case at := <-tick.C:
 			w.look(ctx, c)
+			// A tick this late is a pause of the agent's own (the node
+			// frozen, the process stopped): charon was most likely paused
+			// with it, and its peers may have dropped their IKE SAs
+			// meanwhile. Listen at once instead of at the next turn.
+			paused := at.Sub(last) - w.tick()
+			last = at
+			if paused >= PauseAfter {
+				w.log().Info("The agent was paused; checking that every peer still answers", "paused", paused.Round(time.Second).String())
+			}
+			if w.unanswered() > 0 && (paused >= PauseAfter || w.listenDue(at.Sub(listened))) {
+				w.listen(ctx, c)
+				listened = at
+			}
+		}
+	}
+}
+
+// listenDue says whether the worker lists every tunnel's IKE SAs again,
+// since the last listing: every tick while an exchange is outstanding,
+// else every quarter of Unanswered.
+func (w *Watchdog) listenDue(since time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.tunnels {
+		if len(t.busy) > 0 {
+			return true
+		}
+	}
+	return since >= w.unanswered()/4
+}
+
+// listen lists the IKE SAs of every tunnel (one list-sas) and follows, for
+// each, whether an exchange on an ESTABLISHED IKE SA has gone unanswered
+// for Unanswered (see unanswered). A tunnel whose peer turns silent is
+// reported down at the next status read, which it asks for; an always-on
+// one is closed and initiated anew by the worker.
+func (w *Watchdog) listen(ctx context.Context, c Charon) {
+	cctx, cancel := context.WithTimeout(ctx, w.timeout())
+	defer cancel()
+	sas, err := listAll(cctx, c)
+	if err != nil {
+		w.log().Debug("Cannot check whether the peers answer", "error", err)
+		return
+	}
+	now, bound := w.now(), w.unanswered()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := false
+	for name, t := range w.tunnels {
+		if t.busy == nil {
+			t.busy = map[string]time.Time{}
+		}
+		id := unanswered(t.busy, sas[name], now, bound)
+		if id != t.silent {
+			changed = true
+			if id != "" {
+				w.log().Info("A peer stopped answering", "tunnel", name, "ike-id", id, "for", now.Sub(t.busy[id]).Round(time.Second).String())
+			}
+		}
+		t.silent, t.silentFor = id, 0
+		if id == "" {
+			continue
+		}
+		t.silentFor = now.Sub(t.busy[id])
+		var started []string
+		if w.Started != nil {
+			started = w.Started(name)
+		}
+		if len(started) > 0 && !t.pending {
+			t.pending = w.queue(job{conn: name, whole: true, children: started, downFor: t.silentFor, silent: id})
+		}
+	}
+	if changed {
+		w.refresh()
+	}
+}
+
+// unanswered updates busy (see tunnel.busy) from sas, the IKE SAs of one
+// tunnel listed at now, and returns the unique id of the ESTABLISHED IKE
+// SA whose exchange has been active longest, if for at least bound; else
+// "". An exchange is active (tasks-active) from its request until its
+// answer; charon sends a DPD only after dpd_delay without a packet from
+// the peer, so an active DPD means the peer has not been heard from since,
+// and one that stays active that long will not be answered before
+// charon's retransmissions run out. A listing that shows an IKE SA without
+// an active exchange, or no longer ESTABLISHED, starts it over.
+func unanswered(busy map[string]time.Time, sas []status.IKESA, now time.Time, bound time.Duration) string {
+	active := map[string]bool{}
+	for _, sa := range sas {
+		if sa.State != v1alpha1.IKEStateEstablished || len(sa.TasksActive) == 0 {
+			continue
+		}
+		active[sa.UniqueID] = true
+		if _, ok := busy[sa.UniqueID]; !ok {
+			busy[sa.UniqueID] = now
+		}
+	}
+	silent := ""
+	for id, since := range busy {
+		switch {
+		case !active[id]:
+			delete(busy, id)
+		case now.Sub(since) >= bound && (silent == "" || since.Before(busy[silent]) || since.Equal(busy[silent]) && id < silent):
+			silent = id
+		}
+	}
+	return silent
+}
+
+// refresh asks for a status read (Reinitiated), without blocking.
+func (w *Watchdog) refresh() {
+	if w.Reinitiated != nil {
+		select {
+		case w.Reinitiated <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -413,6 +592,11 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 		return
 	}
 	t.pending = false
+	if j.silent != "" {
+		// Closed, or answered after all: the next listings start over.
+		delete(t.busy, j.silent)
+		t.silent = ""
+	}
 	if len(children) == 0 {
 		if err != nil {
 			w.log().Info("Cannot re-initiate a tunnel", "tunnel", j.conn, "error", err)
@@ -429,17 +613,15 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 	t.count++
 	t.last = &metav1.Time{Time: now.Truncate(time.Second)}
 	what := "CHILD_SAs missing from its ESTABLISHED IKE SA"
-	if j.whole {
+	switch {
+	case j.silent != "":
+		what = "IKE SA #" + j.silent + " unanswered (closed)"
+	case j.whole:
 		what = "no IKE SA"
 	}
 	w.log().Info("Re-initiated a tunnel that stayed down with charon not trying", "tunnel", j.conn,
 		"down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
-	if w.Reinitiated != nil {
-		select {
-		case w.Reinitiated <- struct{}{}:
-		default:
-		}
-	}
+	w.refresh()
 }
 
 // reinitiate initiates j's children unless charon's IKE SAs of j.conn,
@@ -451,7 +633,17 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 		return nil, "", err
 	}
 	todo := j.children
-	if j.whole {
+	if j.silent != "" {
+		var others []status.IKESA
+		if others, why, err = w.closeSilent(ctx, c, j.silent, sas); why != "" || err != nil {
+			return nil, why, err
+		}
+		// Another IKE SA of the connection (a duplicate, one the peer
+		// initiated) may carry the tunnel already: left to the usual rules.
+		if len(others) > 0 {
+			return nil, "the connection has another IKE SA", nil
+		}
+	} else if j.whole {
 		if len(sas) > 0 {
 			return nil, "charon has an IKE SA of the connection now", nil
 		}
@@ -490,6 +682,28 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 		initiated = append(initiated, ch)
 	}
 	return initiated, "", errors.Join(errs...)
+}
+
+// closeSilent closes IKE SA id, of sas (a connection's, listed again now),
+// if its exchange is still unanswered: by force, without a DELETE that the
+// peer would not answer either. It returns the other IKE SAs of the
+// connection, or why it did not close it, and the call's error.
+func (w *Watchdog) closeSilent(ctx context.Context, c Charon, id string, sas []status.IKESA) (others []status.IKESA, why string, err error) {
+	found := false
+	for _, sa := range sas {
+		if sa.UniqueID != id {
+			others = append(others, sa)
+			continue
+		}
+		found = sa.State == v1alpha1.IKEStateEstablished && len(sa.TasksActive) > 0
+	}
+	if !found {
+		return nil, "the IKE SA answered or is gone", nil
+	}
+	if err := command(ctx, c, "terminate", "ike-id", id, "force", "yes"); err != nil {
+		return nil, "", fmt.Errorf(errTerminate+": %w", id, err)
+	}
+	return others, "", nil
 }
 
 // initiate asks charon to initiate child of connection conn and to answer
@@ -658,6 +872,31 @@ func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
 		}
 		if ok {
 			out = append(out, sa)
+		}
+	}
+	return out, nil
+}
+
+// listAll returns charon's IKE SAs by connection name (list-sas with
+// noblock).
+func listAll(ctx context.Context, c Charon) (map[string][]status.IKESA, error) {
+	in, err := request("noblock", "yes")
+	if err != nil {
+		return nil, fmt.Errorf(errListAll+": %w", err)
+	}
+	out := map[string][]status.IKESA{}
+	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+		if err != nil {
+			return nil, fmt.Errorf(errListAll+": %w", err)
+		}
+		for _, conn := range m.Keys() {
+			sa, ok, err := status.DecodeIKESA(m, conn)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[conn] = append(out[conn], sa)
+			}
 		}
 	}
 	return out, nil
