@@ -391,29 +391,58 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 	}()
 	tick := time.NewTicker(w.tick())
 	defer tick.Stop()
+	paused := make(chan time.Duration, 1)
+	go pauses(ctx, w.tick(), paused)
 	var listened time.Time
-	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case j := <-work:
 			w.run(ctx, c, j)
+		case d := <-paused:
+			// The node was frozen or the process stopped: charon most
+			// likely with it, and its peers may have dropped their IKE
+			// SAs meanwhile. Listen at once instead of at the next turn.
+			w.log().Info("The agent was paused; checking that every peer still answers", "paused", d.Round(time.Second).String())
+			if w.unanswered() > 0 {
+				w.listen(ctx, c)
+				listened = time.Now()
+			}
 		case at := <-tick.C:
 			w.look(ctx, c)
-			// A tick this late is a pause of the agent's own (the node
-			// frozen, the process stopped): charon was most likely paused
-			// with it, and its peers may have dropped their IKE SAs
-			// meanwhile. Listen at once instead of at the next turn.
-			paused := at.Sub(last) - w.tick()
-			last = at
-			if paused >= PauseAfter {
-				w.log().Info("The agent was paused; checking that every peer still answers", "paused", paused.Round(time.Second).String())
-			}
-			if w.unanswered() > 0 && (paused >= PauseAfter || w.listenDue(at.Sub(listened))) {
+			if w.unanswered() > 0 && w.listenDue(at.Sub(listened)) {
 				w.listen(ctx, c)
 				listened = at
 			}
+		}
+	}
+}
+
+// pauses sends on paused (without blocking) how long the process was
+// paused each time a ticker of every d fires PauseAfter or more late, until
+// ctx ends. It runs on its own so that a worker busy with a slow call is
+// not taken for a pause: only a process that did not run at all (frozen,
+// stopped) is.
+func pauses(ctx context.Context, d time.Duration, paused chan<- time.Duration) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			// Now, not the tick's time: a ticker keeps the tick it could
+			// not deliver, dated when it was due.
+			now := time.Now()
+			if late := now.Sub(last) - d; late >= PauseAfter {
+				select {
+				case paused <- late:
+				default:
+				}
+			}
+			last = now
 		}
 	}
 }
