@@ -82,9 +82,10 @@ const (
 	// retransmission lost, not a slow peer; a single lost packet is
 	// answered by 4 s and a round trip.
 	DefaultUnanswered = 10 * time.Second
-	// PauseAfter is how late a tick of the worker must be for the agent to
-	// take it as a pause of its own (a frozen node, a stopped process) and
-	// to list every tunnel's IKE SAs at once.
+	// PauseAfter is how late a tick of the worker's pause detector (a
+	// goroutine that does nothing else) must be for the agent to take it
+	// as a pause of its own (a frozen node, a stopped process) and to list
+	// every tunnel's IKE SAs at once.
 	PauseAfter = 5 * time.Second
 )
 
@@ -648,8 +649,11 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 	case j.whole:
 		what = "no IKE SA"
 	}
-	w.log().Info("Re-initiated a tunnel that stayed down with charon not trying", "tunnel", j.conn,
-		"down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
+	msg := "Re-initiated a tunnel that stayed down with charon not trying"
+	if j.silent != "" {
+		msg = "Re-initiated a tunnel whose peer stopped answering"
+	}
+	w.log().Info(msg, "tunnel", j.conn, "down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
 	w.refresh()
 }
 
