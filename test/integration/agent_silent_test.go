@@ -204,14 +204,16 @@ func TestAgentSilentPeer(t *testing.T) {
 			samples := stop()
 
 			// The status must not say up for the old IKE SA once the agent
-			// could know: while cut off, from the DPD's bound on; once back,
-			// from the bound after the return (a frozen charon answers no
-			// one, so nothing is known before).
+			// could know: while cut off, once the DPD (sent a DPD delay
+			// after the last packet from the peer) has gone unanswered for a
+			// fifth of the bound; once back, from the bound after the return
+			// (the agent's sessions to the frozen charon timed out: it
+			// connects again and reloads first).
 			var from time.Time
 			if tc.freeze {
 				from = returned.Add(silentBound + silentLate)
 			} else {
-				from = lost.Add(silentDPD + silentBound + silentLate)
+				from = lost.Add(silentDPD + silentBound/5 + silentLate)
 			}
 			var lastOldUp, firstDown time.Time
 			n := 0

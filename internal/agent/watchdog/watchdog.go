@@ -38,9 +38,10 @@
 // its retransmissions run out (strongSwan's defaults: 165 s) and only then
 // restarts; all that time list-sas says ESTABLISHED and INSTALLED. The
 // Watchdog reports such a tunnel down (Observe) once an exchange on its IKE
-// SA has gone unanswered for Unanswered, and for an always-on tunnel closes
-// that IKE SA and initiates the tunnel anew at once, which is what charon's
-// dpd_action restart would do at the end of its retransmissions.
+// SA has gone unanswered for a fifth of Unanswered, and once for
+// Unanswered closes an always-on tunnel's IKE SA and initiates the tunnel
+// anew, which is what charon's dpd_action restart would do at the end of
+// its retransmissions.
 package watchdog
 
 import (
@@ -153,12 +154,14 @@ type Watchdog struct {
 	AfterFunc func(d time.Duration, f func())
 	// Unanswered is how long an exchange charon runs on an ESTABLISHED IKE
 	// SA (tasks-active in list-sas: a DPD, a rekey) may stay unanswered
-	// before the Watchdog reports the tunnel down and, if it is always on,
-	// closes that IKE SA and initiates the tunnel anew. The worker lists
-	// every tunnel's IKE SAs every quarter of it (every Tick while an
-	// exchange is outstanding), so the report comes between Unanswered and
-	// 1.25 times it after the request. DefaultUnanswered when zero;
-	// negative turns it off.
+	// before the Watchdog closes that IKE SA of an always-on tunnel and
+	// initiates the tunnel anew; the status reports the tunnel down from a
+	// fifth of it on (2 s by default: a peer that holds the IKE SA answers
+	// within a round trip, so the exchange's request or answer was lost and
+	// nothing has been heard from the peer since). The worker lists every
+	// tunnel's IKE SAs every quarter of it (every Tick while an exchange is
+	// outstanding), so each comes at most a quarter of it late.
+	// DefaultUnanswered when zero; negative turns it off.
 	Unanswered time.Duration
 
 	mu      sync.Mutex
@@ -199,8 +202,8 @@ type tunnel struct {
 	peerClosed time.Time
 	// busy maps the unique id of each ESTABLISHED IKE SA last listed with
 	// an exchange active to when a listing first showed it so; silent is
-	// the one of them unanswered for Unanswered ("" when none) and
-	// silentFor how long then.
+	// the one of them unanswered for a fifth of Unanswered or more ("" when
+	// none), which the status reports down, and silentFor how long then.
 	busy      map[string]time.Time
 	silent    string
 	silentFor time.Duration
@@ -463,10 +466,11 @@ func (w *Watchdog) listenDue(since time.Duration) bool {
 }
 
 // listen lists the IKE SAs of every tunnel (one list-sas) and follows, for
-// each, whether an exchange on an ESTABLISHED IKE SA has gone unanswered
-// for Unanswered (see unanswered). A tunnel whose peer turns silent is
-// reported down at the next status read, which it asks for; an always-on
-// one is closed and initiated anew by the worker.
+// each, how long an exchange on an ESTABLISHED IKE SA has gone unanswered
+// (see unanswered). A tunnel whose peer has not answered for a fifth of
+// Unanswered is reported down at the next status read, which it asks for;
+// an always-on one unanswered for Unanswered is closed and initiated anew
+// by the worker.
 func (w *Watchdog) listen(ctx context.Context, c Charon) {
 	cctx, cancel := context.WithTimeout(ctx, w.timeout())
 	defer cancel()
@@ -483,24 +487,22 @@ func (w *Watchdog) listen(ctx context.Context, c Charon) {
 		if t.busy == nil {
 			t.busy = map[string]time.Time{}
 		}
-		id := unanswered(t.busy, sas[name], now, bound)
-		if id != t.silent {
-			changed = true
-			if id != "" {
-				w.log().Info("A peer stopped answering", "tunnel", name, "ike-id", id, "for", now.Sub(t.busy[id]).Round(time.Second).String())
-			}
+		id, d := unanswered(t.busy, sas[name], now)
+		if d < bound/5 {
+			id = ""
 		}
-		t.silent, t.silentFor = id, 0
-		if id == "" {
+		changed = changed || id != t.silent
+		t.silent, t.silentFor = id, d
+		if id == "" || d < bound {
 			continue
 		}
-		t.silentFor = now.Sub(t.busy[id])
 		var started []string
 		if w.Started != nil {
 			started = w.Started(name)
 		}
 		if len(started) > 0 && !t.pending {
-			t.pending = w.queue(job{conn: name, whole: true, children: started, downFor: t.silentFor, silent: id})
+			w.log().Info("A peer stopped answering", "tunnel", name, "ike-id", id, "for", d.Round(time.Second).String())
+			t.pending = w.queue(job{conn: name, whole: true, children: started, downFor: d, silent: id})
 		}
 	}
 	if changed {
@@ -510,14 +512,14 @@ func (w *Watchdog) listen(ctx context.Context, c Charon) {
 
 // unanswered updates busy (see tunnel.busy) from sas, the IKE SAs of one
 // tunnel listed at now, and returns the unique id of the ESTABLISHED IKE
-// SA whose exchange has been active longest, if for at least bound; else
-// "". An exchange is active (tasks-active) from its request until its
+// SA whose exchange has been active longest, and how long; "" and 0 when
+// none is. An exchange is active (tasks-active) from its request until its
 // answer; charon sends a DPD only after dpd_delay without a packet from
 // the peer, so an active DPD means the peer has not been heard from since,
 // and one that stays active that long will not be answered before
 // charon's retransmissions run out. A listing that shows an IKE SA without
 // an active exchange, or no longer ESTABLISHED, starts it over.
-func unanswered(busy map[string]time.Time, sas []status.IKESA, now time.Time, bound time.Duration) string {
+func unanswered(busy map[string]time.Time, sas []status.IKESA, now time.Time) (string, time.Duration) {
 	active := map[string]bool{}
 	for _, sa := range sas {
 		if sa.State != v1alpha1.IKEStateEstablished || len(sa.TasksActive) == 0 {
@@ -528,16 +530,19 @@ func unanswered(busy map[string]time.Time, sas []status.IKESA, now time.Time, bo
 			busy[sa.UniqueID] = now
 		}
 	}
-	silent := ""
+	longest := ""
 	for id, since := range busy {
 		switch {
 		case !active[id]:
 			delete(busy, id)
-		case now.Sub(since) >= bound && (silent == "" || since.Before(busy[silent]) || since.Equal(busy[silent]) && id < silent):
-			silent = id
+		case longest == "" || since.Before(busy[longest]) || since.Equal(busy[longest]) && id < longest:
+			longest = id
 		}
 	}
-	return silent
+	if longest == "" {
+		return "", 0
+	}
+	return longest, now.Sub(busy[longest])
 }
 
 // refresh asks for a status read (Reinitiated), without blocking.

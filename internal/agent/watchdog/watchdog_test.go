@@ -534,11 +534,15 @@ func TestUnanswered(t *testing.T) {
 	established := func(id string, active []string) status.IKESA {
 		return status.IKESA{UniqueID: id, State: "ESTABLISHED", TasksActive: active}
 	}
+	type want struct {
+		id   string
+		for_ time.Duration
+	}
 	cases := map[string]struct {
 		reason   string
 		busy     map[string]time.Time
 		sas      []status.IKESA
-		want     string
+		want     want
 		wantBusy map[string]time.Time
 	}{
 		"Idle": {
@@ -547,22 +551,17 @@ func TestUnanswered(t *testing.T) {
 			wantBusy: map[string]time.Time{},
 		},
 		"FirstSeen": {
-			reason:   "An exchange first seen active is followed from now, not taken as unanswered.",
+			reason:   "An exchange first seen active is followed from now: unanswered for no time yet.",
 			sas:      []status.IKESA{established("1", dpd)},
+			want:     want{"1", 0},
 			wantBusy: map[string]time.Time{"1": t0.Add(time.Minute)},
 		},
-		"ShorterThanBound": {
-			reason:   "An exchange active for less than the bound may still be answered (a retransmission).",
+		"StillActive": {
+			reason:   "An exchange active in every listing since the first that showed it is unanswered since then.",
 			busy:     map[string]time.Time{"1": t0.Add(time.Minute - 9*time.Second)},
 			sas:      []status.IKESA{established("1", dpd)},
+			want:     want{"1", 9 * time.Second},
 			wantBusy: map[string]time.Time{"1": t0.Add(time.Minute - 9*time.Second)},
-		},
-		"Unanswered": {
-			reason:   "An exchange active in every listing for the bound is unanswered: the peer is not heard from.",
-			busy:     map[string]time.Time{"1": t0.Add(time.Minute - 10*time.Second)},
-			sas:      []status.IKESA{established("1", dpd)},
-			want:     "1",
-			wantBusy: map[string]time.Time{"1": t0.Add(time.Minute - 10*time.Second)},
 		},
 		"Answered": {
 			reason:   "A listing without the exchange active (it was answered) starts over.",
@@ -587,10 +586,10 @@ func TestUnanswered(t *testing.T) {
 			wantBusy: map[string]time.Time{},
 		},
 		"Longest": {
-			reason:   "Of two unanswered IKE SAs the one unanswered longest is named.",
+			reason:   "Of two IKE SAs with exchanges active the one unanswered longest is named.",
 			busy:     map[string]time.Time{"1": t0.Add(30 * time.Second), "2": t0},
 			sas:      []status.IKESA{established("1", dpd), established("2", []string{"IKE_REKEY"})},
-			want:     "2",
+			want:     want{"2", time.Minute},
 			wantBusy: map[string]time.Time{"1": t0.Add(30 * time.Second), "2": t0},
 		},
 	}
@@ -600,9 +599,10 @@ func TestUnanswered(t *testing.T) {
 			for k, v := range tc.busy {
 				b[k] = v
 			}
-			got := unanswered(b, tc.sas, t0.Add(time.Minute), DefaultUnanswered)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nunanswered IKE SA: -want, +got:\n%s", tc.reason, diff)
+			var got want
+			got.id, got.for_ = unanswered(b, tc.sas, t0.Add(time.Minute))
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nunanswered IKE SA and for how long: -want, +got:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(tc.wantBusy, b); diff != "" {
 				t.Errorf("%s\nfollowed exchanges: -want, +got:\n%s", tc.reason, diff)
@@ -641,6 +641,22 @@ func TestWatchdogSilentPeer(t *testing.T) {
 			started:  []string{"a-1"},
 			listings: []listing{{0, []*vici.Message{busy("a", "1", "ESTABLISHED", dpd, "a-1")}}, {3 * time.Second, []*vici.Message{busy("a", "1", "ESTABLISHED", nil, "a-1")}}, {12 * time.Second, []*vici.Message{busy("a", "1", "ESTABLISHED", dpd, "a-1")}}},
 			wantUp:   true,
+		},
+		"NotHeardFrom": {
+			reason:  "A DPD unanswered for a fifth of the bound (2 s): the tunnel is down, nothing heard from the peer since, but charon's retransmissions still have time.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {2 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			wantError: fmt.Sprintf(msgSilent, "7", "2s"),
+		},
+		"LostPacket": {
+			reason:  "A DPD unanswered for less than a fifth of the bound (one listing caught it in flight) leaves the tunnel up.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			wantUp: true,
 		},
 		"Silent": {
 			reason:  "A DPD unanswered in every listing for 10 s: the tunnel is down, its IKE SA closed without a DELETE and the tunnel initiated anew, counted.",
