@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -195,8 +196,12 @@ func TestAgentSilentPeer(t *testing.T) {
 				if statusUp == 0 {
 					statusUp = time.Since(returned)
 				}
-				if r, err := tp.Ping(p.HostNS, topology.Service, 1, time.Second); err != nil || r.Received != 1 {
-					return fmt.Errorf("no echo reply through the tunnel (%v)", err)
+				r, err := tp.Ping(p.HostNS, topology.Service, 1, time.Second)
+				if err != nil {
+					return err
+				}
+				if r.Received != 1 {
+					return errors.New("no echo reply through the tunnel")
 				}
 				pinged = time.Since(returned)
 				return nil

@@ -671,44 +671,18 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 		return nil, "", err
 	}
 	todo := j.children
-	if j.silent != "" {
-		var others []status.IKESA
-		if others, why, err = w.closeSilent(ctx, c, j.silent, sas); why != "" || err != nil {
+	switch {
+	case j.silent != "":
+		if why, err = closeSilent(ctx, c, j.silent, sas); why != "" || err != nil {
 			return nil, why, err
 		}
-		// Another IKE SA of the connection (a duplicate, one the peer
-		// initiated) may carry the tunnel already: left to the usual rules.
-		if len(others) > 0 {
-			return nil, "the connection has another IKE SA", nil
-		}
-	} else if j.whole {
+	case j.whole:
 		if len(sas) > 0 {
 			return nil, "charon has an IKE SA of the connection now", nil
 		}
-	} else {
-		established := false
-		for _, sa := range sas {
-			switch {
-			case sa.State != v1alpha1.IKEStateEstablished:
-				return nil, "charon has an IKE SA of the connection in state " + sa.State, nil
-			case len(sa.TasksActive) > 0 || len(sa.TasksQueued) > 0:
-				return nil, "the IKE SA has exchanges active or queued", nil
-			}
-			established = true
-			todo = slices.DeleteFunc(slices.Clone(todo), func(ch string) bool {
-				for _, cs := range sa.ChildSAs {
-					if cs.Name == ch {
-						return true
-					}
-				}
-				return false
-			})
-		}
-		if !established {
-			return nil, "the IKE SA is gone", nil
-		}
-		if len(todo) == 0 {
-			return nil, "the CHILD_SAs are back", nil
+	default:
+		if todo, why = missing(sas, todo); why != "" {
+			return nil, why, nil
 		}
 	}
 	var errs []error
@@ -722,26 +696,62 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 	return initiated, "", errors.Join(errs...)
 }
 
+// missing returns which of children are missing from the ESTABLISHED IKE
+// SAs of a connection, sas, or why none is to be initiated now.
+func missing(sas []status.IKESA, children []string) (todo []string, why string) {
+	todo = children
+	established := false
+	for _, sa := range sas {
+		switch {
+		case sa.State != v1alpha1.IKEStateEstablished:
+			return nil, "charon has an IKE SA of the connection in state " + sa.State
+		case len(sa.TasksActive) > 0 || len(sa.TasksQueued) > 0:
+			return nil, "the IKE SA has exchanges active or queued"
+		}
+		established = true
+		todo = slices.DeleteFunc(slices.Clone(todo), func(ch string) bool {
+			for _, cs := range sa.ChildSAs {
+				if cs.Name == ch {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if !established {
+		return nil, "the IKE SA is gone"
+	}
+	if len(todo) == 0 {
+		return nil, "the CHILD_SAs are back"
+	}
+	return todo, ""
+}
+
 // closeSilent closes IKE SA id, of sas (a connection's, listed again now),
 // if its exchange is still unanswered: by force, without a DELETE that the
-// peer would not answer either. It returns the other IKE SAs of the
-// connection, or why it did not close it, and the call's error.
-func (w *Watchdog) closeSilent(ctx context.Context, c Charon, id string, sas []status.IKESA) (others []status.IKESA, why string, err error) {
-	found := false
+// peer would not answer either. It returns why the tunnel is not to be
+// initiated now, if it is not, and the call's error.
+func closeSilent(ctx context.Context, c Charon, id string, sas []status.IKESA) (why string, err error) {
+	found, others := false, false
 	for _, sa := range sas {
 		if sa.UniqueID != id {
-			others = append(others, sa)
+			others = true
 			continue
 		}
 		found = sa.State == v1alpha1.IKEStateEstablished && len(sa.TasksActive) > 0
 	}
 	if !found {
-		return nil, "the IKE SA answered or is gone", nil
+		return "the IKE SA answered or is gone", nil
 	}
 	if err := command(ctx, c, "terminate", "ike-id", id, "force", "yes"); err != nil {
-		return nil, "", fmt.Errorf(errTerminate+": %w", id, err)
+		return "", fmt.Errorf(errTerminate+": %w", id, err)
 	}
-	return others, "", nil
+	if others {
+		// Another IKE SA of the connection (a duplicate, one the peer
+		// initiated) may carry the tunnel already: left to the usual rules.
+		return "the connection has another IKE SA", nil
+	}
+	return "", nil
 }
 
 // initiate asks charon to initiate child of connection conn and to answer
