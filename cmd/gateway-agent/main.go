@@ -48,6 +48,7 @@ type options struct {
 	metricsAddr, healthAddr           string
 	interval, poll, publishInterval   time.Duration
 	reinitiateAfterSeconds            int
+	unansweredAfterSeconds            int
 	validate, debug                   bool
 	// Active/standby (--lease): the Lease, this pod and its node, and the
 	// address the active pod holds.
@@ -73,6 +74,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.publishInterval, "publish-interval", status.DefaultMinInterval, "Least time between writes of the status ConfigMap once its burst of two is spent.")
 	fs.IntVar(&o.reinitiateAfterSeconds, "reinitiate-after-seconds", int(watchdog.DefaultAfter/time.Second),
 		"Initiate again an always-on tunnel (startAction start) or CHILD_SA that has been down this many seconds while charon was not trying; 0 never does.")
+	fs.IntVar(&o.unansweredAfterSeconds, "unanswered-after-seconds", int(watchdog.DefaultUnanswered/time.Second),
+		"Report a tunnel down once an exchange on its ESTABLISHED IKE SA (a DPD) has gone unanswered this many seconds, and close and initiate it anew if it is always on; 0 never does (nor does --reinitiate-after-seconds=0).")
 	fs.BoolVar(&o.validate, "validate", true, "Validate each new configuration in a scratch charon, beside the live one on random ports, before loading it.")
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
 	fs.StringVar(&o.lease, contract.FlagLease, "", "Name of the Lease in --namespace that elects the active pod of an active/standby pair; empty: this pod is the only one and always active.")
@@ -87,6 +90,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.reinitiateAfterSeconds < 0 {
 		return o, fmt.Errorf("--reinitiate-after-seconds must be 0 or more, not %d", o.reinitiateAfterSeconds)
+	}
+	if o.unansweredAfterSeconds < 0 {
+		return o, fmt.Errorf("--unanswered-after-seconds must be 0 or more, not %d", o.unansweredAfterSeconds)
 	}
 	if o.statusConfigMap != "" && o.namespace == "" {
 		return o, errors.New("--status-configmap needs --namespace or $POD_NAMESPACE")
@@ -138,6 +144,7 @@ func runAgent(ctx context.Context, o options) error {
 		ConfigDir: o.configDir, SecretsDir: o.secretsDir, ViciSocket: o.viciSocket,
 		Interval: o.interval, Poll: o.poll, NAT: nat.New(), Metrics: m, Log: log,
 		ReinitiateAfter: time.Duration(o.reinitiateAfterSeconds) * time.Second,
+		UnansweredAfter: time.Duration(o.unansweredAfterSeconds) * time.Second,
 	}
 	if o.validate {
 		ro.Validator = apply.CharonValidator{}

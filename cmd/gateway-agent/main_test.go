@@ -13,7 +13,7 @@ func TestParseFlags(t *testing.T) {
 	defaults := options{
 		configDir: "/etc/ipsecgw/config", secretsDir: "/etc/ipsecgw/secrets", viciSocket: "/var/run/charon/charon.vici",
 		metricsAddr: ":9100", healthAddr: ":9101", interval: 2 * time.Second, poll: 10 * time.Second,
-		publishInterval: 5 * time.Second, reinitiateAfterSeconds: 30, validate: true, iface: "net1",
+		publishInterval: 5 * time.Second, reinitiateAfterSeconds: 30, unansweredAfterSeconds: 10, validate: true, iface: "net1",
 		podName: "vpn-5d9f-abcde", nodeName: "node-2",
 	}
 	cases := map[string]struct {
@@ -69,6 +69,20 @@ func TestParseFlags(t *testing.T) {
 			reason:  "A negative bound is refused, not taken as off.",
 			args:    []string{"--reinitiate-after-seconds=-5"},
 			wantErr: "--reinitiate-after-seconds must be 0 or more, not -5",
+		},
+		"UnansweredOff": {
+			reason: "0 turns the check that peers answer off.",
+			args:   []string{"--unanswered-after-seconds=0"},
+			want: func() options {
+				o := defaults
+				o.unansweredAfterSeconds = 0
+				return o
+			}(),
+		},
+		"UnansweredNegative": {
+			reason:  "A negative bound is refused, not taken as off.",
+			args:    []string{"--unanswered-after-seconds=-1"},
+			wantErr: "--unanswered-after-seconds must be 0 or more, not -1",
 		},
 		"StatusWithoutNamespace": {
 			reason:  "A status ConfigMap needs a namespace.",

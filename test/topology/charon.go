@@ -76,6 +76,15 @@ func NetworkConf(dir, socket string) string {
 		RetransmitTimeout, RetransmitBase, RetransmitTries), dir, socket)
 }
 
+// DefaultRetransmissionConf is NetworkConf with strongSwan's default
+// retransmission settings instead of the topology's short ones, as the
+// gateway pod's charon has them: a request is retransmitted after 4, 11.2,
+// 24.2, 47.6 and 89.7 s and given up after 165 s. For the tests of what
+// that long wait hides (an IKE SA the peer dropped, still ESTABLISHED here).
+func DefaultRetransmissionConf(dir, socket string) string {
+	return strongswanConf(Plugins, "", dir, socket)
+}
+
 // ValidationConf is the strongswan.conf of a validation charon.
 func ValidationConf(dir, socket string) string {
 	return strongswanConf(validationPlugins, "install_routes = no", dir, socket)

@@ -45,7 +45,7 @@ var (
 	descPackets = prometheus.NewDesc("ipsec_child_sa_packets_total",
 		"ESP packets of the CHILD_SA since it was installed.", []string{labelTunnel, "child", "direction"}, nil)
 	descReinitiations = prometheus.NewDesc("ipsec_tunnel_reinitiations_total",
-		"Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.", []string{labelTunnel}, nil)
+		"Times the gateway agent initiated the tunnel again after it stayed down with charon not trying or its peer stopped answering.", []string{labelTunnel}, nil)
 )
 
 // A Collector is a prometheus.Collector of the last tunnel status it was

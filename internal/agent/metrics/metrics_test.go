@@ -64,7 +64,7 @@ ipsec_config_reloads_total{result="success"} 2
 # TYPE ipsec_ike_sa_established_seconds gauge
 ipsec_ike_sa_established_seconds{tunnel="branch-a"} 90
 ipsec_ike_sa_established_seconds{tunnel="branch-d"} 90
-# HELP ipsec_tunnel_reinitiations_total Times the gateway agent initiated the tunnel again after it stayed down with charon not trying.
+# HELP ipsec_tunnel_reinitiations_total Times the gateway agent initiated the tunnel again after it stayed down with charon not trying or its peer stopped answering.
 # TYPE ipsec_tunnel_reinitiations_total counter
 ipsec_tunnel_reinitiations_total{tunnel="branch-a"} 0
 ipsec_tunnel_reinitiations_total{tunnel="branch-b"} 3

@@ -63,6 +63,11 @@ type Options struct {
 	// an always-on tunnel (start action start) or CHILD_SA that is down
 	// while charon is not trying (see package watchdog); 0 turns that off.
 	ReinitiateAfter time.Duration
+	// UnansweredAfter is how long an exchange on an ESTABLISHED IKE SA may
+	// stay unanswered before the tunnel is reported down and, if always
+	// on, closed and initiated anew (see watchdog.Watchdog.Unanswered); 0
+	// turns that off. Only with ReinitiateAfter: the watchdog does both.
+	UnansweredAfter time.Duration
 	// Standby starts the agent as the standby of an active/standby pair:
 	// it loads the configuration passive (apply.Applier.SetPassive) and
 	// publishes no status until SetActive(true).
@@ -103,7 +108,11 @@ func New(o Options) *Agent {
 	a := &Agent{o: o, switched: make(chan struct{}, 1), refresh: make(chan struct{}, 1)}
 	a.active.Store(!o.Standby)
 	if o.ReinitiateAfter > 0 {
-		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Started: a.started, Log: o.Log, Reinitiated: a.refresh}
+		unanswered := o.UnansweredAfter
+		if unanswered == 0 {
+			unanswered = -1 // off
+		}
+		a.watchdog = &watchdog.Watchdog{After: o.ReinitiateAfter, Unanswered: unanswered, Started: a.started, Log: o.Log, Reinitiated: a.refresh}
 	}
 	return a
 }

@@ -30,6 +30,18 @@
 // 5.9 leaves when both sides initiate at the same moment and which no
 // uniqueness policy removes without risking a loop with the peer (see
 // duplicates).
+//
+// And it notices an ESTABLISHED IKE SA the peer no longer answers (see
+// unanswered): a gateway back from a lost node or a cut-off finds its IKE
+// SA as it left it, while the peer's DPD has long dropped its side and the
+// peer ignores every request on it. charon then retransmits its DPD until
+// its retransmissions run out (strongSwan's defaults: 165 s) and only then
+// restarts; all that time list-sas says ESTABLISHED and INSTALLED. The
+// Watchdog reports such a tunnel down (Observe) once an exchange on its IKE
+// SA has gone unanswered for a fifth of Unanswered, and once for
+// Unanswered closes an always-on tunnel's IKE SA and initiates the tunnel
+// anew, which is what charon's dpd_action restart would do at the end of
+// its retransmissions.
 package watchdog
 
 import (
@@ -63,11 +75,25 @@ const (
 	// and one initiate per CHILD_SA, each of which returns at once: charon
 	// is asked not to wait for the result).
 	DefaultTimeout = 10 * time.Second
+	// DefaultUnanswered is how long an exchange on an ESTABLISHED IKE SA
+	// may stay unanswered before the peer counts as lost to it: charon
+	// sends a request at 0, 4 and 11.2 s with strongSwan's default
+	// retransmissions, and a peer that holds the IKE SA answers within a
+	// round trip, so 10 s without an answer is the request and its first
+	// retransmission lost, not a slow peer; a single lost packet is
+	// answered by 4 s and a round trip.
+	DefaultUnanswered = 10 * time.Second
+	// PauseAfter is how late a tick of the worker's pause detector (a
+	// goroutine that does nothing else) must be for the agent to take it
+	// as a pause of its own (a frozen node, a stopped process) and to list
+	// every tunnel's IKE SAs at once.
+	PauseAfter = 5 * time.Second
 )
 
 // Errors of the worker's VICI calls.
 const (
 	errList      = "cannot list the IKE SAs of connection %s"
+	errListAll   = "cannot list the IKE SAs"
 	errInitiate  = "cannot initiate CHILD_SA %s"
 	errTerminate = "cannot close IKE SA %s"
 )
@@ -126,6 +152,17 @@ type Watchdog struct {
 	// AfterFunc defaults to time.AfterFunc; it schedules the second look
 	// at a duplicate.
 	AfterFunc func(d time.Duration, f func())
+	// Unanswered is how long an exchange charon runs on an ESTABLISHED IKE
+	// SA (tasks-active in list-sas: a DPD, a rekey) may stay unanswered
+	// before the Watchdog closes that IKE SA of an always-on tunnel and
+	// initiates the tunnel anew; the status reports the tunnel down from a
+	// fifth of it on (2 s by default: a peer that holds the IKE SA answers
+	// within a round trip, so the exchange's request or answer was lost and
+	// nothing has been heard from the peer since). The worker lists every
+	// tunnel's IKE SAs every quarter of it (every Tick while an exchange is
+	// outstanding), so each comes at most a quarter of it late.
+	// DefaultUnanswered when zero; negative turns it off.
+	Unanswered time.Duration
 
 	mu      sync.Mutex
 	tunnels map[string]*tunnel
@@ -163,6 +200,13 @@ type tunnel struct {
 	dupSince   time.Time
 	// peerClosed is when duplicates the peer initiated were last closed.
 	peerClosed time.Time
+	// busy maps the unique id of each ESTABLISHED IKE SA last listed with
+	// an exchange active to when a listing first showed it so; silent is
+	// the one of them unanswered for a fifth of Unanswered or more ("" when
+	// none), which the status reports down, and silentFor how long then.
+	busy      map[string]time.Time
+	silent    string
+	silentFor time.Duration
 }
 
 // A job is one re-initiation, of the whole tunnel (no IKE SA) or of the
@@ -175,6 +219,10 @@ type job struct {
 	// dups makes the job a duplicate check of the IKE SAs of conn
 	// carrying children.
 	dups bool
+	// silent, when set, is the unique id of an ESTABLISHED IKE SA of conn
+	// whose peer stopped answering: the job closes it and initiates
+	// children anew.
+	silent string
 }
 
 func (w *Watchdog) now() time.Time {
@@ -189,6 +237,13 @@ func (w *Watchdog) after() time.Duration {
 		return w.After
 	}
 	return DefaultAfter
+}
+
+func (w *Watchdog) unanswered() time.Duration {
+	if w.Unanswered != 0 {
+		return w.Unanswered
+	}
+	return DefaultUnanswered
 }
 
 func (w *Watchdog) log() logging.Logger {
@@ -227,6 +282,13 @@ func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
 		}
 		w.observe(ts, t, started, now, after)
 		ts.Reinitiations, ts.LastReinitiate = t.count, t.last.DeepCopy()
+		if t.silent != "" && ts.IKEState == v1alpha1.IKEStateEstablished {
+			// Not up: nothing was heard from the peer since.
+			ts.Up = false
+			if ts.LastError == "" {
+				ts.LastError = fmt.Sprintf(msgSilent, t.silent, t.silentFor.Round(time.Second))
+			}
+		}
 	}
 	for name := range w.tunnels {
 		if !seen[name] {
@@ -234,6 +296,10 @@ func (w *Watchdog) Observe(tunnels []v1alpha1.TunnelStatus) {
 		}
 	}
 }
+
+// msgSilent is the LastError of a tunnel whose peer stopped answering,
+// when charon logged none: IKE SA unique id, how long.
+const msgSilent = "the peer has not answered IKE SA #%s for %s (a DPD or another exchange): it no longer holds it or cannot be reached"
 
 // observe updates t from ts and queues a job when one is due. w.mu is held.
 func (w *Watchdog) observe(ts *v1alpha1.TunnelStatus, t *tunnel, started []string, now time.Time, after time.Duration) { //nolint:gocyclo // one rule per tunnel state, in the order charon goes through them
@@ -329,14 +395,162 @@ func (w *Watchdog) Serve(ctx context.Context, c Charon) {
 	}()
 	tick := time.NewTicker(w.tick())
 	defer tick.Stop()
+	paused := make(chan time.Duration, 1)
+	go pauses(ctx, w.tick(), paused)
+	var listened time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case j := <-work:
 			w.run(ctx, c, j)
-		case <-tick.C:
+		case d := <-paused:
+			// The node was frozen or the process stopped: charon most
+			// likely with it, and its peers may have dropped their IKE
+			// SAs meanwhile. Listen at once instead of at the next turn.
+			w.log().Info("The agent was paused; checking that every peer still answers", "paused", d.Round(time.Second).String())
+			if w.unanswered() > 0 {
+				w.listen(ctx, c)
+				listened = time.Now()
+			}
+		case at := <-tick.C:
 			w.look(ctx, c)
+			if w.unanswered() > 0 && w.listenDue(at.Sub(listened)) {
+				w.listen(ctx, c)
+				listened = at
+			}
+		}
+	}
+}
+
+// pauses sends on paused (without blocking) how long the process was
+// paused each time a ticker of every d fires PauseAfter or more late, until
+// ctx ends. It runs on its own so that a worker busy with a slow call is
+// not taken for a pause: only a process that did not run at all (frozen,
+// stopped) is.
+func pauses(ctx context.Context, d time.Duration, paused chan<- time.Duration) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			// Now, not the tick's time: a ticker keeps the tick it could
+			// not deliver, dated when it was due.
+			now := time.Now()
+			if late := now.Sub(last) - d; late >= PauseAfter {
+				select {
+				case paused <- late:
+				default:
+				}
+			}
+			last = now
+		}
+	}
+}
+
+// listenDue says whether the worker lists every tunnel's IKE SAs again,
+// since the last listing: every tick while an exchange is outstanding,
+// else every quarter of Unanswered.
+func (w *Watchdog) listenDue(since time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.tunnels {
+		if len(t.busy) > 0 {
+			return true
+		}
+	}
+	return since >= w.unanswered()/4
+}
+
+// listen lists the IKE SAs of every tunnel (one list-sas) and follows, for
+// each, how long an exchange on an ESTABLISHED IKE SA has gone unanswered
+// (see unanswered). A tunnel whose peer has not answered for a fifth of
+// Unanswered is reported down at the next status read, which it asks for;
+// an always-on one unanswered for Unanswered is closed and initiated anew
+// by the worker.
+func (w *Watchdog) listen(ctx context.Context, c Charon) {
+	cctx, cancel := context.WithTimeout(ctx, w.timeout())
+	defer cancel()
+	sas, err := listAll(cctx, c)
+	if err != nil {
+		w.log().Debug("Cannot check whether the peers answer", "error", err)
+		return
+	}
+	now, bound := w.now(), w.unanswered()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := false
+	for name, t := range w.tunnels {
+		if t.busy == nil {
+			t.busy = map[string]time.Time{}
+		}
+		id, d := unanswered(t.busy, sas[name], now)
+		if d < bound/5 {
+			id = ""
+		}
+		changed = changed || id != t.silent
+		t.silent, t.silentFor = id, d
+		if id == "" || d < bound {
+			continue
+		}
+		var started []string
+		if w.Started != nil {
+			started = w.Started(name)
+		}
+		if len(started) > 0 && !t.pending {
+			w.log().Info("A peer stopped answering", "tunnel", name, "ike-id", id, "for", d.Round(time.Second).String())
+			t.pending = w.queue(job{conn: name, whole: true, children: started, downFor: d, silent: id})
+		}
+	}
+	if changed {
+		w.refresh()
+	}
+}
+
+// unanswered updates busy (see tunnel.busy) from sas, the IKE SAs of one
+// tunnel listed at now, and returns the unique id of the ESTABLISHED IKE
+// SA whose exchange has been active longest, and how long; "" and 0 when
+// none is. An exchange is active (tasks-active) from its request until its
+// answer; charon sends a DPD only after dpd_delay without a packet from
+// the peer, so an active DPD means the peer has not been heard from since,
+// and one that stays active that long will not be answered before
+// charon's retransmissions run out. A listing that shows an IKE SA without
+// an active exchange, or no longer ESTABLISHED, starts it over.
+func unanswered(busy map[string]time.Time, sas []status.IKESA, now time.Time) (string, time.Duration) {
+	active := map[string]bool{}
+	for _, sa := range sas {
+		if sa.State != v1alpha1.IKEStateEstablished || len(sa.TasksActive) == 0 {
+			continue
+		}
+		active[sa.UniqueID] = true
+		if _, ok := busy[sa.UniqueID]; !ok {
+			busy[sa.UniqueID] = now
+		}
+	}
+	longest := ""
+	for id, since := range busy {
+		switch {
+		case !active[id]:
+			delete(busy, id)
+		case longest == "" || since.Before(busy[longest]) || since.Equal(busy[longest]) && id < longest:
+			longest = id
+		}
+	}
+	if longest == "" {
+		return "", 0
+	}
+	return longest, now.Sub(busy[longest])
+}
+
+// refresh asks for a status read (Reinitiated), without blocking.
+func (w *Watchdog) refresh() {
+	if w.Reinitiated != nil {
+		select {
+		case w.Reinitiated <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -413,6 +627,11 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 		return
 	}
 	t.pending = false
+	if j.silent != "" {
+		// Closed, or answered after all: the next listings start over.
+		delete(t.busy, j.silent)
+		t.silent = ""
+	}
 	if len(children) == 0 {
 		if err != nil {
 			w.log().Info("Cannot re-initiate a tunnel", "tunnel", j.conn, "error", err)
@@ -429,17 +648,18 @@ func (w *Watchdog) run(ctx context.Context, c Charon, j job) {
 	t.count++
 	t.last = &metav1.Time{Time: now.Truncate(time.Second)}
 	what := "CHILD_SAs missing from its ESTABLISHED IKE SA"
-	if j.whole {
+	switch {
+	case j.silent != "":
+		what = "IKE SA #" + j.silent + " unanswered (closed)"
+	case j.whole:
 		what = "no IKE SA"
 	}
-	w.log().Info("Re-initiated a tunnel that stayed down with charon not trying", "tunnel", j.conn,
-		"down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
-	if w.Reinitiated != nil {
-		select {
-		case w.Reinitiated <- struct{}{}:
-		default:
-		}
+	msg := "Re-initiated a tunnel that stayed down with charon not trying"
+	if j.silent != "" {
+		msg = "Re-initiated a tunnel whose peer stopped answering"
 	}
+	w.log().Info(msg, "tunnel", j.conn, "down", what, "for", j.downFor.Round(time.Second).String(), "children", children, "error", err)
+	w.refresh()
 }
 
 // reinitiate initiates j's children unless charon's IKE SAs of j.conn,
@@ -451,34 +671,18 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 		return nil, "", err
 	}
 	todo := j.children
-	if j.whole {
+	switch {
+	case j.silent != "":
+		if why, err = closeSilent(ctx, c, j.silent, sas); why != "" || err != nil {
+			return nil, why, err
+		}
+	case j.whole:
 		if len(sas) > 0 {
 			return nil, "charon has an IKE SA of the connection now", nil
 		}
-	} else {
-		established := false
-		for _, sa := range sas {
-			switch {
-			case sa.State != v1alpha1.IKEStateEstablished:
-				return nil, "charon has an IKE SA of the connection in state " + sa.State, nil
-			case len(sa.TasksActive) > 0 || len(sa.TasksQueued) > 0:
-				return nil, "the IKE SA has exchanges active or queued", nil
-			}
-			established = true
-			todo = slices.DeleteFunc(slices.Clone(todo), func(ch string) bool {
-				for _, cs := range sa.ChildSAs {
-					if cs.Name == ch {
-						return true
-					}
-				}
-				return false
-			})
-		}
-		if !established {
-			return nil, "the IKE SA is gone", nil
-		}
-		if len(todo) == 0 {
-			return nil, "the CHILD_SAs are back", nil
+	default:
+		if todo, why = missing(sas, todo); why != "" {
+			return nil, why, nil
 		}
 	}
 	var errs []error
@@ -490,6 +694,64 @@ func (w *Watchdog) reinitiate(ctx context.Context, c Charon, j job) (initiated [
 		initiated = append(initiated, ch)
 	}
 	return initiated, "", errors.Join(errs...)
+}
+
+// missing returns which of children are missing from the ESTABLISHED IKE
+// SAs of a connection, sas, or why none is to be initiated now.
+func missing(sas []status.IKESA, children []string) (todo []string, why string) {
+	todo = children
+	established := false
+	for _, sa := range sas {
+		switch {
+		case sa.State != v1alpha1.IKEStateEstablished:
+			return nil, "charon has an IKE SA of the connection in state " + sa.State
+		case len(sa.TasksActive) > 0 || len(sa.TasksQueued) > 0:
+			return nil, "the IKE SA has exchanges active or queued"
+		}
+		established = true
+		todo = slices.DeleteFunc(slices.Clone(todo), func(ch string) bool {
+			for _, cs := range sa.ChildSAs {
+				if cs.Name == ch {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	if !established {
+		return nil, "the IKE SA is gone"
+	}
+	if len(todo) == 0 {
+		return nil, "the CHILD_SAs are back"
+	}
+	return todo, ""
+}
+
+// closeSilent closes IKE SA id, of sas (a connection's, listed again now),
+// if its exchange is still unanswered: by force, without a DELETE that the
+// peer would not answer either. It returns why the tunnel is not to be
+// initiated now, if it is not, and the call's error.
+func closeSilent(ctx context.Context, c Charon, id string, sas []status.IKESA) (why string, err error) {
+	found, others := false, false
+	for _, sa := range sas {
+		if sa.UniqueID != id {
+			others = true
+			continue
+		}
+		found = sa.State == v1alpha1.IKEStateEstablished && len(sa.TasksActive) > 0
+	}
+	if !found {
+		return "the IKE SA answered or is gone", nil
+	}
+	if err := command(ctx, c, "terminate", "ike-id", id, "force", "yes"); err != nil {
+		return "", fmt.Errorf(errTerminate+": %w", id, err)
+	}
+	if others {
+		// Another IKE SA of the connection (a duplicate, one the peer
+		// initiated) may carry the tunnel already: left to the usual rules.
+		return "the connection has another IKE SA", nil
+	}
+	return "", nil
 }
 
 // initiate asks charon to initiate child of connection conn and to answer
@@ -658,6 +920,31 @@ func list(ctx context.Context, c Charon, conn string) ([]status.IKESA, error) {
 		}
 		if ok {
 			out = append(out, sa)
+		}
+	}
+	return out, nil
+}
+
+// listAll returns charon's IKE SAs by connection name (list-sas with
+// noblock).
+func listAll(ctx context.Context, c Charon) (map[string][]status.IKESA, error) {
+	in, err := request("noblock", "yes")
+	if err != nil {
+		return nil, fmt.Errorf(errListAll+": %w", err)
+	}
+	out := map[string][]status.IKESA{}
+	for m, err := range c.CallStreaming(ctx, "list-sas", "list-sa", in) {
+		if err != nil {
+			return nil, fmt.Errorf(errListAll+": %w", err)
+		}
+		for _, conn := range m.Keys() {
+			sa, ok, err := status.DecodeIKESA(m, conn)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[conn] = append(out[conn], sa)
+			}
 		}
 	}
 	return out, nil

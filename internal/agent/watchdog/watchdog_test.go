@@ -2,6 +2,7 @@ package watchdog
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 )
 
@@ -53,7 +55,11 @@ func (f *fakeCharon) Call(_ context.Context, cmd string, in *vici.Message) (*vic
 	defer f.mu.Unlock()
 	out := msg("success", "yes")
 	if cmd == "terminate" {
-		f.terminated = append(f.terminated, in.Get("ike-id").(string)+" ("+in.Get("timeout").(string)+")")
+		how, _ := in.Get("timeout").(string)
+		if in.Get("force") == "yes" {
+			how = "force"
+		}
+		f.terminated = append(f.terminated, in.Get("ike-id").(string)+" ("+how+")")
 	}
 	if cmd == "initiate" {
 		f.initiated = append(f.initiated, in.Get("ike").(string)+"/"+in.Get("child").(string)+" ("+in.Get("timeout").(string)+")")
@@ -501,6 +507,245 @@ func TestWatchdogLook(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantLists, c.lists); diff != "" {
 				t.Errorf("%s\nlist-sas calls: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// busy is a list-sa event of IKE SA id of conn in state, with the named
+// exchanges active and the named CHILD_SAs INSTALLED.
+func busy(conn, id, state string, active []string, children ...string) *vici.Message {
+	kv := []any{"uniqueid", id, "state", state}
+	if len(active) > 0 {
+		kv = append(kv, "tasks-active", active)
+	}
+	if len(children) > 0 {
+		cs := vici.NewMessage()
+		for _, c := range children {
+			_ = cs.Set(c+"-"+id, msg("name", c, "state", "INSTALLED"))
+		}
+		kv = append(kv, "child-sas", cs)
+	}
+	return msg(conn, msg(kv...))
+}
+
+func TestUnanswered(t *testing.T) {
+	dpd := []string{"IKE_DPD"}
+	established := func(id string, active []string) status.IKESA {
+		return status.IKESA{UniqueID: id, State: "ESTABLISHED", TasksActive: active}
+	}
+	type want struct {
+		id   string
+		for_ time.Duration
+	}
+	cases := map[string]struct {
+		reason   string
+		busy     map[string]time.Time
+		sas      []status.IKESA
+		want     want
+		wantBusy map[string]time.Time
+	}{
+		"Idle": {
+			reason:   "An ESTABLISHED IKE SA without an active exchange is not followed.",
+			sas:      []status.IKESA{established("1", nil)},
+			wantBusy: map[string]time.Time{},
+		},
+		"FirstSeen": {
+			reason:   "An exchange first seen active is followed from now: unanswered for no time yet.",
+			sas:      []status.IKESA{established("1", dpd)},
+			want:     want{"1", 0},
+			wantBusy: map[string]time.Time{"1": t0.Add(time.Minute)},
+		},
+		"StillActive": {
+			reason:   "An exchange active in every listing since the first that showed it is unanswered since then.",
+			busy:     map[string]time.Time{"1": t0.Add(time.Minute - 9*time.Second)},
+			sas:      []status.IKESA{established("1", dpd)},
+			want:     want{"1", 9 * time.Second},
+			wantBusy: map[string]time.Time{"1": t0.Add(time.Minute - 9*time.Second)},
+		},
+		"Answered": {
+			reason:   "A listing without the exchange active (it was answered) starts over.",
+			busy:     map[string]time.Time{"1": t0},
+			sas:      []status.IKESA{established("1", nil)},
+			wantBusy: map[string]time.Time{},
+		},
+		"Gone": {
+			reason:   "An IKE SA no longer listed is forgotten.",
+			busy:     map[string]time.Time{"1": t0},
+			wantBusy: map[string]time.Time{},
+		},
+		"NotEstablished": {
+			reason:   "An IKE SA being set up (CONNECTING, its IKE_SA_INIT retransmitted) is charon's own retry, not a silent peer of an established tunnel.",
+			busy:     map[string]time.Time{"1": t0},
+			sas:      []status.IKESA{{UniqueID: "1", State: "CONNECTING", TasksActive: []string{"IKE_INIT"}}},
+			wantBusy: map[string]time.Time{},
+		},
+		"Queued": {
+			reason:   "Exchanges only queued are not waiting for the peer.",
+			sas:      []status.IKESA{{UniqueID: "1", State: "ESTABLISHED", TasksQueued: dpd}},
+			wantBusy: map[string]time.Time{},
+		},
+		"Longest": {
+			reason:   "Of two IKE SAs with exchanges active the one unanswered longest is named.",
+			busy:     map[string]time.Time{"1": t0.Add(30 * time.Second), "2": t0},
+			sas:      []status.IKESA{established("1", dpd), established("2", []string{"IKE_REKEY"})},
+			want:     want{"2", time.Minute},
+			wantBusy: map[string]time.Time{"1": t0.Add(30 * time.Second), "2": t0},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := map[string]time.Time{}
+			for k, v := range tc.busy {
+				b[k] = v
+			}
+			var got want
+			got.id, got.for_ = unanswered(b, tc.sas, t0.Add(time.Minute))
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nunanswered IKE SA and for how long: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantBusy, b); diff != "" {
+				t.Errorf("%s\nfollowed exchanges: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestWatchdogSilentPeer checks what the worker does about an IKE SA whose
+// peer stopped answering: the listings every few seconds find its exchange
+// unanswered, the status read says the tunnel is down, and an always-on
+// tunnel's IKE SA is closed by force and the tunnel initiated anew.
+func TestWatchdogSilentPeer(t *testing.T) {
+	dpd := []string{"IKE_DPD"}
+	type listing struct {
+		at  time.Duration
+		sas []*vici.Message
+	}
+	cases := map[string]struct {
+		reason   string
+		started  []string
+		listings []listing
+		// again is what charon lists when the worker checks before acting.
+		again          []*vici.Message
+		wantTerminated []string
+		wantInitiated  []string
+		// wantUp and wantError are the status read between the last
+		// listing and the worker's job.
+		wantUp    bool
+		wantError string
+		// wantReinitiations is the count of the read after the job.
+		wantReinitiations int32
+	}{
+		"Answering": {
+			reason:   "A peer that answers each DPD leaves the tunnel up and alone.",
+			started:  []string{"a-1"},
+			listings: []listing{{0, []*vici.Message{busy("a", "1", "ESTABLISHED", dpd, "a-1")}}, {3 * time.Second, []*vici.Message{busy("a", "1", "ESTABLISHED", nil, "a-1")}}, {12 * time.Second, []*vici.Message{busy("a", "1", "ESTABLISHED", dpd, "a-1")}}},
+			wantUp:   true,
+		},
+		"NotHeardFrom": {
+			reason:  "A DPD unanswered for a fifth of the bound (2 s): the tunnel is down, nothing heard from the peer since, but charon's retransmissions still have time.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {2 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			wantError: fmt.Sprintf(msgSilent, "7", "2s"),
+		},
+		"LostPacket": {
+			reason:  "A DPD unanswered for less than a fifth of the bound (one listing caught it in flight) leaves the tunnel up.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			wantUp: true,
+		},
+		"Silent": {
+			reason:  "A DPD unanswered in every listing for 10 s: the tunnel is down, its IKE SA closed without a DELETE and the tunnel initiated anew, counted.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {5 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+				{10 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			again:             []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")},
+			wantTerminated:    []string{"7 (force)"},
+			wantInitiated:     []string{"a/a-1 (-1)"},
+			wantError:         fmt.Sprintf(msgSilent, "7", "10s"),
+			wantReinitiations: 1,
+		},
+		"AnsweredAtLast": {
+			reason:  "A DPD answered between the listing and the worker's check: nothing is closed.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {10 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			again:     []*vici.Message{busy("a", "7", "ESTABLISHED", nil, "a-1")},
+			wantError: fmt.Sprintf(msgSilent, "7", "10s"),
+		},
+		"AnotherIKESA": {
+			reason:  "The silent IKE SA is closed, but another IKE SA of the connection (the peer's new one) is left to carry the tunnel: nothing initiated.",
+			started: []string{"a-1"},
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {10 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			again:          []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1"), busy("a", "8", "CONNECTING", nil)},
+			wantTerminated: []string{"7 (force)"},
+			wantError:      fmt.Sprintf(msgSilent, "7", "10s"),
+		},
+		"NotAlwaysOn": {
+			reason:  "A tunnel charon does not start itself (respond, trap) is reported down but left to charon and the peer.",
+			started: nil,
+			listings: []listing{
+				{0, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}}, {10 * time.Second, []*vici.Message{busy("a", "7", "ESTABLISHED", dpd, "a-1")}},
+			},
+			wantError: fmt.Sprintf(msgSilent, "7", "10s"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &fakeCharon{}
+			now := t0
+			refresh := make(chan struct{}, 1)
+			w := &Watchdog{Started: func(string) []string { return tc.started }, Now: func() time.Time { return now },
+				AfterFunc: func(time.Duration, func()) {}, Reinitiated: refresh}
+			w.work = make(chan job, queueSize)
+			read := func() v1alpha1.TunnelStatus {
+				ts := []v1alpha1.TunnelStatus{tunnelStatus("a", "ESTABLISHED", "a-1")}
+				ts[0].Up = true
+				w.Observe(ts)
+				return ts[0]
+			}
+			read()
+			for len(w.work) > 0 {
+				<-w.work // the duplicate check of an ESTABLISHED tunnel
+			}
+			for _, l := range tc.listings {
+				now = t0.Add(l.at)
+				c.sas = l.sas
+				w.listen(context.Background(), c)
+			}
+			st := read()
+			if diff := cmp.Diff(tc.wantUp, st.Up); diff != "" {
+				t.Errorf("%s\nup in the status read: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantError, st.LastError); diff != "" {
+				t.Errorf("%s\nlast error in the status read: -want, +got:\n%s", tc.reason, diff)
+			}
+			if tc.wantError != "" && len(refresh) == 0 {
+				t.Errorf("%s\nno status read asked for when the peer turned silent", tc.reason)
+			}
+			c.sas = tc.again
+			for len(w.work) > 0 {
+				if j := <-w.work; !j.dups {
+					w.run(context.Background(), c, j)
+				}
+			}
+			if diff := cmp.Diff(tc.wantTerminated, c.terminated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nterminate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantInitiated, c.initiated, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\ninitiate requests: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantReinitiations, read().Reinitiations); diff != "" {
+				t.Errorf("%s\nre-initiations in the next read: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -95,7 +95,8 @@ func traffic(ts []v1alpha1.TunnelStatus) (in, out int64) {
 
 // tunnelEvents returns the events for tunnels whose state changed from old
 // to now: TunnelReinitiated (a warning: the tunnel stayed down with charon
-// not trying) when the agent re-initiated one since old (a newer
+// not trying, or its peer stopped answering) when the agent re-initiated
+// one since old (a newer
 // LastReinitiate), then TunnelUp when one became up (TunnelStatus.Up),
 // TunnelDown (a warning, with the IKE state, the CHILD_SAs not installed and
 // charon's last error) when one stopped being up or is first seen down with
@@ -110,7 +111,7 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 		prev, seen := before[t.Name]
 		if r := t.LastReinitiate; r != nil && (prev.LastReinitiate == nil || r.After(prev.LastReinitiate.Time)) {
 			out = append(out, event.Warning(reasonTunnelReinitiated, fmt.Errorf( //nolint:staticcheck // ST1005: it starts with the kind's name
-				"Tunnel %s stayed down with charon not retrying: the gateway agent initiated it again at %s (%d time(s) since the agent started)",
+				"Tunnel %s stayed down with charon not retrying, or its peer stopped answering: the gateway agent initiated it again at %s (%d time(s) since the agent started)",
 				t.Name, r.UTC().Format(time.RFC3339), t.Reinitiations)))
 		}
 		switch {
@@ -118,7 +119,12 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 			out = append(out, event.Normal(reasonTunnelUp, fmt.Sprintf("Tunnel %s is up: IKE SA %s, %d CHILD_SA(s) installed", t.Name, t.IKEState, len(t.ChildSAs))))
 		case !t.Up && (prev.Up || (!seen && t.LastError != "")):
 			msg := fmt.Sprintf("Tunnel %s is down: IKE SA %s", t.Name, orNone(t.IKEState))
-			if t.IKEState == v1alpha1.IKEStateEstablished {
+			switch {
+			case t.IKEState != v1alpha1.IKEStateEstablished:
+			case allInstalled(t.ChildSAs):
+				// The agent's watchdog: an exchange went unanswered.
+				msg += " but its peer does not answer"
+			default:
 				msg += " but not every CHILD_SA is installed"
 			}
 			if t.LastError != "" {
@@ -128,6 +134,16 @@ func tunnelEvents(old, now []v1alpha1.TunnelStatus) []event.Event {
 		}
 	}
 	return out
+}
+
+// allInstalled says whether there are CHILD_SAs and all are INSTALLED.
+func allInstalled(cs []v1alpha1.ChildSAStatus) bool {
+	for _, c := range cs {
+		if c.State != "INSTALLED" {
+			return false
+		}
+	}
+	return len(cs) > 0
 }
 
 func orNone(s string) string {

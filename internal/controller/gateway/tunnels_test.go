@@ -46,6 +46,14 @@ func TestTunnelEvents(t *testing.T) {
 			want: []event.Event{event.Warning(reasonTunnelDown,
 				errors.New("Tunnel a is down: IKE SA ESTABLISHED but not every CHILD_SA is installed, last error NO_PROPOSAL_CHOSEN"))},
 		},
+		"PeerSilent": {
+			reason: "A tunnel whose IKE SA and CHILD_SAs stay but whose peer stopped answering (the agent's watchdog) is down, and the warning says why.",
+			old:    []v1alpha1.TunnelStatus{up},
+			now: []v1alpha1.TunnelStatus{{Name: "a", IKEState: "ESTABLISHED", ChildSAs: up.ChildSAs,
+				LastError: "the peer has not answered IKE SA #7 for 10s (a DPD or another exchange): it no longer holds it or cannot be reached"}},
+			want: []event.Event{event.Warning(reasonTunnelDown, errors.New(
+				"Tunnel a is down: IKE SA ESTABLISHED but its peer does not answer, last error the peer has not answered IKE SA #7 for 10s (a DPD or another exchange): it no longer holds it or cannot be reached"))},
+		},
 		"FirstSeenFailing": {
 			reason: "A tunnel first reported down with an error warns at once.",
 			now:    []v1alpha1.TunnelStatus{down},
@@ -61,7 +69,7 @@ func TestTunnelEvents(t *testing.T) {
 			now: []v1alpha1.TunnelStatus{{Name: "a", IKEState: "CONNECTING", Reinitiations: 2,
 				LastReinitiate: &metav1.Time{Time: time.Date(2026, 12, 2, 10, 0, 30, 0, time.UTC)}}},
 			want: []event.Event{event.Warning(reasonTunnelReinitiated, errors.New(
-				"Tunnel a stayed down with charon not retrying: the gateway agent initiated it again at 2026-12-02T10:00:30Z (2 time(s) since the agent started)"))},
+				"Tunnel a stayed down with charon not retrying, or its peer stopped answering: the gateway agent initiated it again at 2026-12-02T10:00:30Z (2 time(s) since the agent started)"))},
 		},
 		"ReinitiatedEarlier": {
 			reason: "A re-initiation already reported is not reported again.",
