@@ -31,7 +31,9 @@ import (
 // each style of IPsecGateway on the one stack: first the one dev.sh
 // applied (CLAIM: the namespaced IPsecGateway by default), then, after
 // its deletion, the other, applied by dev.sh run again; the provider
-// upgrade only with the first (a stack's provider is upgraded once).
+// upgrade only with the first (a stack's provider is upgraded once). Then
+// make dev's job, and on the stack it leaves the gateway pod's node lost
+// and returned (nodeLostSingle).
 func TestLiveRunbook(t *testing.T) {
 	if os.Getenv("NODE") == "0" {
 		t.Skip("NODE=0: no node runs the gateway pod")
@@ -63,10 +65,15 @@ func TestLiveRunbook(t *testing.T) {
 	// make dev's own job (dev.sh cutover) on the stack the runbooks left
 	// (the floating IP on the VM's port), then once more, which starts the
 	// runbook over from that cutover.
-	t.Run("make dev", func(t *testing.T) {
+	if !t.Run("make dev", func(t *testing.T) {
 		s.mainJob(t, false)
 		s.mainJob(t, true)
-	})
+	}) {
+		t.Fatal("make dev's job failed: no gateway pod carries the tunnel for the node's loss")
+	}
+	// On the stack make dev's job left: its gateway pod carries the
+	// client's tunnel, the VM stopped.
+	t.Run("node lost and returned", s.nodeLostSingle)
 }
 
 // mainJob runs `make dev`'s job, cluster/local/dev.sh cutover, with the
