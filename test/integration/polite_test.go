@@ -295,9 +295,10 @@ func TestOpenStackPolite(t *testing.T) {
 // than at rest, each MR saying Neutron's answer and that the provider
 // backs off; once Neutron is back every MR is Ready within a poll.
 func TestOpenStackFailing(t *testing.T) {
-	// --poll 30 s: at rest each MR reads once a poll, while a failing MR's
-	// own backoff (1 s doubling to 1 min) retries it about 7 times in 90 s.
-	const poll, stormFor = 30 * time.Second, 90 * time.Second
+	// --poll 20 s: at rest each MR reads once a poll (3 a minute), while a
+	// failing MR's own backoff (1 s doubling to 1 min) retries it about 6
+	// times in a 60 s storm.
+	const poll, stormFor = 20 * time.Second, 60 * time.Second
 	clients, tap := politeClients()
 	// What the provider sets from its --poll.
 	clients.MaxBackoff = poll / 2
