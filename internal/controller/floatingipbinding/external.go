@@ -67,7 +67,8 @@ type external struct {
 // external name) once known; before that, a pinned binding looks its
 // address up and an allocated one looks up the floating IP whose
 // description carries the binding's marker (openstack.LookupCreated: a
-// create whose answer was lost), and adopts what it finds as the external name. Observe never changes
+// create whose answer was lost, or a deleted binding of the same name
+// applied again), and adopts what it finds as the external name. Observe never changes
 // Neutron.
 //
 // A pinned address that does not exist is an error naming the address
@@ -152,7 +153,7 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		}
 		return fip, true, nil
 	}
-	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
+	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, e.settle)
 	if err != nil || id == "" {
 		return nil, false, err
 	}

@@ -37,12 +37,13 @@ type external struct {
 
 // Observe reads the group with its rules in one GET. A group without an
 // external name is looked up by the MR's marker in its description
-// (openstack.GetOrAdopt), so that a group whose create answer was lost is
-// adopted, not created twice. The marker is no drift: the description
+// (openstack.GetOrAdopt), so that a group whose create answer was lost, or
+// that a deleted SecurityGroup of the same name made, is adopted, not
+// created twice. The marker is no drift: the description
 // compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
 	g := &groups.SecGroup{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, ptr.Deref(sg.Spec.ForProvider.Description, ""), e.settle, g)
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, e.settle, g)
 	if err != nil || !exists {
 		return managed.ExternalObservation{}, err
 	}
