@@ -37,7 +37,7 @@ func Read(t *testing.T, path string) Doc {
 		trimmed := strings.TrimSpace(l)
 		switch {
 		case !in && trimmed == "```sh":
-			in, name, block = true, "", nil
+			in, name, block = true, "", block[:0]
 			indent = l[:len(l)-len(strings.TrimLeft(l, " "))]
 		case in && trimmed == "```":
 			in = false

@@ -168,8 +168,11 @@ func TestRecoverBareMRs(t *testing.T) {
 	}
 	eventually(t, 5*time.Minute, "the package's CRDs deleted", func() error {
 		for _, crd := range crds {
-			if err := own.Get(ctx, client.ObjectKeyFromObject(crd), &extv1.CustomResourceDefinition{}); !kerrors.IsNotFound(err) {
-				return fmt.Errorf("CRD %s: %v", crd.Name, err)
+			switch err := own.Get(ctx, client.ObjectKeyFromObject(crd), &extv1.CustomResourceDefinition{}); {
+			case err == nil:
+				return fmt.Errorf("CRD %s is still there", crd.Name)
+			case !kerrors.IsNotFound(err):
+				return err
 			}
 		}
 		return nil
@@ -239,8 +242,11 @@ func TestRecoverBareMRs(t *testing.T) {
 		providers[1].alive(t)
 		var errs []error
 		for _, m := range append(other, again...) {
-			if err := own.Get(ctx, client.ObjectKeyFromObject(m.mg), m.mg); !kerrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("%T %s still exists (%v)", m.mg, m.mg.GetName(), err))
+			switch err := own.Get(ctx, client.ObjectKeyFromObject(m.mg), m.mg); {
+			case err == nil:
+				errs = append(errs, fmt.Errorf("%T %s still exists (finalizers %v)", m.mg, m.mg.GetName(), m.mg.GetFinalizers()))
+			case !kerrors.IsNotFound(err):
+				errs = append(errs, err)
 			}
 			if got := describedIn(t, sc, m.c, m.desc); len(got) > 0 {
 				errs = append(errs, fmt.Errorf("Neutron %ss described %q left: %v", m.c.Kind, m.desc, got))
