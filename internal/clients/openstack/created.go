@@ -62,8 +62,8 @@ import (
 // one Neutron collection (security groups, ports, floating IPs, networks),
 // so MRs of different kinds that share a name never meet. Objects made by
 // an earlier release carry "[crossplane-uid-<MR UID>]" (LegacyMarker),
-// which Unmark and the scans still take for the MR's own, and which an
-// update of the description replaces.
+// which Unmark and the scans still take for the MR's own, and which the
+// kinds replace with the marker at their first reconcile (Remark).
 
 // Errors of the lookups; the %s are the kind (Collection.Kind) and what
 // was looked for.
@@ -131,8 +131,8 @@ func Marker(mg resource.Object) string {
 // LegacyMarker is the marker earlier releases wrote for mg:
 // "[crossplane-uid-<UID>]". Unmark and the scans take it for mg's own, so
 // that an object one of them made, or was making when it was upgraded, is
-// still mg's; remove it once every object has been updated with the
-// marker (an update of the description writes Marker's).
+// still mg's; remove it in the release after this one, by when every
+// object has been given the marker (Remark).
 func LegacyMarker(mg resource.Object) string {
 	return "[crossplane-uid-" + string(mg.GetUID()) + "]"
 }
@@ -174,6 +174,23 @@ func KeepMark(mg resource.Object, observed, desired string) string {
 		return Mark(mg, desired)
 	}
 	return desired
+}
+
+// Remark returns, for a description observed that carries mg's legacy
+// marker (LegacyMarker), the same description with mg's marker instead,
+// and true; for any other, observed and false. It is how an object made by
+// an earlier release gets the marker by which mg, applied again after its
+// deletion, finds it: the kinds count a legacy marker as drift, and their
+// update writes what Remark returns.
+func Remark(mg resource.Object, observed string) (string, bool) {
+	m := LegacyMarker(mg)
+	switch {
+	case observed == m:
+		return Marker(mg), true
+	case strings.HasSuffix(observed, " "+m):
+		return Mark(mg, strings.TrimSuffix(observed, " "+m)), true
+	}
+	return observed, false
 }
 
 // A Collection is one kind of Neutron object as the lookups by marker see

@@ -100,6 +100,44 @@ func TestMark(t *testing.T) {
 	}
 }
 
+func TestRemark(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		observed string
+		want     string
+		stale    bool
+	}{
+		"Legacy": {
+			reason:   "An earlier release's marker is replaced by the marker, the user's text kept.",
+			observed: "VPN gateway " + legacy, want: "VPN gateway " + marker, stale: true,
+		},
+		"LegacyAlone": {
+			reason:   "An earlier release's marker alone becomes the marker alone.",
+			observed: legacy, want: marker, stale: true,
+		},
+		"Current": {
+			reason:   "A description with the marker is left as it is.",
+			observed: "VPN gateway " + marker, want: "VPN gateway " + marker,
+		},
+		"OtherLegacyMarker": {
+			reason:   "Another MR's legacy marker is not this MR's to replace.",
+			observed: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]", want: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
+		},
+		"Unmarked": {
+			reason:   "A description without a marker (an imported object) gets none.",
+			observed: "set by hand", want: "set by hand",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, stale := Remark(owner(), tc.observed)
+			if diff := cmp.Diff([]any{tc.want, tc.stale}, []any{got, stale}); diff != "" {
+				t.Errorf("%s\nRemark(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 // TestMarker proves whose a marker says an object is: the same for an MR
 // applied again under its name (a new UID), different for another name,
 // another namespace (another tenant) or another cluster.

@@ -320,8 +320,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		change = true
 		what = fmt.Sprintf(errAssociate, fip.FloatingIP, wanted)
 	}
-	if desc, _ := openstack.Unmark(mg, fip.Description); !pinned(mg) && p.Description != nil && *p.Description != desc {
-		opts.Description = ptr.To(openstack.KeepMark(mg, fip.Description, *p.Description))
+	if d := newDescription(mg, fip); d != nil {
+		opts.Description = d
 		change = true
 	}
 	if !change {

@@ -670,6 +670,13 @@ func TestUpdate(t *testing.T) {
 			want: want{calls: []call{{Request: getFIP},
 				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn ` + marker + `"}}`}}, status: attachedAt(10)},
 		},
+		"AllocatedLegacyMarker": {
+			reason:  "An allocated floating IP an earlier release made gets the binding's marker in place of the earlier one, its text kept (the spec sets none), with If-Match.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, "vpn [crossplane-uid-"+uid+"]"))}, putFIP: {200, one(fip(ourPort, 10, "vpn "+marker))}},
+			mg:      binding(withExternalName(fipID)),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn ` + marker + `"}}`}}, status: attachedAt(10)},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -240,25 +240,26 @@ func TestUpdateKeepsMarker(t *testing.T) {
 }
 
 // TestLegacyMarker checks a group an earlier release made, whose
-// description carries the marker with the MR's UID: it is no drift, and an
-// update of the description writes the marker of this release.
+// description carries the marker with the MR's UID: the user's text is
+// still the spec's, but the group is not up to date until the update gives
+// it the marker of this release, by which the MR applied again after its
+// deletion finds it.
 func TestLegacyMarker(t *testing.T) {
 	old := strings.Replace(groupJSON, marked, "IKE "+legacy, 1)
 	sc, seen := neutrontest.Serve(t, map[string]reply{
 		get:              {Code: 200, Body: old},
-		"PUT " + get[4:]: {Code: 200, Body: old},
+		"PUT " + get[4:]: {Code: 200, Body: groupJSON},
 	})
 	mg := sg(groupID, ike())
 	e := &external{neutron: sc}
 	obs, err := e.Observe(context.Background(), mg)
-	if err != nil || !obs.ResourceUpToDate {
-		t.Fatalf("Observe(...) = %+v, %v: a group with the legacy marker must be up to date", obs, err)
+	if err != nil || obs.ResourceUpToDate {
+		t.Fatalf("Observe(...) = %+v, %v: a group with an earlier release's marker must not be up to date", obs, err)
 	}
-	mg.Spec.ForProvider.Description = ptr.To("IKE and NAT-T")
 	if _, err := e.Update(context.Background(), mg); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE and NAT-T ` + marker + `","name":"gw"}}`}
+	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE ` + marker + `","name":"gw"}}`}
 	if diff := cmp.Diff(want, *seen); diff != "" {
 		t.Errorf("Neutron requests: -want, +got:\n%s", diff)
 	}
