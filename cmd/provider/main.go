@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -196,6 +197,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	// The cluster's identity goes into the marker of every Neutron object
+	// the provider creates, so that an MR applied again under its name
+	// adopts its object and no other cluster's MR of the same name does.
+	cluster, err := openstack.ClusterID(context.Background(), mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	openstack.SetCluster(cluster)
 	oc := openstack.NewClients()
 	oc.RequestTimeout = o.requestTimeout
 	oc.RequestRate = o.requestRate

@@ -21,6 +21,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ipsecgw/provider-ipsec/test/docsteps"
 )
 
 // providerPackage is the name of the provider's package on the local stack
@@ -43,12 +45,8 @@ const providerPackage = "provider-ipsec"
 func TestRecoverProviderDeletion(t *testing.T) {
 	start := time.Now()
 	s := startStack(t)
-	steps := docSteps(t, uninstallDoc)
-	for _, want := range []string{"names", "recover-mrs", "recover-orphan", "recover-check", "recover-release", "recover-providerconfigs", "recover-status"} {
-		if _, ok := steps[want]; !ok {
-			t.Fatalf("%s has no sh block of step %s", uninstallDoc, want)
-		}
-	}
+	doc := docsteps.Read(t, filepath.Join(root, uninstallDoc))
+	doc.Require(t, "names", "recover-mrs", "recover-orphan", "recover-check", "recover-release", "recover-providerconfigs", "recover-status")
 	styles := composites()
 	names := []string{pinned}
 	for _, xr := range styles {
@@ -107,7 +105,7 @@ func TestRecoverProviderDeletion(t *testing.T) {
 		"PROVIDER="+providerPackage, "FUNCTION=function-ipsecgw",
 		"PROVIDERCONFIGS="+s.providerConfigs(t))
 	run := func(names ...string) {
-		runDocSteps(t, env, root, 10*time.Minute, steps, []string{"names", "recover-mrs"}, names...)
+		doc.Run(t, env, root, 10*time.Minute, []string{"names", "recover-mrs"}, names...)
 	}
 
 	// 1. Orphan every managed resource.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/test/docsteps"
 )
 
 // uninstallDoc is the uninstall procedure whose sh blocks TestUninstall
@@ -42,12 +43,8 @@ const uninstallDoc = "docs/uninstall.md"
 // Deployments stay. It logs how long each step took.
 func TestUninstall(t *testing.T) {
 	s := startStack(t)
-	steps := docSteps(t, uninstallDoc)
-	for _, want := range []string{"names", "orphan", "check", "delete", "packages"} {
-		if _, ok := steps[want]; !ok {
-			t.Fatalf("%s has no sh block of step %s", uninstallDoc, want)
-		}
-	}
+	doc := docsteps.Read(t, filepath.Join(root, uninstallDoc))
+	doc.Require(t, "names", "orphan", "check", "delete", "packages")
 	styles := composites()
 	// Two allocated ones beside the pre-staged pinned claim, one of each
 	// kind, so that both kinds of managed resources are orphaned.
@@ -79,7 +76,7 @@ func TestUninstall(t *testing.T) {
 		// The local stack's packages are at its registry's root.
 		"PROVIDER=provider-ipsec", "FUNCTION=function-ipsecgw")
 	// Each step ends within minutes, or hangs on a finalizer.
-	run := func(names ...string) { runDocSteps(t, env, root, 5*time.Minute, steps, []string{"names"}, names...) }
+	run := func(names ...string) { doc.Run(t, env, root, 5*time.Minute, []string{"names"}, names...) }
 
 	// 1. Orphan, and the patch survives the composites' reconciles.
 	run("orphan", "check")
@@ -125,39 +122,6 @@ func TestUninstall(t *testing.T) {
 	if got := s.gatewayDeployments(t); !slices.Equal(got, deployments) {
 		t.Errorf("the gateways' Deployments after the uninstall: %v, want %v (orphaned, as before)", got, deployments)
 	}
-}
-
-// docSteps returns the sh blocks of the Markdown file path (relative to
-// the repository) whose first line is "# step: NAME", by name, with the
-// step line and the list indentation taken off.
-func docSteps(t *testing.T, path string) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := map[string]string{}
-	var name, indent string
-	var block []string
-	in := false
-	for l := range strings.Lines(string(b)) {
-		trimmed := strings.TrimSpace(l)
-		switch {
-		case !in && trimmed == "```sh":
-			in, name, block = true, "", nil
-			indent = l[:len(l)-len(strings.TrimLeft(l, " "))]
-		case in && trimmed == "```":
-			in = false
-			if name != "" {
-				steps[name] = strings.Join(block, "")
-			}
-		case in && name == "" && strings.HasPrefix(trimmed, "# step: "):
-			name = strings.TrimPrefix(trimmed, "# step: ")
-		case in:
-			block = append(block, strings.TrimPrefix(l, indent))
-		}
-	}
-	return steps
 }
 
 // applyExample creates the IPsecGateway of the example file as name, with
@@ -294,27 +258,4 @@ func allPages[T any](t *testing.T, p pagination.Pager, extract func(pagination.P
 		t.Fatal(err)
 	}
 	return l
-}
-
-// runDocSteps runs, with bash -euo pipefail in dir with env, the sh blocks
-// of uninstallDoc named prelude and then names, as one script that must
-// end within timeout; it fails t with the script's output when the script
-// fails, and logs the output and the time it took.
-func runDocSteps(t *testing.T, env []string, dir string, timeout time.Duration, steps map[string]string, prelude []string, names ...string) {
-	t.Helper()
-	start := time.Now()
-	var script strings.Builder
-	script.WriteString("set -euo pipefail\n")
-	for _, n := range append(slices.Clone(prelude), names...) {
-		script.WriteString(steps[n])
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-	cmd.Env, cmd.Dir = env, dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s steps %v: %v\n%s", uninstallDoc, names, err, out)
-	}
-	t.Logf("%s steps %v (%s):\n%s", uninstallDoc, names, time.Since(start).Round(100*time.Millisecond), out)
 }

@@ -171,6 +171,59 @@ func buildProvider(t *testing.T, bin string) {
 	}
 }
 
+// providerProcess is the provider binary running as a process of the
+// test.
+type providerProcess struct {
+	cmd *exec.Cmd
+	// done is closed once the process has exited, with err its Wait's.
+	done chan struct{}
+	err  error
+}
+
+// runProvider starts bin with args and the kubeconfig file kcfg, its
+// output appended to the file log; it is stopped, and the tail of log shown
+// if t failed, when t ends.
+func runProvider(t *testing.T, bin, kcfg, log string, args ...string) *providerProcess {
+	t.Helper()
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &providerProcess{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kcfg)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		_ = f.Close()
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		logTail(t, log, 40)
+	})
+	return p
+}
+
+// alive fails t once the provider has exited.
+func (p *providerProcess) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+		t.Fatalf("the provider exited: %v", p.err)
+	default:
+	}
+}
+
+// stop kills the provider and waits until it is gone; idempotent.
+func (p *providerProcess) stop() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // providerAPIServer starts env, an API server for a provider process of
 // the test's own (what names it in a failure), stopped when t ends; writes
 // the kubeconfig of a user "provider" in system:masters to the file kcfg
@@ -201,6 +254,15 @@ func providerAPIServer(t *testing.T, env *envtest.Environment, what, kcfg string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The provider marks what it creates with the identity of its cluster
+	// (openstack.SetCluster): so do the test's markers, until t ends.
+	var id string
+	eventually(t, 30*time.Second, "the identity of "+what, func() (err error) {
+		id, err = openstack.ClusterID(context.Background(), c)
+		return err
+	})
+	previous := openstack.SetCluster(id)
+	t.Cleanup(func() { openstack.SetCluster(previous) })
 	return c
 }
 
@@ -212,16 +274,23 @@ func providerCredentials(t *testing.T, c client.Client, e *openStackEnv, region 
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crossplane-system"}}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "crossplane-system", Name: "clouds"}, Data: map[string][]byte{"clouds.yaml": e.CloudsYAML}}
-	ref := secretRef("clouds", "clouds.yaml")
-	ref.Namespace = "crossplane-system"
-	pc := &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "openstack"},
-		Spec: pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: "tenant-a", Region: region}}}
+	pc := openstackProviderConfig(region)
 	for _, o := range []client.Object{ns, s, pc} {
 		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return pc
+}
+
+// openstackProviderConfig is providerCredentials' ProviderConfig
+// "openstack" of cloud tenant-a in region, reading the Secret
+// crossplane-system/clouds.
+func openstackProviderConfig(region string) *pcv1alpha1.ProviderConfig {
+	ref := secretRef("clouds", "clouds.yaml")
+	ref.Namespace = "crossplane-system"
+	return &pcv1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "openstack"},
+		Spec: pcv1alpha1.ProviderConfigSpec{Credentials: pcv1alpha1.OpenStackCredentials{SecretRef: ref, Cloud: "tenant-a", Region: region}}}
 }
 
 // logTail logs the last n lines of the provider's log file when t failed.

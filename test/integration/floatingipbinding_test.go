@@ -224,7 +224,7 @@ func TestFloatingIPBindingAllocated(t *testing.T) {
 
 	id := meta.GetExternalName(mg)
 	fip := f.get(t, id)
-	if want := "itest allocated [crossplane-uid-" + string(mg.UID) + "]"; fip.PortID != port.ID || fip.Description != want {
+	if want := openstack.Mark(mg, "itest allocated"); fip.PortID != port.ID || fip.Description != want {
 		t.Errorf("Neutron has floating IP %s on port %q, description %q; want port %s and %q",
 			id, fip.PortID, fip.Description, port.ID, want)
 	}

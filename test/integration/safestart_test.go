@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,32 +70,8 @@ func TestSafeStart(t *testing.T) {
 	// own; stopped (and its log shown on failure) when the test ends.
 	metrics, health := freePort(t), freePort(t)
 	logFile := filepath.Join(dir, "provider.log")
-	log, err := os.Create(logFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--debug", "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kcfg)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); _ = log.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logTail(t, logFile, 40)
-	})
-	// alive fails the test once the provider has exited.
-	alive := func() {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the provider exited: %v", err)
-		default:
-		}
-	}
+	p := runProvider(t, bin, kcfg, logFile, "--debug", "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)
+	alive := func() { p.alive(t) }
 
 	// 1. The Networks inactive: the provider is ready and runs the other
 	// kinds' controllers, none of the Networks', and keeps running.

@@ -246,6 +246,45 @@ func TestSecurityGroupAdoptsUnrecordedCreate(t *testing.T) {
 	})
 }
 
+// TestSecurityGroupLegacyMarkerReplaced proves on the real Neutron that a
+// group an earlier release made, whose description ends in the marker with
+// its MR's UID, gets the marker that names the MR at the MR's first
+// reconcile, its text kept: the marker by which the MR, deleted by accident
+// and applied again, finds it (TestRecoverBareMRs).
+func TestSecurityGroupLegacyMarkerReplaced(t *testing.T) {
+	ctx := context.Background()
+	_, sc := startNeutronProvider(t, securityGroupControllers)
+
+	sg := gatewaySecurityGroup("itest-legacy-sg", "openstack")
+	sg.Annotations = map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}
+	create(t, sg)
+	desc := ptr.Deref(sg.Spec.ForProvider.Description, "")
+	old, err := groups.Create(ctx, sc, groups.CreateOpts{Name: "itest-legacy-sg", Description: desc + " [crossplane-uid-" + string(sg.UID) + "]"}).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = groups.Delete(context.Background(), sc, old.ID).ExtractErr() })
+	updateMR(t, "record the earlier release's group and unpause the MR", sg, func() {
+		meta.SetExternalName(sg, old.ID)
+		meta.RemoveAnnotations(sg, meta.AnnotationKeyReconciliationPaused)
+	})
+	waitReady(t, sg, func() xpv2.ConditionedStatus { return sg.Status.ConditionedStatus })
+	eventually(t, 30*time.Second, "the group's description carries the marker", func() error {
+		g, err := groups.Get(ctx, sc, old.ID).Extract()
+		if err != nil {
+			return err
+		}
+		if want := openstack.Mark(sg, desc); g.Description != want {
+			return fmt.Errorf("description %q, want %q", g.Description, want)
+		}
+		return nil
+	})
+	if all := createdFor(t, sc, openstack.SecurityGroups, sg); len(all) != 1 || all[0] != old.ID {
+		t.Errorf("groups carrying the MR's marker: %v, want only %s", all, old.ID)
+	}
+	deleteGone(t, sg, "the group is deleted with its MR", old.ID, func() error { return groups.Get(ctx, sc, old.ID).Err })
+}
+
 // TestSecurityGroupStaleExternalNameAndTwin proves, on the real Neutron,
 // the two ways a second object carrying an MR's marker could outlive it:
 // an external name written over by an older one whose object is gone is

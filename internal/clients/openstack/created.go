@@ -2,17 +2,24 @@ package openstack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/pagination"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // How the provider finds again a Neutron object whose create it did not
@@ -36,26 +43,97 @@ import (
 // longer than 255 characters is refused with 400.
 //
 // So the provider writes the user's description followed by the marker
-// " [crossplane-uid-<MR UID>]" (Mark): the user still reads their text
+// " [crossplane-mr-<hash>]" (Mark): the user still reads their text
 // first, drift comparisons strip the marker (Unmark), and updates keep it
-// (KeepMark). The API caps spec descriptions at 255 - MarkerLength
-// characters so that the marked description always fits.
+// (KeepMark). The API caps spec descriptions at 255 - LegacyMarkerLength
+// characters, which leaves room for the marker.
+//
+// The marker names the MR, not one incarnation of it: the hash is of the
+// cluster (SetCluster), the MR's namespace and its name. An MR deleted
+// while its Neutron object stays (orphaned, or its CRD deleted with the
+// provider's package) and applied again under the same name, a new UID,
+// finds the object by the marker before it creates anything, and adopts
+// it instead of making a twin (LookupCreated). Whose the object is, the
+// marker says: a name is unique per kind and namespace in a cluster, so
+// only that MR or a deleted predecessor of the same name made it; another
+// namespace (another tenant) or another cluster (the cluster identity is
+// the UID of its kube-system namespace) hashes differently; and the
+// lookup lists only what the MR's own credentials see. Each kind marks
+// one Neutron collection (security groups, ports, floating IPs, networks),
+// so MRs of different kinds that share a name never meet. Objects made by
+// an earlier release carry "[crossplane-uid-<MR UID>]" (LegacyMarker),
+// which Unmark and the scans still take for the MR's own, and which the
+// kinds replace with the marker at their first reconcile (Remark).
 
 // Errors of the lookups; the %s are the kind (Collection.Kind) and what
 // was looked for.
 const (
-	errFind  = "cannot look up the %s with description %q"
 	errScan  = "cannot list the %ss to find the one carrying %s"
 	errTwins = "cannot tell which of %d Neutron %ss carrying %s (%s) to adopt: delete all but one by hand"
 	errPage  = "cannot decode the %s list"
 )
 
-// MarkerLength is the length of the marker and the space before it for a
-// Kubernetes UID (36 characters): 54.
-const MarkerLength = len(" [crossplane-uid-]") + 36
+// MarkerLength is the length of the marker and the space before it: 49.
+const MarkerLength = len(" [crossplane-mr-]") + markerHashLength
 
-// Marker is the marker of mg: "[crossplane-uid-<UID>]".
+// LegacyMarkerLength is the length of the marker of earlier releases
+// (LegacyMarker) and the space before it for a Kubernetes UID (36
+// characters): 54. The API's cap on descriptions leaves room for it, so
+// that an object made by an earlier release keeps fitting.
+const LegacyMarkerLength = len(" [crossplane-uid-]") + 36
+
+// markerHashLength is the number of hexadecimal digits of the marker's
+// hash: 128 bits.
+const markerHashLength = 32
+
+// cluster is the identity of the Kubernetes cluster whose MRs the process
+// manages, part of every marker (SetCluster); nil until set.
+var cluster atomic.Pointer[string]
+
+// SetCluster makes id, the cluster's identity (ClusterID), part of every
+// marker the process writes and recognises from then on. The provider
+// sets it once at start, before any controller runs; an unset identity is
+// "", which only tests use. It returns the identity it replaced, for a
+// test to restore.
+func SetCluster(id string) (previous string) {
+	if p := cluster.Swap(&id); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// errClusterID is ClusterID's error.
+const errClusterID = "cannot read the UID of namespace kube-system, the cluster's identity in the markers of the Neutron objects the provider creates: grant the provider get on namespaces (examples/gitops/platform/provider-rbac.yaml)"
+
+// ClusterID returns the identity of the cluster kube reads: the UID of its
+// kube-system namespace, which every Kubernetes cluster has and which
+// stays for the cluster's life. Its error names the fix.
+func ClusterID(ctx context.Context, kube client.Reader) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", fmt.Errorf(errClusterID+": %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// Marker is the marker of mg: "[crossplane-mr-<hash>]", the hash the
+// first 32 hexadecimal digits of the SHA-256 of the cluster's identity
+// (SetCluster), mg's namespace ("" when cluster-scoped) and mg's name.
 func Marker(mg resource.Object) string {
+	id := ""
+	if p := cluster.Load(); p != nil {
+		id = *p
+	}
+	sum := sha256.Sum256([]byte(id + "/" + mg.GetNamespace() + "/" + mg.GetName()))
+	return "[crossplane-mr-" + hex.EncodeToString(sum[:])[:markerHashLength] + "]"
+}
+
+// LegacyMarker is the marker earlier releases wrote for mg:
+// "[crossplane-uid-<UID>]". Unmark and the scans take it for mg's own, so
+// that an object one of them made, or was making when it was upgraded, is
+// still mg's; remove it in the release after this one, by when every
+// object has been given the marker (Remark).
+func LegacyMarker(mg resource.Object) string {
 	return "[crossplane-uid-" + string(mg.GetUID()) + "]"
 }
 
@@ -70,29 +148,49 @@ func Mark(mg resource.Object, desc string) string {
 }
 
 // Unmark returns the user's part of a Neutron description s, without mg's
-// marker, and whether s carried it. Unmark(mg, Mark(mg, d)) is d for every
-// d; a description without the marker (an object the provider did not
-// create, or one written by hand) is returned as it is.
+// marker (Marker, or LegacyMarker), and whether s carried it.
+// Unmark(mg, Mark(mg, d)) is d for every d; a description without the
+// marker (an object the provider did not create, or one written by hand)
+// is returned as it is.
 func Unmark(mg resource.Object, s string) (string, bool) {
-	m := Marker(mg)
-	switch {
-	case s == m:
-		return "", true
-	case strings.HasSuffix(s, " "+m):
-		return strings.TrimSuffix(s, " "+m), true
+	for _, m := range []string{Marker(mg), LegacyMarker(mg)} {
+		switch {
+		case s == m:
+			return "", true
+		case strings.HasSuffix(s, " "+m):
+			return strings.TrimSuffix(s, " "+m), true
+		}
 	}
 	return s, false
 }
 
 // KeepMark returns the description to write when desired replaces the
-// user's part of the Neutron description observed: marked when observed
-// carries mg's marker, so that an update keeps it, else desired as it is
-// (an adopted object the provider did not create gets no marker).
+// user's part of the Neutron description observed: marked (Mark) when
+// observed carries mg's marker or its legacy one, so that an update keeps
+// it, else desired as it is (an adopted object the provider did not create
+// gets no marker).
 func KeepMark(mg resource.Object, observed, desired string) string {
 	if _, marked := Unmark(mg, observed); marked {
 		return Mark(mg, desired)
 	}
 	return desired
+}
+
+// Remark returns, for a description observed that carries mg's legacy
+// marker (LegacyMarker), the same description with mg's marker instead,
+// and true; for any other, observed and false. It is how an object made by
+// an earlier release gets the marker by which mg, applied again after its
+// deletion, finds it: the kinds count a legacy marker as drift, and their
+// update writes what Remark returns.
+func Remark(mg resource.Object, observed string) (string, bool) {
+	m := LegacyMarker(mg)
+	switch {
+	case observed == m:
+		return Marker(mg), true
+	case strings.HasSuffix(observed, " "+m):
+		return Mark(mg, strings.TrimSuffix(observed, " "+m)), true
+	}
+	return observed, false
 }
 
 // A Collection is one kind of Neutron object as the lookups by marker see
@@ -118,38 +216,17 @@ var (
 	Routers = Collection{Kind: "router", Path: "routers", Key: "routers", Item: "router"}
 )
 
-// FindCreated returns the ID of the object of c that a create for mg with
-// the user's description desc made: the one whose description is exactly
-// Mark(mg, desc), with one GET c?description=...&fields=id&fields=description,
-// or "" when there is none. It is how Observe finds, while the external
-// name is empty, an object whose POST answer was lost. More than one such
-// object is an error naming them all, since the provider cannot tell which
-// one to keep; a failed list is an error with Neutron's type and message.
-func FindCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string) (string, error) {
-	want := Mark(mg, desc)
-	all, err := list(ctx, sc, c, url.Values{"description": {want}}, "id", "description")
-	if err != nil {
-		return "", Wrap(err, fmt.Sprintf(errFind, c.Kind, want))
-	}
-	// Checked again here: the filter is what selects, but an object
-	// listed by mistake must not be adopted.
-	var found []listed
-	for _, o := range all {
-		if o.Description != nil && *o.Description == want {
-			found = append(found, o)
-		}
-	}
-	return only(c, mg, found)
-}
-
-// ScanCreated returns the ID of the object of c that carries mg's marker,
-// whatever description precedes it, or mg's legacy tag (LegacyTag), with
-// one GET c?fields=id&fields=description&fields=tags of every object of c
-// the credentials see; "" when none does. Unlike FindCreated it finds an object whose
-// spec description changed after the POST, so that "none" proves the
-// create never reached Neutron. known is false when Neutron returns an
-// object without a description: then nothing can prove that, and the
-// caller must not assume the create did not happen.
+// ScanCreated returns the ID of the object of c that carries mg's marker
+// (Marker or LegacyMarker), whatever description precedes it, or mg's
+// legacy tag (LegacyTag), with one GET
+// c?fields=id&fields=description&fields=tags of every object of c the
+// credentials see; "" when none does. It finds an object whose spec
+// description changed after the POST, so that "none" proves the create
+// never reached Neutron. known is false when Neutron returns an object
+// without a description: then nothing can prove that, and the caller must
+// not assume the create did not happen. More than one such object is an
+// error naming them all, since the provider cannot tell which one to
+// keep; a failed list is an error with Neutron's type and message.
 func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (id string, known bool, err error) {
 	found, known, err := scanMarked(ctx, sc, c, mg)
 	if err != nil {
@@ -165,7 +242,7 @@ func ScanCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collectio
 // tag, with ScanCreated's one list, and whether every object listed had a
 // description (see ScanCreated's known).
 func scanMarked(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object) (found []listed, known bool, err error) {
-	all, err := list(ctx, sc, c, url.Values{}, "id", "description", "tags")
+	all, err := list(ctx, sc, c, "id", "description", "tags")
 	if err != nil {
 		return nil, false, Wrap(err, fmt.Sprintf(errScan, c.Kind, Marker(mg)))
 	}
@@ -205,11 +282,11 @@ type listed struct {
 	Tags        []string `json:"tags"`
 }
 
-// list returns the objects of c that query selects, with fields only,
+// list returns every object of c the credentials see, with fields only,
 // following Neutron's pagination links. Its error is gophercloud's, for
 // the caller to Wrap.
-func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, query url.Values, fields ...string) ([]listed, error) {
-	query["fields"] = fields
+func list(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, fields ...string) ([]listed, error) {
+	query := url.Values{"fields": fields}
 	var all []listed
 	err := pagination.NewPager(sc, sc.ServiceURL(c.Path)+"?"+query.Encode(), func(r pagination.PageResult) pagination.Page {
 		return listPage{LinkedPageBase: pagination.LinkedPageBase{PageResult: r}, key: c.Key}
@@ -410,41 +487,41 @@ const errRefusedNow = "cannot create again before %[2]s: Neutron refused the cre
 const errUnknown = "cannot tell whether the interrupted create made a Neutron %s: Neutron returned %ss without their description"
 
 // ObservedID returns mg's external name, or, while it is empty, the ID of
-// the object of c that a create for mg made (LookupCreated), recorded as
+// the object of c that carries mg's marker (LookupCreated), recorded as
 // mg's external name; adopted says it was looked up, for the reconciler to
 // write it back like a late-initialised field. An empty ID with a nil
 // error means there is no such object yet.
-func ObservedID(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (id string, adopted bool, err error) {
+func ObservedID(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, s Settling) (id string, adopted bool, err error) {
 	if id := meta.GetExternalName(mg); id != "" {
 		return id, false, nil
 	}
-	if id, err = LookupCreated(ctx, sc, c, mg, desc, s); err != nil || id == "" {
+	if id, err = LookupCreated(ctx, sc, c, mg, s); err != nil || id == "" {
 		return "", false, err
 	}
 	meta.SetExternalName(mg, id)
 	return id, true, nil
 }
 
-// LookupCreated returns the ID of the object of c that a create for mg
-// made, "" when there is none: how Observe, while mg's external name is
-// empty, adopts an object whose POST answer was lost. Before any create
-// attempt it is one exact lookup of the marked description desc
-// (FindCreated); once an attempt is recorded (the external-create-pending
-// or -failed annotation) it scans for the marker whatever text precedes it
-// (ScanCreated), so that a description edited after a lost answer still
-// finds the object, and it concludes "none" only when the scan can prove
-// it and the attempt has settled (s.Conclude); otherwise it returns an error,
-// and the reconciler looks again later.
-func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling) (string, error) {
-	if meta.GetExternalCreatePending(mg).IsZero() && meta.GetExternalCreateFailed(mg).IsZero() {
-		return FindCreated(ctx, sc, c, mg, desc)
-	}
+// LookupCreated returns the ID of the object of c that carries mg's
+// marker, "" when there is none: how Observe, while mg's external name is
+// empty, adopts an object whose POST answer was lost, or the object of a
+// deleted MR of the same name applied again (see Marker). It scans for the
+// marker whatever text precedes it (ScanCreated, one list), so that a
+// description edited since finds the object too. Before any create
+// attempt of mg's, none is none. Once an attempt is recorded (the
+// external-create-pending or -failed annotation) it concludes "none" only
+// when the scan can prove it and the attempt has settled (s.Conclude);
+// otherwise it returns an error, and the reconciler looks again later.
+func LookupCreated(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, s Settling) (string, error) {
 	id, known, err := ScanCreated(ctx, sc, c, mg)
 	switch {
 	case err != nil:
 		return "", err
 	case id != "":
 		return id, nil
+	case meta.GetExternalCreatePending(mg).IsZero() && meta.GetExternalCreateFailed(mg).IsZero():
+		// Nothing was sent: there is no create to prove absent.
+		return "", nil
 	case !known:
 		return "", fmt.Errorf(errUnknown, c.Kind, c.Kind)
 	}

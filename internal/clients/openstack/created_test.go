@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	networkingv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
@@ -28,7 +29,12 @@ func owner() *v1alpha1.ProviderConfig {
 	return &v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "gw", UID: uid}}
 }
 
-const marker = "[crossplane-uid-" + uid + "]"
+// marker is owner()'s marker with the unset cluster identity of tests,
+// and legacy the marker of earlier releases for it.
+var (
+	marker = Marker(owner())
+	legacy = "[crossplane-uid-" + uid + "]"
+)
 
 func TestMark(t *testing.T) {
 	cases := map[string]struct {
@@ -55,10 +61,19 @@ func TestMark(t *testing.T) {
 			reason: "A description without the marker (an object the provider did not create) is the user's as it is.",
 			desc:   "VPN gateway", marked: "VPN gateway " + marker, observed: "set by hand", unmarked: "set by hand",
 		},
-		"OtherMarker": {
-			reason: "Another MR's marker is not this one's.",
+		"Legacy": {
+			reason: "The marker of an earlier release, with the MR's UID, is still the MR's: no drift, and an update writes the marker.",
+			desc:   "x", marked: "x " + marker, observed: "x " + legacy, unmarked: "x", carried: true,
+		},
+		"OtherLegacyMarker": {
+			reason: "Another MR's marker of an earlier release is not this one's.",
 			desc:   "x", marked: "x " + marker, observed: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
 			unmarked: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
+		},
+		"OtherMarker": {
+			reason: "Another MR's marker is not this one's.",
+			desc:   "x", marked: "x " + marker, observed: "x [crossplane-mr-00000000000000000000000000000000]",
+			unmarked: "x [crossplane-mr-00000000000000000000000000000000]",
 		},
 		"MarkerInside": {
 			reason: "The marker counts only at the end, after a space.",
@@ -85,66 +100,103 @@ func TestMark(t *testing.T) {
 	}
 }
 
-// TestMarkFits proves that the longest description the API admits fits
-// Neutron's 255 characters once marked.
-func TestMarkFits(t *testing.T) {
-	got := len(Mark(owner(), strings.Repeat("x", networkingv1alpha1.MaxDescriptionLength)))
-	if got != 255 || MarkerLength != 255-networkingv1alpha1.MaxDescriptionLength {
-		t.Errorf("a marked description of %d characters is %d long (MarkerLength %d), want 255", networkingv1alpha1.MaxDescriptionLength, got, MarkerLength)
-	}
-}
-
-// findKey is the request FindCreated sends for the marked description d.
-func findKey(path, d string) string {
-	return "GET /" + path + "?" + url.Values{"description": {d}, "fields": {"id", "description"}}.Encode()
-}
-
-func TestFindCreated(t *testing.T) {
-	key := findKey("ports", "gw "+marker)
+func TestRemark(t *testing.T) {
 	cases := map[string]struct {
-		reason string
-		reply  neutrontest.Reply
-		id     string
-		err    string
+		reason   string
+		observed string
+		want     string
+		stale    bool
 	}{
-		"None": {
-			reason: "No object with the marked description is no object and no error.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": []}`},
+		"Legacy": {
+			reason:   "An earlier release's marker is replaced by the marker, the user's text kept.",
+			observed: "VPN gateway " + legacy, want: "VPN gateway " + marker, stale: true,
 		},
-		"One": {
-			reason: "The one object with the marked description is found.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}]}`},
-			id:     "p1",
+		"LegacyAlone": {
+			reason:   "An earlier release's marker alone becomes the marker alone.",
+			observed: legacy, want: marker, stale: true,
 		},
-		"ListedByMistake": {
-			reason: "An object whose description is not the marked one is not adopted, even when Neutron lists it.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw"}, {"id": "p2"}]}`},
+		"Current": {
+			reason:   "A description with the marker is left as it is.",
+			observed: "VPN gateway " + marker, want: "VPN gateway " + marker,
 		},
-		"Two": {
-			reason: "Two objects with the marked description are an error naming both.",
-			reply:  neutrontest.Reply{Code: 200, Body: `{"ports": [{"id": "p1", "description": "gw ` + marker + `"}, {"id": "p2", "description": "gw ` + marker + `"}]}`},
-			err:    "cannot tell which of 2 Neutron ports carrying " + marker + " (p1, p2) to adopt: delete all but one by hand",
+		"OtherLegacyMarker": {
+			reason:   "Another MR's legacy marker is not this MR's to replace.",
+			observed: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]", want: "x [crossplane-uid-00000000-0000-0000-0000-000000000000]",
 		},
-		"ListFails": {
-			reason: "A failed list carries Neutron's status, type and message.",
-			reply:  neutrontest.Reply{Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")},
-			err:    `cannot look up the port with description "gw ` + marker + `": Neutron 503 ServiceUnavailable: busy`,
+		"Unmarked": {
+			reason:   "A description without a marker (an imported object) gets none.",
+			observed: "set by hand", want: "set by hand",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc, seen := neutrontest.Serve(t, map[string]neutrontest.Reply{key: tc.reply})
-			id, err := FindCreated(context.Background(), sc, Ports, owner(), "gw")
-			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
-				t.Errorf("%s\nFindCreated(...): -want error, +got error:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.id, id); diff != "" {
-				t.Errorf("%s\nFindCreated(...): -want ID, +got ID:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff([]string{key}, *seen); diff != "" {
-				t.Errorf("%s\nNeutron requests: -want, +got:\n%s", tc.reason, diff)
+			got, stale := Remark(owner(), tc.observed)
+			if diff := cmp.Diff([]any{tc.want, tc.stale}, []any{got, stale}); diff != "" {
+				t.Errorf("%s\nRemark(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestMarker proves whose a marker says an object is: the same for an MR
+// applied again under its name (a new UID), different for another name,
+// another namespace (another tenant) or another cluster.
+func TestMarker(t *testing.T) {
+	mr := func(ns, name, uid string) *networkingv1alpha1.SecurityGroup {
+		return &networkingv1alpha1.SecurityGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
+	}
+	const cluster = "8d7c1a4e-1f2b-4c3d-9e8f-7a6b5c4d3e2f"
+	base := mr("tenant-a", "sg", uid)
+	cases := map[string]struct {
+		reason  string
+		cluster string
+		mg      *networkingv1alpha1.SecurityGroup
+		same    bool
+	}{
+		"AppliedAgain": {
+			reason:  "The same MR applied again after its deletion has a new UID and the same marker: it finds its object.",
+			cluster: cluster, mg: mr("tenant-a", "sg", "0a0b0c0d-0000-4000-8000-000000000001"), same: true,
+		},
+		"OtherName": {
+			reason:  "Another MR of the namespace has another marker.",
+			cluster: cluster, mg: mr("tenant-a", "sg2", uid),
+		},
+		"OtherNamespace": {
+			reason:  "The MR of the same name in another namespace (another tenant) has another marker.",
+			cluster: cluster, mg: mr("tenant-b", "sg", uid),
+		},
+		"ClusterScoped": {
+			reason:  "A cluster-scoped MR of the same name has another marker.",
+			cluster: cluster, mg: mr("", "sg", uid),
+		},
+		"OtherCluster": {
+			reason:  "The same MR in another cluster has another marker.",
+			cluster: "5e4d3c2b-0000-4000-8000-000000000002", mg: mr("tenant-a", "sg", uid),
+		},
+	}
+	defer SetCluster(SetCluster(cluster))
+	want := Marker(base)
+	if len(" "+want) != MarkerLength || !strings.HasPrefix(want, "[crossplane-mr-") {
+		t.Fatalf("Marker(...) = %q, want [crossplane-mr-<32 hexadecimal digits>] (MarkerLength %d)", want, MarkerLength)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			SetCluster(tc.cluster)
+			defer SetCluster(cluster)
+			if got := Marker(tc.mg); (got == want) != tc.same {
+				t.Errorf("%s\nMarker(...) = %q, Marker(%s/%s in cluster %s) = %q: same %v, want %v", tc.reason, got, base.Namespace, base.Name, cluster, want, got == want, tc.same)
+			}
+		})
+	}
+}
+
+// TestMarkFits proves that the longest description the API admits fits
+// Neutron's 255 characters once marked, also with an earlier release's
+// marker.
+func TestMarkFits(t *testing.T) {
+	got := len(Mark(owner(), strings.Repeat("x", networkingv1alpha1.MaxDescriptionLength)))
+	if got > 255 || LegacyMarkerLength != 255-networkingv1alpha1.MaxDescriptionLength {
+		t.Errorf("a marked description of %d characters is %d long (LegacyMarkerLength %d), want at most 255 and room for the legacy marker", networkingv1alpha1.MaxDescriptionLength, got, LegacyMarkerLength)
 	}
 }
 
@@ -165,6 +217,11 @@ func TestScanCreated(t *testing.T) {
 		"DescriptionChanged": {
 			reason: "The object carrying the marker is found whatever description precedes it (the spec changed after the POST).",
 			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": ""}, {"id": "f1", "description": "old text ` + marker + `"}]}`},
+			id:     "f1", known: true,
+		},
+		"LegacyMarker": {
+			reason: "An object an earlier release made carries the marker with the MR's UID: it is the MR's.",
+			reply:  neutrontest.Reply{Code: 200, Body: `{"floatingips": [{"id": "f0", "description": "x [crossplane-uid-other]"}, {"id": "f1", "description": "x ` + legacy + `"}]}`},
 			id:     "f1", known: true,
 		},
 		"LegacyTag": {
@@ -225,7 +282,6 @@ func TestScanCreatedPages(t *testing.T) {
 }
 
 func TestLookupCreated(t *testing.T) {
-	exact := "GET /floatingips?description=" + url.QueryEscape("d "+marker) + "&fields=id&fields=description"
 	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
 	failed := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	mg := func(attempted bool) *v1alpha1.ProviderConfig {
@@ -257,10 +313,23 @@ func TestLookupCreated(t *testing.T) {
 		twinCheck string
 	}{
 		"BeforeAnyCreate": {
-			reason: "Before any create attempt the lookup is the one exact GET by the marked description.",
+			reason: "Before any create attempt the lookup is the one scan, and nothing carrying the marker is none.",
 			mg:     mg(false),
 			settle: settle(0),
-			reply:  map[string]neutrontest.Reply{exact: {Code: 200, Body: `{"floatingips": []}`}},
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f0", "description": "theirs"}]}`}},
+		},
+		"AppliedAgain": {
+			reason: "Before any create attempt, the object of a deleted MR of the same name (its marker, another text) is found: the MR applied again adopts it.",
+			mg:     mg(false),
+			settle: settle(0),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f0", "description": "theirs"}, {"id": "f1", "description": "older text ` + marker + `"}]}`}},
+			id:     "f1",
+		},
+		"NoDescriptionsBeforeAnyCreate": {
+			reason: "Before any create attempt a Neutron that hides descriptions has nothing to prove absent: none.",
+			mg:     mg(false),
+			settle: settle(0),
+			reply:  map[string]neutrontest.Reply{scan: {Code: 200, Body: `{"floatingips": [{"id": "f0"}]}`}},
 		},
 		"EditedAfterLostAnswer": {
 			reason: "After a lost answer the object is found by its marker although the spec description changed since the POST.",
@@ -325,7 +394,7 @@ func TestLookupCreated(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, _ := neutrontest.Serve(t, tc.reply)
-			id, err := LookupCreated(context.Background(), sc, FloatingIPs, tc.mg, "d", tc.settle)
+			id, err := LookupCreated(context.Background(), sc, FloatingIPs, tc.mg, tc.settle)
 			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nLookupCreated(...): -want error, +got error:\n%s", tc.reason, diff)
 			}

@@ -41,9 +41,9 @@ func Get(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id st
 }
 
 // GetOrAdopt reads into obj, as Get does, the object of c that mg manages:
-// the one its external name names or, while that is empty, the one a
-// create for mg made (ObservedID, with mg's description desc and s),
-// whose ID it records as mg's external name. When the external name's
+// the one its external name names or, while that is empty, the one
+// carrying mg's marker (ObservedID, with s), whose ID it records as mg's
+// external name. When the external name's
 // object is gone (404) it looks, before the reconciler creates another,
 // for an object carrying mg's marker (Relocate) and adopts it the same
 // way. While mg carries AnnotationTwinCheck it deletes the object's twins
@@ -52,8 +52,8 @@ func Get(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, id st
 // adopted says that the external name was looked up, or the twin check
 // ended, for the reconciler to write mg back like a late-initialised
 // field.
-func GetOrAdopt(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, desc string, s Settling, obj any) (exists, adopted bool, err error) {
-	id, adopted, err := ObservedID(ctx, sc, c, mg, desc, s)
+func GetOrAdopt(ctx context.Context, sc *gophercloud.ServiceClient, c Collection, mg resource.Object, s Settling, obj any) (exists, adopted bool, err error) {
+	id, adopted, err := ObservedID(ctx, sc, c, mg, s)
 	if err != nil || id == "" {
 		return false, false, err
 	}

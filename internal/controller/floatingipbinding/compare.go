@@ -100,17 +100,38 @@ func lateInitialize(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP)
 	return true
 }
 
+// newDescription returns the description an Update writes to fip, nil
+// when it needs none: for an allocated binding the spec's when it differs,
+// the marker kept, and the marker in place of an earlier release's
+// (openstack.Remark); for a pinned one never (the customer's).
+func newDescription(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) *string {
+	if pinned(mg) {
+		return nil
+	}
+	desc, _ := openstack.Unmark(mg, fip.Description)
+	_, stale := openstack.Remark(mg, fip.Description)
+	if p := mg.Spec.ForProvider; stale || p.Description != nil && *p.Description != desc {
+		return ptr.To(openstack.KeepMark(mg, fip.Description, ptr.Deref(p.Description, desc)))
+	}
+	return nil
+}
+
 // state is what a binding controls of a floating IP.
 type state struct {
 	PortID      string
 	FixedIP     string
 	Description string
+	// LegacyMarker says that the description carries an earlier
+	// release's marker, which an allocated binding replaces with its
+	// marker (openstack.Remark).
+	LegacyMarker bool
 }
 
 // diff compares what mg wants of fip with what fip is, as go-cmp's diff
 // (empty when up to date). A binding with no port leaves the association
 // alone; a pinned binding never controls the description of the
-// customer's floating IP; the marker in an allocated one's is no drift.
+// customer's floating IP; the marker in an allocated one's is no drift, an
+// earlier release's is.
 func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 	p := mg.Spec.ForProvider
 	desc, _ := openstack.Unmark(mg, fip.Description)
@@ -124,6 +145,7 @@ func diff(mg *v1alpha1.FloatingIPBinding, fip *floatingips.FloatingIP) string {
 	}
 	if !pinned(mg) {
 		desired.Description = ptr.Deref(p.Description, desc)
+		_, observed.LegacyMarker = openstack.Remark(mg, fip.Description)
 	}
 	return cmp.Diff(desired, observed)
 }

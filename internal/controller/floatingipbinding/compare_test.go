@@ -13,7 +13,7 @@ import (
 )
 
 func TestDiff(t *testing.T) {
-	marked := "ours [crossplane-uid-" + uid + "]"
+	marked := "ours " + marker
 	cases := map[string]struct {
 		reason   string
 		mg       *v1alpha1.FloatingIPBinding
@@ -41,6 +41,11 @@ func TestDiff(t *testing.T) {
 			mg:       binding(func(mg *v1alpha1.FloatingIPBinding) { mg.Spec.ForProvider.PortID = nil }),
 			fip:      floatingips.FloatingIP{PortID: "other"},
 			upToDate: true,
+		},
+		"LegacyMarker": {
+			reason: "An allocated floating IP an earlier release made, its description the spec's, differs until it carries the binding's marker instead of the earlier release's.",
+			mg:     binding(withDescription("ours")),
+			fip:    floatingips.FloatingIP{PortID: ourPort, FixedIP: "10.20.0.10", Description: "ours [crossplane-uid-" + uid + "]"},
 		},
 		"AllocatedDescription": {
 			reason: "An allocated floating IP's description is the binding's.",

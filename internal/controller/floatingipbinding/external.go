@@ -73,7 +73,8 @@ type external struct {
 // external name) once known; before that, a pinned binding looks its
 // address up and an allocated one looks up the floating IP whose
 // description carries the binding's marker (openstack.LookupCreated: a
-// create whose answer was lost), and adopts what it finds as the external name. Observe never changes
+// create whose answer was lost, or a deleted binding of the same name
+// applied again), and adopts what it finds as the external name. Observe never changes
 // Neutron.
 //
 // A pinned address that does not exist is an error naming the address
@@ -158,7 +159,7 @@ func (e *external) find(ctx context.Context, mg *v1alpha1.FloatingIPBinding) (*f
 		}
 		return fip, true, nil
 	}
-	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle)
+	id, err := openstack.LookupCreated(ctx, e.neutron, openstack.FloatingIPs, mg, e.settle)
 	if err != nil || id == "" {
 		return nil, false, err
 	}
@@ -325,8 +326,8 @@ func (e *external) associate(ctx context.Context, mg *v1alpha1.FloatingIPBinding
 		change = true
 		what = fmt.Sprintf(errAssociate, fip.FloatingIP, wanted)
 	}
-	if desc, _ := openstack.Unmark(mg, fip.Description); !pinned(mg) && p.Description != nil && *p.Description != desc {
-		opts.Description = ptr.To(openstack.KeepMark(mg, fip.Description, *p.Description))
+	if d := newDescription(mg, fip); d != nil {
+		opts.Description = d
 		change = true
 	}
 	if !change {

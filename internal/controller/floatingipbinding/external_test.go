@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -34,9 +33,6 @@ const (
 	extNet  = "095bc516-ad9b-4e47-ab51-9bd699535a0c"
 	address = "203.0.113.5"
 	uid     = "11111111-2222-4333-8444-555555555555"
-	// marker is the binding's marker in the description of the floating
-	// IP it allocates.
-	marker = "[crossplane-uid-" + uid + "]"
 	// otherFIP is a floating IP that is not the binding's.
 	otherFIP = "7a7a7a7a-1b1b-4c2c-8d3d-4e4e4e4e4e4e"
 )
@@ -188,9 +184,9 @@ const (
 	scanFIP = "GET /v2.0/floatingips?fields=id&fields=description&fields=tags"
 )
 
-// byMarker is the look-up of the floating IP an allocated binding with
-// no description created.
-var byMarker = "GET /v2.0/floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
+// marker is the binding's marker in the description of the floating IP
+// it allocates.
+var marker = openstack.Marker(binding())
 
 func TestObserve(t *testing.T) {
 	released := metav1.Unix(1764616928, 0)
@@ -283,23 +279,23 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"AllocatedAdoptedLostAnswer": {
-			reason: "An allocated binding without an ID adopts the floating IP whose description carries its marker (a create whose answer was lost).",
+			reason: "An allocated binding without an ID adopts the floating IP whose description carries its marker (a create whose answer was lost, or a deleted binding of the same name applied again).",
 			replies: map[string]reply{
-				byMarker: {200, list(`{"id": "` + fipID + `", "description": "` + marker + `"}`)},
-				getFIP:   {200, one(fip(ourPort, 1, marker))},
+				scanFIP: {200, list(`{"id": "` + fipID + `", "description": "` + marker + `"}`)},
+				getFIP:  {200, one(fip(ourPort, 1, marker))},
 			},
 			mg: binding(withDescription("")),
 			want: want{
 				o:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mg:    binding(withDescription(""), withExternalName(fipID), withStatus(attachedStatus(false, 1), xpv2.Available())),
-				calls: []string{byMarker, getFIP},
+				calls: []string{scanFIP, getFIP},
 			},
 		},
 		"AllocatedNotCreated": {
 			reason:  "An allocated binding with no floating IP carrying its marker does not exist yet.",
-			replies: map[string]reply{byMarker: {200, list()}},
+			replies: map[string]reply{scanFIP: {200, list()}},
 			mg:      binding(),
-			want:    want{mg: binding(), calls: []string{byMarker}},
+			want:    want{mg: binding(), calls: []string{scanFIP}},
 		},
 		"AllocatedGone": {
 			reason: "An allocated floating IP whose ID answers 404, with no other carrying the binding's marker, does not exist.",
@@ -676,6 +672,13 @@ func TestUpdate(t *testing.T) {
 			want: want{calls: []call{{Request: getFIP},
 				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn ` + marker + `"}}`}}, status: attachedAt(10)},
 		},
+		"AllocatedLegacyMarker": {
+			reason:  "An allocated floating IP an earlier release made gets the binding's marker in place of the earlier one, its text kept (the spec sets none), with If-Match.",
+			replies: map[string]reply{getFIP: {200, one(fip(ourPort, 9, "vpn [crossplane-uid-"+uid+"]"))}, putFIP: {200, one(fip(ourPort, 10, "vpn "+marker))}},
+			mg:      binding(withExternalName(fipID)),
+			want: want{calls: []call{{Request: getFIP},
+				{Request: putFIP, IfMatch: "revision_number=9", Body: `{"floatingip":{"description":"vpn ` + marker + `"}}`}}, status: attachedAt(10)},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -861,7 +864,6 @@ func TestReconcileReadsOnce(t *testing.T) {
 // whose ID is its external name; a pinned floating IP is never allocated.
 func TestCrashSafeCreate(t *testing.T) {
 	type r = neutrontest.Reply
-	byMarker := "GET /floatingips?" + url.Values{"description": {marker}, "fields": {"id", "description"}}.Encode()
 	scan := "GET /floatingips?fields=id&fields=description&fields=tags"
 	get := "GET /floatingips/" + fipID
 	put := "PUT /floatingips/" + fipID
@@ -883,15 +885,15 @@ func TestCrashSafeCreate(t *testing.T) {
 			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no floating IP of the binding, and the restarted one allocates one.",
 			Pending: true,
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]r{scan: {Code: 200, Body: none}, byMarker: {Code: 200, Body: `{"floatingips": []}`}, post: {Code: 201, Body: one(fip(ourPort, 0, marker))}},
-				Requests: []string{scan, byMarker, posted},
+				Replies:  map[string]r{scan: {Code: 200, Body: none}, post: {Code: 201, Body: one(fip(ourPort, 0, marker))}},
+				Requests: []string{scan, scan, posted},
 			}},
 		},
 		"LostAnswer": {
 			Reason: "A POST whose answer is lost after Neutron allocated the floating IP fails the create; the next reconcile adopts it by its marker instead of allocating a second.",
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]r{byMarker: {Code: 200, Body: `{"floatingips": []}`}, post: {Cut: true}},
-				Requests: []string{byMarker, posted},
+				Replies:  map[string]r{scan: {Code: 200, Body: none}, post: {Cut: true}},
+				Requests: []string{scan, posted},
 			}, {
 				Replies:  map[string]r{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(fip(ourPort, 1, marker))}},
 				Requests: []string{scan, get},

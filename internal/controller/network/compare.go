@@ -27,7 +27,8 @@ type neutronNetwork struct {
 // changes are what an Update must send to make a Neutron network match a
 // Network's spec. Name, description and adminStateUp count only when set,
 // the description without the MR's marker (openstack.Unmark; an update
-// keeps it); tags, as a set, are exactly spec.tags.
+// keeps it, and an earlier release's marker, set or not, is replaced by
+// it: openstack.Remark); tags, as a set, are exactly spec.tags.
 type changes struct {
 	drift.Report
 	// update holds the attributes that differ; nil fields match.
@@ -53,6 +54,10 @@ func compare(mg resource.Object, spec *v1alpha1.NetworkParameters, n *neutronNet
 	}
 	if desc, _ := openstack.Unmark(mg, n.Description); spec.Description != nil && c.Differs("description", *spec.Description, desc) {
 		c.update.Description = ptr.To(openstack.KeepMark(mg, n.Description, *spec.Description))
+	} else if d, stale := openstack.Remark(mg, n.Description); stale {
+		// An earlier release's marker: the object gets the marker.
+		c.Add("description", "the marker of an earlier release")
+		c.update.Description = &d
 	}
 	if spec.AdminStateUp != nil && c.Differs("adminStateUp", *spec.AdminStateUp, n.AdminStateUp) {
 		c.update.AdminStateUp = spec.AdminStateUp

@@ -75,3 +75,37 @@ func TestCompare(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareLegacyMarker(t *testing.T) {
+	legacy := "tenant A [crossplane-uid-" + string(mr().UID) + "]"
+	cases := map[string]struct {
+		reason string
+		desc   *string
+		want   string
+	}{
+		"SameDescription": {
+			reason: "A network an earlier release made, its description as the spec's, is not up to date: the update gives it the marker.",
+			desc:   ptr.To("tenant A"), want: "tenant A " + marker,
+		},
+		"UnsetDescription": {
+			reason: "An unset description leaves the user's text alone, and the marker is still replaced.",
+			want:   "tenant A " + marker,
+		},
+		"ChangedDescription": {
+			reason: "A changed description is sent with the marker.",
+			desc:   ptr.To("tenant B"), want: "tenant B " + marker,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := &neutronNetwork{Network: networks.Network{ID: netID, Name: "tenant-net", Description: legacy, AdminStateUp: true, Tags: []string{"a"}}}
+			c := compare(mr(), &v1alpha1.NetworkParameters{Description: tc.desc, Tags: []string{"a"}}, n)
+			if c.UpToDate() || c.update.Description == nil {
+				t.Fatalf("%s\ncompare(...): up to date %t, description %v; want an update", tc.reason, c.UpToDate(), c.update.Description)
+			}
+			if diff := cmp.Diff(tc.want, *c.update.Description); diff != "" {
+				t.Errorf("%s\ncompare(...): -want description, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

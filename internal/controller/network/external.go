@@ -39,11 +39,12 @@ type external struct {
 // policy Observe alone the reconciler changes nothing, which is how an
 // existing network is imported. While the external name is empty it first
 // looks up the network whose description carries the MR's marker, and
-// adopts it: a create whose answer was lost (openstack.GetOrAdopt). A
+// adopts it: a create whose answer was lost, or the network of a deleted
+// Network of the same name applied again (openstack.GetOrAdopt). A
 // network that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Network) (managed.ExternalObservation, error) {
 	n := &neutronNetwork{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Networks, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle, n)
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Networks, mg, e.settle, n)
 	if err != nil || !exists {
 		return managed.ExternalObservation{}, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -26,9 +25,12 @@ import (
 const (
 	netID = "11111111-1111-1111-1111-111111111111"
 	subID = "22222222-2222-2222-2222-222222222222"
-	// marker is the MR's; marked the description Create gives the
-	// network of mr().
-	marker = "[crossplane-uid-uid-1]"
+)
+
+// marker is the MR's; marked the description Create gives the network of
+// mr().
+var (
+	marker = openstack.Marker(mr())
 	marked = "tenant A " + marker
 )
 
@@ -90,7 +92,6 @@ func available(n *v1alpha1.Network) {
 
 func TestObserve(t *testing.T) {
 	get := "GET /networks/" + netID
-	byMarker := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	type want struct {
 		obs      managed.ExternalObservation
@@ -170,29 +171,29 @@ func TestObserve(t *testing.T) {
 			want:    want{obs: managed.ExternalObservation{ResourceExists: true}, mr: mr(available), requests: []string{get}},
 		},
 		"AdoptLostAnswer": {
-			reason:  "With no external name, the one network with the marked description (a create whose answer was lost) is adopted: its ID becomes the external name, to be saved.",
-			replies: map[string]reply{byMarker: {Code: 200, Body: list(neutronNetworkJSON())}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
+			reason:  "With no external name, the one network carrying the marker (a create whose answer was lost, or a deleted Network of the same name applied again) is adopted: its ID becomes the external name, to be saved.",
+			replies: map[string]reply{scan: {Code: 200, Body: list(neutronNetworkJSON())}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
-				requests: []string{byMarker, get},
+				requests: []string{scan, get},
 			},
 		},
 		"NoneCreated": {
-			reason:  "With no external name and no network with the marked description, the network does not exist.",
-			replies: map[string]reply{byMarker: {Code: 200, Body: list()}},
+			reason:  "With no external name and no network carrying the marker, the network does not exist.",
+			replies: map[string]reply{scan: {Code: 200, Body: list()}},
 			mr:      mr(withoutExternalName),
-			want:    want{mr: mr(withoutExternalName), requests: []string{byMarker}},
+			want:    want{mr: mr(withoutExternalName), requests: []string{scan}},
 		},
 		"TwoCreated": {
-			reason:  "Two networks with the marked description are an error naming both; neither is adopted.",
-			replies: map[string]reply{byMarker: {Code: 200, Body: list(neutronNetworkJSON(), neutronNetworkJSON(func(n map[string]any) { n["id"] = "other" }))}},
+			reason:  "Two networks carrying the marker are an error naming both; neither is adopted.",
+			replies: map[string]reply{scan: {Code: 200, Body: list(neutronNetworkJSON(), neutronNetworkJSON(func(n map[string]any) { n["id"] = "other" }))}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
 				err:      errors.New("cannot tell which of 2 Neutron networks carrying " + marker + " (" + netID + ", other) to adopt: delete all but one by hand"),
-				requests: []string{byMarker},
+				requests: []string{scan},
 			},
 		},
 		"Deleting": {
@@ -431,7 +432,6 @@ func TestDelete(t *testing.T) {
 // restart, through the ways a create can be interrupted. Neutron must end
 // with one network for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
-	find := "GET /networks?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	scan := "GET /networks?fields=id&fields=description&fields=tags"
 	get := "GET /networks/" + netID
 	post := "POST /networks"
@@ -454,16 +454,16 @@ func TestCrashSafeCreate(t *testing.T) {
 			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no network (one with the same description but no marker is another's), and the restarted one creates it once.",
 			Pending: true,
 			Steps: []mrsetuptest.Step{{
-				Replies: map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: `{"networks": []}`}, post: created,
+				Replies: map[string]reply{scan: {Code: 200, Body: none}, post: created,
 					"PUT /networks/" + netID + "/tags": {Code: 200, Body: `{"tags":["team-a"]}`}},
-				Requests: []string{scan, find, posted, tagged},
+				Requests: []string{scan, scan, posted, tagged},
 			}},
 		},
 		"LostAnswer": {
 			Reason: "A POST whose answer is lost after Neutron created the network fails the create; the next reconcile adopts the network by its marker instead of creating a twin.",
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{find: {Code: 200, Body: `{"networks": []}`}, post: {Cut: true}},
-				Requests: []string{find, posted},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, post: {Cut: true}},
+				Requests: []string{scan, posted},
 			}, {
 				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: one(neutronNetworkJSON())}},
 				Requests: []string{scan, get},

@@ -31,7 +31,8 @@ type neutronPort struct {
 //   - name, description, portSecurityEnabled: when set; unset leaves
 //     Neutron's value alone (portSecurityEnabled is late-initialized). The
 //     description compared is the user's part, without the MR's marker
-//     (openstack.Unmark), and an update keeps the marker.
+//     (openstack.Unmark), and an update keeps the marker; an earlier
+//     release's marker, set or not, is replaced by it (openstack.Remark).
 //   - securityGroupIds, as a set: when not empty. An empty list with port
 //     security on leaves Neutron's choice (the project's "default" group)
 //     alone; with port security off the port must have no groups.
@@ -69,6 +70,10 @@ func compare(mg resource.Object, spec *v1alpha1.PortParameters, p *neutronPort) 
 	}
 	if desc, _ := openstack.Unmark(mg, p.Description); spec.Description != nil && c.Differs("description", *spec.Description, desc) {
 		c.update.Description = ptr.To(openstack.KeepMark(mg, p.Description, *spec.Description))
+	} else if d, stale := openstack.Remark(mg, p.Description); stale {
+		// An earlier release's marker: the object gets the marker.
+		c.Add("description", "the marker of an earlier release")
+		c.update.Description = &d
 	}
 	if spec.PortSecurityEnabled != nil && c.Differs("portSecurityEnabled", *spec.PortSecurityEnabled, p.PortSecurityEnabled) {
 		c.portSecurity = spec.PortSecurityEnabled

@@ -141,3 +141,37 @@ func TestMatchFixedIPs(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareLegacyMarker(t *testing.T) {
+	legacy := "gateway VIP [crossplane-uid-" + string(mr().UID) + "]"
+	cases := map[string]struct {
+		reason string
+		desc   *string
+		want   string
+	}{
+		"SameDescription": {
+			reason: "A port an earlier release made, its description as the spec's, is not up to date: the update gives it the marker.",
+			desc:   ptr.To("gateway VIP"), want: "gateway VIP " + marker,
+		},
+		"UnsetDescription": {
+			reason: "An unset description leaves the user's text alone, and the marker is still replaced.",
+			want:   "gateway VIP " + marker,
+		},
+		"ChangedDescription": {
+			reason: "A changed description is sent with the marker.",
+			desc:   ptr.To("VIP"), want: "VIP " + marker,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &neutronPort{Port: ports.Port{ID: portID, Name: "vip", Description: legacy}}
+			c := compare(mr(), &v1alpha1.PortParameters{NetworkID: ptr.To(netID), Description: tc.desc}, p)
+			if c.UpToDate() || c.update.Description == nil {
+				t.Fatalf("%s\ncompare(...): up to date %t, description %v; want an update", tc.reason, c.UpToDate(), c.update.Description)
+			}
+			if diff := cmp.Diff(tc.want, *c.update.Description); diff != "" {
+				t.Errorf("%s\ncompare(...): -want description, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -44,12 +44,13 @@ type external struct {
 // subnetDetails), late-initializes portSecurityEnabled and compares the
 // spec with the port (see changes). While the external name is empty it
 // first looks up the port whose description carries the MR's marker
-// (openstack.GetOrAdopt): a port found there was created by a Create whose answer was lost, and is
-// adopted (its ID becomes the external name). More than one such port is
+// (openstack.GetOrAdopt): a port found there was created by a Create whose
+// answer was lost, or by a deleted Port of the same name applied again,
+// and is adopted (its ID becomes the external name). More than one such port is
 // an error naming them all. A port that is gone (404) does not exist.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
 	p := &neutronPort{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Ports, mg, ptr.Deref(mg.Spec.ForProvider.Description, ""), e.settle, p)
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Ports, mg, e.settle, p)
 	if err != nil || !exists {
 		return managed.ExternalObservation{}, err
 	}

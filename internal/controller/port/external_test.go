@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -34,9 +33,13 @@ const (
 	// stalePortID is a port Neutron no longer has.
 	stalePortID = "55555555-5555-5555-5555-000000000000"
 	mac         = "fa:16:3e:00:00:01"
-	// marked is the description Create gives the port of mr().
+)
+
+// marker is the MR's; marked the description Create gives the port of
+// mr().
+var (
+	marker = openstack.Marker(mr())
 	marked = "gateway VIP " + marker
-	marker = "[crossplane-uid-uid-1]"
 )
 
 // reply is a canned Neutron answer.
@@ -130,7 +133,6 @@ var ignoreDiff = cmpopts.IgnoreFields(managed.ExternalObservation{}, "Diff")
 
 func TestObserve(t *testing.T) {
 	get := "GET /ports/" + portID
-	list := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	type want struct {
 		obs      managed.ExternalObservation
@@ -244,13 +246,13 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"AdoptLostAnswer": {
-			reason:  "With no external name, the one port with the marked description (a create whose answer was lost) is adopted: its ID becomes the external name, to be saved.",
-			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON())}, get: {Code: 200, Body: neutronPortJSON()}},
+			reason:  "With no external name, the one port carrying the marker (a create whose answer was lost, or a deleted Port of the same name applied again) is adopted: its ID becomes the external name, to be saved.",
+			replies: map[string]reply{scan: {Code: 200, Body: listJSON(neutronPortJSON())}, get: {Code: 200, Body: neutronPortJSON()}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
-				requests: []string{list, get},
+				requests: []string{scan, get},
 			},
 		},
 		"GoneRelocated": {
@@ -268,19 +270,19 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"NothingCreated": {
-			reason:  "With no external name and no port with the marked description, the port does not exist.",
-			replies: map[string]reply{list: {Code: 200, Body: `{"ports": []}`}},
+			reason:  "With no external name and no port carrying the marker, the port does not exist.",
+			replies: map[string]reply{scan: {Code: 200, Body: `{"ports": []}`}},
 			mr:      mr(withoutExternalName),
-			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(withoutExternalName), requests: []string{list}},
+			want:    want{obs: managed.ExternalObservation{ResourceExists: false}, mr: mr(withoutExternalName), requests: []string{scan}},
 		},
 		"TwoCreated": {
-			reason:  "Two ports with the marked description are an error naming both; neither is adopted.",
-			replies: map[string]reply{list: {Code: 200, Body: listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
+			reason:  "Two ports carrying the marker are an error naming both; neither is adopted.",
+			replies: map[string]reply{scan: {Code: 200, Body: listJSON(neutronPortJSON(), neutronPortJSON(func(p map[string]any) { p["id"] = "other" }))}},
 			mr:      mr(withoutExternalName),
 			want: want{
 				mr:       mr(withoutExternalName),
 				err:      errors.New("cannot tell which of 2 Neutron ports carrying " + marker + " (" + portID + ", other) to adopt: delete all but one by hand"),
-				requests: []string{list},
+				requests: []string{scan},
 			},
 		},
 		"Deleting": {
@@ -581,7 +583,6 @@ func TestDelete(t *testing.T) {
 // restart, through the ways a create can be interrupted. Neutron must end
 // with one port for the MR, whose ID is the MR's external name.
 func TestCrashSafeCreate(t *testing.T) {
-	find := "GET /ports?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	scan := "GET /ports?fields=id&fields=description&fields=tags"
 	get := "GET /ports/" + portID
 	post := "POST /ports"
@@ -603,16 +604,16 @@ func TestCrashSafeCreate(t *testing.T) {
 			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no port, and the restarted one creates it once.",
 			Pending: true,
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
-				Requests: []string{scan, find, posted},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
+				Requests: []string{scan, scan, posted},
 			}},
 		},
 		"CompletedLate": {
 			Reason:  "A POST Neutron completes after the restarted provider concluded it made nothing and created the port again: the next Observe finds the twin carrying the marker and deletes it, ends the twin check, and the one after is one GET again.",
 			Pending: true,
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
-				Requests: []string{scan, find, posted},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, post: {Code: 201, Body: neutronPortJSON()}},
+				Requests: []string{scan, scan, posted},
 			}, {
 				Replies: map[string]reply{
 					get:                            {Code: 200, Body: neutronPortJSON()},
@@ -628,8 +629,8 @@ func TestCrashSafeCreate(t *testing.T) {
 		"LostAnswer": {
 			Reason: "A POST whose answer is lost after Neutron created the port fails the create; the next reconcile adopts the port by its marker instead of creating a twin that would keep the security group in use.",
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{find: {Code: 200, Body: none}, post: {Cut: true}},
-				Requests: []string{find, posted},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, post: {Cut: true}},
+				Requests: []string{scan, posted},
 			}, {
 				Replies:  map[string]reply{scan: {Code: 200, Body: found}, get: {Code: 200, Body: neutronPortJSON()}},
 				Requests: []string{scan, get},

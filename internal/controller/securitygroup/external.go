@@ -37,12 +37,13 @@ type external struct {
 
 // Observe reads the group with its rules in one GET. A group without an
 // external name is looked up by the MR's marker in its description
-// (openstack.GetOrAdopt), so that a group whose create answer was lost is
-// adopted, not created twice. The marker is no drift: the description
+// (openstack.GetOrAdopt), so that a group whose create answer was lost, or
+// that a deleted SecurityGroup of the same name made, is adopted, not
+// created twice. The marker is no drift: the description
 // compared is the user's part.
 func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
 	g := &groups.SecGroup{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, ptr.Deref(sg.Spec.ForProvider.Description, ""), e.settle, g)
+	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, e.settle, g)
 	if err != nil || !exists {
 		return managed.ExternalObservation{}, err
 	}
@@ -59,10 +60,16 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 	} else {
 		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))))
 	}
-	upToDate := g.Name == p.Name && desc == ptr.Deref(p.Description, "") && len(missing) == 0 && len(extra) == 0
+	// An earlier release's marker is replaced by the marker
+	// (openstack.Remark).
+	_, stale := openstack.Remark(sg, g.Description)
+	upToDate := g.Name == p.Name && desc == ptr.Deref(p.Description, "") && !stale && len(missing) == 0 && len(extra) == 0
 	var d string
 	if !upToDate {
 		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, desc, len(missing), len(extra))
+		if stale {
+			d += ", an earlier release's marker"
+		}
 	}
 	// An adopted external name is written back like a late-initialised
 	// field.
@@ -83,14 +90,16 @@ func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 	return managed.ExternalCreation{}, nil
 }
 
-// Update corrects name and description (keeping the marker) and makes
+// Update corrects name and description (keeping the marker, replacing an
+// earlier release's) and makes
 // the rules exactly the spec's: it adds the missing ones and deletes the
 // extra ones (Neutron rules cannot be changed in place). Once all are in
 // place the group is Ready; a rule Neutron refuses leaves it not Ready.
 func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	p := sg.Spec.ForProvider
 	g := e.observed
-	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != ptr.Deref(p.Description, "") {
+	_, stale := openstack.Remark(sg, g.Description)
+	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != ptr.Deref(p.Description, "") || stale {
 		desc = openstack.KeepMark(sg, g.Description, ptr.Deref(p.Description, ""))
 		if _, err := groups.Update(ctx, e.neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, g.ID))

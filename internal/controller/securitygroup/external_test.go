@@ -2,7 +2,7 @@ package securitygroup
 
 import (
 	"context"
-	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -24,15 +24,22 @@ import (
 const (
 	groupID = "0b4016a5-8418-431b-97eb-6f941c786523"
 	uid     = "5f0c7a2e-9d1b-4c3a-8e6f-0a1b2c3d4e5f"
-	// marked is the description Create gives the group of sg().
-	marked = "IKE [crossplane-uid-" + uid + "]"
+	// legacy is the marker an earlier release gave the group of sg().
+	legacy = "[crossplane-uid-" + uid + "]"
+)
+
+// marker is the marker of sg(); marked the description Create gives its
+// group.
+var (
+	marker = openstack.Marker(sg(""))
+	marked = "IKE " + marker
 )
 
 type reply = neutrontest.Reply
 
 // groupJSON is a group as Neutron returns it, with the description Create
 // gave it, the IKE rule and the default egress rules.
-const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "description": "` + marked + `", "revision_number": 4,
+var groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "description": "` + marked + `", "revision_number": 4,
   "security_group_rules": [
     {"id": "r-ike", "direction": "ingress", "ethertype": "IPv4", "protocol": "udp", "port_range_min": 500, "port_range_max": 500, "remote_ip_prefix": "0.0.0.0/0", "remote_group_id": null},
     {"id": "r-eg4", "direction": "egress", "ethertype": "IPv4", "protocol": null, "port_range_min": null, "port_range_max": null, "remote_ip_prefix": null, "remote_group_id": null},
@@ -40,7 +47,6 @@ const groupJSON = `{"security_group": {"id": "` + groupID + `", "name": "gw", "d
 
 // Requests the tests expect.
 var (
-	find   = "GET /security-groups?" + url.Values{"description": {marked}, "fields": {"id", "description"}}.Encode()
 	scan   = "GET /security-groups?fields=id&fields=description&fields=tags"
 	get    = "GET /security-groups/" + groupID
 	create = "POST /security-groups"
@@ -49,7 +55,8 @@ var (
 )
 
 // listed is a list answer holding the group of sg(), found.
-const listed = `{"security_groups": [{"id": "` + groupID + `", "description": "` + marked + `"}]}`
+var listed = `{"security_groups": [{"id": "` + groupID + `", "description": "` + marked + `"}]}`
+
 const none = `{"security_groups": []}`
 
 func sg(externalName string, r ...v1alpha1.SecurityGroupRule) *v1alpha1.SecurityGroup {
@@ -118,28 +125,28 @@ func TestObserve(t *testing.T) {
 			want: want{requests: []string{get, scan}, extName: groupID},
 		},
 		"NoExternalNameNothingCreated": {
-			reason:  "Without an external name and no group with the marked description, the group does not exist yet.",
+			reason:  "Without an external name and no group carrying the marker, the group does not exist yet.",
 			mg:      sg("", ike()),
-			replies: map[string]reply{find: {Code: 200, Body: none}},
-			want:    want{requests: []string{find}},
+			replies: map[string]reply{scan: {Code: 200, Body: none}},
+			want:    want{requests: []string{scan}},
 		},
 		"AdoptLostAnswer": {
-			reason: "Without an external name, the group with the marked description (a create whose answer was lost) is adopted and its ID recorded.",
+			reason: "Without an external name, the group carrying the marker (a create whose answer was lost, or a deleted SecurityGroup of the same name applied again) is adopted and its ID recorded.",
 			mg:     sg("", ike()),
 			replies: map[string]reply{
-				find: {Code: 200, Body: listed},
+				scan: {Code: 200, Body: listed},
 				get:  {Code: 200, Body: groupJSON},
 			},
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
-				requests: []string{find, get}, extName: groupID,
+				requests: []string{scan, get}, extName: groupID,
 				ready: corev1.ConditionTrue},
 		},
 		"LookupFails": {
 			reason:  "A failed lookup of an unrecorded create says what it looked for, with Neutron's answer.",
 			mg:      sg(""),
-			replies: map[string]reply{find: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")}},
-			want: want{err: "cannot look up the security group with description \"" + marked + "\": Neutron 503 ServiceUnavailable: busy",
-				requests: []string{find}},
+			replies: map[string]reply{scan: {Code: 503, Body: neutrontest.Error("ServiceUnavailable", "busy")}},
+			want: want{err: "cannot list the security groups to find the one carrying " + marker + ": Neutron 503 ServiceUnavailable: busy",
+				requests: []string{scan}},
 		},
 		"ServerError": {
 			reason:  "A Neutron error is returned with its type and message.",
@@ -226,7 +233,33 @@ func TestUpdateKeepsMarker(t *testing.T) {
 	if _, err := e.Update(context.Background(), mg); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE and NAT-T [crossplane-uid-` + uid + `]","name":"gw"}}`}
+	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE and NAT-T ` + marker + `","name":"gw"}}`}
+	if diff := cmp.Diff(want, *seen); diff != "" {
+		t.Errorf("Neutron requests: -want, +got:\n%s", diff)
+	}
+}
+
+// TestLegacyMarker checks a group an earlier release made, whose
+// description carries the marker with the MR's UID: the user's text is
+// still the spec's, but the group is not up to date until the update gives
+// it the marker of this release, by which the MR applied again after its
+// deletion finds it.
+func TestLegacyMarker(t *testing.T) {
+	old := strings.Replace(groupJSON, marked, "IKE "+legacy, 1)
+	sc, seen := neutrontest.Serve(t, map[string]reply{
+		get:              {Code: 200, Body: old},
+		"PUT " + get[4:]: {Code: 200, Body: groupJSON},
+	})
+	mg := sg(groupID, ike())
+	e := &external{neutron: sc}
+	obs, err := e.Observe(context.Background(), mg)
+	if err != nil || obs.ResourceUpToDate {
+		t.Fatalf("Observe(...) = %+v, %v: a group with an earlier release's marker must not be up to date", obs, err)
+	}
+	if _, err := e.Update(context.Background(), mg); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{get, "PUT " + get[4:] + ` {"security_group":{"description":"IKE ` + marker + `","name":"gw"}}`}
 	if diff := cmp.Diff(want, *seen); diff != "" {
 		t.Errorf("Neutron requests: -want, +got:\n%s", diff)
 	}
@@ -295,15 +328,15 @@ func TestCrashSafeCreate(t *testing.T) {
 			Reason:  "A provider killed before its POST reached Neutron: the marker proves there is no group, and the restarted one creates it once.",
 			Pending: true,
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{scan: {Code: 200, Body: none}, find: {Code: 200, Body: none}, create: {Code: 201, Body: groupJSON}},
-				Requests: []string{scan, find, created},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, create: {Code: 201, Body: groupJSON}},
+				Requests: []string{scan, scan, created},
 			}},
 		},
 		"LostAnswer": {
 			Reason: "A POST whose answer is lost after Neutron created the group fails the create; the next reconcile adopts the group by its marker instead of creating a twin.",
 			Steps: []mrsetuptest.Step{{
-				Replies:  map[string]reply{find: {Code: 200, Body: none}, create: {Cut: true}},
-				Requests: []string{find, created},
+				Replies:  map[string]reply{scan: {Code: 200, Body: none}, create: {Cut: true}},
+				Requests: []string{scan, created},
 			}, {
 				Replies:  map[string]reply{scan: {Code: 200, Body: listed}, get: {Code: 200, Body: groupJSON}},
 				Requests: []string{scan, get},

@@ -16,9 +16,13 @@ type CIDR string
 type UUID string
 
 // MaxDescriptionLength is the longest description a spec may give: 255
-// characters (Neutron's limit) less the " [crossplane-uid-<UID>]" the
-// provider appends to the description of every object it creates, so that
-// the object is found again when the provider dies between the create
-// request and saving the object's ID (internal/clients/openstack.Mark).
-// The kubebuilder markers of the description fields repeat the number.
+// characters (Neutron's limit) less the " [crossplane-uid-<UID>]" that
+// earlier releases appended to the description of every object they
+// created, which is longer than this release's marker
+// " [crossplane-mr-<hash of the resource's namespace and name>]". The
+// marker finds the object again when the provider dies between the create
+// request and saving the object's ID, and when the resource is deleted
+// while its object stays and applied again
+// (internal/clients/openstack.Mark). The kubebuilder markers of the
+// description fields repeat the number.
 const MaxDescriptionLength = 201

@@ -50,8 +50,8 @@ type FloatingIPBindingParameters struct {
 	FixedIP *IPAddress `json:"fixedIp,omitempty"`
 
 	// Description of an allocated floating IP. The provider appends
-	// " [crossplane-uid-<this resource's UID>]" in Neutron (see
-	// MaxDescriptionLength).
+	// " [crossplane-mr-<hash of this resource's namespace and name>]" in
+	// Neutron (see MaxDescriptionLength).
 	// +optional
 	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`

@@ -16,8 +16,9 @@ type NetworkParameters struct {
 	Name *string `json:"name,omitempty"`
 
 	// Description of the network; unset leaves Neutron's alone. A network
-	// the provider creates carries " [crossplane-uid-<this resource's UID>]"
-	// after it in Neutron (see MaxDescriptionLength).
+	// the provider creates carries " [crossplane-mr-<hash of this
+	// resource's namespace and name>]" after it in Neutron (see
+	// MaxDescriptionLength).
 	// +optional
 	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`

@@ -60,8 +60,8 @@ type SecurityGroupParameters struct {
 	Name string `json:"name"`
 
 	// Description of the group. The provider appends
-	// " [crossplane-uid-<this resource's UID>]" in Neutron (see
-	// MaxDescriptionLength).
+	// " [crossplane-mr-<hash of this resource's namespace and name>]" in
+	// Neutron (see MaxDescriptionLength).
 	// +optional
 	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`

@@ -42,8 +42,8 @@ type PortParameters struct {
 	Name *string `json:"name,omitempty"`
 
 	// Description of the port. A port the provider creates carries
-	// " [crossplane-uid-<this resource's UID>]" after it in Neutron (see
-	// MaxDescriptionLength).
+	// " [crossplane-mr-<hash of this resource's namespace and name>]" after
+	// it in Neutron (see MaxDescriptionLength).
 	// +optional
 	// +kubebuilder:validation:MaxLength=201
 	Description *string `json:"description,omitempty"`
