@@ -391,7 +391,9 @@ func TestFloatingIPBindingCutoverUnnudged(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, vm.ID) {
+			// Pre-staged: the floating IP on another port (the VM's),
+			// which the message does not name.
+			if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "is associated with another port") || strings.Contains(c.Message, vm.ID) {
 				return fmt.Errorf("Synced=%s: %s", c.Status, c.Message)
 			}
 			return nil
