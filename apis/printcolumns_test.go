@@ -1,7 +1,6 @@
 package apis
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,7 +11,8 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/test/crds"
 )
 
 // TestManagedKindsPrintReadyAndSynced proves that every managed resource
@@ -26,21 +26,13 @@ func TestManagedKindsPrintReadyAndSynced(t *testing.T) {
 		{Name: "READY", Type: "string", JSONPath: ".status.conditions[?(@.type=='Ready')].status"},
 		{Name: "SYNCED", Type: "string", JSONPath: ".status.conditions[?(@.type=='Synced')].status"},
 	}
-	crds := map[schema.GroupKind]*extv1.CustomResourceDefinition{}
-	files, err := filepath.Glob(filepath.Join("..", "package", "crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in package/crds (err %v): run make generate", err)
+	read, err := crds.Read(filepath.Join("..", "package", "crds"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &extv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		crds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd
+	byKind := map[schema.GroupKind]*extv1.CustomResourceDefinition{}
+	for _, crd := range read {
+		byKind[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd
 	}
 	s := runtime.NewScheme()
 	if err := AddToScheme(s); err != nil {
@@ -54,7 +46,7 @@ func TestManagedKindsPrintReadyAndSynced(t *testing.T) {
 		}
 		kinds++
 		t.Run(gvk.GroupKind().String(), func(t *testing.T) {
-			crd, ok := crds[gvk.GroupKind()]
+			crd, ok := byKind[gvk.GroupKind()]
 			if !ok {
 				t.Fatalf("no CRD of managed kind %s in package/crds: run make generate", gvk.GroupKind())
 			}

@@ -13,11 +13,12 @@ import (
 
 	xpv1alpha1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1alpha1"
 	"github.com/google/go-cmp/cmp"
-	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ipsecgw/provider-ipsec/test/crds"
 )
 
 // documents returns the YAML documents of file, each as an object.
@@ -53,19 +54,11 @@ func documents(t *testing.T, file string) []*unstructured.Unstructured {
 // name is its CRD's (package/crds).
 func TestActivationCoversComposedKinds(t *testing.T) {
 	names := map[schema.GroupKind]string{}
-	crds, err := filepath.Glob(filepath.Join(root, "package", "crds", "*.yaml"))
-	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs in package/crds: %v", err)
+	read, err := crds.Read(filepath.Join(root, "package", "crds"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range crds {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &extv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, crd := range read {
 		names[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = crd.GetName()
 	}
 

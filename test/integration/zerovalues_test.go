@@ -39,6 +39,7 @@ import (
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
+	"github.com/ipsecgw/provider-ipsec/test/crds"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 	"github.com/ipsecgw/provider-ipsec/test/variants"
 )
@@ -167,21 +168,9 @@ func hostIn(prefix string, n int) string {
 // packageCRDs returns the CRDs of package/crds, by file.
 func packageCRDs(t *testing.T) map[string]*extv1.CustomResourceDefinition {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in %s (err %v): run make generate", crdDir, err)
-	}
-	out := map[string]*extv1.CustomResourceDefinition{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &extv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out[f] = crd
+	out, err := crds.Read(crdDir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
