@@ -261,6 +261,17 @@ func ownNetwork(t *testing.T) (*gophercloud.ServiceClient, *atomic.Int64) {
 // created for mg, twins included.
 func createdFor(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, mg client.Object) []string {
 	t.Helper()
+	return idsWhere(t, sc, c, func(desc string) bool {
+		_, marked := openstack.Unmark(mg, desc)
+		return marked
+	})
+}
+
+// idsWhere returns the IDs of the Neutron objects of c whose description
+// keep says to keep (one list of their IDs and descriptions); none, with
+// t failed, when the list fails.
+func idsWhere(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, keep func(desc string) bool) []string {
+	t.Helper()
 	var body map[string][]struct{ ID, Description string }
 	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?fields=id&fields=description", &body, nil); err != nil { //nolint:bodyclose // gophercloud reads and closes the body
 		t.Errorf("list %s: %v", c.Path, err)
@@ -268,7 +279,7 @@ func createdFor(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collect
 	}
 	var ids []string
 	for _, o := range body[c.Key] {
-		if _, marked := openstack.Unmark(mg, o.Description); marked {
+		if keep(o.Description) {
 			ids = append(ids, o.ID)
 		}
 	}

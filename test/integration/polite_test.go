@@ -123,17 +123,7 @@ func startPolite(t *testing.T, prefix string, clients *openstack.Clients, tap *n
 	add("RouterRoutes", rr)
 	create(t, s.mrs...)
 	t.Cleanup(func() {
-		for _, mg := range s.mrs {
-			_ = kube.Delete(context.Background(), mg)
-		}
-		for _, mg := range s.mrs {
-			eventually(t, 60*time.Second, mg.GetName()+" is deleted", func() error {
-				if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg); err == nil {
-					return fmt.Errorf("still there")
-				}
-				return nil
-			})
-		}
+		deleteMRs(t, 90*time.Second, s.mrs...)
 	})
 	s.allReady(t, "every managed resource is Ready", 120*time.Second)
 	return s

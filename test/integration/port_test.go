@@ -53,6 +53,25 @@ func forgetMRs(objs ...client.Object) {
 	}
 }
 
+// deleteMRs deletes the managed resources mrs, their controllers still
+// running so that they remove what they made, and waits up to timeout
+// until the API server has none of them.
+func deleteMRs(t *testing.T, timeout time.Duration, mrs ...client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, mg := range mrs {
+		_ = kube.Delete(ctx, mg)
+	}
+	eventually(t, timeout, "the test's managed resources are deleted", func() error {
+		for _, mg := range mrs {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(mg), mg.DeepCopyObject().(client.Object)); err == nil {
+				return fmt.Errorf("%s still there", mg.GetName())
+			}
+		}
+		return nil
+	})
+}
+
 // deletePorts deletes every Neutron port carrying one of the MRs' markers
 // and the ports ids, ignoring those that are gone.
 func deletePorts(t *testing.T, sc *gophercloud.ServiceClient, mrs []client.Object, ids ...string) {

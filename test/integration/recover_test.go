@@ -372,18 +372,7 @@ func oneEach(t *testing.T, sc *gophercloud.ServiceClient, mrs []bareMR, ids map[
 // desc followed by a marker, whichever MR's.
 func describedIn(t *testing.T, sc *gophercloud.ServiceClient, c openstack.Collection, desc string) []string {
 	t.Helper()
-	var body map[string][]struct{ ID, Description string }
-	if _, err := sc.Get(context.Background(), sc.ServiceURL(c.Path)+"?fields=id&fields=description", &body, nil); err != nil { //nolint:bodyclose // gophercloud reads and closes the body
-		t.Errorf("list %s: %v", c.Path, err)
-		return nil
-	}
-	var ids []string
-	for _, o := range body[c.Key] {
-		if strings.HasPrefix(o.Description, desc+" [crossplane-") {
-			ids = append(ids, o.ID)
-		}
-	}
-	return ids
+	return idsWhere(t, sc, c, func(d string) bool { return strings.HasPrefix(d, desc+" [crossplane-") })
 }
 
 // sameLines says whether text holds exactly the lines want, in any order.

@@ -77,18 +77,7 @@ func TestReferencesFollowRecomposedPort(t *testing.T) {
 	t.Cleanup(func() {
 		// The MRs, with the controllers still running (their Neutron
 		// objects go with them); then whatever Neutron still holds for them.
-		mrs := []client.Object{composedFIP, byNameFIP, portA2, portB2, sg}
-		for _, mg := range mrs {
-			_ = kube.Delete(context.Background(), mg)
-		}
-		eventually(t, 90*time.Second, "the test's managed resources are deleted", func() error {
-			for _, mg := range mrs {
-				if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg.DeepCopyObject().(client.Object)); err == nil {
-					return fmt.Errorf("%s still there", mg.GetName())
-				}
-			}
-			return nil
-		})
+		deleteMRs(t, 90*time.Second, composedFIP, byNameFIP, portA2, portB2, sg)
 		deletePorts(t, sc, []client.Object{portA, portB, portA2, portB2})
 		for _, mg := range []*netv1alpha1.FloatingIPBinding{composedFIP, byNameFIP} {
 			for _, id := range createdFor(t, sc, openstack.FloatingIPs, mg) {
@@ -223,18 +212,7 @@ func TestReferencesFollowNewNeutronPortAtRest(t *testing.T) {
 		return ipsecctrl.Setup(mgr, o, ipsecctrl.Dependencies{OpenStack: clients})
 	}, poll, counted)
 	t.Cleanup(func() {
-		// With the controllers running: the MRs remove what they made.
-		for _, mg := range mrs {
-			_ = kube.Delete(context.Background(), mg)
-		}
-		eventually(t, 90*time.Second, "the test's managed resources are deleted", func() error {
-			for _, mg := range mrs {
-				if err := kube.Get(context.Background(), client.ObjectKeyFromObject(mg), mg.DeepCopyObject().(client.Object)); err == nil {
-					return fmt.Errorf("%s still there", mg.GetName())
-				}
-			}
-			return nil
-		})
+		deleteMRs(t, 90*time.Second, mrs...)
 		deletePorts(t, sc, mrs)
 		for _, id := range createdFor(t, sc, openstack.FloatingIPs, fip) {
 			_ = floatingips.Delete(context.Background(), sc, id).ExtractErr()
