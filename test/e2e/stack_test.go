@@ -68,6 +68,9 @@ type vmUp struct {
 // startStack runs cluster/local/dev.sh (the main job) on the test's own
 // state and ports, with the settings extra (NAME=VALUE) added to its
 // environment, and stops all of it when the test ends, also on failure.
+// Each test's stack has state directories of its own (stateDir), so that
+// the tests that bring one up run in parallel (go test's -parallel, the
+// machine's cores by default).
 func startStack(t *testing.T, extra ...string) *stack {
 	t.Helper()
 	return startStackWith(t, stackComposite(), extra...)
@@ -81,8 +84,8 @@ func startStackWith(t *testing.T, xr composite, extra ...string) *stack {
 	if os.Getuid() != 0 {
 		t.Skip("the local Keystone + Neutron need root (cluster/openstack/up.sh)")
 	}
-	s := &stack{state: e2eSetting("STATE", filepath.Join(root, ".work", "e2e-runbook"))}
-	osState := e2eSetting("OS_STATE", filepath.Join(root, ".work", "e2e-runbook-openstack"))
+	s := &stack{state: stateDir(t, "STATE", "e2e")}
+	osState := stateDir(t, "OS_STATE", "e2e-openstack")
 	s.env = append(os.Environ(), "STATE="+s.state, "OS_STATE="+osState)
 	s.env = append(s.env, e2ePorts("ETCD_PORT", "APISERVER_PORT", "XP_METRICS_PORT", "XP_HEALTH_PORT", "FN_PORT",
 		"PROVIDER_METRICS_PORT", "PROVIDER_HEALTH_PORT", "REGISTRY_PORT", "OS_KEYSTONE_PORT", "OS_NEUTRON_PORT")...)
@@ -201,6 +204,17 @@ func stackClient(t *testing.T, state string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// stateDir is the state directory of t's stack of the kind base
+// ("e2e", "e2e-openstack", ...): <E2E_name>-<test> when E2E_<name> is set,
+// else .work/<base>-<test> in the checkout. The test's name in it keeps
+// the stacks of tests running in parallel apart: their ports (chosen in
+// ranges made from the state directory) and their node's and site's
+// network namespaces and cgroups (named after it).
+func stateDir(t *testing.T, name, base string) string {
+	suffix := "-" + strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	return e2eSetting(name, filepath.Join(root, ".work", base)) + suffix
 }
 
 // e2eSetting returns the environment variable E2E_<name> when it is set,

@@ -61,12 +61,10 @@ import (
 // each measured case of steps 1, 3, 4 and 5 (hack/failover-rounds.sh);
 // the OUTAGES lines at the end give each case's min/median/max.
 func TestActiveStandby(t *testing.T) {
-	if n, _ := strconv.Atoi(os.Getenv("NODES")); n < 2 {
-		t.Skip("active/standby needs NODES=2")
-	}
+	t.Parallel()
 	rounds := envCount(t, "E2E_STANDBY_ROUNDS", 1)
 	failovers := envCount(t, "E2E_FAILOVERS", 20)
-	s := startStack(t)
+	s := startStack(t, "NODES=2")
 	gwName := ""
 	t.Cleanup(func() {
 		if !t.Failed() {
