@@ -84,8 +84,7 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 # root filesystem cached; the tests themselves download nothing).
 .PHONY: test-integration
 test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
-	$(call timed,test-integration) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
-		$(call go_test,integration,-tags integration -count=1 -timeout 45m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...)
+	$(call timed,test-integration) KUBEBUILDER_ASSETS=$(TOOLS_BIN) GO=$(GO) OUTPUT=$(OUTPUT) hack/test-integration.sh
 
 # Argo CD is built (or found in the cache) before the Go tests, so that a
 # cold build (10-50 min) does not run inside their timeout; TestGitOps runs
