@@ -11,7 +11,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -28,14 +27,11 @@ const errTrackUsage = "cannot track ProviderConfig usage"
 // connector connects a Gateway to the cluster its ProviderConfig names.
 type connector struct {
 	// kube reads ProviderConfigs and PSK Secrets in the provider's cluster.
-	kube client.Client
-	// own is the provider's cluster, for InjectedIdentity, and ownConfig
-	// its REST config.
-	own       client.Client
-	ownConfig *rest.Config
-	usage     resource.LegacyTracker
-	// newClient builds a client of a cluster a kubeconfig names.
-	newClient func(*rest.Config) (client.Client, error)
+	kube  client.Client
+	usage resource.LegacyTracker
+	// clusters are the clients of the clusters the ProviderConfigs
+	// select.
+	clusters *cluster.Targets[client.Client]
 	// recorder emits the Gateway's tunnel events.
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
@@ -68,7 +64,7 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 // is cfg, recording its events with r.
 func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.Recorder) (*external, error) {
 	c.targets.set(cfg.Key, cfg.Cluster.Source == xpv2.CredentialsSourceSecret)
-	target, err := cluster.Target(ctx, c.kube, cfg.Name, cfg.Cluster, c.own, c.ownConfig, c.newClient)
+	target, err := c.clusters.Target(ctx, c.kube, cfg.Name, cfg.Cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
@@ -90,12 +91,10 @@ func newConnector(mgr ctrl.Manager, name string, namespaced bool, image string) 
 		return nil, nil, err
 	}
 	return &connector{
-		kube:      own,
-		own:       own,
-		ownConfig: mgr.GetConfig(),
-		newClient: func(cfg *rest.Config) (client.Client, error) {
+		kube: own,
+		clusters: &cluster.Targets[client.Client]{Own: own, New: func(cfg *rest.Config) (client.Client, error) {
 			return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-		},
+		}},
 		targets:  &targets{},
 		details:  &detailHold{},
 		image:    image,
