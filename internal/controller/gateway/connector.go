@@ -68,7 +68,8 @@ func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: r, details: c.details, image: c.image}, nil
+	return &external{kube: &readOnce{Reader: c.kube}, target: target, live: &readOnce{Reader: target},
+		recorder: r, details: c.details, image: c.image}, nil
 }
 
 // nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -38,10 +39,18 @@ const (
 	errNothingRendered = "nothing rendered to apply"
 )
 
-// external manages one Gateway's objects in its target cluster.
+// external manages one Gateway's objects in its target cluster, for one
+// reconcile.
 type external struct {
-	kube   client.Client
+	// kube reads the Secrets the Gateway names (PSKs, certificates) in the
+	// provider's cluster, each once (readOnce).
+	kube client.Reader
+	// target writes the Gateway's objects in its target cluster and reads
+	// what is not the Gateway's there (Services, pods).
 	target client.Client
+	// live reads the cluster's copies of the Gateway's objects in its
+	// target cluster, each once (readOnce).
+	live client.Reader
 	// recorder emits events when a tunnel changes state.
 	recorder event.Recorder
 	// image is the image of a Gateway that names none.
@@ -49,8 +58,6 @@ type external struct {
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects *workload.Objects
-	// seen holds what get read in this reconcile.
-	seen map[string]read
 	// details holds back status changes of details alone
 	// (countersInterval).
 	details *detailHold
@@ -239,21 +246,11 @@ func (e *external) drift(ctx context.Context) (string, error) {
 	return r.Diff(), nil
 }
 
-// read is one object read from the target cluster, and the error.
-type read struct {
-	obj client.Object
-	err error
-}
-
-// get reads the cluster's copy of want into a fresh object of its type.
-// Each object is read once per reconcile (an external lives for one): the
-// Deployment and the status ConfigMap serve Observe's readiness, tunnel
-// status and drift check from one GET each.
+// get reads the cluster's copy of want, one of the Gateway's objects, into
+// a fresh object of its type, through e.live: each object once per
+// reconcile, so that the Deployment and the status ConfigMap serve
+// Observe's readiness, tunnel status and drift check from one read each.
 func (e *external) get(ctx context.Context, want client.Object) (client.Object, error) {
-	key := fmt.Sprintf("%T %s", want, client.ObjectKeyFromObject(want))
-	if r, ok := e.seen[key]; ok {
-		return r.obj, r.err
-	}
 	var got client.Object
 	if u, ok := want.(*unstructured.Unstructured); ok {
 		g := &unstructured.Unstructured{}
@@ -262,12 +259,41 @@ func (e *external) get(ctx context.Context, want client.Object) (client.Object, 
 	} else {
 		got = want.DeepCopyObject().(client.Object)
 	}
-	err := e.target.Get(ctx, client.ObjectKeyFromObject(want), got)
-	if e.seen == nil {
-		e.seen = map[string]read{}
+	return got, e.live.Get(ctx, client.ObjectKeyFromObject(want), got)
+}
+
+// readOnce is a client.Reader of one reconcile that reads each object
+// once: a later Get of the same type, kind and key gets a copy of what the
+// first read, or its error. A Secret that two tunnels name is read once.
+// Lists go to Reader. Not safe for concurrent use: a reconcile is one
+// goroutine.
+type readOnce struct {
+	client.Reader
+	seen map[string]read
+}
+
+// read is one object read, and the error.
+type read struct {
+	obj client.Object
+	err error
+}
+
+// Get reads key into obj from Reader the first time, and from what that
+// read after.
+func (r *readOnce) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	k := fmt.Sprintf("%T %s %s", obj, obj.GetObjectKind().GroupVersionKind(), key)
+	if got, ok := r.seen[k]; ok {
+		if got.err == nil {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(got.obj.DeepCopyObject()).Elem())
+		}
+		return got.err
 	}
-	e.seen[key] = read{got, err}
-	return got, err
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if r.seen == nil {
+		r.seen = map[string]read{}
+	}
+	r.seen[k] = read{obj: obj.DeepCopyObject().(client.Object), err: err}
+	return err
 }
 
 // anyExists says whether any object of a Gateway being deleted remains.

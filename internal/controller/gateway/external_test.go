@@ -81,7 +81,7 @@ func pskSecret() *corev1.Secret {
 // newExternal is the external client of a Gateway reading PSKs from kube
 // and running its objects in target, for one reconcile.
 func newExternal(kube, target client.Client) *external {
-	return &external{kube: kube, target: target, recorder: event.NewNopRecorder(), details: &detailHold{}, image: DefaultImage}
+	return &external{kube: &readOnce{Reader: kube}, target: target, live: &readOnce{Reader: target}, recorder: event.NewNopRecorder(), details: &detailHold{}, image: DefaultImage}
 }
 
 // created returns a target cluster holding gw's objects as the provider

@@ -126,7 +126,7 @@ func TestRankPods(t *testing.T) {
 			if tc.leader != "" {
 				g.Status.AtProvider.Leader = &v1alpha1.LeaderStatus{Pod: tc.leader}
 			}
-			e := &external{target: c}
+			e := &external{target: c, live: &readOnce{Reader: c}}
 			if err := e.rankPods(context.Background(), g); err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,8 @@ func TestLeader(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := gw.DeepCopy()
 			g.Spec.ForProvider.Replicas = ptr.To(tc.replicas)
-			e := &external{target: fake.NewClientBuilder().WithObjects(cm).Build()}
+			c := fake.NewClientBuilder().WithObjects(cm).Build()
+			e := &external{target: c, live: &readOnce{Reader: c}}
 			got, err := e.leader(context.Background(), g, tc.ready)
 			if err != nil {
 				t.Fatal(err)

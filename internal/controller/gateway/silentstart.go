@@ -7,7 +7,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
@@ -41,8 +41,8 @@ func (e *external) silentStartImage(ctx context.Context, gw *v1alpha1.Gateway) s
 		return was
 	}
 	ns, name := gw.Spec.ForProvider.Namespace, cm.Data[contract.KeySilentStart]
-	got, err := e.get(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-	switch {
+	pod := &corev1.Pod{}
+	switch err := e.target.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, pod); {
 	case kerrors.IsNotFound(err):
 		return was
 	case err != nil:
@@ -51,7 +51,6 @@ func (e *external) silentStartImage(ctx context.Context, gw *v1alpha1.Gateway) s
 				"grant the provider get on pods in namespace %s (examples/gitops/platform/provider-rbac.yaml)", ns, name, cm.Name, err, ns)))
 		return was
 	}
-	pod := got.(*corev1.Pod)
 	// The ConfigMap is the agent's to write: only a pod of this gateway
 	// says anything of its agent image.
 	if pod.Labels[workload.LabelGateway] != gw.Name {

@@ -109,7 +109,8 @@ func TestSilentStartImage(t *testing.T) {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}
 			var events recorded
-			e := &external{target: b.Build(), recorder: &events}
+			c := b.Build()
+			e := &external{target: c, live: &readOnce{Reader: c}, recorder: &events}
 			gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}
 			gw.Spec.ForProvider.Namespace = "tenant-a"
 			gw.Spec.ForProvider.Images.Agent = tc.agent
