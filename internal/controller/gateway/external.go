@@ -83,8 +83,12 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 
 	was := *gw.Status.AtProvider.DeepCopy()
 	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
+	replicas := workload.Replicas(gw)
+	// Its error counts only while a pod is ready, as the report does
+	// (agentReport.counts).
+	rep, repErr := e.report(ctx, gw)
 	// Before the objects are built: the network attachment follows it.
-	gw.Status.AtProvider.SilentStartImage = e.silentStartImage(ctx, gw)
+	gw.Status.AtProvider.SilentStartImage = e.silentStartImage(ctx, gw, replicas, rep.silentStartPod)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
@@ -95,7 +99,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	}
 	gw.Status.AtProvider.ConfigHash = files.Hash
 	advise(e.recorder, gw, render.Advisories(gw.Spec.ForProvider))
-	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
+	gw.Status.AtProvider.Replicas = replicas
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))
 		return managed.ExternalObservation{ResourceExists: false, ResourceLateInitialized: late}, nil
@@ -104,27 +108,24 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
-	setReadiness(gw, dep)
-	ts, loaded, err := e.reported(ctx, gw, dep)
-	if err != nil {
-		return managed.ExternalObservation{}, err
+	ready := dep.Status.ReadyReplicas
+	gw.Status.AtProvider.ReadyReplicas = ready
+	setReadiness(gw, replicas, ready)
+	if repErr != nil && ready > 0 {
+		return managed.ExternalObservation{}, repErr
 	}
-	gw.Status.AtProvider.LoadedConfigHash = loaded
-	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
+	rep = rep.counts(gw, replicas, ready)
+	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, rep.tunnels) {
 		e.recorder.Event(gw, ev)
 	}
-	ls, err := e.leader(ctx, gw, dep.Status.ReadyReplicas)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if ev := leaderEvent(gw.Status.AtProvider.Leader, ls); ev != nil {
+	if ev := leaderEvent(gw.Status.AtProvider.Leader, rep.leader); ev != nil {
 		e.recorder.Event(gw, *ev)
 	}
-	gw.Status.AtProvider.Leader = ls
-	gw.Status.AtProvider.Tunnels = ts
-	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
-	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
+	gw.Status.AtProvider.LoadedConfigHash = rep.loadedHash
+	gw.Status.AtProvider.Leader = rep.leader
+	gw.Status.AtProvider.Tunnels = rep.tunnels
+	gw.Status.AtProvider.TunnelsUp = tunnelsUp(rep.tunnels, len(gw.Spec.ForProvider.Tunnels))
+	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(rep.tunnels)
 	gw.Status.AtProvider = e.details.observation(gw.GetUID(), was, gw.Status.AtProvider, time.Now())
 	diff, err := e.drift(ctx)
 	if err != nil {
@@ -152,32 +153,18 @@ func lateInitImages(images *v1alpha1.Images, image string) bool {
 	return late
 }
 
-// reported returns what the gateway's agent reports while a pod of dep is
-// ready: the tunnels and the hash of the configuration it loaded; without a
-// ready pod every tunnel is down (idle) and no configuration is loaded.
-func (e *external) reported(ctx context.Context, gw *v1alpha1.Gateway, dep *appsv1.Deployment) ([]v1alpha1.TunnelStatus, string, error) {
-	if dep.Status.ReadyReplicas == 0 {
-		return idle(gw), "", nil
-	}
-	ts, err := e.tunnels(ctx, gw)
-	if err != nil {
-		return nil, "", err
-	}
-	loaded, err := e.loadedHash(ctx, gw)
-	return ts, loaded, err
-}
-
-// setReadiness sets DeploymentReady and Ready from the Deployment.
-func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
+// setReadiness sets DeploymentReady and Ready from the replicas the
+// Deployment runs and how many of them are ready.
+func setReadiness(gw *v1alpha1.Gateway, replicas, ready int32) {
 	switch {
-	case workload.Replicas(gw) == 0:
+	case replicas == 0:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPreStaged,
 			"spec.forProvider.active is false: configuration is rendered, the Deployment runs 0 replicas"), xpv2.Unavailable())
-	case dep.Status.ReadyReplicas >= 1:
+	case ready >= 1:
 		gw.SetConditions(v1alpha1.DeploymentReady(), xpv2.Available())
 	default:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPodNotReady,
-			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", dep.Status.ReadyReplicas, workload.Replicas(gw))), xpv2.Unavailable())
+			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", ready, replicas)), xpv2.Unavailable())
 	}
 }
 

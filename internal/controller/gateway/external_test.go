@@ -598,6 +598,11 @@ func TestObserveStatus(t *testing.T) {
 			ready:  1, report: map[string]string{contract.KeyTunnels: "not json"},
 			err: true,
 		},
+		"BadReportNoPodReady": {
+			reason: "Without a ready pod the report does not count, nor does its content that does not parse.",
+			report: map[string]string{contract.KeyTunnels: "not json"},
+			want:   status{Ready: v1alpha1.ReasonPodNotReady, TunnelsUp: "0/1", Replicas: 1},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

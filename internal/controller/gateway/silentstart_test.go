@@ -116,7 +116,11 @@ func TestSilentStartImage(t *testing.T) {
 			gw.Spec.ForProvider.Images.Agent = tc.agent
 			gw.Spec.ForProvider.Replicas = tc.replicas
 			gw.Status.AtProvider.SilentStartImage = tc.was
-			if diff := cmp.Diff(tc.want, e.silentStartImage(context.Background(), gw)); diff != "" {
+			rep, err := e.report(context.Background(), gw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, e.silentStartImage(context.Background(), gw, workload.Replicas(gw), rep.silentStartPod)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 			if len(events) != tc.wantEvents {
