@@ -41,7 +41,7 @@ func providerCluster(t *testing.T, objs ...client.Object) client.Client {
 // ownConnector is the connector of Gateways whose ProviderConfigs kube
 // holds, tracking usage with track's error.
 func ownConnector(kube client.Client, track error) *connector {
-	return &connector{kube: kube, clusters: &cluster.Targets[client.Client]{Own: kube}, targets: &targets{}, details: &detailHold{},
+	return &connector{config: kube, secrets: kube, objects: kube, clusters: &cluster.Targets[client.Client]{Own: kube}, targets: &targets{}, details: &detailHold{},
 		usage: resource.LegacyTrackerFn(func(context.Context, resource.LegacyManaged) error { return track })} //nolint:staticcheck // SA1019: the cluster-scoped Gateway is a legacy managed resource
 }
 

@@ -73,34 +73,39 @@ func TestGatewayOf(t *testing.T) {
 	}
 }
 
-// TestWatchedSelectsRendered proves that the watches' label selectors
-// select the status ConfigMap and the Deployment the Gateway renders, and
-// no other object of it.
-func TestWatchedSelectsRendered(t *testing.T) {
-	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
-	gw.Spec.ForProvider.Namespace = "tenant-a"
-	objs, err := workload.Build(gw, &render.Files{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newTarget(nil)
-	applyAll(t, c, objs, fieldManager)
-	n := workload.NamesOf("vpn")
-	want := map[string]bool{"*v1.ConfigMap " + n.Status: true, "*v1.Deployment " + n.Gateway: true}
-	got := map[string]bool{}
-	for _, x := range ownedObjects(objs) {
-		o := x.live
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+// TestOwnedLabelsSelectRendered proves that the label selector of the
+// cache of the gateways' objects selects every object a Gateway renders
+// (Observe reads each from it), whether active/standby or not, and not an
+// object that only names the gateway.
+func TestOwnedLabelsSelectRendered(t *testing.T) {
+	for _, replicas := range []int32{1, 2} {
+		gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
+		gw.Spec.ForProvider.Namespace = "tenant-a"
+		gw.Spec.ForProvider.Replicas = &replicas
+		objs, err := workload.Build(gw, &render.Files{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		for w, sel := range watched {
-			if fmt.Sprintf("%T", w) == fmt.Sprintf("%T", o) && sel.Matches(labels.Set(o.GetLabels())) {
-				got[fmt.Sprintf("%T %s", o, o.GetName())] = true
+		c := newTarget(nil)
+		applyAll(t, c, objs, fieldManager)
+		var want, got []string
+		for _, x := range ownedObjects(objs) {
+			o := x.live
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%s %s", x.kind, o.GetName())
+			want = append(want, name)
+			if ownedLabels.Matches(labels.Set(o.GetLabels())) {
+				got = append(got, name)
 			}
 		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("replicas %d: objects the cache selects: -want (every object rendered), +got:\n%s", replicas, diff)
+		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("objects the watches select: -want, +got:\n%s", diff)
+	if ownedLabels.Matches(labels.Set{workload.LabelGateway: "vpn"}) {
+		t.Errorf("the cache selects an object that only names the gateway")
 	}
 }
 
