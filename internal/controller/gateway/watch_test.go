@@ -13,9 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -202,5 +205,43 @@ func TestSettled(t *testing.T) {
 	want := []string{"vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms"}
 	if diff := cmp.Diff(want, q.added); diff != "" {
 		t.Errorf("requests added for a create, an update, a delete and a generic event: -want, +got:\n%s", diff)
+	}
+}
+
+// TestOwnClusterShared proves that the Gateway controllers of one manager
+// (the cluster-scoped and the namespaced kind's) share one cache and one
+// set of clients, that another manager has its own, and that a manager's
+// is forgotten once it stopped.
+func TestOwnClusterShared(t *testing.T) {
+	manager := func() ctrl.Manager {
+		// Nothing dials the address before the manager starts.
+		m, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	of := func(m ctrl.Manager) *ownCluster {
+		o, err := ownClusterOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a, b := manager(), manager()
+	first := of(a)
+	if of(a) != first {
+		t.Errorf("the second controller of a manager got a cache of its own")
+	}
+	if of(b) == first {
+		t.Errorf("two managers share a cache")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if of(a) == first {
+		t.Errorf("a stopped manager's cache is still handed out")
 	}
 }
