@@ -42,6 +42,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/gateway"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
@@ -73,10 +74,25 @@ func allControllers(d ipsecctrl.Dependencies) func(ctrl.Manager, controller.Opti
 	return func(mgr ctrl.Manager, o controller.Options) error { return ipsecctrl.Setup(mgr, o, d) }
 }
 
-// gatewayControllers are allControllers with OpenStack clients of no test
-// cloud: for the Gateways, whose controllers do not call OpenStack.
+// gatewayControllers are asMain with OpenStack clients of no test cloud:
+// for the Gateways, whose controllers do not call OpenStack.
 func gatewayControllers() func(ctrl.Manager, controller.Options) error {
-	return allControllers(ipsecctrl.Dependencies{OpenStack: openstack.NewClients()})
+	return asMain(openstack.NewClients())
+}
+
+// asMain sets up every controller as the provider's main does: clients
+// (and the Gateways) read ProviderConfigs from the manager's cache and
+// their credentials Secrets through the informers of
+// mrsetup.WatchCredentials.
+func asMain(clients *openstack.Clients) func(ctrl.Manager, controller.Options) error {
+	return func(mgr ctrl.Manager, o controller.Options) error {
+		creds, err := mrsetup.WatchCredentials(mgr)
+		if err != nil {
+			return err
+		}
+		clients.Credentials = creds
+		return ipsecctrl.Setup(mgr, o, ipsecctrl.Dependencies{OpenStack: clients})
+	}
 }
 
 // pskSecret is the Secret "vpn-psk" in ns with the PSK of tunnel branch-a

@@ -91,8 +91,9 @@ func kubeconfigOf(t *testing.T, c *rest.Config) []byte {
 // ready reach status.atProvider within 2 s with the provider polling every
 // minute, and at rest the Gateway is not read more often than that safety
 // poll; a Gateway whose ProviderConfig names a kubeconfig keeps polling
-// every 15 s. It logs the latencies and the API-server requests per
-// Gateway.
+// every 15 s. Each observation of either makes at most perObservation
+// API-server requests, watch-triggered or polled. It logs the latencies
+// and the API-server requests per Gateway.
 func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, step by step
 	ctx := context.Background()
 	reqs := &requestLog{}
@@ -232,6 +233,7 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 		}))
 	}
 	perChange := reqs.since(begin)
+	watchedMade, watchedObserves := gatewayRequests(perChange, gw)
 	// A gateway pod no longer ready: its agent's last report (up) no
 	// longer counts.
 	report(true, 2000)
@@ -244,7 +246,12 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 	sorted := slices.Sorted(slices.Values(latencies))
 	t.Logf("status ConfigMap write -> Gateway status over %d changes: median %s, max %s (all %v); pod no longer ready -> status %s",
 		len(sorted), sorted[len(sorted)/2], sorted[len(sorted)-1], latencies, podLost)
-	t.Logf("API-server requests per watch-triggered reconcile: %.1f (%s)", float64(len(perChange))/10, histogram(perChange))
+	t.Logf("API-server requests per watch-triggered reconcile: %.1f (%s); the watched Gateway's per observation: %.1f over %d observations",
+		float64(len(perChange))/10, histogram(perChange), float64(len(watchedMade))/float64(max(watchedObserves, 1)), watchedObserves)
+	if watchedObserves < 10 || len(watchedMade) > perObservation*watchedObserves {
+		t.Errorf("the watched Gateway made %d requests in %d observations of its 10 changes: want at least 10 observations, at most %d requests each (%s)",
+			len(watchedMade), watchedObserves, perObservation, histogram(watchedMade))
+	}
 
 	// At rest: no reads between safety polls for the watched Gateway; the
 	// Gateway of another cluster polls every 15 s. Each observation reads
@@ -255,16 +262,51 @@ func TestGatewayStatusWatch(t *testing.T) { //nolint:gocyclo // one scenario, st
 	time.Sleep(window)
 	atRest := reqs.since(quiet)
 	localReads := reqs.since(quiet, "GET /api/v1/namespaces/"+local+"/")
-	localObserves := len(reqs.since(quiet, "GET /api/v1/namespaces/"+local+"/secrets/vpn-psk"))
-	remoteObserves := len(reqs.since(quiet, "GET /api/v1/namespaces/"+remote+"/secrets/vpn-psk"))
-	t.Logf("at rest over %s (--poll %s): %d requests in all (%s); watched Gateway %d observations, %d reads in its namespace; kubeconfig-target Gateway %d observations",
-		window, poll, len(atRest), histogram(atRest), localObserves, len(localReads), remoteObserves)
+	localMade, localObserves := gatewayRequests(atRest, gw)
+	remoteMade, remoteObserves := gatewayRequests(atRest, gwRemote)
+	t.Logf("at rest over %s (--poll %s): %d requests in all (%s); watched Gateway %d observations, %d reads in its namespace; kubeconfig-target Gateway %d observations, %.1f requests each",
+		window, poll, len(atRest), histogram(atRest), localObserves, len(localReads), remoteObserves, float64(len(remoteMade))/float64(max(remoteObserves, 1)))
+	for _, g := range []struct {
+		name         string
+		made         []string
+		observations int
+	}{{gw.Name, localMade, localObserves}, {gwRemote.Name, remoteMade, remoteObserves}} {
+		if len(g.made) > perObservation*g.observations {
+			t.Errorf("Gateway %s made %d requests at rest in %d observations: want at most %d each (%s)", g.name, len(g.made), g.observations, perObservation, histogram(g.made))
+		}
+	}
 	if localObserves > 1 {
 		t.Errorf("the watched Gateway was observed %d times in %s at rest with --poll %s: want at most one safety poll", localObserves, window, poll)
 	}
 	if remoteObserves < 2 {
 		t.Errorf("the Gateway of a kubeconfig target was observed %d times in %s: want its 15 s poll (2)", remoteObserves, window)
 	}
+}
+
+// perObservation bounds the API-server requests of one observation of a
+// Gateway at rest (the review's bound): its PSK Secret read and its status
+// written. Its ProviderConfig, the kubeconfig Secret that names its
+// cluster and, in the provider's own cluster, its objects are read from
+// memory.
+const perObservation = 2
+
+// gatewayRequests returns the requests of reqs that concern gw (in the
+// namespace of its objects and Secrets, on gw itself, or on its
+// ProviderConfig) and the observations of gw among them: each reads its
+// PSK Secret (pskSecret) once. The events gw emits when a tunnel changes
+// are left out: they are the observation's news, not its cost.
+func gatewayRequests(reqs []string, gw *gwv1alpha1.Gateway) (made []string, observations int) {
+	ns := gw.Spec.ForProvider.Namespace
+	for _, r := range reqs {
+		if strings.Contains(r, "/namespaces/"+ns+"/") || strings.Contains(r, "/gateways/"+gw.Name+"/") ||
+			strings.HasSuffix(r, "/providerconfigs/"+gw.Spec.ProviderConfigReference.Name) {
+			made = append(made, r)
+		}
+		if r == "GET /api/v1/namespaces/"+ns+"/secrets/vpn-psk" {
+			observations++
+		}
+	}
+	return made, observations
 }
 
 // histogram counts reqs by request, most frequent first.

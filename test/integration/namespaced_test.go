@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	gocmp "github.com/google/go-cmp/cmp"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -38,8 +36,6 @@ import (
 	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
-	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
 
 // startNamespacedProvider runs every controller with the credentials'
@@ -49,14 +45,7 @@ func startNamespacedProvider(t *testing.T, e *openStackEnv) {
 	t.Helper()
 	clients := openstack.NewClients()
 	clients.RequestRate = 100
-	startProvider(t, func(mgr ctrl.Manager, o controller.Options) error {
-		creds, err := mrsetup.WatchCredentials(mgr)
-		if err != nil {
-			return err
-		}
-		clients.Credentials = creds
-		return ipsecctrl.Setup(mgr, o, ipsecctrl.Dependencies{OpenStack: clients})
-	})
+	startProvider(t, asMain(clients))
 }
 
 // tenantNamespace creates namespace ns with a Secret "clouds" holding the

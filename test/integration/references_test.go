@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -20,13 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	ipsecctrl "github.com/ipsecgw/provider-ipsec/internal/controller"
-	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/function"
 )
 
@@ -203,14 +199,7 @@ func TestReferencesFollowNewNeutronPortAtRest(t *testing.T) {
 	reqs := &requestLog{}
 	counted := rest.CopyConfig(cfg)
 	counted.WrapTransport = reqs.wrap
-	startProviderWith(t, func(mgr ctrl.Manager, o controller.Options) error {
-		creds, err := mrsetup.WatchCredentials(mgr)
-		if err != nil {
-			return err
-		}
-		clients.Credentials = creds
-		return ipsecctrl.Setup(mgr, o, ipsecctrl.Dependencies{OpenStack: clients})
-	}, poll, counted)
+	startProviderWith(t, asMain(clients), poll, counted)
 	t.Cleanup(func() {
 		deleteMRs(t, 90*time.Second, mrs...)
 		deletePorts(t, sc, mrs)

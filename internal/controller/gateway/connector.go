@@ -11,7 +11,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -27,15 +26,18 @@ const errTrackUsage = "cannot track ProviderConfig usage"
 
 // connector connects a Gateway to the cluster its ProviderConfig names.
 type connector struct {
-	// kube reads ProviderConfigs and PSK Secrets in the provider's cluster.
-	kube client.Client
-	// own is the provider's cluster, for InjectedIdentity, and ownConfig
-	// its REST config.
-	own       client.Client
-	ownConfig *rest.Config
-	usage     resource.LegacyTracker
-	// newClient builds a client of a cluster a kubeconfig names.
-	newClient func(*rest.Config) (client.Client, error)
+	// config reads ProviderConfigs and the kubeconfig Secrets they name.
+	config client.Reader
+	// secrets reads the Secrets a Gateway names (PSKs, certificates) in
+	// the provider's cluster.
+	secrets client.Reader
+	// objects reads the objects of the Gateways of the provider's own
+	// cluster (ownCluster's cache).
+	objects client.Reader
+	usage   resource.LegacyTracker
+	// clusters are the clients of the clusters the ProviderConfigs
+	// select.
+	clusters *cluster.Targets[client.Client]
 	// recorder emits the Gateway's tunnel events.
 	recorder event.Recorder
 	// targets learns which ProviderConfigs target another cluster.
@@ -58,21 +60,29 @@ func (c *connector) Connect(ctx context.Context, gw *v1alpha1.Gateway) (managed.
 		return nil, fmt.Errorf("spec.providerConfigRef is not set")
 	}
 	pc := &pcv1alpha1.ProviderConfig{}
-	if err := c.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
+	if err := c.config.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
 		return nil, fmt.Errorf("cannot get ProviderConfig %s: %w", ref.Name, err)
 	}
 	return c.external(ctx, openstack.ClusterConfig(pc), c.recorder)
 }
 
 // external returns the external client of a Gateway whose ProviderConfig
-// is cfg, recording its events with r.
+// is cfg, recording its events with r. Its objects are read from the cache
+// in the provider's own cluster, from the API server in another (polled,
+// not watched).
 func (c *connector) external(ctx context.Context, cfg openstack.Config, r event.Recorder) (*external, error) {
-	c.targets.set(cfg.Key, cfg.Cluster.Source == xpv2.CredentialsSourceSecret)
-	target, err := cluster.Target(ctx, c.kube, cfg.Name, cfg.Cluster, c.own, c.ownConfig, c.newClient)
+	remote := cfg.Cluster.Source == xpv2.CredentialsSourceSecret
+	c.targets.set(cfg.Key, remote)
+	target, err := c.clusters.Target(ctx, c.config, cfg.Name, cfg.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, target: target, recorder: r, details: c.details, image: c.image}, nil
+	live := c.objects
+	if remote {
+		live = target
+	}
+	return &external{kube: &readOnce{Reader: c.secrets}, target: target, live: &readOnce{Reader: live},
+		recorder: r, details: c.details, image: c.image}, nil
 }
 
 // nsConnector connects a namespaced Gateway (gateway.m.ipsecgw.io) to the
@@ -103,7 +113,7 @@ func (c *nsConnector) Connect(ctx context.Context, gw *nsv1alpha1.Gateway) (mana
 	if err := c.usage.Track(ctx, gw); err != nil {
 		return nil, fmt.Errorf(errTrackUsage+": %w", err)
 	}
-	cfg, err := openstack.ResolveConfig(ctx, c.kube, gw)
+	cfg, err := openstack.ResolveConfig(ctx, c.config, gw)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/gateway/v1alpha1"
 	nspcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
 )
 
 // providerCluster is a fake of the provider's own cluster holding objs,
@@ -40,7 +41,7 @@ func providerCluster(t *testing.T, objs ...client.Object) client.Client {
 // ownConnector is the connector of Gateways whose ProviderConfigs kube
 // holds, tracking usage with track's error.
 func ownConnector(kube client.Client, track error) *connector {
-	return &connector{kube: kube, own: kube, targets: &targets{}, details: &detailHold{},
+	return &connector{config: kube, secrets: kube, objects: kube, clusters: &cluster.Targets[client.Client]{Own: kube}, targets: &targets{}, details: &detailHold{},
 		usage: resource.LegacyTrackerFn(func(context.Context, resource.LegacyManaged) error { return track })} //nolint:staticcheck // SA1019: the cluster-scoped Gateway is a legacy managed resource
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -38,10 +39,18 @@ const (
 	errNothingRendered = "nothing rendered to apply"
 )
 
-// external manages one Gateway's objects in its target cluster.
+// external manages one Gateway's objects in its target cluster, for one
+// reconcile.
 type external struct {
-	kube   client.Client
+	// kube reads the Secrets the Gateway names (PSKs, certificates) in the
+	// provider's cluster, each once (readOnce).
+	kube client.Reader
+	// target writes the Gateway's objects in its target cluster and reads
+	// what is not the Gateway's there (Services, pods).
 	target client.Client
+	// live reads the cluster's copies of the Gateway's objects in its
+	// target cluster, each once (readOnce).
+	live client.Reader
 	// recorder emits events when a tunnel changes state.
 	recorder event.Recorder
 	// image is the image of a Gateway that names none.
@@ -49,8 +58,6 @@ type external struct {
 	// objects are the desired objects, rendered by Observe for Create and
 	// Update of the same reconcile.
 	objects *workload.Objects
-	// seen holds what get read in this reconcile.
-	seen map[string]read
 	// details holds back status changes of details alone
 	// (countersInterval).
 	details *detailHold
@@ -76,8 +83,12 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 
 	was := *gw.Status.AtProvider.DeepCopy()
 	late := lateInitImages(&gw.Spec.ForProvider.Images, e.image)
+	replicas := workload.Replicas(gw)
+	// Its error counts only while a pod is ready, as the report does
+	// (agentReport.counts).
+	rep, repErr := e.report(ctx, gw)
 	// Before the objects are built: the network attachment follows it.
-	gw.Status.AtProvider.SilentStartImage = e.silentStartImage(ctx, gw)
+	gw.Status.AtProvider.SilentStartImage = e.silentStartImage(ctx, gw, replicas, rep.silentStartPod)
 	files, reason, err := e.render(ctx, gw)
 	if err != nil {
 		gw.SetConditions(v1alpha1.ConfigNotRendered(reason, err.Error()))
@@ -88,7 +99,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	}
 	gw.Status.AtProvider.ConfigHash = files.Hash
 	advise(e.recorder, gw, render.Advisories(gw.Spec.ForProvider))
-	gw.Status.AtProvider.Replicas = workload.Replicas(gw)
+	gw.Status.AtProvider.Replicas = replicas
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))
 		return managed.ExternalObservation{ResourceExists: false, ResourceLateInitialized: late}, nil
@@ -97,27 +108,24 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 	if err := e.keepLegacyTemplate(ctx, dep, n); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	gw.Status.AtProvider.ReadyReplicas = dep.Status.ReadyReplicas
-	setReadiness(gw, dep)
-	ts, loaded, err := e.reported(ctx, gw, dep)
-	if err != nil {
-		return managed.ExternalObservation{}, err
+	ready := dep.Status.ReadyReplicas
+	gw.Status.AtProvider.ReadyReplicas = ready
+	setReadiness(gw, replicas, ready)
+	if repErr != nil && ready > 0 {
+		return managed.ExternalObservation{}, repErr
 	}
-	gw.Status.AtProvider.LoadedConfigHash = loaded
-	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, ts) {
+	rep = rep.counts(gw, replicas, ready)
+	for _, ev := range tunnelEvents(gw.Status.AtProvider.Tunnels, rep.tunnels) {
 		e.recorder.Event(gw, ev)
 	}
-	ls, err := e.leader(ctx, gw, dep.Status.ReadyReplicas)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if ev := leaderEvent(gw.Status.AtProvider.Leader, ls); ev != nil {
+	if ev := leaderEvent(gw.Status.AtProvider.Leader, rep.leader); ev != nil {
 		e.recorder.Event(gw, *ev)
 	}
-	gw.Status.AtProvider.Leader = ls
-	gw.Status.AtProvider.Tunnels = ts
-	gw.Status.AtProvider.TunnelsUp = tunnelsUp(ts, len(gw.Spec.ForProvider.Tunnels))
-	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(ts)
+	gw.Status.AtProvider.LoadedConfigHash = rep.loadedHash
+	gw.Status.AtProvider.Leader = rep.leader
+	gw.Status.AtProvider.Tunnels = rep.tunnels
+	gw.Status.AtProvider.TunnelsUp = tunnelsUp(rep.tunnels, len(gw.Spec.ForProvider.Tunnels))
+	gw.Status.AtProvider.BytesIn, gw.Status.AtProvider.BytesOut = traffic(rep.tunnels)
 	gw.Status.AtProvider = e.details.observation(gw.GetUID(), was, gw.Status.AtProvider, time.Now())
 	diff, err := e.drift(ctx)
 	if err != nil {
@@ -145,32 +153,18 @@ func lateInitImages(images *v1alpha1.Images, image string) bool {
 	return late
 }
 
-// reported returns what the gateway's agent reports while a pod of dep is
-// ready: the tunnels and the hash of the configuration it loaded; without a
-// ready pod every tunnel is down (idle) and no configuration is loaded.
-func (e *external) reported(ctx context.Context, gw *v1alpha1.Gateway, dep *appsv1.Deployment) ([]v1alpha1.TunnelStatus, string, error) {
-	if dep.Status.ReadyReplicas == 0 {
-		return idle(gw), "", nil
-	}
-	ts, err := e.tunnels(ctx, gw)
-	if err != nil {
-		return nil, "", err
-	}
-	loaded, err := e.loadedHash(ctx, gw)
-	return ts, loaded, err
-}
-
-// setReadiness sets DeploymentReady and Ready from the Deployment.
-func setReadiness(gw *v1alpha1.Gateway, dep *appsv1.Deployment) {
+// setReadiness sets DeploymentReady and Ready from the replicas the
+// Deployment runs and how many of them are ready.
+func setReadiness(gw *v1alpha1.Gateway, replicas, ready int32) {
 	switch {
-	case workload.Replicas(gw) == 0:
+	case replicas == 0:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPreStaged,
 			"spec.forProvider.active is false: configuration is rendered, the Deployment runs 0 replicas"), xpv2.Unavailable())
-	case dep.Status.ReadyReplicas >= 1:
+	case ready >= 1:
 		gw.SetConditions(v1alpha1.DeploymentReady(), xpv2.Available())
 	default:
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonPodNotReady,
-			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", dep.Status.ReadyReplicas, workload.Replicas(gw))), xpv2.Unavailable())
+			fmt.Sprintf("the gateway pod is not ready (%d of %d replicas ready)", ready, replicas)), xpv2.Unavailable())
 	}
 }
 
@@ -239,21 +233,11 @@ func (e *external) drift(ctx context.Context) (string, error) {
 	return r.Diff(), nil
 }
 
-// read is one object read from the target cluster, and the error.
-type read struct {
-	obj client.Object
-	err error
-}
-
-// get reads the cluster's copy of want into a fresh object of its type.
-// Each object is read once per reconcile (an external lives for one): the
-// Deployment and the status ConfigMap serve Observe's readiness, tunnel
-// status and drift check from one GET each.
+// get reads the cluster's copy of want, one of the Gateway's objects, into
+// a fresh object of its type, through e.live: each object once per
+// reconcile, so that the Deployment and the status ConfigMap serve
+// Observe's readiness, tunnel status and drift check from one read each.
 func (e *external) get(ctx context.Context, want client.Object) (client.Object, error) {
-	key := fmt.Sprintf("%T %s", want, client.ObjectKeyFromObject(want))
-	if r, ok := e.seen[key]; ok {
-		return r.obj, r.err
-	}
 	var got client.Object
 	if u, ok := want.(*unstructured.Unstructured); ok {
 		g := &unstructured.Unstructured{}
@@ -262,12 +246,41 @@ func (e *external) get(ctx context.Context, want client.Object) (client.Object, 
 	} else {
 		got = want.DeepCopyObject().(client.Object)
 	}
-	err := e.target.Get(ctx, client.ObjectKeyFromObject(want), got)
-	if e.seen == nil {
-		e.seen = map[string]read{}
+	return got, e.live.Get(ctx, client.ObjectKeyFromObject(want), got)
+}
+
+// readOnce is a client.Reader of one reconcile that reads each object
+// once: a later Get of the same type, kind and key gets a copy of what the
+// first read, or its error. A Secret that two tunnels name is read once.
+// Lists go to Reader. Not safe for concurrent use: a reconcile is one
+// goroutine.
+type readOnce struct {
+	client.Reader
+	seen map[string]read
+}
+
+// read is one object read, and the error.
+type read struct {
+	obj client.Object
+	err error
+}
+
+// Get reads key into obj from Reader the first time, and from what that
+// read after.
+func (r *readOnce) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	k := fmt.Sprintf("%T %s %s", obj, obj.GetObjectKind().GroupVersionKind(), key)
+	if got, ok := r.seen[k]; ok {
+		if got.err == nil {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(got.obj.DeepCopyObject()).Elem())
+		}
+		return got.err
 	}
-	e.seen[key] = read{got, err}
-	return got, err
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if r.seen == nil {
+		r.seen = map[string]read{}
+	}
+	r.seen[k] = read{obj: obj.DeepCopyObject().(client.Object), err: err}
+	return err
 }
 
 // anyExists says whether any object of a Gateway being deleted remains.

@@ -81,7 +81,7 @@ func pskSecret() *corev1.Secret {
 // newExternal is the external client of a Gateway reading PSKs from kube
 // and running its objects in target, for one reconcile.
 func newExternal(kube, target client.Client) *external {
-	return &external{kube: kube, target: target, recorder: event.NewNopRecorder(), details: &detailHold{}, image: DefaultImage}
+	return &external{kube: &readOnce{Reader: kube}, target: target, live: &readOnce{Reader: target}, recorder: event.NewNopRecorder(), details: &detailHold{}, image: DefaultImage}
 }
 
 // created returns a target cluster holding gw's objects as the provider
@@ -597,6 +597,11 @@ func TestObserveStatus(t *testing.T) {
 			reason: "A report that does not parse is an error.",
 			ready:  1, report: map[string]string{contract.KeyTunnels: "not json"},
 			err: true,
+		},
+		"BadReportNoPodReady": {
+			reason: "Without a ready pod the report does not count, nor does its content that does not parse.",
+			report: map[string]string{contract.KeyTunnels: "not json"},
+			want:   status{Ready: v1alpha1.ReasonPodNotReady, TunnelsUp: "0/1", Replicas: 1},
 		},
 	}
 	for name, tc := range cases {

@@ -8,13 +8,10 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -27,31 +24,6 @@ const (
 )
 
 const errDeletionCost = "cannot set the pod-deletion-cost of the gateway's pods"
-
-// leader reads the active pod the agent of a gateway with replicas 2
-// reports in the status ConfigMap (key leader.json), nil when there is
-// none; content that does not parse is an error naming the ConfigMap. With
-// replicas 1, or no pod ready (ready is the Deployment's ready replicas),
-// there is no active pod whatever the ConfigMap still holds: a gateway
-// scaled back to 1 leaves its last report there.
-func (e *external) leader(ctx context.Context, gw *v1alpha1.Gateway, ready int32) (*v1alpha1.LeaderStatus, error) {
-	if workload.Replicas(gw) < 2 || ready == 0 {
-		return nil, nil
-	}
-	cm, err := e.statusConfigMap(ctx, gw)
-	if cm == nil {
-		return nil, err
-	}
-	raw, ok := cm.Data[contract.KeyLeader]
-	if !ok {
-		return nil, nil
-	}
-	ls := &v1alpha1.LeaderStatus{}
-	if err := json.Unmarshal([]byte(raw), ls); err != nil {
-		return nil, fmt.Errorf("the agent's status ConfigMap %s/%s has no valid %s: %w", cm.Namespace, cm.Name, contract.KeyLeader, err)
-	}
-	return ls, nil
-}
 
 // leaderEvent returns the event for a change of the active pod from old
 // to now, or nil: a Warning Failover when now took over because old's
@@ -108,20 +80,6 @@ func (e *external) rankPods(ctx context.Context, gw *v1alpha1.Gateway) error {
 		}
 	}
 	return nil
-}
-
-// statusConfigMap returns the agent's status ConfigMap, nil when it does
-// not exist (no report yet).
-func (e *external) statusConfigMap(ctx context.Context, gw *v1alpha1.Gateway) (*corev1.ConfigMap, error) {
-	nn := types.NamespacedName{Namespace: gw.Spec.ForProvider.Namespace, Name: workload.NamesOf(gw.Name).Status}
-	got, err := e.get(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: nn.Namespace, Name: nn.Name}})
-	if err != nil {
-		if kerrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("cannot get the agent's status ConfigMap %s: %w", nn, err)
-	}
-	return got.(*corev1.ConfigMap), nil
 }
 
 // annotationsPatch is a merge patch of an object's annotations: a nil

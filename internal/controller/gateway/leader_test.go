@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/contract"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -126,7 +125,7 @@ func TestRankPods(t *testing.T) {
 			if tc.leader != "" {
 				g.Status.AtProvider.Leader = &v1alpha1.LeaderStatus{Pod: tc.leader}
 			}
-			e := &external{target: c}
+			e := &external{target: c, live: &readOnce{Reader: c}}
 			if err := e.rankPods(context.Background(), g); err != nil {
 				t.Fatal(err)
 			}
@@ -192,41 +191,6 @@ func TestStrategy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := strategy(tc.live, tc.want); *got.Type != tc.wantType {
 				t.Errorf("%s\nstrategy() = %s, want %s", tc.reason, *got.Type, tc.wantType)
-			}
-		})
-	}
-}
-
-// TestLeader: the active pod comes from the status ConfigMap only for a
-// gateway with replicas 2 and a pod ready; a gateway scaled back to 1, or
-// with no pod ready, has none whatever the ConfigMap still holds.
-func TestLeader(t *testing.T) {
-	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}
-	gw.Spec.ForProvider.Namespace = "tenant-a"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: workload.NamesOf("gw").Status},
-		Data: map[string]string{contract.KeyLeader: `{"pod":"gw-a","node":"node-1","cause":"first"}`}}
-	reported := &v1alpha1.LeaderStatus{Pod: "gw-a", Node: "node-1", Cause: "first"}
-	cases := map[string]struct {
-		reason   string
-		replicas int32
-		ready    int32
-		want     *v1alpha1.LeaderStatus
-	}{
-		"ActiveStandby": {reason: "Replicas 2 with a pod ready: the agent's report.", replicas: 2, ready: 2, want: reported},
-		"ScaledBack":    {reason: "Replicas 1: no active pod, though the report is still there.", replicas: 1, ready: 1},
-		"NoPodReady":    {reason: "No pod ready: no active pod.", replicas: 2},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			g := gw.DeepCopy()
-			g.Spec.ForProvider.Replicas = ptr.To(tc.replicas)
-			e := &external{target: fake.NewClientBuilder().WithObjects(cm).Build()}
-			got, err := e.leader(context.Background(), g, tc.ready)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

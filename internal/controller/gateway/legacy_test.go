@@ -124,7 +124,7 @@ func TestKeepLegacyTemplate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := newTarget(nil)
 			applyAll(t, c, tc.live, fieldManager)
-			e := &external{target: c, objects: objects(tc.gw, tc.f)}
+			e := &external{target: c, live: &readOnce{Reader: c}, objects: objects(tc.gw, tc.f)}
 			live := &appsv1.Deployment{}
 			if err := c.Get(context.Background(), types.NamespacedName{Namespace: "tenant-a", Name: n.Gateway}, live); err != nil {
 				t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -33,21 +31,27 @@ var Kind = mrsetup.Kind{
 // provider's own cluster it is observed when that ConfigMap's data or its
 // Deployment's ready replicas change (watches), else at the provider's
 // --poll as a safety poll and drift check; a Gateway whose ProviderConfig
-// targets another cluster is polled every remotePoll instead. It returns
-// an error when a client, the watches' cache or the controller cannot be
-// built. d.GatewayImage is the image of a Gateway that names none (empty:
-// DefaultImage).
+// targets another cluster is polled every remotePoll instead. Its
+// ProviderConfig comes from the manager's cache, the objects of a Gateway
+// of the provider's own cluster from the cache the watches use
+// (ownCluster), the Secrets it names from the API server, each once per
+// reconcile. It returns an error when a client, the cache or the
+// controller cannot be built. d.GatewayImage is the image of a Gateway
+// that names none (empty: DefaultImage); d.OpenStack's Credentials read
+// the ProviderConfigs and their kubeconfig Secrets.
 func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	name := managed.ControllerName(v1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, false, d.GatewayImage)
+	c, w, err := newConnector(mgr, name, false, d)
 	if err != nil {
 		return err
 	}
 	c.usage = mrsetup.UsageTracker(mgr)
 	return mrsetup.Register(mgr, o, name, v1alpha1.GatewayGroupVersionKind, &v1alpha1.Gateway{}, mrsetup.Tuning{Poll: c.poll, Watches: w},
 		managed.WithTypedExternalConnector[*v1alpha1.Gateway](c),
-		// Reads go to the API server uncached, so a created object is seen
-		// at once: no grace period before believing it is gone.
+		// No grace period before believing a created object gone: the
+		// cache trails a create by a watch event, and an Observe that
+		// comes sooner only has the idempotent apply of Create run again,
+		// where the grace period would requeue with an event each time.
 		managed.WithCreationGracePeriod(0),
 	)
 }
@@ -56,12 +60,12 @@ func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error
 // (gateway.m.ipsecgw.io) to mgr, as setup does: the same external client
 // on the namespaced twin (mrsetup.TwinExternal), its objects in the
 // Gateway's own namespace of the cluster its ProviderConfig of that
-// namespace or its ClusterProviderConfig names, watched through a cache of
-// its own. It returns an error when a client, the watches' cache or the
-// controller cannot be built.
+// namespace or its ClusterProviderConfig names, read and watched through
+// the cache the cluster-scoped Gateway's controller uses. It returns an
+// error when a client, the cache or the controller cannot be built.
 func setupNamespaced(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
 	name := managed.ControllerName(nsv1alpha1.GatewayGroupKind)
-	c, w, err := newConnector(mgr, name, true, d.GatewayImage)
+	c, w, err := newConnector(mgr, name, true, d)
 	if err != nil {
 		return err
 	}
@@ -74,31 +78,31 @@ func setupNamespaced(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependenc
 // newConnector returns the connector of the Gateway controller named name
 // (its usage tracker unset) and the watches that enqueue its Gateways
 // (namespaced ones when namespaced), whose Gateways that name no image run
-// image (empty: DefaultImage).
-func newConnector(mgr ctrl.Manager, name string, namespaced bool, image string) (*connector, []source.TypedSource[reconcile.Request], error) {
+// d.GatewayImage (empty: DefaultImage).
+func newConnector(mgr ctrl.Manager, name string, namespaced bool, d mrsetup.Dependencies) (*connector, []source.TypedSource[reconcile.Request], error) {
+	image := d.GatewayImage
 	if image == "" {
 		image = DefaultImage
 	}
-	// An uncached client: caching every Secret and ConfigMap of the
-	// cluster would cost memory and RBAC the provider does not need.
-	own, err := mrsetup.UncachedClient(mgr)
+	own, err := ownClusterOf(mgr)
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := watches(mgr, namespaced)
+	config, err := mrsetup.Credentials(mgr, d.OpenStack)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &connector{
-		kube:      own,
-		own:       own,
-		ownConfig: mgr.GetConfig(),
-		newClient: func(cfg *rest.Config) (client.Client, error) {
-			return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-		},
+		config: config,
+		// Uncached: the tenants' Secrets carry no label of the provider's
+		// to select them by, and caching every Secret of the cluster would
+		// cost memory and RBAC the provider does not need.
+		secrets:  own.clusters.Own,
+		objects:  own.cache,
+		clusters: own.clusters,
 		targets:  &targets{},
 		details:  &detailHold{},
 		image:    image,
 		recorder: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // SA1019: crossplane-runtime's event.NewAPIRecorder takes the old API's recorder
-	}, w, nil
+	}, watches(own.cache, namespaced), nil
 }

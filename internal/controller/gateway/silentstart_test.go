@@ -109,13 +109,18 @@ func TestSilentStartImage(t *testing.T) {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}
 			var events recorded
-			e := &external{target: b.Build(), recorder: &events}
+			c := b.Build()
+			e := &external{target: c, live: &readOnce{Reader: c}, recorder: &events}
 			gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}
 			gw.Spec.ForProvider.Namespace = "tenant-a"
 			gw.Spec.ForProvider.Images.Agent = tc.agent
 			gw.Spec.ForProvider.Replicas = tc.replicas
 			gw.Status.AtProvider.SilentStartImage = tc.was
-			if diff := cmp.Diff(tc.want, e.silentStartImage(context.Background(), gw)); diff != "" {
+			rep, err := e.report(context.Background(), gw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, e.silentStartImage(context.Background(), gw, workload.Replicas(gw), rep.silentStartPod)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 			if len(events) != tc.wantEvents {

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,10 +8,8 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/contract"
 )
 
 // Reasons of the events a Gateway emits when a tunnel changes state.
@@ -22,38 +18,6 @@ const (
 	reasonTunnelDown        event.Reason = "TunnelDown"
 	reasonTunnelReinitiated event.Reason = "TunnelReinitiated"
 )
-
-// tunnels reads the tunnel status the gateway's agent publishes in its
-// status ConfigMap (key tunnels.json). A missing ConfigMap or key means no
-// report yet; content that does not parse is an error naming the
-// ConfigMap.
-func (e *external) tunnels(ctx context.Context, gw *v1alpha1.Gateway) ([]v1alpha1.TunnelStatus, error) {
-	cm, err := e.statusConfigMap(ctx, gw)
-	if cm == nil {
-		return nil, err
-	}
-	nn := types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
-	raw, ok := cm.Data[contract.KeyTunnels]
-	if !ok {
-		return nil, nil
-	}
-	var ts []v1alpha1.TunnelStatus
-	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
-		return nil, fmt.Errorf("the agent's status ConfigMap %s has no valid %s: %w", nn, contract.KeyTunnels, err)
-	}
-	return ts, nil
-}
-
-// loadedHash returns the hash of the configuration the gateway's agent
-// last loaded, as it published it in its status ConfigMap
-// (contract.KeyConfigHash), "" when it has not.
-func (e *external) loadedHash(ctx context.Context, gw *v1alpha1.Gateway) (string, error) {
-	cm, err := e.statusConfigMap(ctx, gw)
-	if cm == nil {
-		return "", err
-	}
-	return cm.Data[contract.KeyConfigHash], nil
-}
 
 // idle returns the tunnel status of a gateway none of whose pods is ready:
 // every configured tunnel DOWN, sorted by name as the agent sorts them.

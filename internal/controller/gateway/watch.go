@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -33,44 +36,93 @@ import (
 // provider's --poll.
 const remotePoll = 15 * time.Second
 
-const errWatchCache = "cannot create the cache of the gateways' status ConfigMaps and Deployments"
+const errOwnCache = "cannot create the cache of the gateways' objects"
 
-// watched selects what the Gateway controller watches in the provider's
-// own cluster, and nothing else of their kinds: the agents' status
-// ConfigMaps (their content is the tunnel status) and the gateways'
-// Deployments (their ready replicas decide whether that status counts).
-var watched = map[client.Object]labels.Selector{
-	&corev1.ConfigMap{}: labels.SelectorFromSet(labels.Set{
-		workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: workload.ComponentStatus,
-	}),
-	&appsv1.Deployment{}: labels.SelectorFromSet(labels.Set{
-		workload.LabelManagedBy: workload.ManagedBy, workload.LabelName: "ipsec-gateway",
-	}),
+// ownedLabels selects the objects of every gateway (workload.Labels but the
+// gateway's name) and nothing else of their kinds: what the cache of the
+// provider's own cluster (ownCluster) lists and watches.
+var ownedLabels = labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy, workload.LabelName: "ipsec-gateway"})
+
+// ownCluster is what both Gateway controllers of a manager (the
+// cluster-scoped kind's and the namespaced one's) share in the provider's
+// own cluster: the cache of the gateways' objects there, which the watches
+// and Observe read, and the clients of the clusters the ProviderConfigs
+// select.
+type ownCluster struct {
+	// cache lists and watches the objects ownedLabels selects, kind by kind as
+	// they are first read, with their managed fields: the drift check
+	// extracts the provider's fields from them (ssa.go). An informer of a
+	// kind serves every Gateway: a Gateway at rest reads nothing from the
+	// API server. Only the Gateway's objects may be read through it: an
+	// object without its labels reads as missing.
+	cache cache.Cache
+	// clusters are the clients of the clusters the ProviderConfigs select:
+	// the provider's own uncached (the Secrets and Services a Gateway
+	// names, pods, and every write), another's built once per kubeconfig.
+	clusters *cluster.Targets[client.Client]
+	// mgr is the manager it serves.
+	mgr ctrl.Manager
 }
+
+// ownClusters holds the ownCluster of each manager that runs Gateway
+// controllers, from the first controller's setup until the manager stops.
+var ownClusters = struct {
+	sync.Mutex
+	of map[ctrl.Manager]*ownCluster
+}{of: map[ctrl.Manager]*ownCluster{}}
+
+// ownClusterOf returns the ownCluster of mgr, made and added to mgr at the
+// first call. It returns an error when a client or the cache cannot be
+// built or mgr does not take the cache.
+func ownClusterOf(mgr ctrl.Manager) (*ownCluster, error) {
+	ownClusters.Lock()
+	defer ownClusters.Unlock()
+	if o, ok := ownClusters.of[mgr]; ok {
+		return o, nil
+	}
+	own, err := mrsetup.UncachedClient(mgr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		DefaultLabelSelector: ownedLabels,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", errOwnCache, err)
+	}
+	o := &ownCluster{cache: c, mgr: mgr, clusters: &cluster.Targets[client.Client]{Own: own, New: func(cfg *rest.Config) (client.Client, error) {
+		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	}}}
+	if err := mgr.Add(o); err != nil {
+		return nil, fmt.Errorf("%s: %w", errOwnCache, err)
+	}
+	ownClusters.of[mgr] = o
+	return o, nil
+}
+
+// Start runs the cache until ctx is done, then forgets o: a manager runs
+// once.
+func (o *ownCluster) Start(ctx context.Context) error {
+	defer func() {
+		ownClusters.Lock()
+		defer ownClusters.Unlock()
+		delete(ownClusters.of, o.mgr)
+	}()
+	return o.cache.Start(ctx)
+}
+
+// GetCache returns the cache: the manager starts o with its caches,
+// before the controllers, and waits for it to sync.
+func (o *ownCluster) GetCache() cache.Cache { return o.cache }
 
 // watches returns the sources that enqueue a Gateway (a namespaced one
 // when namespaced, in the namespace of its objects) when its agent's
 // status ConfigMap changes data or its Deployment's ready replicas change
-// in the provider's own cluster, read through a cache of their own (added
-// to mgr) that lists and watches only the objects watched selects, without
-// managed fields. It returns an error when the cache cannot be built.
-func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.Request], error) {
-	byObject := map[client.Object]cache.ByObject{}
-	for o, sel := range watched {
-		byObject[o] = cache.ByObject{Label: sel}
-	}
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:           mgr.GetScheme(),
-		Mapper:           mgr.GetRESTMapper(),
-		ByObject:         byObject,
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", errWatchCache, err)
-	}
-	if err := mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("%s: %w", errWatchCache, err)
-	}
+// in the provider's own cluster, read through c, the cache of the
+// gateways' objects.
+func watches(c cache.Cache, namespaced bool) []source.TypedSource[reconcile.Request] {
 	enqueue := settled(func(ctx context.Context, o client.Object) []reconcile.Request {
 		rs := gatewayOf(ctx, o)
 		if namespaced {
@@ -83,7 +135,7 @@ func watches(mgr ctrl.Manager, namespaced bool) ([]source.TypedSource[reconcile.
 	return []source.TypedSource[reconcile.Request]{
 		source.Kind(c, client.Object(&corev1.ConfigMap{}), enqueue, predicate.Funcs{UpdateFunc: dataChanged}),
 		source.Kind(c, client.Object(&appsv1.Deployment{}), enqueue, predicate.Funcs{UpdateFunc: readinessChanged}),
-	}, nil
+	}
 }
 
 // settle is how long after its agent's status ConfigMap or its Deployment

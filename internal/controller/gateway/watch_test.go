@@ -13,9 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
@@ -73,34 +76,39 @@ func TestGatewayOf(t *testing.T) {
 	}
 }
 
-// TestWatchedSelectsRendered proves that the watches' label selectors
-// select the status ConfigMap and the Deployment the Gateway renders, and
-// no other object of it.
-func TestWatchedSelectsRendered(t *testing.T) {
-	gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
-	gw.Spec.ForProvider.Namespace = "tenant-a"
-	objs, err := workload.Build(gw, &render.Files{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newTarget(nil)
-	applyAll(t, c, objs, fieldManager)
-	n := workload.NamesOf("vpn")
-	want := map[string]bool{"*v1.ConfigMap " + n.Status: true, "*v1.Deployment " + n.Gateway: true}
-	got := map[string]bool{}
-	for _, x := range ownedObjects(objs) {
-		o := x.live
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+// TestOwnedLabelsSelectRendered proves that the label selector of the
+// cache of the gateways' objects selects every object a Gateway renders
+// (Observe reads each from it), whether active/standby or not, and not an
+// object that only names the gateway.
+func TestOwnedLabelsSelectRendered(t *testing.T) {
+	for _, replicas := range []int32{1, 2} {
+		gw := &v1alpha1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "vpn"}}
+		gw.Spec.ForProvider.Namespace = "tenant-a"
+		gw.Spec.ForProvider.Replicas = &replicas
+		objs, err := workload.Build(gw, &render.Files{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		for w, sel := range watched {
-			if fmt.Sprintf("%T", w) == fmt.Sprintf("%T", o) && sel.Matches(labels.Set(o.GetLabels())) {
-				got[fmt.Sprintf("%T %s", o, o.GetName())] = true
+		c := newTarget(nil)
+		applyAll(t, c, objs, fieldManager)
+		var want, got []string
+		for _, x := range ownedObjects(objs) {
+			o := x.live
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%s %s", x.kind, o.GetName())
+			want = append(want, name)
+			if ownedLabels.Matches(labels.Set(o.GetLabels())) {
+				got = append(got, name)
 			}
 		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("replicas %d: objects the cache selects: -want (every object rendered), +got:\n%s", replicas, diff)
+		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("objects the watches select: -want, +got:\n%s", diff)
+	if ownedLabels.Matches(labels.Set{workload.LabelGateway: "vpn"}) {
+		t.Errorf("the cache selects an object that only names the gateway")
 	}
 }
 
@@ -197,5 +205,43 @@ func TestSettled(t *testing.T) {
 	want := []string{"vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms", "vpn-status after 500ms"}
 	if diff := cmp.Diff(want, q.added); diff != "" {
 		t.Errorf("requests added for a create, an update, a delete and a generic event: -want, +got:\n%s", diff)
+	}
+}
+
+// TestOwnClusterShared proves that the Gateway controllers of one manager
+// (the cluster-scoped and the namespaced kind's) share one cache and one
+// set of clients, that another manager has its own, and that a manager's
+// is forgotten once it stopped.
+func TestOwnClusterShared(t *testing.T) {
+	manager := func() ctrl.Manager {
+		// Nothing dials the address before the manager starts.
+		m, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	of := func(m ctrl.Manager) *ownCluster {
+		o, err := ownClusterOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a, b := manager(), manager()
+	first := of(a)
+	if of(a) != first {
+		t.Errorf("the second controller of a manager got a cache of its own")
+	}
+	if of(b) == first {
+		t.Errorf("two managers share a cache")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := first.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if of(a) == first {
+		t.Errorf("a stopped manager's cache is still handed out")
 	}
 }

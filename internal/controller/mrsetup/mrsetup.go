@@ -140,16 +140,24 @@ func ModernUsageTracker(mgr ctrl.Manager) resource.ModernTracker {
 	return resource.NewProviderConfigUsageTracker(mgr.GetClient(), &nspcv1alpha1.ProviderConfigUsage{})
 }
 
+// Credentials returns the reader of ProviderConfigs and the Secrets they
+// name that the controllers share: clients.Credentials (the provider's
+// main sets WatchCredentials' there), or an uncached client when that is
+// nil. It returns an error when that client cannot be built.
+func Credentials(mgr ctrl.Manager, clients *openstack.Clients) (client.Reader, error) {
+	if clients.Credentials != nil {
+		return clients.Credentials, nil
+	}
+	return UncachedClient(mgr)
+}
+
 // OpenStackConnector returns the connector the OpenStack kinds embed,
 // authenticating through clients and reading credentials with
-// clients.Credentials, or uncached when that is nil.
+// Credentials.
 func OpenStackConnector(mgr ctrl.Manager, clients *openstack.Clients) (openstack.Connector, error) {
-	kube := clients.Credentials
-	if kube == nil {
-		var err error
-		if kube, err = UncachedClient(mgr); err != nil {
-			return openstack.Connector{}, err
-		}
+	kube, err := Credentials(mgr, clients)
+	if err != nil {
+		return openstack.Connector{}, err
 	}
 	return openstack.Connector{Kube: kube, Usage: UsageTracker(mgr), ModernUsage: ModernUsageTracker(mgr), Clients: clients}, nil
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -20,22 +19,18 @@ import (
 // spec.cluster names.
 type connector struct {
 	openstack.Connector
-	// own reads the provider's own cluster (InjectedIdentity) and
-	// ownConfig is its REST config.
-	own       client.Reader
-	ownConfig *rest.Config
-	// newClient builds a reader of a cluster a kubeconfig names.
-	newClient func(*rest.Config) (client.Reader, error)
+	// nodes are the readers of the clusters the ProviderConfigs select.
+	nodes *cluster.Targets[client.Reader]
 	// status saves the resources' status in the provider's cluster.
 	status client.StatusClient
 }
 
 // NewConnector returns the connector of NodeAddressPairs' external
-// clients: Neutron through c, their status saved through status, Nodes through own (InjectedIdentity) or a
-// client newClient builds from the kubeconfig Secret of the
-// ProviderConfig. Tests use it to run one reconcile step on its own.
-func NewConnector(c openstack.Connector, status client.StatusClient, own client.Reader, ownConfig *rest.Config, newClient func(*rest.Config) (client.Reader, error)) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
-	return &connector{Connector: c, status: status, own: own, ownConfig: ownConfig, newClient: newClient}
+// clients: Neutron through c, their status saved through status, Nodes
+// through the reader nodes gives for the ProviderConfig. Tests use it to
+// run one reconcile step on its own.
+func NewConnector(c openstack.Connector, status client.StatusClient, nodes *cluster.Targets[client.Reader]) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
+	return &connector{Connector: c, status: status, nodes: nodes}
 }
 
 // Connect tracks the resource's use of its ProviderConfig and returns an
@@ -60,7 +55,7 @@ func (c *connector) connect(ctx context.Context, mg resource.Managed, status cli
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := cluster.Target(ctx, c.Kube, cfg.Name, cfg.Cluster, c.own, c.ownConfig, c.newClient)
+	nodes, err := c.nodes.Target(ctx, c.Kube, cfg.Name, cfg.Cluster)
 	if err != nil {
 		return nil, err
 	}

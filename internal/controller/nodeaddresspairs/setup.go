@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	nsv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/cluster"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 )
@@ -38,13 +39,13 @@ var Kind = mrsetup.Kind{
 // call, and adding a pair a port already has is skipped, so an
 // interrupted create is simply repeated.
 func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
-	own, err := mrsetup.UncachedClient(mgr)
+	nodes, err := nodesOf(mgr)
 	if err != nil {
 		return err
 	}
 	return mrsetup.RegisterOpenStack(mgr, o, d.OpenStack, v1alpha1.NodeAddressPairsGroupKind, v1alpha1.NodeAddressPairsGroupVersionKind, &v1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*v1alpha1.NodeAddressPairs] {
-			return NewConnector(c, mgr.GetClient(), own, mgr.GetConfig(), readerOf(mgr))
+			return NewConnector(c, mgr.GetClient(), nodes)
 		})
 }
 
@@ -55,20 +56,26 @@ func setup(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error
 // ClusterProviderConfig names. It returns an error when a client or the
 // controller cannot be built.
 func setupNamespaced(mgr ctrl.Manager, o controller.Options, d mrsetup.Dependencies) error {
-	own, err := mrsetup.UncachedClient(mgr)
+	nodes, err := nodesOf(mgr)
 	if err != nil {
 		return err
 	}
 	return mrsetup.RegisterOpenStack(mgr, o, d.OpenStack, nsv1alpha1.NodeAddressPairsGroupKind, nsv1alpha1.NodeAddressPairsGroupVersionKind, &nsv1alpha1.NodeAddressPairs{}, mrsetup.Tuning{}, nil,
 		func(c openstack.Connector) managed.TypedExternalConnector[*nsv1alpha1.NodeAddressPairs] {
-			return nsConnector{&connector{Connector: c, status: mgr.GetClient(), own: own, ownConfig: mgr.GetConfig(), newClient: readerOf(mgr)}}
+			return nsConnector{&connector{Connector: c, status: mgr.GetClient(), nodes: nodes}}
 		})
 }
 
-// readerOf returns the builder of readers of the clusters kubeconfigs
-// name, with mgr's scheme.
-func readerOf(mgr ctrl.Manager) func(*rest.Config) (client.Reader, error) {
-	return func(cfg *rest.Config) (client.Reader, error) {
-		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+// nodesOf returns the readers of the Nodes of the clusters ProviderConfigs
+// select: mgr's own cluster uncached, another through a client of its
+// kubeconfig with mgr's scheme. It returns an error when the own
+// cluster's client cannot be built.
+func nodesOf(mgr ctrl.Manager) (*cluster.Targets[client.Reader], error) {
+	own, err := mrsetup.UncachedClient(mgr)
+	if err != nil {
+		return nil, err
 	}
+	return &cluster.Targets[client.Reader]{Own: own, New: func(cfg *rest.Config) (client.Reader, error) {
+		return client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	}}, nil
 }
