@@ -58,7 +58,7 @@ type refusal struct {
 // requires them: Crossplane fetches them and runs the function again), or
 // the ProviderConfig is refused (a fatal result, so that Crossplane changes
 // nothing, and condition StepsReady saying why).
-func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *XIPsecGateway, observed Observed) bool {
+func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *XIPsecGateway, observed *Observed) bool {
 	ns := claimNamespace(xr)
 	var pins []*fieldpath.Paved
 	if ns != "" {
@@ -118,7 +118,7 @@ func claimNamespace(xr *XIPsecGateway) string {
 // another ProviderConfig are never moved to the new one (their Neutron
 // objects would be looked for, and made again, in another project): that
 // is refused too, and left to the platform (docs/api.md).
-func providerConfig(xr *XIPsecGateway, ns string, pins []*fieldpath.Paved, observed Observed) (string, *refusal) {
+func providerConfig(xr *XIPsecGateway, ns string, pins []*fieldpath.Paved, observed *Observed) (string, *refusal) {
 	asked := xr.Spec.ProviderConfigName
 	pc := asked
 	if ns != "" {
@@ -140,13 +140,16 @@ func providerConfig(xr *XIPsecGateway, ns string, pins []*fieldpath.Paved, obser
 	if ns != "" {
 		fix = fmt.Sprintf("the platform pins namespace %s back to %%q, or the claim is recreated", ns)
 	}
-	for _, n := range rollUpOrder {
-		o := observed[n]
-		if used := str(o, "spec.providerConfigRef.name"); used != "" && used != pc {
+	for _, s := range steps {
+		mg, _ := observed.managed(s.Resource)
+		if mg == nil || mg.GetProviderConfigReference() == nil {
+			continue
+		}
+		if used := mg.GetProviderConfigReference().Name; used != "" && used != pc {
 			return "", &refusal{ReasonProviderConfigChange, fmt.Sprintf(
 				"%s %s uses ProviderConfig %q, but this composite's is now %q: moved, its Neutron objects would be looked for, and made again, "+
 					"with other credentials; nothing was changed: "+fix,
-				str(o, "kind"), str(o, "metadata.name"), used, pc, used)}
+				mg.GetObjectKind().GroupVersionKind().Kind, mg.GetName(), used, pc, used)}
 		}
 	}
 	return pc, nil
@@ -159,7 +162,8 @@ func pinned(ns string, pins []*fieldpath.Paved) (string, *refusal) {
 	names := map[string][]string{}
 	for _, p := range pins {
 		pc, _ := p.GetString("data." + PinKey)
-		names[pc] = append(names[pc], str(p, "metadata.name"))
+		name, _ := p.GetString("metadata.name")
+		names[pc] = append(names[pc], name)
 	}
 	switch {
 	case len(names) == 0:

@@ -131,20 +131,13 @@ func TestProviderConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			xr := &XIPsecGateway{}
-			if err := convert(obj(t, tc.xr), xr); err != nil {
-				t.Fatal(err)
-			}
+			xr := xrOf(t, tc.xr)
 			var pins []*fieldpath.Paved
 			for _, p := range tc.pins {
 				pins = append(pins, fieldpath.Pave(obj(t, p)))
 			}
-			observed := Observed{}
-			for n, y := range tc.observed {
-				observed[n] = fieldpath.Pave(obj(t, y))
-			}
 			var got want
-			got.pc, got.refusal = providerConfig(xr, claimNamespace(xr), pins, observed)
+			got.pc, got.refusal = providerConfig(xr, claimNamespace(xr), pins, observedOf(t, tc.observed))
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nproviderConfig(...): -want, +got:\n%s", tc.reason, diff)
 			}
