@@ -43,6 +43,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	nv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/sparse"
 )
 
 // The composed resources' names in the pipeline (the
@@ -618,7 +619,11 @@ type composedMeta struct {
 // composite's ProviderConfig reference; nil for the claim's), with md. It
 // states only what the function has an opinion on, as server-side apply
 // reads it: no status, no null and no empty object (such as the exposures
-// of a composite that has none, or a creation timestamp): prune.
+// of a composite that has none, or a creation timestamp: sparse.Object).
+// Not composed.From: it encodes with go-json-experiment, which leaves out
+// empty objects but states every false or zero field tagged omitempty (a
+// tunnel's mobike: false), which under server-side apply would make the
+// function the owner of values it has no opinion on.
 func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md composedMeta) (*composed.Unstructured, error) {
 	o, err := inScope(o, nsPC)
 	if err != nil {
@@ -641,7 +646,7 @@ func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md co
 	u := &composed.Unstructured{Unstructured: unstructured.Unstructured{Object: m}}
 	u.SetGroupVersionKind(kindOf(o))
 	delete(m, "status")
-	prune(m)
+	sparse.Object(m)
 	if len(md.Labels) > 0 {
 		u.SetLabels(md.Labels)
 	}
@@ -649,31 +654,4 @@ func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md co
 		u.SetAnnotations(map[string]string{meta.AnnotationKeyExternalName: md.ExternalName})
 	}
 	return u, nil
-}
-
-// prune removes every null value and every object that is or becomes
-// empty from the objects in m, at any depth; lists stay, empty or not.
-// composed.From, which encodes with go-json-experiment to leave out empty
-// objects, does not do: it also states each false or zero field tagged
-// omitempty (a tunnel's mobike: false, forceEncapsulation: false), which
-// would make the function, under server-side apply, the owner of values it
-// has no opinion on.
-func prune(m map[string]any) {
-	for k, v := range m {
-		switch v := v.(type) {
-		case nil:
-			delete(m, k)
-		case map[string]any:
-			prune(v)
-			if len(v) == 0 {
-				delete(m, k)
-			}
-		case []any:
-			for _, e := range v {
-				if em, ok := e.(map[string]any); ok {
-					prune(em)
-				}
-			}
-		}
-	}
 }
