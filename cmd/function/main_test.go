@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +16,7 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		"Defaults": {
-			reason: "No flags give function-template-go's defaults: TCP on :9443, requests of up to 4 MB.",
+			reason: "No flags give function-template-go's defaults: TCP on :9443, requests of up to 4 MB; no metrics server.",
 			want:   defaults,
 		},
 		"MaxRecvMessageSizeInMB": {
@@ -29,10 +30,10 @@ func TestParseFlags(t *testing.T) {
 		},
 		"TemplateFlags": {
 			reason: "The template's other flags are taken with their names.",
-			args:   []string{"--debug", "--network=unix", "--address=/tmp/fn.sock", "--tls-certs-dir=/certs", "--insecure"},
+			args:   []string{"--debug", "--network=unix", "--address=/tmp/fn.sock", "--tls-certs-dir=/certs", "--insecure", "--metrics-address=127.0.0.1:8080"},
 			want: func() options {
 				o := defaults
-				o.debug, o.network, o.address, o.certs, o.insec = true, "unix", "/tmp/fn.sock", "/certs", true
+				o.debug, o.network, o.address, o.certs, o.insec, o.metrics = true, "unix", "/tmp/fn.sock", "/certs", true, "127.0.0.1:8080"
 				return o
 			}(),
 		},
@@ -60,5 +61,14 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("%s\nparseFlags(%q): -want, +got:\n%s", tc.reason, tc.args, diff)
 			}
 		})
+	}
+}
+
+func TestServeRefusesWithoutCredentials(t *testing.T) {
+	// Neither --tls-certs-dir nor --insecure: serve must refuse before it
+	// listens, naming both flags, rather than serve without mTLS.
+	err := serve(options{network: "tcp", address: "127.0.0.1:0"})
+	if diff := cmp.Diff(errNoCredentials, fmt.Sprint(err)); diff != "" {
+		t.Errorf("serve without credentials: -want error, +got error:\n%s", diff)
 	}
 }
