@@ -95,6 +95,17 @@ rc=0
 for p in "${pids[@]}"; do
 	wait "$p" || rc=1
 done
+# A shard that go test's -timeout ended (a panic: no TestMain cleanup)
+# leaves its Keystone + Neutron running; stop them, and fail.
+for ((k = 0; k <= ${#shards[@]}; k++)); do
+	n=$((neutron + 200 * k))
+	for state in "$ROOT/.work/itest-openstack-$n" "$ROOT/.work/itest-openstack-agents-$((n + 100))"; do
+		[ -e "$state" ] || continue
+		echo "hack/test-integration.sh: $state was left running (a time-out?): stopping it" >&2
+		OS_STATE=$state cluster/openstack/down.sh >/dev/null || true
+		rc=1
+	done
+done
 streams=()
 for n in "${names[@]}"; do
 	streams+=("$OUTPUT/test-integration-$n.json")
