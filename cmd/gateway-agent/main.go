@@ -14,7 +14,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -33,6 +31,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/internal/agent/leader"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/metrics"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/nat"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/role"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/run"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/source"
 	"github.com/ipsecgw/provider-ipsec/internal/agent/status"
@@ -158,16 +157,17 @@ func runAgent(ctx context.Context, o options) error {
 	}
 	ro.XFRM = xa
 	var c client.Client
-	if o.statusConfigMap != "" || o.lease != "" {
+	var cs kubernetes.Interface
+	if o.statusConfigMap != "" || o.lease != "" || o.configMap != "" {
 		var err error
-		if c, err = kubeClient(); err != nil {
+		if c, cs, err = kubeClients(); err != nil {
 			return err
 		}
 	}
 	if o.configMap != "" {
-		api, err := configSource(o, log)
-		if err != nil {
-			return err
+		api := &source.API{
+			Client: cs, Namespace: o.namespace, ConfigMap: o.configMap, Secret: o.secret,
+			Fallback: source.Dir{ConfigDir: o.configDir, SecretsDir: o.secretsDir}, Log: log,
 		}
 		go api.Run(ctx)
 		ro.Source = api
@@ -175,7 +175,7 @@ func runAgent(ctx context.Context, o options) error {
 	if o.statusConfigMap != "" {
 		ro.Publisher = &status.Publisher{Client: c, Namespace: o.namespace, Name: o.statusConfigMap, MinInterval: o.publishInterval}
 	}
-	handover := handoverLease(o)
+	handover := role.HandoverLease(o.lease, o.statusConfigMap)
 	ro.Standby = o.lease != "" || handover != ""
 	agent := run.New(ro)
 	m.Leader(!ro.Standby)
@@ -184,11 +184,17 @@ func runAgent(ctx context.Context, o options) error {
 		&http.Server{Addr: o.metricsAddr, Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second},
 		&http.Server{Addr: o.healthAddr, Handler: health(agent), ReadHeaderTimeout: 5 * time.Second})
 	log.Info("Starting", "config", o.configDir, "vici", o.viciSocket, "status", o.statusConfigMap, "lease", o.lease)
+	ropts := role.Options{
+		Agent: agent, Metrics: m, Kube: cs, Client: c, Namespace: o.namespace, StatusConfigMap: o.statusConfigMap,
+		Pod: o.podName, Node: o.nodeName, Log: log,
+	}
 	var err error
 	if o.lease != "" {
-		err = runElected(ctx, o, agent, m, c, log)
+		ip, _ := netip.ParseAddr(o.address) // parseFlags checked it
+		err = role.Elected{Options: ropts, Lease: o.lease,
+			Address: &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}}.Run(ctx)
 	} else {
-		err = runSingle(ctx, o, handover, agent, m, c, log)
+		err = role.Single{Options: ropts, Interface: leader.Handover{Interface: o.iface}, Lease: handover}.Run(ctx)
 	}
 	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -196,184 +202,6 @@ func runAgent(ctx context.Context, o options) error {
 		_ = s.Shutdown(shutdown)
 	}
 	log.Info("Stopped")
-	return err
-}
-
-// runElected runs the agent as one of an active/standby pair: the agent's
-// loop and the election, which makes it active while it holds the Lease.
-// Both end with ctx; the election first gives the address up.
-func runElected(ctx context.Context, o options, agent *run.Agent, m *metrics.Collector, c client.Client, log logging.Logger) error {
-	e, err := newElector(ctx, o.namespace, o.lease, o.podName, log)
-	if err != nil {
-		return err
-	}
-	ip, _ := netip.ParseAddr(o.address) // parseFlags checked it
-	addr := &leader.Address{Interface: o.iface, IP: ip, Up: o.addressUp, Down: o.addressDown}
-	e.Holder = holder{Holder: addr, agent: agent, standby: true}
-	e.Active = func(ctx context.Context, active bool, t leader.Takeover) {
-		m.Leader(active)
-		if !active {
-			return
-		}
-		if t.Cause != leader.CauseFirst {
-			m.FailedOver(t.Cause)
-		}
-		if o.statusConfigMap != "" {
-			go leader.Report(ctx, c, o.namespace, o.statusConfigMap, o.podName, o.nodeName, t, log)
-		}
-	}
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx) }()
-	err = e.Run(ctx)
-	return errors.Join(err, <-done)
-}
-
-// newElector returns the election of the pod identity on the Lease name
-// in namespace, with the watch of its releases; the caller sets its
-// Holder.
-func newElector(ctx context.Context, namespace, name, identity string, log logging.Logger) (*leader.Elector, error) {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the API server: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, cs.CoreV1(), cs.CoordinationV1(),
-		resourcelock.ResourceLockConfig{Identity: identity})
-	if err != nil {
-		return nil, err
-	}
-	return &leader.Elector{
-		Lock: lock, Log: log,
-		Released: leader.WatchReleases(ctx, cs.CoordinationV1().Leases(namespace), name, log),
-	}, nil
-}
-
-// handoverFallback is how long the single pod waits to read the
-// gateway's Lease before it answers ARP without it: the gateway's only
-// pod must not stay silent because the API server is out of its reach
-// (or the Lease is missing), which is likelier than an old pod that
-// still answers.
-const handoverFallback = 30 * time.Second
-
-// handoverLease returns the name of the gateway's Lease through which the
-// single pod (no --lease) hands over to its replacement: the gateway's
-// name, which its status ConfigMap's name (--status-configmap) begins
-// with, as the provider renders it; empty (no handover) without it.
-func handoverLease(o options) string {
-	if o.lease != "" {
-		return ""
-	}
-	gw, ok := strings.CutSuffix(o.statusConfigMap, contract.StatusSuffix)
-	if !ok {
-		return ""
-	}
-	return gw
-}
-
-// runSingle runs the agent of a gateway's single pod (no --lease), whose
-// --interface has its address from the CNI. With a handover Lease
-// (handoverLease; this pod's name or else its host name the identity) the
-// pod is the gateway only while it holds the Lease (or could not read it
-// within handoverFallback): only then does charon initiate the tunnels
-// and the interface answer ARP, if the CNI made it silent, and when ctx
-// ends (SIGTERM: the pod is deleted or its container restarted) the
-// interface is silenced before the Lease is released, so that the
-// replacement, which holds the same address, starts the tunnels once the
-// pod is quiet; the agent reports in the status ConfigMap that it does so
-// (leader.ReportSilentStart), so that the provider may have the CNI make
-// the interface of its image's pods silent. Without one (the agent run
-// outside a gateway pod) the
-// interface answers from the start and is silenced when ctx ends. An
-// interface that cannot be changed (none such) is logged, not an error.
-func runSingle(ctx context.Context, o options, lease string, agent *run.Agent, m *metrics.Collector, c client.Client, log logging.Logger) error {
-	h := holder{Holder: leader.Handover{Interface: o.iface}, agent: agent}
-	var elected chan error
-	if lease != "" {
-		id := o.podName
-		if id == "" {
-			id, _ = os.Hostname() // a pod's host name is its name
-		}
-		go leader.ReportSilentStart(ctx, c, o.namespace, o.statusConfigMap, id, log)
-		e, err := newElector(ctx, o.namespace, lease, id, log)
-		if err != nil {
-			return err
-		}
-		e.Holder, e.Keep = h, true
-		e.LeaseDuration, e.RenewDeadline, e.RetryPeriod = leader.HandoverLeaseDuration, leader.HandoverRenewDeadline, leader.HandoverRetryPeriod
-		e.Active = func(_ context.Context, active bool, _ leader.Takeover) { m.Leader(active) }
-		elected = make(chan error, 1)
-		go func() { elected <- e.Run(ctx) }()
-		go fallback(ctx, e, h, log)
-	} else if err := leader.Silence(o.iface, false); err != nil {
-		log.Debug("Cannot let the tenant interface answer ARP", "error", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	var err error
-	if elected != nil {
-		err = <-elected
-	}
-	// Again after the election, which silences only while it holds the
-	// Lease: a pod that answered without it (fallback) goes quiet too.
-	if err := h.Release(ctx); err != nil {
-		log.Info("Cannot silence the tenant interface", "error", err)
-	} else {
-		log.Info("Silenced the tenant interface (ARP off) for the pod's replacement", "interface", o.iface)
-	}
-	return errors.Join(err, <-done)
-}
-
-// fallback lets h take when e has read no Lease within handoverFallback.
-func fallback(ctx context.Context, e *leader.Elector, h holder, log logging.Logger) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(handoverFallback):
-	}
-	if e.Read() || ctx.Err() != nil {
-		return
-	}
-	log.Info("Cannot read the gateway's Lease: the gateway without the handover", "after", handoverFallback)
-	if err := h.Take(ctx); err != nil {
-		log.Info("Cannot let the tenant interface answer ARP", "error", err)
-	}
-}
-
-// holder is what the gateway's pod holds while it is the gateway: its
-// Holder (an active pod's leader.Address, or a single pod's answers to
-// ARP, leader.Handover), then the tunnels. Refresh is the Holder's.
-type holder struct {
-	leader.Holder
-	agent *run.Agent
-	// standby: Release makes the agent a standby (an active/standby
-	// pair's pod); a single pod releases only when it stops, and what
-	// charon holds goes with the pod.
-	standby bool
-}
-
-func (h holder) Take(ctx context.Context) error {
-	if err := h.Holder.Take(ctx); err != nil {
-		return err
-	}
-	h.agent.SetActive(true)
-	return nil
-}
-
-// Release gives the Holder up first: without the address the SAs carry nothing
-// and charon can send nothing, even before the agent closes them.
-func (h holder) Release(ctx context.Context) error {
-	err := h.Holder.Release(ctx)
-	if h.standby {
-		h.agent.SetActive(false)
-	}
 	return err
 }
 
@@ -405,33 +233,21 @@ func health(a *run.Agent) http.Handler {
 	return mux
 }
 
-// configSource returns the source that watches the gateway's ConfigMap
-// and Secret through the API server, the mounted files until it answered.
-func configSource(o options, log logging.Logger) (*source.API, error) {
+// kubeClients returns a client and a clientset with the pod's own
+// identity (its ServiceAccount), or KUBECONFIG out of cluster.
+func kubeClients() (client.Client, kubernetes.Interface, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("cannot find the API server: %w", err)
+		return nil, nil, fmt.Errorf("cannot find the API server: %w", err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
-	}
-	return &source.API{
-		Client: cs, Namespace: o.namespace, ConfigMap: o.configMap, Secret: o.secret,
-		Fallback: source.Dir{ConfigDir: o.configDir, SecretsDir: o.secretsDir}, Log: log,
-	}, nil
-}
-
-// kubeClient returns a client with the pod's own identity (its
-// ServiceAccount), or KUBECONFIG out of cluster.
-func kubeClient() (client.Client, error) {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the API server: %w", err)
+		return nil, nil, err
 	}
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	return c, cs, err
 }

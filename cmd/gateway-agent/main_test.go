@@ -134,35 +134,3 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 }
-
-func TestHandoverLease(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		o      options
-		want   string
-	}{
-		"AsThePodRunsIt": {
-			reason: "The single pod's status ConfigMap names the gateway, whose Lease it hands over through.",
-			o:      options{statusConfigMap: "vpn" + contract.StatusSuffix},
-			want:   "vpn",
-		},
-		"NoStatus": {
-			reason: "An agent without a status ConfigMap (outside a gateway pod) has no handover.",
-		},
-		"OtherName": {
-			reason: "A status ConfigMap the provider did not name says no gateway.",
-			o:      options{statusConfigMap: "tunnels"},
-		},
-		"Elected": {
-			reason: "A pod of an active/standby pair is elected on --lease, not handed over to.",
-			o:      options{statusConfigMap: "vpn" + contract.StatusSuffix, lease: "vpn"},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, handoverLease(tc.o)); diff != "" {
-				t.Errorf("%s\nhandoverLease(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func (a *Address) Take(ctx context.Context) error {
 	return nil
 }
 
-// Release sets Interface down first, with one ioctl and no process to
+// Release sets Interface down first, over rtnetlink with no process to
 // start, so that it answers no ARP at once, then runs Down.
 func (a *Address) Release(ctx context.Context) error {
 	errDown := linkDown(a.Interface)
@@ -92,26 +93,21 @@ const (
 // when IP is gone or has less than 2 s left: the kernel removed it, or is
 // about to, with the routes through it, which only Up brings back.
 func (a *Address) Refresh(_ context.Context, d time.Duration) error {
-	ifi, err := net.InterfaceByName(a.Interface)
+	link, err := linkByName(a.Interface)
 	if err != nil {
 		return fmt.Errorf("cannot refresh the address: %w", err)
 	}
-	r, err := dialRoute()
-	if err != nil {
-		return fmt.Errorf("cannot refresh the address: %w", err)
-	}
-	defer r.close()
-	all, err := r.addresses(ifi.Index)
+	all, err := addresses(link)
 	if err != nil {
 		return fmt.Errorf("cannot refresh the address: cannot list the addresses of %s: %w", a.Interface, err)
 	}
 	if err := refreshable(all, a.IP); err != nil {
 		return fmt.Errorf("cannot refresh %s on %s: %w", a.IP, a.Interface, err)
 	}
-	secs := uint32(max(d/time.Second, 1)) //nolint:gosec // G115: a lifetime of seconds
+	secs := int(max(d/time.Second, 1))
 	for _, x := range all {
-		if err := r.replace(x, secs); err != nil {
-			return fmt.Errorf("cannot refresh %s on %s: %w", x.local, a.Interface, err)
+		if err := renewLifetime(link, x, secs); err != nil {
+			return fmt.Errorf("cannot refresh %s on %s: %w", addrOf(x), a.Interface, err)
 		}
 	}
 	return nil
@@ -119,11 +115,11 @@ func (a *Address) Refresh(_ context.Context, d time.Duration) error {
 
 // refreshable says whether the addresses all of an interface may be
 // renewed for the gateway's address ip: nil when ip is among them with at
-// least refreshMargin left.
-func refreshable(all []ifAddr, ip netip.Addr) error {
+// least refreshMargin left (a permanent address has the most).
+func refreshable(all []netlink.Addr, ip netip.Addr) error {
 	for _, x := range all {
-		if x.local == ip {
-			if x.valid < refreshMargin {
+		if addrOf(x) == ip {
+			if x.ValidLft < refreshMargin {
 				return errors.New(errExpiring)
 			}
 			return nil
@@ -142,16 +138,20 @@ func sh(ctx context.Context, script string) error {
 	return nil
 }
 
-// linkDown clears IFF_UP of the interface named name.
+// linkDown sets the interface name down.
 func linkDown(name string) error {
-	if err := setFlags(name, unix.IFF_UP, 0); err != nil {
+	link, err := linkByName(name)
+	if err == nil {
+		err = netlink.LinkSetDown(link)
+	}
+	if err != nil {
 		return fmt.Errorf("cannot set %s down: %w", name, err)
 	}
 	return nil
 }
 
 // Silence stops (on false: lets again) the interface name answering ARP,
-// by setting (clearing) its NOARP flag, with two ioctls and no process to
+// by setting (clearing) its NOARP flag, over rtnetlink with no process to
 // start. Unlike a link set down it keeps the interface's addresses and
 // routes, so that Silence(name, false) alone undoes it.
 //
@@ -165,38 +165,23 @@ func linkDown(name string) error {
 // no address), so that a replacement answers only once it is let
 // (Handover).
 func Silence(name string, silent bool) error {
+	link, err := linkByName(name)
+	if err != nil {
+		return err
+	}
 	if silent {
-		if err := setFlags(name, 0, unix.IFF_NOARP); err != nil {
+		if err := netlink.LinkSetARPOff(link); err != nil {
 			return fmt.Errorf("cannot set ARP off on %s: %w", name, err)
 		}
 		return nil
 	}
-	if err := setARPIgnore(name, 0); err != nil {
+	if err := setARPIgnore(link, 0); err != nil {
 		return fmt.Errorf("cannot set arp_ignore 0 on %s: %w", name, err)
 	}
-	if err := setFlags(name, unix.IFF_NOARP, 0); err != nil {
+	if err := netlink.LinkSetARPOn(link); err != nil {
 		return fmt.Errorf("cannot set ARP on on %s: %w", name, err)
 	}
 	return nil
-}
-
-// setFlags clears the interface flags off (IFF_*) of the interface name
-// and sets on.
-func setFlags(name string, off, on uint16) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd) //nolint:errcheck // a datagram socket that sent nothing
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16()&^off | on)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // announce broadcasts one gratuitous ARP request for ip from ifi's MAC

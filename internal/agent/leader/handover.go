@@ -81,3 +81,10 @@ func (h Handover) Release(context.Context) error { return Silence(h.Interface, t
 // Refresh does nothing: the address is the CNI's and permanent, and only
 // an answer to ARP passes to the replacement.
 func (Handover) Refresh(context.Context, time.Duration) error { return nil }
+
+// Answer lets Interface answer ARP (Silence), without an announcement: a
+// single pod without the handover (the agent run outside a gateway pod).
+func (h Handover) Answer() error { return Silence(h.Interface, false) }
+
+// String is the interface's name, as logs show it.
+func (h Handover) String() string { return h.Interface }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/vishvananda/netlink"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -587,28 +589,31 @@ func TestRefresh(t *testing.T) {
 }
 
 func TestRefreshable(t *testing.T) {
-	gwIP, other := netip.MustParseAddr("10.20.0.10"), netip.MustParseAddr("100.64.0.1")
+	gwIP := netip.MustParseAddr("10.20.0.10")
+	// As netlink lists them: 4-byte addresses with their prefix.
+	gwNet := &net.IPNet{IP: net.IP(gwIP.AsSlice()), Mask: net.CIDRMask(24, 32)}
+	otherNet := &net.IPNet{IP: net.IPv4(100, 64, 0, 1).To4(), Mask: net.CIDRMask(10, 32)}
 	cases := map[string]struct {
 		reason string
-		all    []ifAddr
+		all    []netlink.Addr
 		want   error
 	}{
 		"Fresh": {
 			reason: "The gateway's address with 3 s left, beside another: refreshable.",
-			all:    []ifAddr{{local: gwIP, valid: 3}, {local: other, valid: 3}},
+			all:    []netlink.Addr{{IPNet: gwNet, ValidLft: 3}, {IPNet: otherNet, ValidLft: 3}},
 		},
 		"Permanent": {
 			reason: "A permanent address (an Up rendered before addresses had a lifetime) is refreshable: the refresh gives it one.",
-			all:    []ifAddr{{local: gwIP, valid: ^uint32(0)}},
+			all:    []netlink.Addr{{IPNet: gwNet, ValidLft: math.MaxUint32}},
 		},
 		"Gone": {
 			reason: "The kernel removed the gateway's address (with its routes): a refresh would add it back without them.",
-			all:    []ifAddr{{local: other, valid: 3}},
+			all:    []netlink.Addr{{IPNet: otherNet, ValidLft: 3}},
 			want:   errors.New(errNoAddress),
 		},
 		"Expiring": {
 			reason: "Less than 2 s left: the address may be gone before the refresh reaches the kernel.",
-			all:    []ifAddr{{local: gwIP, valid: 1}},
+			all:    []netlink.Addr{{IPNet: gwNet, ValidLft: 1}},
 			want:   errors.New(errExpiring),
 		},
 	}
