@@ -605,6 +605,9 @@ func TestAgentApplyValidatorBesideLiveCharon(t *testing.T) {
 	child := render.ChildName("site", topology.TenantSubnet, peer.Subnet)
 	before := tp.Gateway.WaitSA(t, "site", tunnelTimeout, topology.Up(child))
 	wasChild, _ := before.Installed(child)
+	// The gateway can see its IKE SA up a moment before the peer lists
+	// its own (seen with the peer's list still empty).
+	peer.WaitSA(t, "to-provider", tunnelTimeout, topology.Up("tenant"))
 	state := func() map[string]string {
 		t.Helper()
 		out := map[string]string{}
