@@ -39,11 +39,12 @@ shards=(
 	# 9 MRs each under fixed windows at rest and in storms of 429, 503
 	# and refused connections.
 	"storms TestOpenStackFailing TestOpenStackPolite"
-	# Neutron's real agents: one AGENTS=1 Keystone + Neutron for these.
-	"agents TestNeutronAgentsEnforcePortSecurity TestNodeAddressPairs TestTopologyUplink TestTunnelThroughFloatingIP"
+	# Neutron's real agents: one AGENTS=1 Keystone + Neutron for these;
+	# the provider binary on API servers of its own.
+	"agents TestNeutronAgentsEnforcePortSecurity TestNodeAddressPairs TestTopologyUplink TestTunnelThroughFloatingIP TestRecoverBareMRs TestSafeStart"
 	# Managed resources against Neutron one after another, polls at rest,
-	# the provider binary killed or on an API server of its own.
-	"neutron TestOpenStackKindsSyncEveryObject TestReferencesFollowNewNeutronPortAtRest TestReferencesFollowRecomposedPort TestRouterRoutes TestCrashSafeCreateKilled TestRecoverBareMRs TestFloatingIPBindingCutoverUnnudged TestSafeStart"
+	# the provider binary killed.
+	"neutron TestOpenStackKindsSyncEveryObject TestReferencesFollowNewNeutronPortAtRest TestReferencesFollowRecomposedPort TestRouterRoutes TestCrashSafeCreateKilled TestFloatingIPBindingCutoverUnnudged"
 	# charon's and the agent's timers: retransmissions, DPD, the
 	# watchdog, Leases.
 	"charon TestAlwaysOnSimultaneous TestAgentSilentPeer TestAddressExpiresWithTheAgent TestAlwaysOnPeerDownLongerThanDPD TestAlwaysOnPeerDownAtLoad TestAlwaysOnPeerDeletesIKESA TestAlwaysOnPeerDeletesChildSA TestAgentWatchdog TestLeaderElection TestSingleAgentSilentOnSIGTERM"
