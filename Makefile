@@ -87,6 +87,16 @@ test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon,
 	$(call timed,test-integration) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
 		$(call go_test,integration,-tags integration -count=1 -timeout 45m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...)
 
+# The kernel tier: hack/kernel.sh downloads the guest's kernel into the
+# cache (once; the tests download nothing), make images builds the gateway
+# image whose root filesystem the guest boots (QEMU, no root needed once
+# the root filesystem is cached).
+.PHONY: test-kernel
+test-kernel: images ## Kernel tier: Debian's kernel in a QEMU guest made of the gateway image; tunnels on the kernel's ESP, XFRM policies and interfaces (test/kernel).
+	hack/apt-install.sh --host kernel
+	hack/kernel.sh >/dev/null
+	$(call timed,test-kernel) $(call go_test,kernel,-tags kernel -count=1 -timeout 30m ./test/kernel/)
+
 # Argo CD is built (or found in the cache) before the Go tests, so that a
 # cold build (10-50 min) does not run inside their timeout; TestGitOps runs
 # it.
@@ -122,14 +132,15 @@ reviewable: generate ## Generate, format, vet, lint and unit-test: leaves `git s
 	$(GO) test ./...
 
 # The test packages' tests build only with their tag (integration:
-# test/integration, configuration, packages, images; e2e: test/e2e; a plain
-# `go vet` sees only their untagged doc.go), and each wrapper module under
-# hack/tools/ is a module of its own ("main module does not contain
-# package" for a plain `go vet <dir>`).
+# test/integration, configuration, packages, images; e2e: test/e2e; kernel:
+# test/kernel; a plain `go vet` sees only their untagged doc.go), and each
+# wrapper module under hack/tools/ is a module of its own ("main module does
+# not contain package" for a plain `go vet <dir>`).
 .PHONY: vet
 vet: ## go vet every package with the tag it builds with, and the wrapper modules' own code.
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./test/e2e/...
+	$(GO) vet -tags kernel ./test/kernel/...
 	cd hack/tools/etcd && $(GO) vet .
 
 # The shell scripts: *.sh and the files whose first line runs a shell.
