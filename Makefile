@@ -32,7 +32,7 @@ TREE_STATE = git status --porcelain --untracked-files=all 2>/dev/null | sha256su
 TREE_AT_START := $(shell $(TREE_STATE))
 
 .PHONY: test
-test: packages check-packages tools check-generate lint test-unit test-integration test-e2e test-nodes ## Run all tests (installs the packages and builds the toolchain first).
+test: packages check-packages tools check-generate lint test-unit test-kernel test-integration test-e2e test-nodes ## Run all tests (installs the packages and builds the toolchain first).
 	@[ "$$($(TREE_STATE))" = "$(TREE_AT_START)" ] || \
 		{ echo "error: make test changed the tree (a test wrote into it instead of a temporary directory, .work or _output):" >&2; git status --short >&2; exit 1; }
 
@@ -88,11 +88,11 @@ test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon,
 		$(call go_test,integration,-tags integration -count=1 -timeout 45m ./test/integration/... ./test/configuration/... ./test/packages/... ./test/images/...)
 
 # The kernel tier: hack/kernel.sh downloads the guest's kernel into the
-# cache (once; the tests download nothing), make images builds the gateway
-# image whose root filesystem the guest boots (QEMU, no root needed once
-# the root filesystem is cached).
+# cache (once; the tests download nothing); as root, make images builds the
+# gateway image the guest is made of (QEMU itself needs no root; without
+# the image the test skips, saying so).
 .PHONY: test-kernel
-test-kernel: images ## Kernel tier: Debian's kernel in a QEMU guest made of the gateway image; tunnels on the kernel's ESP, XFRM policies and interfaces (test/kernel).
+test-kernel: $(NODE_IMAGES) ## Kernel tier: Debian's kernel in a QEMU guest made of the gateway image; tunnels on the kernel's ESP, XFRM policies and interfaces (test/kernel).
 	hack/apt-install.sh --host kernel
 	hack/kernel.sh >/dev/null
 	$(call timed,test-kernel) $(call go_test,kernel,-tags kernel -count=1 -timeout 30m ./test/kernel/)

@@ -16,10 +16,12 @@ import (
 
 var root, _ = filepath.Abs(filepath.Join("..", ".."))
 
-// groups are the guest's tests, one boot per group: each group starts on a
-// fresh kernel, the tests of a group share one. A group is a -test.run
-// pattern of package guest.
-var groups = []struct{ name, run string }{
+// A group is guest tests that share one boot, a -test.run pattern of
+// package guest: each group starts on a fresh kernel.
+type group struct{ name, run string }
+
+// groups are the guest's tests, one boot per group.
+var groups = []group{
 	{"tunnels", "^TestTunnel"},
 	{"xfrmlink", "^TestXFRMLink"},
 }
@@ -31,10 +33,16 @@ const BootTimeout = 10 * time.Minute
 // TestGuest builds the guest (hack/kernel.sh's kernel, make images'
 // gateway image, package guest's test binary as its init), boots it once
 // per group and fails with every guest test that failed. Each guest test's
-// output is logged as it comes, under its group.
+// output is logged as it comes, under its group. $KERNEL_RUN, a -test.run
+// pattern of package guest, boots once for the tests it matches instead
+// (a targeted run).
 func TestGuest(t *testing.T) {
 	img := build(t)
-	for _, g := range groups {
+	boots := groups
+	if run := os.Getenv("KERNEL_RUN"); run != "" {
+		boots = []group{{"run", run}}
+	}
+	for _, g := range boots {
 		t.Run(g.name, func(t *testing.T) {
 			began := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), BootTimeout)

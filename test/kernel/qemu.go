@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ipsecgw/provider-ipsec/test/kernel/guest"
 )
 
 // QEMU is the emulator that boots the guest, from Debian's
@@ -25,10 +27,6 @@ const QEMU = "qemu-system-x86_64"
 // through it; the gateway image has no kmod) and sysctl (the topology's
 // forwarding; the image has no procps).
 const Busybox = "/bin/busybox"
-
-// ExitPrefix starts the last line the guest's init writes to the test
-// port: the test binary's exit code follows.
-const ExitPrefix = "GUEST-EXIT "
 
 // An Image is what a guest boots: the kernel and the initramfs.
 type Image struct {
@@ -147,7 +145,7 @@ func (img Image) Run(ctx context.Context, b Boot) (int, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		l := strings.TrimRight(sc.Text(), "\r")
-		if rest, ok := strings.CutPrefix(l, ExitPrefix); ok {
+		if rest, ok := strings.CutPrefix(l, guest.ExitPrefix); ok {
 			if n, err := strconv.Atoi(rest); err == nil {
 				code = n
 				continue

@@ -7,3 +7,8 @@
 // Its tests build only with the build tag kernel; this file, without the
 // tag, is what a plain go vet or go list sees of the package.
 package guest
+
+// ExitPrefix starts the last line the guest's init writes to its second
+// serial port: the test binary's exit code follows, which package kernel
+// reads.
+const ExitPrefix = "GUEST-EXIT "

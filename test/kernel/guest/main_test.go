@@ -15,10 +15,6 @@ import (
 // the host reads; the first (the console) has the kernel's messages.
 const testPort = "/dev/ttyS1"
 
-// exitPrefix is package kernel's ExitPrefix (that package imports this
-// one's binary, not its code).
-const exitPrefix = "GUEST-EXIT "
-
 // preload are modules loaded before the tests, so that a missing one
 // fails at once rather than as a test's odd error; the kernel loads the
 // others (nft's expressions, ciphers, drbg) on demand through the
@@ -42,7 +38,7 @@ func TestMain(m *testing.M) {
 	} else {
 		code = m.Run()
 	}
-	fmt.Printf("\n%s%d\n", exitPrefix, code)
+	fmt.Printf("\n%s%d\n", ExitPrefix, code)
 	if port != nil {
 		_ = unix.IoctlSetInt(int(port.Fd()), unix.TCSBRK, 1) // tcdrain: the host reads the exit code
 	}

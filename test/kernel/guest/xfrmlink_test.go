@@ -20,7 +20,8 @@ import (
 
 // TestXFRMLinkKernel applies a cloud VPN connection's XFRM interfaces and
 // routes (internal/agent/xfrmlink, as the agent does on each configuration
-// change) in a gateway namespace of the real kernel, step after step, and
+// change) in a gateway namespace of the real kernel, step after step, each
+// by a new Applier (it keeps no state: a restarted agent's is the same), and
 // compares what the kernel then holds (its XFRM interfaces with their IDs
 // and parents, up, and the main table's routes through them) and what
 // Apply says it changed with what each step wants.
@@ -65,7 +66,7 @@ func TestXFRMLinkKernel(t *testing.T) {
 			links: linkState(one, two), routes: []string{key(100) + " via " + one.Name, key(200) + " via " + two.Name},
 		},
 		{
-			reason: "The same configuration again changes nothing.",
+			reason: "The same configuration again, by a new Applier as a restarted agent makes one: nothing changes.",
 			conf:   backup, links: linkState(one, two), routes: []string{key(100) + " via " + one.Name, key(200) + " via " + two.Name},
 		},
 		{
