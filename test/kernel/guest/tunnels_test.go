@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/render"
 	"github.com/ipsecgw/provider-ipsec/internal/xfrmi"
@@ -26,13 +28,16 @@ const upTimeout = 2 * time.Minute
 var inside = netip.MustParsePrefix("100.64.0.0/24")
 
 // TestTunnelPolicyNAT runs a policy-based tunnel of a mode nat gateway
-// with an exposure and a reverse exposure on the kernel's data plane
-// (KernelXFRM): the image's charon with kernel-netlink, the image's agent
-// loading the rendered configuration and NAT rules. A TCP connection from
-// the client host to the exposure's inside address reaches the tenant
+// with an exposure, a reverse exposure and a hide NAT on the kernel's data
+// plane (KernelXFRM): the image's charon with kernel-netlink, the image's
+// agent loading the rendered configuration and NAT rules. A TCP connection
+// from the client host to the exposure's inside address reaches the tenant
 // service (from the gateway's tenant address: masquerade), one from the
 // tenant service to the reverse exposure reaches the client host (from the
-// reverse exposure's source address), and the gateway's kernel holds the
+// reverse exposure's source address), one from the tenant service to the
+// client host's own address reaches it from the hide NAT's presented
+// address (the kernel looks the XFRM policy up again after the SNAT: before
+// it, the tenant address matches none), and the gateway's kernel holds the
 // CHILD_SA's two SAs, each of which counted the packets.
 func TestTunnelPolicyNAT(t *testing.T) {
 	tp := start(t, 1)
@@ -44,9 +49,14 @@ func TestTunnelPolicyNAT(t *testing.T) {
 		exposed, exposedPort = "100.64.0.10", 8080
 		source               = "100.64.0.9"
 		listenPort           = 2222
+		presented            = "100.64.0.20"
+		clientPort           = 8443
 	)
 	service := v1alpha1.IPv4(topology.Service.String())
-	spec := gatewaySpec(v1alpha1.ModeNAT, siteTunnel("site", p0, [2]netip.Prefix{inside, p0.Subnet}))
+	tunnel := siteTunnel("site", p0, [2]netip.Prefix{inside, p0.Subnet})
+	tunnel.HideNAT = []v1alpha1.HideNAT{{Name: "apps", TenantSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())},
+		RemoteSubnets: []v1alpha1.CIDR{v1alpha1.CIDR(p0.Subnet.String())}, PresentedAddress: ptr.To(v1alpha1.IPv4(presented))}}
+	spec := gatewaySpec(v1alpha1.ModeNAT, tunnel)
 	spec.TenantSubnets = []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())}
 	spec.Exposures = []v1alpha1.Exposure{{Name: "web", Protocol: "tcp", InsideAddress: exposed, Port: exposedPort,
 		Target: v1alpha1.ExposureTarget{Address: &service, Port: 80}}}
@@ -54,6 +64,7 @@ func TestTunnelPolicyNAT(t *testing.T) {
 		ClientAddress: v1alpha1.IPv4(p0.Host.String()), ClientPort: 22, SourceAddress: source}}
 	tp.ServeWhoAmI(t, tp.Gateway.ServiceNS, "tcp", topology.Service.String()+":80")
 	tp.ServeWhoAmI(t, p0.HostNS, "tcp", p0.Host.String()+":22")
+	tp.ServeWhoAmI(t, p0.HostNS, "tcp", fmt.Sprintf("%s:%d", p0.Host, clientPort))
 
 	began := time.Now()
 	startAgent(t, tp, spec, map[string][]byte{"site": psk})
@@ -62,7 +73,36 @@ func TestTunnelPolicyNAT(t *testing.T) {
 
 	ask(t, tp, "exposure web: client host → inside address", p0.HostNS, "tcp", fmt.Sprintf("%s:%d", exposed, exposedPort), topology.TenantAddress)
 	ask(t, tp, "reverse exposure ssh: tenant service → gateway", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", topology.TenantAddress, listenPort), netip.MustParseAddr(source))
+	ask(t, tp, "hide NAT apps: tenant service → the client host's own address", tp.Gateway.ServiceNS, "tcp", fmt.Sprintf("%s:%d", p0.Host, clientPort), netip.MustParseAddr(presented))
 	kernelCarried(t, tp, 2, 3)
+}
+
+// TestTunnelRoutedIKEv1 runs an IKEv1 policy-based tunnel of a mode routed
+// gateway (no NAT: the tenant subnet itself is the local selector) on the
+// kernel's data plane: pings both ways between the client host and the
+// tenant service, and the gateway's kernel holds the two SAs, each of
+// which counted them.
+func TestTunnelRoutedIKEv1(t *testing.T) {
+	tp := start(t, 1)
+	p0 := tp.Peers[0]
+	psk := []byte("kernel-routed-ikev1-psk-0123456789")
+	sheet := clientSheet(p0, psk, topology.ClientChild{Name: "tenant", LocalTS: []string{p0.Subnet.String()}, RemoteTS: []string{topology.TenantSubnet.String()}})
+	sheet.IKEVersion = 1
+	loadSheet(t, p0, sheet)
+
+	tn := siteTunnel("v1", p0, [2]netip.Prefix{topology.TenantSubnet, p0.Subnet})
+	tn.IKEVersion = 1
+	spec := gatewaySpec(v1alpha1.ModeRouted, tn)
+	spec.TenantSubnets = []v1alpha1.CIDR{v1alpha1.CIDR(topology.TenantSubnet.String())}
+
+	began := time.Now()
+	startAgent(t, tp, spec, map[string][]byte{tn.Name: psk})
+	tp.Gateway.WaitSA(t, tn.Name, upTimeout, topology.Up(render.ChildName(tn.Name, topology.TenantSubnet, p0.Subnet)))
+	t.Logf("agent started to the CHILD_SA INSTALLED in %v", time.Since(began).Round(time.Millisecond))
+
+	ping(t, tp, "client host → tenant service", p0.HostNS, topology.Service)
+	ping(t, tp, "tenant service → client host", tp.Gateway.ServiceNS, p0.Host)
+	kernelCarried(t, tp, 2, 6)
 }
 
 // TestTunnelRouteBased runs a route-mode tunnel (gateway mode routed,
