@@ -32,7 +32,7 @@ TREE_STATE = git status --porcelain --untracked-files=all 2>/dev/null | sha256su
 TREE_AT_START := $(shell $(TREE_STATE))
 
 .PHONY: test
-test: packages check-packages tools check-generate lint test-unit test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
+test: packages check-packages tools check-generate lint test-unit test-kernel test-integration test-e2e ## Run all tests (installs the packages and builds the toolchain first).
 	@[ "$$($(TREE_STATE))" = "$(TREE_AT_START)" ] || \
 		{ echo "error: make test changed the tree (a test wrote into it instead of a temporary directory, .work or _output):" >&2; git status --short >&2; exit 1; }
 
@@ -86,6 +86,16 @@ test-unit: ## Unit tests: no processes, no network, under a minute.
 test-integration: $(NODE_IMAGES) ## Integration tests: envtest, Neutron, charon, nft, tunnels; crossplane render/validate of the Configuration; packages and images.
 	$(call timed,test-integration) KUBEBUILDER_ASSETS=$(TOOLS_BIN) GO=$(GO) OUTPUT=$(OUTPUT) hack/test-integration.sh
 
+# The kernel tier: hack/kernel.sh downloads the guest's kernel into the
+# cache (once; the tests download nothing); as root, make images builds the
+# gateway image the guest is made of (QEMU itself needs no root; without
+# the image the test skips, saying so).
+.PHONY: test-kernel
+test-kernel: $(NODE_IMAGES) ## Kernel tier: Debian's kernel in a QEMU guest made of the gateway image; tunnels on the kernel's ESP, XFRM policies and interfaces (test/kernel).
+	hack/apt-install.sh --host kernel
+	hack/kernel.sh >/dev/null
+	$(call timed,test-kernel) $(call go_test,kernel,-tags kernel -count=1 -timeout 30m ./test/kernel/)
+
 # Argo CD is built (or found in the cache) before the Go tests, so that a
 # cold build (10-50 min) does not run inside their timeout; TestGitOps runs
 # it. The stack's own check runs with two nodes (node-2 lost and returned).
@@ -124,14 +134,15 @@ reviewable: generate ## Generate, format, vet, lint and unit-test: leaves `git s
 	$(GO) test ./...
 
 # The test packages' tests build only with their tag (integration:
-# test/integration, configuration, packages, images; e2e: test/e2e; a plain
-# `go vet` sees only their untagged doc.go), and each wrapper module under
-# hack/tools/ is a module of its own ("main module does not contain
-# package" for a plain `go vet <dir>`).
+# test/integration, configuration, packages, images; e2e: test/e2e; kernel:
+# test/kernel; a plain `go vet` sees only their untagged doc.go), and each
+# wrapper module under hack/tools/ is a module of its own ("main module does
+# not contain package" for a plain `go vet <dir>`).
 .PHONY: vet
 vet: ## go vet every package with the tag it builds with, and the wrapper modules' own code.
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./test/e2e/...
+	$(GO) vet -tags kernel ./test/kernel/...
 	cd hack/tools/etcd && $(GO) vet .
 
 # The shell scripts: *.sh and the files whose first line runs a shell.

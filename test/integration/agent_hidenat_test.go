@@ -28,6 +28,7 @@ import (
 // tunnel, which carries the presented subnet only, does not carry it: the
 // connection gets no answer and conntrack shows it untranslated.
 func TestAgentHideNAT(t *testing.T) {
+	topology.Need(t, "conntrack")
 	tp := topology.Start(t, topology.Options{})
 	addSecondTenant(tp)
 	p0 := tp.Peers[0]

@@ -26,6 +26,11 @@ import (
 const Plugins = "random nonce openssl pem pkcs1 x509 pubkey revocation constraints kdf hmac " +
 	"sha1 sha2 md5 aes gcm gmp xcbc kernel-libipsec kernel-netlink socket-default vici"
 
+// KernelPlugins are Plugins without kernel-libipsec: kernel-netlink
+// installs the SAs and policies into the kernel's XFRM, for a kernel with
+// ESP (the kernel tier's guest, test/kernel).
+var KernelPlugins = strings.Replace(Plugins, " kernel-libipsec", "", 1)
+
 // validationPlugins load no IPsec backend of their own (kernel-netlink in
 // a namespace with only loopback): such a charon parses and loads
 // configurations exactly as a real one but never installs an SA.
@@ -41,6 +46,11 @@ const (
 	RetransmitBase    = "1.0"
 	RetransmitTries   = "2"
 )
+
+// retransmission is the retransmission settings above, in strongswan.conf's
+// charon section.
+const retransmission = "retransmit_timeout = " + RetransmitTimeout + "\n  retransmit_base = " + RetransmitBase +
+	"\n  retransmit_tries = " + RetransmitTries
 
 // Timeouts of a charon's start (until it answers on VICI) and of its stop
 // (until it has exited after the signal, then SIGKILL).
@@ -72,8 +82,12 @@ type Charon struct {
 // NetworkConf is the strongswan.conf of a networked charon: Plugins, the
 // retransmission settings, the VICI socket and the log in dir.
 func NetworkConf(dir, socket string) string {
-	return strongswanConf(Plugins, fmt.Sprintf("retransmit_timeout = %s\n  retransmit_base = %s\n  retransmit_tries = %s",
-		RetransmitTimeout, RetransmitBase, RetransmitTries), dir, socket)
+	return strongswanConf(Plugins, retransmission, dir, socket)
+}
+
+// KernelConf is NetworkConf with KernelPlugins: ESP in the kernel.
+func KernelConf(dir, socket string) string {
+	return strongswanConf(KernelPlugins, retransmission, dir, socket)
 }
 
 // DefaultRetransmissionConf is NetworkConf with strongSwan's default

@@ -46,7 +46,7 @@ import (
 )
 
 // Programs the topology runs, from Debian's strongswan-charon,
-// strongswan-swanctl, iproute2, nftables, conntrack and util-linux.
+// strongswan-swanctl, iproute2, nftables and util-linux.
 const (
 	CharonBinary  = "/usr/lib/ipsec/charon"
 	SwanctlBinary = "/usr/sbin/swanctl"
@@ -104,6 +104,12 @@ type Options struct {
 	Dir string
 	// Peers is the number of client sites; 1 when zero, at most 8.
 	Peers int
+	// Conf is the strongswan.conf of the client sites' charons and, unless
+	// GatewayConf is set, of Start's gateway (see Charon.Conf); NetworkConf
+	// (ESP in userspace, kernel-libipsec) when nil.
+	Conf func(dir, socket string) string
+	// GatewayConf is the strongswan.conf of Start's gateway; Conf when nil.
+	GatewayConf func(dir, socket string) string
 	// Uplink, when set, puts the router in front of a real Neutron's
 	// external network instead of standing in for it: the router has no
 	// tenant bridge and no NAT, plugs a veth into Uplink.Bridge and routes
@@ -201,7 +207,7 @@ func Build(o Options) (*Topology, error) {
 	for i := range o.Peers {
 		site, host := PeerRoles(i)
 		tp.Peers = append(tp.Peers, &Peer{
-			Charon:        &Charon{NS: tp.NS(site), Dir: filepath.Join(o.Dir, site)},
+			Charon:        &Charon{NS: tp.NS(site), Dir: filepath.Join(o.Dir, site), Conf: o.Conf},
 			Address:       netip.AddrFrom4([4]byte{198, 51, 100, byte(7 + i)}),
 			Subnet:        netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 168, byte(10 + i), 0}), 24),
 			SubnetAddress: netip.AddrFrom4([4]byte{192, 168, byte(10 + i), 1}),
@@ -423,9 +429,11 @@ var nsPattern = regexp.MustCompile(`^ipt([0-9]+)-[0-9]+-[a-z0-9]+$`)
 // failures fail t.
 func Start(t testing.TB, o Options) *Topology {
 	t.Helper()
-	Need(t, "ip", "nft", "nsenter", "unshare", "conntrack")
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		t.Skip("/dev/net/tun is missing: kernel-libipsec needs a TUN device")
+	Need(t, "ip", "nft", "nsenter", "unshare")
+	if o.Conf == nil || o.GatewayConf == nil {
+		if _, err := os.Stat("/dev/net/tun"); err != nil {
+			t.Skip("/dev/net/tun is missing: kernel-libipsec needs a TUN device")
+		}
 	}
 	began := time.Now()
 	tp := StartBare(t, o)
@@ -450,7 +458,11 @@ func Start(t testing.TB, o Options) *Topology {
 	if out, err := nat.CombinedOutput(); err != nil {
 		t.Fatalf("cannot map the floating IP: %v: %s", err, out)
 	}
-	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(tp.Dir, "gw")}, ServiceNS: svc}
+	gwConf := o.GatewayConf
+	if gwConf == nil {
+		gwConf = o.Conf
+	}
+	tp.Gateway = &Gateway{Charon: &Charon{NS: gw, Dir: filepath.Join(tp.Dir, "gw"), Conf: gwConf}, ServiceNS: svc}
 	all := make([]*Charon, 0, 1+len(tp.Peers))
 	all = append(all, tp.Gateway.Charon)
 	for _, p := range tp.Peers {
