@@ -100,12 +100,13 @@ test-kernel: $(NODE_IMAGES) ## Kernel tier: Debian's kernel in a QEMU guest made
 # cold build (10-50 min) does not run inside their timeout; TestGitOps runs
 # it. The stack's own check runs with two nodes (node-2 lost and returned).
 # Each Go test brings up a stack of its own (about 3 GiB), E2E_PARALLEL at a
-# time; TestActiveStandby's has two nodes and fails over E2E_FAILOVERS
+# time, the longest first (test/e2e/lanes_test.go; go test's -parallel lets
+# them all ask at once); TestActiveStandby's has two nodes and fails over E2E_FAILOVERS
 # times in a row (the issue's 20: about 90 s).
 E2E_PARALLEL ?= 2
 E2E_FAILOVERS ?= 20
-e2e_go_test = E2E_FAILOVERS=$(E2E_FAILOVERS) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
-	$(call go_test,$(1),-tags e2e -count=1 -parallel $(E2E_PARALLEL) -timeout 45m $(2) ./test/e2e/...) -v
+e2e_go_test = E2E_PARALLEL=$(E2E_PARALLEL) E2E_FAILOVERS=$(E2E_FAILOVERS) KUBEBUILDER_ASSETS=$(TOOLS_BIN) \
+	$(call go_test,$(1),-tags e2e -count=1 -parallel 16 -timeout 45m $(2) ./test/e2e/...) -v
 
 .PHONY: test-e2e
 test-e2e: build xpkg $(NODE_IMAGES) ## End-to-end on `make dev` stacks (own ports, torn down): the stack itself, then the migration runbook, the upgrade, the uninstall, Argo CD from Git, active/standby on two nodes.

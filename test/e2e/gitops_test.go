@@ -70,7 +70,7 @@ var (
 // It logs the times from the root Application to each Application Synced
 // and Healthy, and from the cutover to the claim Healthy in Argo CD.
 func TestGitOps(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	env := append([]string{"ARGOCD=1"}, e2ePorts("GIT_PORT", "ARGOCD_REPO_PORT", "ARGOCD_REPO_METRICS_PORT",
 		"ARGOCD_CONTROLLER_METRICS_PORT", "ARGOCD_APPSET_METRICS_PORT", "ARGOCD_APPSET_PROBE_PORT", "ARGOCD_APPSET_WEBHOOK_PORT")...)
 	s := startStackWith(t, legacyClaim, env...)

@@ -35,7 +35,7 @@ import (
 // make dev's job, and on the stack it leaves the gateway pod's node lost
 // and returned (nodeLostSingle).
 func TestLiveRunbook(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	if os.Getenv("NODE") == "0" {
 		t.Skip("NODE=0: no node runs the gateway pod")
 	}

@@ -43,7 +43,7 @@ const providerPackage = "provider-ipsec"
 // with its association, the same objects by ID, and one security group and
 // one port per IPsecGateway (no twin). It logs how long each part took.
 func TestRecoverProviderDeletion(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	start := time.Now()
 	s := startStack(t)
 	doc := docsteps.Read(t, filepath.Join(root, uninstallDoc))

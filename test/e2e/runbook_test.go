@@ -40,7 +40,7 @@ const (
 // admission; and, on the same stack, the provider's safe start (a kind
 // activated while it runs).
 func TestRunbook(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	s := startStack(t)
 	ctx := context.Background()
 

@@ -52,7 +52,7 @@ import (
 // E2E_SCALE_POLL, E2E_SCALE_WINDOW, E2E_SCALE_STORM and
 // E2E_SCALE_RETRY_AFTER.
 func TestScale(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	b := scaleSettingsFromEnv(t)
 	s := startScaleStack(t, b)
 	ctx := context.Background()

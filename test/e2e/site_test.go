@@ -59,7 +59,7 @@ type site struct {
 // connections are carried by it, the client's configuration untouched;
 // then back.
 func TestSiteCutover(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	s := startSite(t)
 	ctx := context.Background()
 	client := siteCharon(t, s.state, "client")

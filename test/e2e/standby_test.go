@@ -61,7 +61,7 @@ import (
 // each measured case of steps 1, 3, 4 and 5 (hack/failover-rounds.sh);
 // the OUTAGES lines at the end give each case's min/median/max.
 func TestActiveStandby(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	rounds := envCount(t, "E2E_STANDBY_ROUNDS", 1)
 	failovers := envCount(t, "E2E_FAILOVERS", 20)
 	s := startStack(t, "NODES=2")

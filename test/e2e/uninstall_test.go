@@ -42,7 +42,7 @@ const uninstallDoc = "docs/uninstall.md"
 // managed resource and no CRD of the provider may be left; the gateways'
 // Deployments stay. It logs how long each step took.
 func TestUninstall(t *testing.T) {
-	t.Parallel()
+	stackLanes.take(t)
 	s := startStack(t)
 	doc := docsteps.Read(t, filepath.Join(root, uninstallDoc))
 	doc.Require(t, "names", "orphan", "check", "delete", "packages")
