@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
+	"github.com/ipsecgw/provider-ipsec/test/neutronproxy"
 )
 
 // TestScale is the scale benchmark (hack/scale.sh prints its table;

@@ -35,7 +35,7 @@ import (
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
+	"github.com/ipsecgw/provider-ipsec/test/neutronproxy"
 )
 
 // TestCrashSafeCreateKilled kills the provider, a real process (the

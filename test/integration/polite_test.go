@@ -27,13 +27,13 @@ import (
 
 	netv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/floatingipbinding"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/mrsetup"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/network"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/port"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/routerroutes"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/securitygroup"
+	"github.com/ipsecgw/provider-ipsec/test/neutronproxy"
 )
 
 // politeClients returns an OpenStack client cache whose Neutron requests

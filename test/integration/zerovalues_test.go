@@ -38,8 +38,8 @@ import (
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	pcv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
-	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack/neutronproxy"
 	"github.com/ipsecgw/provider-ipsec/test/crds"
+	"github.com/ipsecgw/provider-ipsec/test/neutronproxy"
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 	"github.com/ipsecgw/provider-ipsec/test/variants"
 )

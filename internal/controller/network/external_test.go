@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -81,6 +82,12 @@ func mr(mods ...func(*v1alpha1.Network)) *v1alpha1.Network {
 }
 
 func withoutExternalName(n *v1alpha1.Network) { meta.SetExternalName(n, "") }
+
+// deleting sets a deletion time: a zero one is no deletion
+// (meta.WasDeleted).
+func deleting(n *v1alpha1.Network) {
+	n.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 12, 7, 21, 0, 0, 0, time.UTC)))
+}
 
 // observed is the status.atProvider of neutronNetworkJSON().
 var observed = v1alpha1.NetworkObservation{ID: netID, Status: "ACTIVE", Subnets: []string{subID}, MTU: 1450, RevisionNumber: 4}
@@ -197,12 +204,12 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"Deleting": {
-			reason:  "A Network being deleted only reports that the network exists.",
-			replies: map[string]reply{get: {Code: 200, Body: one(neutronNetworkJSON(func(n map[string]any) { n["name"] = "renamed" }))}},
-			mr:      mr(func(n *v1alpha1.Network) { n.DeletionTimestamp = &metav1.Time{} }),
+			reason:  "A Network being deleted only reports that the network exists: a network that matches the spec is not said to be up to date, since it is not compared.",
+			replies: map[string]reply{get: {Code: 200, Body: one(neutronNetworkJSON())}},
+			mr:      mr(deleting),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true},
-				mr:       mr(func(n *v1alpha1.Network) { n.DeletionTimestamp = &metav1.Time{} }, available),
+				mr:       mr(deleting, available),
 				requests: []string{get},
 			},
 		},
@@ -347,6 +354,13 @@ func TestUpdate(t *testing.T) {
 			mr:       mr(),
 			requests: []string{get, put + ` If-Match=revision_number=4 {"network":{"description":"` + marked + `"}}`},
 		},
+		"NotObservedGone": {
+			reason:   "Without a network from Observe, a network Neutron no longer has is an error naming it, and nothing is sent.",
+			replies:  map[string]reply{get: {Code: 404, Body: neutrontest.Error("NetworkNotFound", "Network could not be found.")}},
+			mr:       mr(),
+			err:      errors.New("cannot update Neutron network " + netID + ": Neutron no longer has it"),
+			requests: []string{get},
+		},
 		"LegacyTagRemoved": {
 			reason:   "The crossplane-uid tag an earlier provider put on the network is not in spec.tags: the tags are set to exactly spec.tags.",
 			replies:  map[string]reply{putTags: {Code: 200, Body: `{"tags":["team-a"]}`}},
@@ -358,13 +372,13 @@ func TestUpdate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			if tc.network != nil {
 				// Decoded as gophercloud does, for the embedded
 				// extensions' fields.
 				r := gophercloud.Result{Body: map[string]any{"network": tc.network}}
-				e.observed = &neutronNetwork{}
-				if err := r.ExtractIntoStructPtr(e.observed, "network"); err != nil {
+				e.Observed = &neutronNetwork{}
+				if err := r.ExtractIntoStructPtr(e.Observed, "network"); err != nil {
 					t.Fatal(err)
 				}
 			}

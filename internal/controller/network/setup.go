@@ -28,5 +28,5 @@ var Kind = mrsetup.NeutronKind(&v1alpha1.Network{}, v1alpha1.NetworkGroupVersion
 // use of its ProviderConfig; tests call it to drive one step and count its
 // requests.
 func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.Network] {
-	return &external{neutron: sc, settle: settle}
+	return &external{object.External(sc, settle)}
 }

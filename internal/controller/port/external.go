@@ -7,7 +7,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -18,6 +17,7 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 	"github.com/ipsecgw/provider-ipsec/internal/controller/drift"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/neutronobject"
 )
 
 // Error messages; %s are Neutron IDs: of the port, of its network, of a
@@ -25,59 +25,44 @@ import (
 const (
 	errCreate = "cannot create Neutron port on network %s"
 	errUpdate = "cannot update Neutron port %s"
-	errGone   = "cannot update Neutron port %s: Neutron no longer has it"
 	errSubnet = "cannot get Neutron subnet %s of fixed IP %s"
 )
 
-// external manages one Port's Neutron port.
-type external struct {
-	neutron *gophercloud.ServiceClient
-	// settle says when an interrupted create has surely made nothing.
-	settle openstack.Settling
-	// observed is the port as Observe read it, for Update in the same
-	// reconcile (the reconciler connects anew for every reconcile).
-	observed *neutronPort
+// object is what a Port's Observe says of its own
+// (neutronobject.External.Observe: one GET by the external name, the port
+// with the MR's marker adopted while that is empty, more than one such
+// port an error naming them all): it fills status.atProvider (each fixed
+// IP with its subnet's CIDR and gateway, see subnetDetails); the Port is
+// Ready unless Neutron reports status ERROR; it late-initializes
+// portSecurityEnabled (lateInit) and compares the spec with the port (see
+// changes).
+var object = neutronobject.Kind[*v1alpha1.Port, neutronPort]{
+	Collection: openstack.Ports,
+	Report: func(ctx context.Context, sc *gophercloud.ServiceClient, mg *v1alpha1.Port, p *neutronPort) error {
+		obs := observation(p)
+		if err := subnetDetails(ctx, sc, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
+			return err
+		}
+		mg.Status.AtProvider = obs
+		return nil
+	},
+	// An unbound port is DOWN for as long as no device uses it: it is
+	// ready for a gateway pod to take its MAC and fixed IP.
+	Unready: func(_ *v1alpha1.Port, p *neutronPort) string {
+		return neutronobject.StatusError(openstack.Ports, p.Status)
+	},
+	LateInit: func(mg *v1alpha1.Port, p *neutronPort) bool {
+		return lateInit(&mg.Spec.ForProvider, p)
+	},
+	Compare: func(mg *v1alpha1.Port, p *neutronPort) string {
+		return compare(mg, &mg.Spec.ForProvider, p).Diff()
+	},
 }
 
-// Observe reads the port with one GET by its external name, fills
-// status.atProvider (each fixed IP with its subnet's CIDR and gateway, see
-// subnetDetails), late-initializes portSecurityEnabled and compares the
-// spec with the port (see changes). While the external name is empty it
-// first looks up the port whose description carries the MR's marker
-// (openstack.GetOrAdopt): a port found there was created by a Create whose
-// answer was lost, or by a deleted Port of the same name applied again,
-// and is adopted (its ID becomes the external name). More than one such port is
-// an error naming them all. A port that is gone (404) does not exist.
-func (e *external) Observe(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalObservation, error) {
-	p := &neutronPort{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.Ports, mg, e.settle, p)
-	if err != nil || !exists {
-		return managed.ExternalObservation{}, err
-	}
-	e.observed = p
-	obs := observation(p)
-	if err := e.subnetDetails(ctx, mg.Status.AtProvider.FixedIPs, obs.FixedIPs); err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	mg.Status.AtProvider = obs
-	if p.Status == ports.StatusError {
-		mg.SetConditions(xpv2.Unavailable().WithMessage("Neutron reports the port in status ERROR"))
-	} else {
-		// An unbound port is DOWN for as long as no device uses it: it
-		// is ready for a gateway pod to take its MAC and fixed IP.
-		mg.SetConditions(xpv2.Available())
-	}
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: true}, nil
-	}
-	li := lateInit(&mg.Spec.ForProvider, p)
-	c := compare(mg, &mg.Spec.ForProvider, p)
-	return managed.ExternalObservation{
-		ResourceExists:          true,
-		ResourceUpToDate:        c.UpToDate(),
-		ResourceLateInitialized: li || adopted,
-		Diff:                    c.Diff(),
-	}, nil
+// external manages one Port's Neutron port: Observe, Delete and Disconnect
+// are neutronobject.External's, as object says.
+type external struct {
+	neutronobject.External[*v1alpha1.Port, neutronPort]
 }
 
 // Create creates the port with the spec's attributes, its description
@@ -116,14 +101,14 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 		opts.AllowedAddressPairs = append(opts.AllowedAddressPairs, ports.AddressPair{IPAddress: ap.IPAddress, MACAddress: ptr.Deref(ap.MACAddress, "")})
 	}
 	p := &neutronPort{}
-	if err := ports.Create(ctx, e.neutron, opts).ExtractInto(p); err != nil {
+	if err := ports.Create(ctx, e.Neutron, opts).ExtractInto(p); err != nil {
 		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(mg, err), fmt.Sprintf(errCreate, ptr.Deref(fp.NetworkID, "")))
 	}
 	// The reconciler saves the external name even when Create fails from
 	// here on.
 	meta.SetExternalName(mg, p.ID)
 	if len(tags) > 0 && !cmp.Equal(tags, p.Tags, drift.SortStrings) {
-		if err := openstack.ReplaceTags(ctx, e.neutron, openstack.Ports, p.ID, tags); err != nil {
+		if err := openstack.ReplaceTags(ctx, e.Neutron, openstack.Ports, p.ID, tags); err != nil {
 			return managed.ExternalCreation{}, err
 		}
 	}
@@ -137,55 +122,36 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.Port) (managed.Exter
 // Turning port security off sends the empty security groups and address
 // pairs in the same PUT, as Neutron requires.
 func (e *external) Update(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalUpdate, error) {
-	p := e.observed
-	if p == nil {
-		p = &neutronPort{}
-		id := meta.GetExternalName(mg)
-		found, err := openstack.Get(ctx, e.neutron, openstack.Ports, id, p)
-		if err == nil && !found {
-			err = fmt.Errorf(errGone, id)
-		}
-		if err != nil {
-			return managed.ExternalUpdate{}, err
-		}
+	p, err := e.Object(ctx, mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
 	}
 	c := compare(mg, &mg.Spec.ForProvider, p)
 	if c.portChanged() {
 		rev := p.RevisionNumber
 		opts := updateOpts{UpdateOpts: c.update, PortSecurityEnabled: c.portSecurity, RevisionNumber: &rev}
-		if err := ports.Update(ctx, e.neutron, p.ID, opts).Err; err != nil {
+		if err := ports.Update(ctx, e.Neutron, p.ID, opts).Err; err != nil {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, p.ID))
 		}
 	}
 	if c.tags != nil {
-		if err := openstack.ReplaceTags(ctx, e.neutron, openstack.Ports, p.ID, c.tags); err != nil {
+		if err := openstack.ReplaceTags(ctx, e.Neutron, openstack.Ports, p.ID, c.tags); err != nil {
 			return managed.ExternalUpdate{}, err
 		}
 	}
 	return managed.ExternalUpdate{}, nil
 }
 
-// Delete deletes the port, and any twin a create for the MR left
-// (openstack.DeleteCreated), which would otherwise keep the MR's security
-// groups in use; a port that is already gone (404) is deleted.
-// deletionPolicy Orphan never gets here: the reconciler skips Delete.
-func (e *external) Delete(ctx context.Context, mg *v1alpha1.Port) (managed.ExternalDelete, error) {
-	mg.SetConditions(xpv2.Deleting())
-	return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.Ports, mg, meta.GetExternalName(mg))
-}
-
-// Disconnect does nothing: the Neutron client is shared per ProviderConfig.
-func (e *external) Disconnect(context.Context) error { return nil }
-
 // subnetDetails fills SubnetCIDR and GatewayIP of each fixed IP in obs. It
 // takes them from saved, the fixed IPs in status from an earlier Observe,
 // when that has them for the same subnet, and otherwise reads the subnet
-// with one GET /v2.0/subnets/{id} (Networking API v2, "Show subnet
-// details"). An up-to-date port therefore costs no request beyond its own
-// GET; a subnet's CIDR cannot change in Neutron, and a changed gateway_ip
-// is seen when the port moves to another subnet or status is cleared.
+// through sc with one GET /v2.0/subnets/{id} (Networking API v2, "Show
+// subnet details"). An up-to-date port therefore costs no request beyond
+// its own GET; a subnet's CIDR cannot change in Neutron, and a changed
+// gateway_ip is seen when the port moves to another subnet or status is
+// cleared.
 // Errors name the subnet and the fixed IP.
-func (e *external) subnetDetails(ctx context.Context, saved, obs []v1alpha1.ObservedFixedIP) error {
+func subnetDetails(ctx context.Context, sc *gophercloud.ServiceClient, saved, obs []v1alpha1.ObservedFixedIP) error {
 	known := map[string]v1alpha1.ObservedFixedIP{}
 	for _, s := range saved {
 		if s.SubnetCIDR != "" {
@@ -195,7 +161,7 @@ func (e *external) subnetDetails(ctx context.Context, saved, obs []v1alpha1.Obse
 	for i := range obs {
 		k, ok := known[obs[i].SubnetID]
 		if !ok {
-			sn, err := subnets.Get(ctx, e.neutron, obs[i].SubnetID).Extract()
+			sn, err := subnets.Get(ctx, sc, obs[i].SubnetID).Extract()
 			if err != nil {
 				return openstack.Wrap(err, fmt.Sprintf(errSubnet, obs[i].SubnetID, obs[i].IPAddress))
 			}

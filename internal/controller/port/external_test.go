@@ -101,6 +101,14 @@ func mr(mods ...func(*v1alpha1.Port)) *v1alpha1.Port {
 
 func withoutExternalName(p *v1alpha1.Port) { meta.SetExternalName(p, "") }
 
+func withoutPortSecurity(p *v1alpha1.Port) { p.Spec.ForProvider.PortSecurityEnabled = nil }
+
+// deleting sets a deletion time: a zero one is no deletion
+// (meta.WasDeleted).
+func deleting(p *v1alpha1.Port) {
+	p.SetDeletionTimestamp(ptr.To(metav1.NewTime(time.Date(2026, 12, 7, 21, 0, 0, 0, time.UTC))))
+}
+
 // refusalRecorded stands for openstack.RecordRefusal's annotation, whose
 // time is the clock's: recordedRefusal makes an MR's comparable.
 func refusalRecorded(p *v1alpha1.Port) {
@@ -204,7 +212,7 @@ func TestObserve(t *testing.T) {
 		"LateInitPortSecurity": {
 			reason:  "An unset portSecurityEnabled takes Neutron's value and says so; nothing else is late-initialized.",
 			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
-			mr:      mr(func(p *v1alpha1.Port) { p.Spec.ForProvider.PortSecurityEnabled = nil }),
+			mr:      mr(withoutPortSecurity),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ResourceLateInitialized: true},
 				mr:       mr(available),
@@ -286,12 +294,12 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"Deleting": {
-			reason:  "A port whose MR is being deleted exists; it is not compared with the spec.",
-			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON(func(p map[string]any) { p["name"] = "renamed" })}},
-			mr:      mr(func(p *v1alpha1.Port) { p.SetDeletionTimestamp(&metav1.Time{}) }),
+			reason:  "A port whose MR is being deleted exists; it is neither compared with the spec (a port that matches it is not said to be up to date) nor late-initialized.",
+			replies: map[string]reply{get: {Code: 200, Body: neutronPortJSON()}},
+			mr:      mr(deleting, withoutPortSecurity),
 			want: want{
 				obs:      managed.ExternalObservation{ResourceExists: true},
-				mr:       mr(available, func(p *v1alpha1.Port) { p.SetDeletionTimestamp(&metav1.Time{}) }),
+				mr:       mr(available, deleting, withoutPortSecurity),
 				requests: []string{get},
 			},
 		},
@@ -299,7 +307,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			got, err := e.Observe(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -307,7 +315,7 @@ func TestObserve(t *testing.T) {
 			if diff := cmp.Diff(tc.want.obs, got, ignoreDiff); diff != "" {
 				t.Errorf("%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
 			}
-			if got.ResourceExists && !got.ResourceUpToDate && got.Diff == "" {
+			if got.ResourceExists && !got.ResourceUpToDate && got.Diff == "" && !meta.WasDeleted(tc.mr) {
 				t.Errorf("%s\nObserve(...): not up to date, but no Diff", tc.reason)
 			}
 			if diff := cmp.Diff(tc.want.mr, tc.mr, test.EquateConditions()); diff != "" {
@@ -390,7 +398,7 @@ func TestCreate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			_, err := e.Create(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.want.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -497,14 +505,14 @@ func TestUpdate(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			if tc.observed != "" {
-				e.observed = &neutronPort{}
+				e.Observed = &neutronPort{}
 				var r gophercloud.Result
 				if err := json.Unmarshal([]byte(tc.observed), &r.Body); err != nil {
 					t.Fatal(err)
 				}
-				if err := r.ExtractIntoStructPtr(e.observed, "port"); err != nil {
+				if err := r.ExtractIntoStructPtr(e.Observed, "port"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -566,7 +574,7 @@ func TestDelete(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			_, err := e.Delete(context.Background(), tc.mr)
 			if diff := cmp.Diff(neutrontest.Message(tc.err), neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)

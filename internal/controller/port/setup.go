@@ -36,5 +36,5 @@ var Kind = mrsetup.NeutronKind(&v1alpha1.Port{}, v1alpha1.PortGroupVersionKind, 
 // use of its ProviderConfig; tests call it to drive one step and count its
 // requests.
 func NewExternal(sc *gophercloud.ServiceClient, settle openstack.Settling) managed.TypedExternalClient[*v1alpha1.Port] {
-	return &external{neutron: sc, settle: settle}
+	return &external{object.External(sc, settle)}
 }

@@ -1,13 +1,16 @@
 package securitygroup
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
 )
 
 // rule is a security group rule in a form that compares equal when Neutron
@@ -124,4 +127,35 @@ func observation(g *groups.SecGroup) v1alpha1.SecurityGroupObservation {
 // (spec.forProvider.keepDefaultEgressRules, true when unset).
 func keepDefaults(p v1alpha1.SecurityGroupParameters) bool {
 	return p.KeepDefaultEgressRules == nil || *p.KeepDefaultEgressRules
+}
+
+// unready says why sg is not Ready: Ready means the group filters as the
+// spec says, since a port in it before its rules are in place drops the
+// traffic they admit.
+func unready(sg *v1alpha1.SecurityGroup, g *groups.SecGroup) string {
+	p := sg.Spec.ForProvider
+	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
+	if len(missing) == 0 && len(extra) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))
+}
+
+// compare says how g differs from sg's spec: name, description (the user's
+// part: the marker is no drift, but an earlier release's marker is, to be
+// replaced by the marker: openstack.Remark) and the number of rules
+// missing and extra; "" when none does.
+func compare(sg *v1alpha1.SecurityGroup, g *groups.SecGroup) string {
+	p := sg.Spec.ForProvider
+	desc, _ := openstack.Unmark(sg, g.Description)
+	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
+	_, stale := openstack.Remark(sg, g.Description)
+	if g.Name == p.Name && desc == ptr.Deref(p.Description, "") && !stale && len(missing) == 0 && len(extra) == 0 {
+		return ""
+	}
+	d := fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, desc, len(missing), len(extra))
+	if stale {
+		d += ", an earlier release's marker"
+	}
+	return d
 }

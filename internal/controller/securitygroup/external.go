@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
 	"github.com/ipsecgw/provider-ipsec/internal/clients/openstack"
+	"github.com/ipsecgw/provider-ipsec/internal/controller/neutronobject"
 )
 
 // Error messages; %s are the Neutron IDs of the group and of a rule, and
@@ -26,54 +27,29 @@ const (
 	errAddRule    = "cannot add %s %s rule to Neutron security group %s"
 )
 
-// external manages one security group in Neutron.
-type external struct {
-	neutron *gophercloud.ServiceClient
-	// settle says when an interrupted create has surely made nothing.
-	settle openstack.Settling
-	// observed is the group Observe read, for Update.
-	observed *groups.SecGroup
+// object is what a SecurityGroup's Observe says of its own
+// (neutronobject.External.Observe: the group with its rules in one GET by
+// the external name; while that is empty the group carrying the MR's
+// marker in its description is adopted, so that a group whose create
+// answer was lost, or that a deleted SecurityGroup of the same name made,
+// is not created twice): it fills status.atProvider with the group's
+// rules; the group is Ready when its rules are exactly the spec's (see
+// unready); it compares name, description and rules (see compare) and
+// late-initializes nothing.
+var object = neutronobject.Kind[*v1alpha1.SecurityGroup, groups.SecGroup]{
+	Collection: openstack.SecurityGroups,
+	Report: func(_ context.Context, _ *gophercloud.ServiceClient, sg *v1alpha1.SecurityGroup, g *groups.SecGroup) error {
+		sg.Status.AtProvider = observation(g)
+		return nil
+	},
+	Unready: unready,
+	Compare: compare,
 }
 
-// Observe reads the group with its rules in one GET. A group without an
-// external name is looked up by the MR's marker in its description
-// (openstack.GetOrAdopt), so that a group whose create answer was lost, or
-// that a deleted SecurityGroup of the same name made, is adopted, not
-// created twice. The marker is no drift: the description
-// compared is the user's part.
-func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalObservation, error) {
-	g := &groups.SecGroup{}
-	exists, adopted, err := openstack.GetOrAdopt(ctx, e.neutron, openstack.SecurityGroups, sg, e.settle, g)
-	if err != nil || !exists {
-		return managed.ExternalObservation{}, err
-	}
-	e.observed = g
-	sg.Status.AtProvider = observation(g)
-
-	p := sg.Spec.ForProvider
-	desc, _ := openstack.Unmark(sg, g.Description)
-	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
-	// Ready means the group filters as the spec says: a port in it
-	// before its rules are in place drops the traffic they admit.
-	if len(missing) == 0 && len(extra) == 0 {
-		sg.SetConditions(xpv2.Available())
-	} else {
-		sg.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("the group lacks %d of the spec's rules and has %d that the spec does not", len(missing), len(extra))))
-	}
-	// An earlier release's marker is replaced by the marker
-	// (openstack.Remark).
-	_, stale := openstack.Remark(sg, g.Description)
-	upToDate := g.Name == p.Name && desc == ptr.Deref(p.Description, "") && !stale && len(missing) == 0 && len(extra) == 0
-	var d string
-	if !upToDate {
-		d = fmt.Sprintf("name %q, description %q, %d rules missing, %d extra", g.Name, desc, len(missing), len(extra))
-		if stale {
-			d += ", an earlier release's marker"
-		}
-	}
-	// An adopted external name is written back like a late-initialised
-	// field.
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ResourceLateInitialized: adopted, Diff: d}, nil
+// external manages one security group in Neutron: Observe, Delete and
+// Disconnect are neutronobject.External's, as object says.
+type external struct {
+	neutronobject.External[*v1alpha1.SecurityGroup, groups.SecGroup]
 }
 
 // Create creates the group with one POST whose description carries the
@@ -82,7 +58,7 @@ func (e *external) Observe(ctx context.Context, sg *v1alpha1.SecurityGroup) (man
 // in the Update of the next reconcile.
 func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalCreation, error) {
 	p := sg.Spec.ForProvider
-	g, err := groups.Create(ctx, e.neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, ptr.Deref(p.Description, ""))}).Extract()
+	g, err := groups.Create(ctx, e.Neutron, groups.CreateOpts{Name: p.Name, Description: openstack.Mark(sg, ptr.Deref(p.Description, ""))}).Extract()
 	if err != nil {
 		return managed.ExternalCreation{}, openstack.Wrap(openstack.RecordRefusal(sg, err), errCreate)
 	}
@@ -97,17 +73,20 @@ func (e *external) Create(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 // place the group is Ready; a rule Neutron refuses leaves it not Ready.
 func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalUpdate, error) {
 	p := sg.Spec.ForProvider
-	g := e.observed
+	g, err := e.Object(ctx, sg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	_, stale := openstack.Remark(sg, g.Description)
 	if desc, _ := openstack.Unmark(sg, g.Description); g.Name != p.Name || desc != ptr.Deref(p.Description, "") || stale {
 		desc = openstack.KeepMark(sg, g.Description, ptr.Deref(p.Description, ""))
-		if _, err := groups.Update(ctx, e.neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
+		if _, err := groups.Update(ctx, e.Neutron, g.ID, groups.UpdateOpts{Name: p.Name, Description: &desc}).Extract(); err != nil {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errUpdate, g.ID))
 		}
 	}
 	missing, extra := diff(p.Rules, g.Rules, keepDefaults(p))
 	for _, id := range extra {
-		if err := rules.Delete(ctx, e.neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
+		if err := rules.Delete(ctx, e.Neutron, id).ExtractErr(); err != nil && !openstack.IsNotFound(err) {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errDeleteRule, id, g.ID))
 		}
 	}
@@ -117,7 +96,7 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 			Protocol: rules.RuleProtocol(r.Protocol), PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax,
 			RemoteIPPrefix: r.RemoteIPPrefix, RemoteGroupID: r.RemoteGroupID, Description: r.Description,
 		}
-		if _, err := rules.Create(ctx, e.neutron, opts).Extract(); err != nil {
+		if _, err := rules.Create(ctx, e.Neutron, opts).Extract(); err != nil {
 			return managed.ExternalUpdate{}, openstack.Wrap(err, fmt.Sprintf(errAddRule, r.Direction, orAny(r.Protocol), g.ID))
 		}
 	}
@@ -126,16 +105,6 @@ func (e *external) Update(ctx context.Context, sg *v1alpha1.SecurityGroup) (mana
 	sg.SetConditions(xpv2.Available())
 	return managed.ExternalUpdate{}, nil
 }
-
-// Delete deletes the group, and any twin a create for the MR left
-// (openstack.DeleteCreated); one already gone is not an error. A group still
-// used by ports answers 409 SecurityGroupInUse, returned to retry later.
-func (e *external) Delete(ctx context.Context, sg *v1alpha1.SecurityGroup) (managed.ExternalDelete, error) {
-	return managed.ExternalDelete{}, openstack.DeleteCreated(ctx, e.neutron, openstack.SecurityGroups, sg, meta.GetExternalName(sg))
-}
-
-// Disconnect does nothing: the Neutron client is shared.
-func (e *external) Disconnect(context.Context) error { return nil }
 
 // orAny names a rule's protocol in messages, "any-protocol" when unset.
 func orAny(proto string) string {

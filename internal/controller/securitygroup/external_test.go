@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -115,6 +116,17 @@ func TestObserve(t *testing.T) {
 			want: want{obs: managed.ExternalObservation{ResourceExists: true, Diff: `name "gw", description "IKE", 0 rules missing, 0 extra`},
 				requests: []string{get}, extName: groupID, ready: corev1.ConditionTrue},
 		},
+		"Deleting": {
+			reason: "A group whose MR is being deleted exists, and its readiness is reported, but it is not compared with the spec: the reconciler deletes it whatever the spec says.",
+			mg: func() *v1alpha1.SecurityGroup {
+				s := sg(groupID, ike(), esp())
+				s.SetDeletionTimestamp(ptr.To(metav1.NewTime(time.Date(2026, 12, 7, 21, 0, 0, 0, time.UTC))))
+				return s
+			}(),
+			replies: map[string]reply{get: {Code: 200, Body: groupJSON}},
+			want: want{obs: managed.ExternalObservation{ResourceExists: true}, requests: []string{get}, extName: groupID,
+				ready: corev1.ConditionFalse, msg: "the group lacks 1 of the spec's rules and has 0 that the spec does not"},
+		},
 		"Gone": {
 			reason: "A group Neutron does not know, with no other group carrying the marker, does not exist.",
 			mg:     sg(groupID, ike()),
@@ -159,7 +171,7 @@ func TestObserve(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
-			obs, err := (&external{neutron: sc}).Observe(context.Background(), tc.mg)
+			obs, err := (&external{object.External(sc, openstack.Settling{})}).Observe(context.Background(), tc.mg)
 			c := tc.mg.GetCondition(xpv2.TypeReady)
 			got := want{obs: obs, err: neutrontest.Message(err), requests: *seen, extName: meta.GetExternalName(tc.mg), msg: c.Message}
 			if c.Status != corev1.ConditionUnknown {
@@ -199,7 +211,7 @@ func TestCreate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc, seen := neutrontest.Serve(t, tc.replies)
 			mg := sg("", ike())
-			_, err := (&external{neutron: sc}).Create(context.Background(), mg)
+			_, err := (&external{object.External(sc, openstack.Settling{})}).Create(context.Background(), mg)
 			if diff := cmp.Diff(tc.err, neutrontest.Message(err)); diff != "" {
 				t.Errorf("%s\nCreate(): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -226,7 +238,7 @@ func TestUpdateKeepsMarker(t *testing.T) {
 	})
 	mg := sg(groupID, ike())
 	mg.Spec.ForProvider.Description = ptr.To("IKE and NAT-T")
-	e := &external{neutron: sc}
+	e := &external{object.External(sc, openstack.Settling{})}
 	if _, err := e.Observe(context.Background(), mg); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +263,7 @@ func TestLegacyMarker(t *testing.T) {
 		"PUT " + get[4:]: {Code: 200, Body: groupJSON},
 	})
 	mg := sg(groupID, ike())
-	e := &external{neutron: sc}
+	e := &external{object.External(sc, openstack.Settling{})}
 	obs, err := e.Observe(context.Background(), mg)
 	if err != nil || obs.ResourceUpToDate {
 		t.Fatalf("Observe(...) = %+v, %v: a group with an earlier release's marker must not be up to date", obs, err)
@@ -295,7 +307,7 @@ func TestUpdateReady(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc, _ := neutrontest.Serve(t, tc.replies)
 			mg := sg(groupID, ike(), esp())
-			e := &external{neutron: sc}
+			e := &external{object.External(sc, openstack.Settling{})}
 			if _, err := e.Observe(context.Background(), mg); err != nil {
 				t.Fatal(err)
 			}
