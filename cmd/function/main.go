@@ -5,26 +5,37 @@
 // render`. Its flags are those of crossplane/function-template-go's, with
 // their units (--max-recv-message-size is in MB).
 //
-// It serves through function-sdk-go's Serve, as function-template-go does,
-// with Prometheus metrics (gRPC requests, by method and code) only when
-// --metrics-address is given: the SDK's default, :8080 on every interface,
-// is no address for a function that `crossplane render` and the local
-// stack run on the host.
+// It serves function-sdk-go's RunFunction service itself: the SDK's own
+// Serve (v0.5.0 and v0.6.0) is in a package whose tests import
+// crossplane-runtime's apis/common, which crossplane-runtime v2.4.0 no
+// longer has, so `go mod tidy` cannot resolve it beside this module.
 package main
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 
-	sdk "github.com/crossplane/function-sdk-go"
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ipsecgw/provider-ipsec/internal/function"
 )
 
 const (
 	errNoCredentials = "cannot serve without credentials: give --tls-certs-dir (or --insecure for crossplane render)"
+	errKeyPair       = "cannot load the server certificate"
+	errCA            = "cannot read the clients' CA certificate"
+	errNoCA          = "cannot use the clients' CA certificate: no PEM certificate in ca.crt"
 	errMaxRecv       = "cannot accept requests of at most %d MB: give --max-recv-message-size at least 1"
 )
 
@@ -36,8 +47,7 @@ type options struct {
 	address  string
 	certs    string
 	insec    bool
-	maxRecvB int    // --max-recv-message-size, which is in MB, in bytes
-	metrics  string // --metrics-address; empty: no metrics
+	maxRecvB int // --max-recv-message-size, which is in MB, in bytes
 }
 
 // parseFlags parses args. --max-recv-message-size is in MB (MiB), 4 by
@@ -52,7 +62,6 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.certs, "tls-certs-dir", os.Getenv("TLS_SERVER_CERTS_DIR"), "Directory of the server certificate (tls.crt, tls.key) and the CA of Crossplane's client certificates (ca.crt).")
 	fs.BoolVar(&o.insec, "insecure", false, "Serve without mTLS (crossplane render only: Crossplane always uses mTLS).")
 	fs.IntVar(&maxRecvMB, "max-recv-message-size", 4, "Largest request accepted, in MB (MiB).")
-	fs.StringVar(&o.metrics, "metrics-address", "", "Address at which to serve Prometheus metrics on /metrics (such as :8080); none when empty.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -78,20 +87,51 @@ func main() {
 	}
 }
 
-// serve listens on o's network and address and serves RunFunction, with
-// mTLS from o's certificates or insecure, until it fails.
+// serve listens on o's network and address and serves RunFunction until it
+// fails.
 func serve(o options) error {
-	if !o.insec && o.certs == "" {
-		return errors.New(errNoCredentials)
-	}
-	log, err := sdk.NewLogger(o.debug)
+	creds, err := serverCredentials(o.certs, o.insec)
 	if err != nil {
 		return err
 	}
-	return sdk.Serve(function.New(log),
-		sdk.Listen(o.network, o.address),
-		sdk.MTLSCertificates(o.certs),
-		sdk.Insecure(o.insec),
-		sdk.MaxRecvMessageSize(o.maxRecvB),
-		sdk.WithMetricsServer(o.metrics))
+	log, err := logging.NewLogger(o.debug)
+	if err != nil {
+		return err
+	}
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), o.network, o.address)
+	if err != nil {
+		return err
+	}
+	srv := grpc.NewServer(grpc.Creds(creds), grpc.MaxRecvMsgSize(o.maxRecvB))
+	fnv1.RegisterFunctionRunnerServiceServer(srv, function.New(log))
+	return srv.Serve(l)
+}
+
+// serverCredentials are mTLS credentials from the certificates in dir,
+// which verify the client's certificate, or none with insec.
+func serverCredentials(dir string, insec bool) (credentials.TransportCredentials, error) {
+	if insec {
+		return insecure.NewCredentials(), nil
+	}
+	if dir == "" {
+		return nil, errors.New(errNoCredentials)
+	}
+	crt, err := tls.LoadX509KeyPair(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", errKeyPair, err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "ca.crt")) //nolint:gosec // dir is the operator's --tls-certs-dir
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", errCA, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New(errNoCA)
+	}
+	return credentials.NewTLS(&tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{crt},
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}), nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,7 +15,7 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		"Defaults": {
-			reason: "No flags give function-template-go's defaults: TCP on :9443, requests of up to 4 MB; no metrics server.",
+			reason: "No flags give function-template-go's defaults: TCP on :9443, requests of up to 4 MB.",
 			want:   defaults,
 		},
 		"MaxRecvMessageSizeInMB": {
@@ -30,10 +29,10 @@ func TestParseFlags(t *testing.T) {
 		},
 		"TemplateFlags": {
 			reason: "The template's other flags are taken with their names.",
-			args:   []string{"--debug", "--network=unix", "--address=/tmp/fn.sock", "--tls-certs-dir=/certs", "--insecure", "--metrics-address=127.0.0.1:8080"},
+			args:   []string{"--debug", "--network=unix", "--address=/tmp/fn.sock", "--tls-certs-dir=/certs", "--insecure"},
 			want: func() options {
 				o := defaults
-				o.debug, o.network, o.address, o.certs, o.insec, o.metrics = true, "unix", "/tmp/fn.sock", "/certs", true, "127.0.0.1:8080"
+				o.debug, o.network, o.address, o.certs, o.insec = true, "unix", "/tmp/fn.sock", "/certs", true
 				return o
 			}(),
 		},
@@ -61,14 +60,5 @@ func TestParseFlags(t *testing.T) {
 				t.Errorf("%s\nparseFlags(%q): -want, +got:\n%s", tc.reason, tc.args, diff)
 			}
 		})
-	}
-}
-
-func TestServeRefusesWithoutCredentials(t *testing.T) {
-	// Neither --tls-certs-dir nor --insecure: serve must refuse before it
-	// listens, naming both flags, rather than serve without mTLS.
-	err := serve(options{network: "tcp", address: "127.0.0.1:0"})
-	if diff := cmp.Diff(errNoCredentials, fmt.Sprint(err)); diff != "" {
-		t.Errorf("serve without credentials: -want error, +got error:\n%s", diff)
 	}
 }

@@ -1,9 +1,7 @@
 package function
 
 import (
-	"cmp"
-	"slices"
-
+	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 )
 
@@ -24,7 +22,7 @@ import (
 // them anew.
 //
 // So the composite records the external name of each such resource in its
-// status (record), and a resource composed anew gets the recorded one.
+// status (recordAt), and a resource composed anew gets the recorded one.
 // Crossplane applies the function's desired composed resources and the
 // composite's status with server-side apply, as one field manager per
 // composite, which decides the rules (externalName, record):
@@ -70,66 +68,59 @@ import (
 // resource by hand thus never deletes its Neutron object either: deleting
 // the composite (or the claim) does.
 
-// recorded are the composed resources whose object the provider makes and
-// finds by its Neutron ID, whose external names the composite records in
-// its status (status.<step>.id).
-var recorded = []string{SecurityGroupName, PortName, FloatingIPName}
+// recordAt is where the composite's status records the external name of
+// each composed resource whose object the provider makes and finds by its
+// Neutron ID.
+var recordAt = map[string]string{
+	SecurityGroupName: "status.securityGroup.id",
+	PortName:          "status.port.id",
+	FloatingIPName:    "status.floatingIP.id",
+}
 
 // externalName is the external name to desire for composed resource name,
-// of the composite xr as observed (with its status) whose floating IP is
-// pinned or not: the observed resource's own when it has one; for a
-// resource that does not exist, the one xr records (none for a pinned
-// floating IP); else none.
-func externalName(name string, observed *Observed, xr *XIPsecGateway, pinned bool) string {
-	mg, _ := observed.managed(name)
+// observed as o (nil: it does not exist), of the composite xr as observed
+// (with its status) whose floating IP is pinned or not: o's own when it has
+// one; for a resource that does not exist, the one xr records (none for a
+// pinned floating IP); else none.
+func externalName(name string, o, xr *fieldpath.Paved, pinned bool) string {
+	at, ok := recordAt[name]
 	switch {
-	case !slices.Contains(recorded, name):
+	case !ok:
 		return ""
-	case mg != nil:
-		return meta.GetExternalName(mg)
+	case o != nil:
+		return observedExternalName(o)
 	case name == FloatingIPName && pinned:
 		return ""
 	}
-	st := xr.Status // recordedID makes a step it lacks: not in xr
-	return *recordedID(&st, name)
+	return str(xr, at)
 }
 
-// record sets the IDs in st that record the external names of the composed
-// resources as observed, given the composite xr as observed: each
-// resource's own, else the one xr records already.
-func record(xr *XIPsecGateway, observed *Observed, st *XIPsecGatewayStatus) {
-	had := xr.Status
-	for _, name := range recorded {
-		id := *recordedID(&had, name)
-		if mg, _ := observed.managed(name); mg != nil {
-			id = cmp.Or(meta.GetExternalName(mg), id)
+// record returns the composite's status fields by path that record the
+// external names of its composed resources as observed, given the composite
+// xr as observed: each resource's own, else the one xr records already.
+func record(xr *fieldpath.Paved, observed Observed) map[string]any {
+	out := map[string]any{}
+	for name, at := range recordAt {
+		v := observedExternalName(observed[name])
+		if v == "" {
+			v = str(xr, at)
 		}
-		if id != "" {
-			*recordedID(st, name) = id
+		if v != "" {
+			out[at] = v
 		}
 	}
+	return out
 }
 
-// recordedID is where st records the ID of composed resource name, one of
-// recorded; st's step is made when it has none.
-func recordedID(st *XIPsecGatewayStatus, name string) *string {
-	switch name {
-	case SecurityGroupName:
-		st.SecurityGroup = cmp.Or(st.SecurityGroup, &NeutronStepStatus{})
-		return &st.SecurityGroup.ID
-	case PortName:
-		st.Port = cmp.Or(st.Port, &PortStepStatus{})
-		return &st.Port.ID
-	default: // FloatingIPName
-		st.FloatingIP = cmp.Or(st.FloatingIP, &FloatingIPStatus{})
-		return &st.FloatingIP.ID
-	}
+// observedExternalName is the external name of the composed resource o as
+// observed; "" for none, or when o is nil.
+func observedExternalName(o *fieldpath.Paved) string {
+	return str(o, "metadata.annotations["+meta.AnnotationKeyExternalName+"]")
 }
 
-// orphaned says whether the composed resource name, of the composite xr
-// (both as observed), is to be composed orphaned: it is being deleted and
-// xr is not.
-func orphaned(name string, observed *Observed, xr *XIPsecGateway) bool {
-	mg, _ := observed.managed(name)
-	return mg != nil && meta.WasDeleted(mg) && xr.Metadata.DeletionTimestamp == nil
+// orphaned says whether the composed resource o, of the composite xr (both
+// as observed), is to be composed orphaned: it is being deleted and xr is
+// not.
+func orphaned(o, xr *fieldpath.Paved) bool {
+	return str(o, "metadata.deletionTimestamp") != "" && str(xr, "metadata.deletionTimestamp") == ""
 }

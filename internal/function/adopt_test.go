@@ -34,7 +34,7 @@ func mr(ns bool, kind, name, en string, deleting bool) string {
 	if ns {
 		group, where = "networking.m.ipsecgw.io", ", namespace: tenant-a"
 	}
-	md := "name: '" + name + "'" + where // quoted: YAML 1.1 reads n as false
+	md := "name: " + name + where
 	if en != "" {
 		md += ", annotations: {crossplane.io/external-name: " + en + "}"
 	}
@@ -269,8 +269,16 @@ func orphans(rsp *fnv1.RunFunctionResponse) []string {
 	return out
 }
 
+// pave is r's object paved, nil for nil.
+func pave(r *fnv1.Resource) *fieldpath.Paved {
+	if r == nil {
+		return nil
+	}
+	return fieldpath.Pave(r.GetResource().AsMap())
+}
+
 func TestExternalName(t *testing.T) {
-	xr := xrOf(t, withStatus(xrNAT, "{securityGroup: {id: sg-1}, port: {id: ''}, floatingIP: {id: fip-1}}"))
+	xr := res(t, withStatus(xrNAT, "{securityGroup: {id: sg-1}, port: {id: ''}, floatingIP: {id: fip-1}}"))
 	type args struct {
 		name     string
 		observed string
@@ -320,11 +328,11 @@ func TestExternalName(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			observed := map[string]string{}
+			var o *fnv1.Resource
 			if tc.args.observed != "" {
-				observed[tc.args.name] = tc.args.observed
+				o = res(t, tc.args.observed)
 			}
-			got := externalName(tc.args.name, observedOf(t, observed), xr, tc.args.pinned)
+			got := externalName(tc.args.name, pave(o), pave(xr), tc.args.pinned)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nexternalName(...): -want +got:\n%s", tc.reason, diff)
 			}

@@ -20,22 +20,21 @@ package function
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
-	"reflect"
 	"slices"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	xpresource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"github.com/crossplane/function-sdk-go/request"
-	"github.com/crossplane/function-sdk-go/resource"
-	"github.com/crossplane/function-sdk-go/resource/composed"
-	"github.com/crossplane/function-sdk-go/response"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -43,7 +42,6 @@ import (
 	"github.com/ipsecgw/provider-ipsec/apis"
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	nv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
-	"github.com/ipsecgw/provider-ipsec/internal/sparse"
 )
 
 // The composed resources' names in the pipeline (the
@@ -70,7 +68,7 @@ const (
 	errCompose        = "cannot compose"
 	errComposeGateway = "cannot compose the Gateway"
 	errStatus         = "cannot set the composite resource's status"
-	errSetDesired     = "cannot set the desired composed resources"
+	errSetDesired     = "cannot set the desired state"
 	errProviderConfig = "cannot use the ProviderConfig"
 )
 
@@ -95,6 +93,9 @@ var scheme = func() *runtime.Scheme {
 	}
 	return s
 }()
+
+// Observed are the observed composed resources by name.
+type Observed map[string]*fieldpath.Paved
 
 // Function composes XIPsecGateways.
 type Function struct {
@@ -123,14 +124,29 @@ func New(log logging.Logger) *Function { return &Function{log: log} }
 // it adopts its predecessor's Neutron object; a managed resource being
 // deleted while its composite is not is orphaned (adopt.go).
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
-	rsp := response.To(req, ttl)
-	xr, nsPC, err := decode(req)
+	rsp := &fnv1.RunFunctionResponse{
+		Meta:    &fnv1.ResponseMeta{Tag: req.GetMeta().GetTag(), Ttl: durationpb.New(ttl)},
+		Desired: req.GetDesired(),
+		Context: req.GetContext(),
+	}
+	if rsp.Desired == nil {
+		rsp.Desired = &fnv1.State{}
+	}
+	if rsp.Desired.Resources == nil {
+		rsp.Desired.Resources = map[string]*fnv1.Resource{}
+	}
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+
+	oxr := req.GetObserved().GetComposite().GetResource().AsMap()
+	xr, nsPC, err := decode(oxr)
 	if err != nil {
 		return fatal(rsp, err), nil
 	}
-	observed, err := observe(req)
-	if err != nil {
-		return fatal(rsp, err), nil
+	observed := Observed{}
+	for n, r := range req.GetObserved().GetResources() {
+		observed[n] = fieldpath.Pave(r.GetResource().AsMap())
 	}
 
 	// A namespaced XR's managed resources take its spec.providerConfigRef,
@@ -148,60 +164,40 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			Target:   fnv1.Target_TARGET_COMPOSITE_AND_CLAIM.Enum(),
 		})
 	}
-	rsp.Results = append(rsp.Results, advisories(xr, observed)...)
+	pxr := fieldpath.Pave(oxr)
+	rsp.Results = append(rsp.Results, advisories(pxr, observed)...)
 	st, reason, msg := stepsReady(objs, observed, warnings)
 	setStepsReady(rsp, st, reason, msg)
 	pinned := xr.Spec.Endpoint.FloatingIP != ""
-	desired := make(map[resource.Name]*resource.DesiredComposed, len(objs))
 	for name, o := range objs {
 		md := composedMeta{
 			Labels:       xr.Metadata.Labels,
-			ExternalName: externalName(name, observed, xr, pinned),
-			Orphan:       orphaned(name, observed, xr),
+			ExternalName: externalName(name, observed[name], pxr, pinned),
+			Orphan:       orphaned(observed[name], pxr),
 		}
-		d, err := desiredResource(o, nsPC, md)
+		r, err := desiredResource(o, nsPC, md, observed[name])
 		if err != nil {
 			return fatal(rsp, errors.Wrapf(err, "%s %s", errCompose, name)), nil
 		}
-		mg, _ := observed.managed(name)
-		desired[resource.Name(name)] = &resource.DesiredComposed{Resource: d, Ready: readiness(mg)}
-	}
-	if err := response.SetDesiredComposedResources(rsp, desired); err != nil {
-		return fatal(rsp, errors.Wrap(err, errSetDesired)), nil
+		rsp.Desired.Resources[name] = r
 	}
 
-	status := Status(observed)
-	record(xr, observed, &status)
-	if err := setStatus(req, rsp, status); err != nil {
-		return fatal(rsp, errors.Wrap(err, errStatus)), nil
-	}
-	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
-	return rsp, nil
-}
-
-// setStatus sets status onto the desired composite of rsp, the one of req
-// (the steps before may have desired some of it): each of its steps whole,
-// a step it leaves out as it was. The desired composite keeps its
-// readiness, which the function leaves to Crossplane.
-func setStatus(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, status XIPsecGatewayStatus) error {
-	dxr, err := request.GetDesiredCompositeResource(req)
-	if err != nil {
-		return err
-	}
-	steps, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
-	if err != nil {
-		return err
-	}
-	for step, v := range steps {
-		if err := dxr.Resource.SetValue("status."+step, v); err != nil {
-			return err
+	dxr := rsp.Desired.Composite.GetResource().AsMap()
+	p := fieldpath.Pave(dxr)
+	fields := Status(observed)
+	maps.Copy(fields, record(pxr, observed))
+	for path, v := range fields {
+		if err := p.SetValue(path, v); err != nil {
+			return fatal(rsp, errors.Wrapf(err, "%s: %s", errStatus, path)), nil
 		}
 	}
-	if err := response.SetDesiredCompositeResource(rsp, dxr); err != nil {
-		return err
+	s, err := structpb.NewStruct(dxr)
+	if err != nil {
+		return fatal(rsp, errors.Wrap(err, errSetDesired)), nil
 	}
-	rsp.Desired.Composite.Ready = req.GetDesired().GetComposite().GetReady()
-	return nil
+	rsp.Desired.Composite.Resource = s
+	f.log.Debug("Composed", "composite", xr.Metadata.Name, "resources", len(objs))
+	return rsp, nil
 }
 
 // fatal adds err as a fatal result to rsp: Crossplane changes nothing.
@@ -216,7 +212,7 @@ func fatal(rsp *fnv1.RunFunctionResponse, err error) *fnv1.RunFunctionResponse {
 // address and the floating IP are known (observed, or already in the Gateway
 // composed before). The warnings say why the Gateway cannot be composed when
 // that needs a fix rather than time.
-func Compose(xr *XIPsecGateway, observed *Observed) (map[string]runtime.Object, []string) {
+func Compose(xr *XIPsecGateway, observed Observed) (map[string]runtime.Object, []string) {
 	s := xr.Spec
 	pc := &xpv2.Reference{Name: s.ProviderConfigName}
 	if s.ProviderConfigName == "" {
@@ -410,28 +406,30 @@ func nodePairs(s XIPsecGatewaySpec, pc *xpv2.Reference) *nv1alpha1.NodeAddressPa
 // IP is attached. When it is nil because of something that waiting will not
 // fix (a Ready port without a gateway IP or subnet CIDR, a composite without
 // a claim), the warnings say what and how to fix it.
-func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed *Observed) (*gwv1alpha1.Gateway, []string) {
+func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alpha1.Gateway, []string) {
 	s := xr.Spec
-	p, b := observed.Port, observed.FloatingIP
-	fixed := firstFixedIP(p)
+	p, b := observed[PortName], observed[FloatingIPName]
 	ep := gwv1alpha1.Endpoint{
-		PrivateAddress: gwv1alpha1.IPv4(fixed.IPAddress),
-		Gateway:        gwv1alpha1.IPv4(fixed.GatewayIP),
+		PrivateAddress: gwv1alpha1.IPv4(str(p, "status.atProvider.fixedIps[0].ipAddress")),
+		Gateway:        gwv1alpha1.IPv4(str(p, "status.atProvider.fixedIps[0].gatewayIp")),
+		MACAddress:     str(p, "status.atProvider.macAddress"),
 		LocalID:        gwv1alpha1.IPv4(floatingAddress(b)),
 	}
-	if p != nil {
-		ep.MACAddress = p.Status.AtProvider.MACAddress
-	}
-	if pfx, err := netip.ParsePrefix(fixed.SubnetCIDR); err == nil && pfx.Addr().Is4() {
+	if pfx, err := netip.ParsePrefix(str(p, "status.atProvider.fixedIps[0].subnetCidr")); err == nil && pfx.Addr().Is4() {
 		ep.PrefixLength = int32(pfx.Bits()) //nolint:gosec // at most 32
 	}
-	if old := observed.Gateway; old != nil {
-		ep = keep(ep, old.Spec.ForProvider.Endpoint)
+	if old := observed[GatewayName]; old != nil {
+		prev := gwv1alpha1.Endpoint{}
+		_ = old.GetValueInto("spec.forProvider.endpoint", &prev)
+		ep = keep(ep, prev)
 	}
 	if w := blocked(xr, p, ep); len(w) > 0 || ep.PrivateAddress == "" || ep.Gateway == "" || ep.MACAddress == "" || ep.LocalID == "" || ep.PrefixLength == 0 {
 		return nil, w
 	}
-	attached := b != nil && b.Status.AtProvider.Attached
+	attached := false
+	if b != nil {
+		attached, _ = b.GetBool("status.atProvider.attached")
+	}
 	return &gwv1alpha1.Gateway{Spec: gwv1alpha1.GatewaySpec{
 		ClusterManagedResourceSpec: xpv2.ClusterManagedResourceSpec{ProviderConfigReference: pc},
 		ForProvider: gwv1alpha1.GatewayParameters{
@@ -456,16 +454,16 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed *Observed) (*gwv1al
 // Gateway runs in the claim's namespace), or a Ready port p whose endpoint
 // still lacks the gateway IP or the prefix length. A port not made yet is
 // no reason: it is waited for.
-func blocked(xr *XIPsecGateway, p *nv1alpha1.Port, ep gwv1alpha1.Endpoint) []string {
+func blocked(xr *XIPsecGateway, p *fieldpath.Paved, ep gwv1alpha1.Endpoint) []string {
 	var w []string
 	if c := xr.owner(); c == nil || c.Namespace == "" {
 		w = append(w, fmt.Sprintf(warnNoClaim, xr.Metadata.Name))
 	}
-	if p == nil || !isReady(p) {
+	if ready(p) != fnv1.Ready_READY_TRUE {
 		return w
 	}
-	name := p.GetName()
-	subnet := cmp.Or(firstFixedIP(p).SubnetID, xr.Spec.Network.SubnetID)
+	name := str(p, "metadata.name")
+	subnet := cmp.Or(str(p, "status.atProvider.fixedIps[0].subnetId"), xr.Spec.Network.SubnetID)
 	if ep.Gateway == "" {
 		w = append(w, fmt.Sprintf(warnNoGatewayIP, name, subnet))
 	}
@@ -495,107 +493,115 @@ func keep(ep, prev gwv1alpha1.Endpoint) gwv1alpha1.Endpoint {
 	return ep
 }
 
-// firstFixedIP is the first fixed IP the port p reports (the one on
-// network.subnetId, the only one the function asks for), zero while p
-// reports none or is nil.
-func firstFixedIP(p *nv1alpha1.Port) nv1alpha1.ObservedFixedIP {
-	if p == nil || len(p.Status.AtProvider.FixedIPs) == 0 {
-		return nv1alpha1.ObservedFixedIP{}
+// floatingAddress is the binding's floating IP: the one Neutron reports,
+// else the pinned one of its spec (known before it is attached).
+func floatingAddress(b *fieldpath.Paved) string {
+	if a := str(b, "status.atProvider.floatingIpAddress"); a != "" {
+		return a
 	}
-	return p.Status.AtProvider.FixedIPs[0]
+	return str(b, "spec.forProvider.floatingIpAddress")
 }
 
-// floatingAddress is the binding's floating IP: the one Neutron reports,
-// else the pinned one of its spec (known before it is attached); "" for a
-// nil b.
-func floatingAddress(b *nv1alpha1.FloatingIPBinding) string {
-	if b == nil {
+// A rollUp copies the value at From of a composed resource to the
+// composite's status at To, when the resource has one.
+type rollUp struct{ From, To string }
+
+// conditions is where a resource's conditions are.
+const conditions = "status.conditions"
+
+// rollUps are the runbook's steps on the composite's (and so the claim's)
+// status, by composed resource.
+var rollUps = map[string][]rollUp{
+	// The IDs (status.securityGroup.id, status.port.id,
+	// status.floatingIP.id) are the external names the composite records
+	// (record).
+	SecurityGroupName: {
+		{conditions, "status.securityGroup.conditions"},
+	},
+	PortName: {
+		{"status.atProvider.fixedIps[0].ipAddress", "status.port.privateIP"},
+		{"status.atProvider.fixedIps[0].subnetCidr", "status.port.subnetCIDR"},
+		{"status.atProvider.fixedIps[0].gatewayIp", "status.port.gatewayIP"},
+		{"status.atProvider.macAddress", "status.port.macAddress"},
+		{conditions, "status.port.conditions"},
+	},
+	FloatingIPName: {
+		{"spec.forProvider.floatingIpAddress", "status.floatingIP.address"},
+		// Neutron's word over the spec's, for an allocated one the only.
+		{"status.atProvider.floatingIpAddress", "status.floatingIP.address"},
+		{"status.atProvider.attached", "status.floatingIP.attached"},
+		{conditions, "status.floatingIP.conditions"},
+	},
+	RoutesName: {
+		{conditions, "status.routing.conditions"},
+	},
+	NodePairsName: {
+		{"status.atProvider.nodes", "status.nodePorts.nodes"},
+		{conditions, "status.nodePorts.conditions"},
+	},
+	GatewayName: {
+		{"metadata.name", "status.gateway.name"},
+		{"status.atProvider.configHash", "status.gateway.configHash"},
+		{"status.atProvider.loadedConfigHash", "status.gateway.loadedConfigHash"},
+		{"status.atProvider.replicas", "status.gateway.replicas"},
+		{"status.atProvider.tunnelsUp", "status.gateway.tunnelsUp"},
+		{"status.atProvider.warnings", "status.gateway.warnings"},
+		{"status.atProvider.bytesIn", "status.gateway.bytesIn"},
+		{"status.atProvider.bytesOut", "status.gateway.bytesOut"},
+		{"status.atProvider.leader", "status.gateway.leader"},
+		{"status.atProvider.tunnels", "status.tunnels"},
+		{conditions, "status.gateway.conditions"},
+	},
+}
+
+// rollUpOrder is the order in which the roll-ups of a resource apply: a
+// later one to the same path wins.
+var rollUpOrder = []string{SecurityGroupName, PortName, FloatingIPName, RoutesName, NodePairsName, GatewayName}
+
+// Status returns the composite's status fields by path (such as
+// status.port.privateIP): each step's facts and conditions from the
+// observed composed resources. A value a resource does not have is left
+// out.
+func Status(observed Observed) map[string]any {
+	out := map[string]any{}
+	for _, n := range rollUpOrder {
+		o := observed[n]
+		if o == nil {
+			continue
+		}
+		for _, r := range rollUps[n] {
+			if v, err := o.GetValue(r.From); err == nil && v != nil {
+				out[r.To] = v
+			}
+		}
+	}
+	return out
+}
+
+// ready is a composed resource's readiness: True once it reports Ready.
+func ready(o *fieldpath.Paved) fnv1.Ready {
+	if o == nil {
+		return fnv1.Ready_READY_FALSE
+	}
+	cs := []xpv2.Condition{}
+	if err := o.GetValueInto(conditions, &cs); err != nil {
+		return fnv1.Ready_READY_FALSE
+	}
+	for _, c := range cs {
+		if c.Type == xpv2.TypeReady && c.Status == "True" {
+			return fnv1.Ready_READY_TRUE
+		}
+	}
+	return fnv1.Ready_READY_FALSE
+}
+
+// str is the string at path of o, empty when o or the value is absent.
+func str(o *fieldpath.Paved, path string) string {
+	if o == nil {
 		return ""
 	}
-	return cmp.Or(b.Status.AtProvider.FloatingIPAddress, string(ptr.Deref(b.Spec.ForProvider.FloatingIPAddress, "")))
-}
-
-// Status returns the composite's status: each step's facts and conditions
-// from the observed composed resources. A step whose resource is not
-// observed, or reports nothing yet, is left out. The IDs the composite
-// records are record's.
-func Status(observed *Observed) XIPsecGatewayStatus {
-	var st XIPsecGatewayStatus
-	if sg := observed.SecurityGroup; sg != nil {
-		st.SecurityGroup = nonZero(NeutronStepStatus{Conditions: sg.Status.Conditions})
-	}
-	if p := observed.Port; p != nil {
-		fixed := firstFixedIP(p)
-		st.Port = nonZero(PortStepStatus{
-			PrivateIP:  fixed.IPAddress,
-			SubnetCIDR: fixed.SubnetCIDR,
-			GatewayIP:  fixed.GatewayIP,
-			MACAddress: p.Status.AtProvider.MACAddress,
-			Conditions: p.Status.Conditions,
-		})
-	}
-	if b := observed.FloatingIP; b != nil {
-		fip := FloatingIPStatus{Address: floatingAddress(b), Conditions: b.Status.Conditions}
-		if reported(b.Status.Conditions) {
-			fip.Attached = ptr.To(b.Status.AtProvider.Attached)
-		}
-		st.FloatingIP = nonZero(fip)
-	}
-	if r := observed.Routes; r != nil {
-		st.Routing = nonZero(StepStatus{Conditions: r.Status.Conditions})
-	}
-	if np := observed.NodePairs; np != nil {
-		st.NodePorts = nonZero(NodePortsStatus{Nodes: np.Status.AtProvider.Nodes, Conditions: np.Status.Conditions})
-	}
-	if gw := observed.Gateway; gw != nil {
-		at := gw.Status.AtProvider
-		g := GatewayStepStatus{
-			Name:             gw.GetName(),
-			ConfigHash:       at.ConfigHash,
-			LoadedConfigHash: at.LoadedConfigHash,
-			Replicas:         at.Replicas,
-			TunnelsUp:        at.TunnelsUp,
-			Warnings:         at.Warnings,
-			Leader:           at.Leader,
-			Conditions:       gw.Status.Conditions,
-		}
-		if reported(gw.Status.Conditions) {
-			g.BytesIn, g.BytesOut = ptr.To(at.BytesIn), ptr.To(at.BytesOut)
-		}
-		st.Gateway = nonZero(g)
-		st.Tunnels = at.Tunnels
-	}
-	return st
-}
-
-// reported says whether a managed resource with the conditions cs has
-// reported its state: the provider writes its status whole, with the
-// fields of status.atProvider that are never left out (a binding's
-// attached, a Gateway's counters), once it has reconciled it, and every
-// reconcile sets a condition.
-func reported(cs []xpv2.Condition) bool { return len(cs) > 0 }
-
-// nonZero is a pointer to v, or nil when v is its type's zero value (a
-// step with nothing to say is left out of the status, not stated empty).
-func nonZero[T any](v T) *T {
-	if reflect.ValueOf(v).IsZero() {
-		return nil
-	}
-	return &v
-}
-
-// isReady says whether the managed resource mg reports Ready.
-func isReady(mg xpresource.Conditioned) bool {
-	return mg.GetCondition(xpv2.TypeReady).Status == "True"
-}
-
-// readiness is the readiness of a desired composed resource observed as mg
-// (nil: not yet): True once it reports Ready.
-func readiness(mg managed) resource.Ready {
-	if mg != nil && isReady(mg) {
-		return resource.ReadyTrue
-	}
-	return resource.ReadyFalse
+	s, _ := o.GetString(path)
+	return s
 }
 
 // composedMeta is what the function states of a composed resource beside
@@ -614,21 +620,12 @@ type composedMeta struct {
 	Orphan bool
 }
 
-// desiredResource is the desired composed resource of o, a managed
-// resource Compose made, in the composite's scope (nsPC, the namespaced
-// composite's ProviderConfig reference; nil for the claim's), with md. It
-// states only what the function has an opinion on, as server-side apply
-// reads it: no status, no null and no empty object (such as the exposures
-// of a composite that has none, or a creation timestamp: sparse.Object).
-// Not composed.From: it encodes with go-json-experiment, which leaves out
-// empty objects but states every false or zero field tagged omitempty (a
-// tunnel's mobike: false), which under server-side apply would make the
-// function the owner of values it has no opinion on.
-func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md composedMeta) (*composed.Unstructured, error) {
-	o, err := inScope(o, nsPC)
-	if err != nil {
-		return nil, err
-	}
+// desiredObject converts a typed managed resource to the object of a
+// desired composed resource with md. It states only what the function has an
+// opinion on, as server-side apply reads it: no status, no null and no
+// empty object (such as the exposures of a composite that has none, or a
+// creation timestamp).
+func desiredObject(o runtime.Object, md composedMeta) (map[string]any, error) {
 	if md.Orphan {
 		if mg, ok := o.(interface {
 			SetManagementPolicies(xpv2.ManagementPolicies)
@@ -639,19 +636,74 @@ func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md co
 			mg.SetDeletionPolicy(xpv2.DeletionOrphan)
 		}
 	}
+	gvks, _, err := scheme.ObjectKinds(o)
+	if err != nil {
+		return nil, err
+	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
 		return nil, err
 	}
-	u := &composed.Unstructured{Unstructured: unstructured.Unstructured{Object: m}}
-	u.SetGroupVersionKind(kindOf(o))
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvks[0])
 	delete(m, "status")
-	sparse.Object(m)
+	prune(m)
 	if len(md.Labels) > 0 {
 		u.SetLabels(md.Labels)
 	}
 	if md.ExternalName != "" {
 		u.SetAnnotations(map[string]string{meta.AnnotationKeyExternalName: md.ExternalName})
 	}
-	return u, nil
+	return m, nil
+}
+
+// prune removes every null value and every object that is or becomes
+// empty from the objects in m, at any depth; lists stay, empty or not.
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(v)
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+		}
+	}
+}
+
+// convert decodes the object in into the typed out.
+func convert(in map[string]any, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}
+
+// desiredResource is the desired resource of composed object o: in the
+// composite's scope (nsPC, the namespaced composite's ProviderConfig
+// reference; nil for the claim's), with md, ready as its observed state
+// says.
+func desiredResource(o runtime.Object, nsPC *xpv2.ProviderConfigReference, md composedMeta, observed *fieldpath.Paved) (*fnv1.Resource, error) {
+	o, err := inScope(o, nsPC)
+	if err != nil {
+		return nil, err
+	}
+	m, err := desiredObject(o, md)
+	if err != nil {
+		return nil, err
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil, err
+	}
+	return &fnv1.Resource{Resource: s, Ready: ready(observed)}, nil
 }

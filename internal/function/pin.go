@@ -1,13 +1,11 @@
 package function
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	extv1beta1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1beta1"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 )
 
@@ -47,9 +45,6 @@ const (
 	ReasonProviderConfigChange = "ProviderConfigChange"
 )
 
-// errPinsFmt is the error of pins that cannot be read.
-const errPinsFmt = "cannot read the EnvironmentConfigs that pin the ProviderConfig of namespace %s"
-
 // A refusal is why the composite's ProviderConfig is refused: the reason of
 // condition StepsReady and a message naming the field and the fix.
 type refusal struct {
@@ -63,9 +58,9 @@ type refusal struct {
 // requires them: Crossplane fetches them and runs the function again), or
 // the ProviderConfig is refused (a fatal result, so that Crossplane changes
 // nothing, and condition StepsReady saying why).
-func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *XIPsecGateway, observed *Observed) bool {
+func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, xr *XIPsecGateway, observed Observed) bool {
 	ns := claimNamespace(xr)
-	var pins []*extv1beta1.EnvironmentConfig
+	var pins []*fieldpath.Paved
 	if ns != "" {
 		rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{pinRequirement: pinSelector(ns)}}
 		got, ok := req.GetRequiredResources()[pinRequirement]
@@ -73,12 +68,7 @@ func pinProviderConfig(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespon
 			return false
 		}
 		for _, r := range got.GetItems() {
-			p, err := decodePin(r)
-			if err != nil {
-				fatal(rsp, errors.Wrapf(err, errPinsFmt, ns))
-				return false
-			}
-			pins = append(pins, p)
+			pins = append(pins, fieldpath.Pave(r.GetResource().AsMap()))
 		}
 	}
 	pc, refused := providerConfig(xr, ns, pins, observed)
@@ -128,7 +118,7 @@ func claimNamespace(xr *XIPsecGateway) string {
 // another ProviderConfig are never moved to the new one (their Neutron
 // objects would be looked for, and made again, in another project): that
 // is refused too, and left to the platform (docs/api.md).
-func providerConfig(xr *XIPsecGateway, ns string, pins []*extv1beta1.EnvironmentConfig, observed *Observed) (string, *refusal) {
+func providerConfig(xr *XIPsecGateway, ns string, pins []*fieldpath.Paved, observed Observed) (string, *refusal) {
 	asked := xr.Spec.ProviderConfigName
 	pc := asked
 	if ns != "" {
@@ -150,16 +140,13 @@ func providerConfig(xr *XIPsecGateway, ns string, pins []*extv1beta1.Environment
 	if ns != "" {
 		fix = fmt.Sprintf("the platform pins namespace %s back to %%q, or the claim is recreated", ns)
 	}
-	for _, s := range steps {
-		mg, _ := observed.managed(s.Resource)
-		if mg == nil || mg.GetProviderConfigReference() == nil {
-			continue
-		}
-		if used := mg.GetProviderConfigReference().Name; used != "" && used != pc {
+	for _, n := range rollUpOrder {
+		o := observed[n]
+		if used := str(o, "spec.providerConfigRef.name"); used != "" && used != pc {
 			return "", &refusal{ReasonProviderConfigChange, fmt.Sprintf(
 				"%s %s uses ProviderConfig %q, but this composite's is now %q: moved, its Neutron objects would be looked for, and made again, "+
 					"with other credentials; nothing was changed: "+fix,
-				mg.GetObjectKind().GroupVersionKind().Kind, mg.GetName(), used, pc, used)}
+				str(o, "kind"), str(o, "metadata.name"), used, pc, used)}
 		}
 	}
 	return pc, nil
@@ -168,14 +155,11 @@ func providerConfig(xr *XIPsecGateway, ns string, pins []*extv1beta1.Environment
 // pinned is the ProviderConfig the pins of namespace ns name, or
 // DefaultProviderConfig when there is none; pins that disagree, or one
 // that names none, are refused, naming them.
-func pinned(ns string, pins []*extv1beta1.EnvironmentConfig) (string, *refusal) {
+func pinned(ns string, pins []*fieldpath.Paved) (string, *refusal) {
 	names := map[string][]string{}
 	for _, p := range pins {
-		var pc string
-		if v, ok := p.Data[PinKey]; ok {
-			_ = json.Unmarshal(v.Raw, &pc) // not a string: it names none
-		}
-		names[pc] = append(names[pc], p.GetName())
+		pc, _ := p.GetString("data." + PinKey)
+		names[pc] = append(names[pc], str(p, "metadata.name"))
 	}
 	switch {
 	case len(names) == 0:
@@ -194,14 +178,4 @@ func pinned(ns string, pins []*extv1beta1.EnvironmentConfig) (string, *refusal) 
 	return "", &refusal{ReasonProviderConfigPinsConflict, fmt.Sprintf(
 		"the EnvironmentConfigs labelled %s=%s must all name one ProviderConfig in data.%s, but they name: %s: "+
 			"the platform fixes them; nothing was changed", PinLabel, ns, PinKey, strings.Join(say, "; "))}
-}
-
-// decodePin decodes the pin r, a required EnvironmentConfig.
-func decodePin(r *fnv1.Resource) (*extv1beta1.EnvironmentConfig, error) {
-	b, err := r.GetResource().MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	p := &extv1beta1.EnvironmentConfig{}
-	return p, json.Unmarshal(b, p)
 }

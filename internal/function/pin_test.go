@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
-	extv1beta1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1beta1"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
@@ -108,14 +107,6 @@ func TestProviderConfig(t *testing.T) {
 				`the EnvironmentConfigs labelled ipsecgw.io/claim-namespace=tenant-a must all name one ProviderConfig in data.providerConfigName, but they name: ` +
 					`tenant-a: "": the platform fixes them; nothing was changed`}},
 		},
-		"PinNameNotAString": {
-			reason: "A pin whose data.providerConfigName is no string (EnvironmentConfig data holds any JSON) names no ProviderConfig: it is refused as one without a name.",
-			xr:     xrAsking(""),
-			pins:   []string{pin("tenant-a", "tenant-a", "{project: a}")},
-			want: want{refusal: &refusal{ReasonProviderConfigPinsConflict,
-				`the EnvironmentConfigs labelled ipsecgw.io/claim-namespace=tenant-a must all name one ProviderConfig in data.providerConfigName, but they name: ` +
-					`tenant-a: "": the platform fixes them; nothing was changed`}},
-		},
 		"PinnedAfterTheFact": {
 			reason:   "Composed resources that use another ProviderConfig than the one the namespace now pins are not moved to it (their Neutron objects would be made again in another project): refused, naming the resource and both.",
 			xr:       xrAsking(""),
@@ -140,17 +131,20 @@ func TestProviderConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			xr := xrOf(t, tc.xr)
-			var pins []*extv1beta1.EnvironmentConfig
-			for _, y := range tc.pins {
-				p, err := decodePin(res(t, y))
-				if err != nil {
-					t.Fatal(err)
-				}
-				pins = append(pins, p)
+			xr := &XIPsecGateway{}
+			if err := convert(obj(t, tc.xr), xr); err != nil {
+				t.Fatal(err)
+			}
+			var pins []*fieldpath.Paved
+			for _, p := range tc.pins {
+				pins = append(pins, fieldpath.Pave(obj(t, p)))
+			}
+			observed := Observed{}
+			for n, y := range tc.observed {
+				observed[n] = fieldpath.Pave(obj(t, y))
 			}
 			var got want
-			got.pc, got.refusal = providerConfig(xr, claimNamespace(xr), pins, observedOf(t, tc.observed))
+			got.pc, got.refusal = providerConfig(xr, claimNamespace(xr), pins, observed)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nproviderConfig(...): -want, +got:\n%s", tc.reason, diff)
 			}

@@ -1,14 +1,12 @@
 package function
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
-	"github.com/crossplane/function-sdk-go/request"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 	nv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/networking/v1alpha1"
@@ -49,38 +47,19 @@ func (xr *XIPsecGateway) owner() *ClaimReference {
 	return xr.Spec.ClaimRef
 }
 
-// decode returns the observed composite of req as an XIPsecGateway and,
-// for a namespaced IPsecGateway, its spec.providerConfigRef (the XRD
-// defaults it; nil for a legacy composite). Errors say which of the two
-// could not be read.
-func decode(req *fnv1.RunFunctionRequest) (*XIPsecGateway, *xpv2.ProviderConfigReference, error) {
-	oxr, err := request.GetObservedCompositeResource(req)
-	if err != nil {
-		return nil, nil, errors.Wrap(err, errDecodeXR)
-	}
-	b, err := oxr.Resource.MarshalJSON()
-	if err != nil {
-		return nil, nil, errors.Wrap(err, errDecodeXR)
-	}
+// decode returns the observed composite m as an XIPsecGateway and, for a
+// namespaced IPsecGateway, its spec.providerConfigRef (nil for a legacy
+// composite). Errors say which of the two could not be read.
+func decode(m map[string]any) (*XIPsecGateway, *xpv2.ProviderConfigReference, error) {
 	xr := &XIPsecGateway{}
-	if err := json.Unmarshal(b, xr); err != nil {
+	if err := convert(m, xr); err != nil {
 		return nil, nil, errors.Wrap(err, errDecodeXR)
 	}
-	if oxr.Resource.GroupVersionKind().Group != NamespacedGroup {
-		return xr, nil, nil
-	}
-	var ns struct {
-		Spec struct {
-			ProviderConfigRef *xpv2.ProviderConfigReference `json:"providerConfigRef"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(b, &ns); err != nil {
+	pc, err := namespacedRef(m)
+	if err != nil {
 		return nil, nil, errors.Wrap(err, errScope)
 	}
-	if r := ns.Spec.ProviderConfigRef; r != nil {
-		return xr, r, nil
-	}
-	return xr, &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, nil
+	return xr, pc, nil
 }
 
 // inScope returns o, a managed resource Compose made, as the composite
@@ -91,6 +70,29 @@ func inScope(o runtime.Object, pc *xpv2.ProviderConfigReference) (runtime.Object
 		return o, nil
 	}
 	return Namespaced(o, pc)
+}
+
+// namespacedRef returns, for the observed composite m of group
+// NamespacedGroup, its spec.providerConfigRef (the XRD defaults it); nil
+// for a legacy composite.
+func namespacedRef(m map[string]any) (*xpv2.ProviderConfigReference, error) {
+	av, _ := m["apiVersion"].(string)
+	gv, err := schema.ParseGroupVersion(av)
+	if err != nil || gv.Group != NamespacedGroup {
+		return nil, nil //nolint:nilerr // any other composite is a legacy one
+	}
+	var x struct {
+		Spec struct {
+			ProviderConfigRef *xpv2.ProviderConfigReference `json:"providerConfigRef"`
+		} `json:"spec"`
+	}
+	if err := convert(m, &x); err != nil {
+		return nil, err
+	}
+	if r := x.Spec.ProviderConfigRef; r != nil {
+		return r, nil
+	}
+	return &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"}, nil
 }
 
 // Namespaced returns the namespaced twin of o, a managed resource Compose

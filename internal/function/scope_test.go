@@ -4,9 +4,7 @@ import (
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -14,7 +12,7 @@ import (
 	nsnet "github.com/ipsecgw/provider-ipsec/apis/namespaced/networking/v1alpha1"
 )
 
-func TestDecodeNamespacedRef(t *testing.T) {
+func TestNamespacedRef(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		xr     map[string]any
@@ -38,16 +36,12 @@ func TestDecodeNamespacedRef(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := structpb.NewStruct(tc.xr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, got, err := decode(&fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: s}}})
+			got, err := namespacedRef(tc.xr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\ndecode(...)'s ProviderConfig reference: -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("%s\nnamespacedRef(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,7 @@ var steps = []step{
 // unknown proposal, a missing PSK Secret), or when the Gateway is blocked.
 // A step waits when its resource is not observed yet or not Ready; the
 // message then says the first condition that is not True.
-func stepsReady(objs map[string]runtime.Object, observed *Observed, blocked []string) (status fnv1.Status, reason, message string) {
+func stepsReady(objs map[string]runtime.Object, observed Observed, blocked []string) (status fnv1.Status, reason, message string) {
 	var waiting string
 	for _, s := range steps {
 		// The Gateway is a step from the start, composed or not; the
@@ -64,11 +65,11 @@ func stepsReady(objs map[string]runtime.Object, observed *Observed, blocked []st
 		if _, ok := objs[s.Resource]; !ok && s.Resource != GatewayName {
 			continue
 		}
-		mg, cs := observed.managed(s.Resource)
-		if mg == nil && s.Resource == GatewayName && len(blocked) > 0 {
+		o := observed[s.Resource]
+		if o == nil && s.Resource == GatewayName && len(blocked) > 0 {
 			return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", fmt.Sprintf("step %s: %s", s.Status, blocked[0])
 		}
-		failed, wait := judge(s, mg, cs)
+		failed, wait := judge(s, o)
 		if failed != "" {
 			return fnv1.Status_STATUS_CONDITION_FALSE, s.Reason + "Failed", failed
 		}
@@ -82,20 +83,21 @@ func stepsReady(objs map[string]runtime.Object, observed *Observed, blocked []st
 	return fnv1.Status_STATUS_CONDITION_TRUE, ReasonAllStepsReady, "every step of the runbook is Ready"
 }
 
-// judge says why the step s, whose resource is mg as observed (nil: not
-// observed yet) with the conditions cs, fails or else waits; both empty
-// once it is Ready.
-func judge(s step, mg managed, cs []xpv2.Condition) (failed, waiting string) {
-	if mg == nil {
+// judge says why the step s, whose resource is o as observed (nil: not
+// observed yet), fails or else waits; both empty once it is Ready.
+func judge(s step, o *fieldpath.Paved) (failed, waiting string) {
+	if o == nil {
 		return "", fmt.Sprintf("step %s: not made yet", s.Status)
 	}
-	what := fmt.Sprintf("step %s (%s %s)", s.Status, mg.GetObjectKind().GroupVersionKind().Kind, mg.GetName())
+	cs := []xpv2.Condition{}
+	_ = o.GetValueInto(conditions, &cs)
+	what := fmt.Sprintf("step %s (%s %s)", s.Status, str(o, "kind"), str(o, "metadata.name"))
 	for _, c := range cs {
 		if c.Status == corev1.ConditionFalse && (c.Type == xpv2.TypeSynced || c.Type == gwv1alpha1.TypeConfigRendered) {
 			return fmt.Sprintf("%s: %s %s: %s", what, c.Type, c.Reason, c.Message), ""
 		}
 	}
-	if isReady(mg) {
+	if ready(o) == fnv1.Ready_READY_TRUE {
 		return "", ""
 	}
 	i := slices.IndexFunc(cs, func(c xpv2.Condition) bool { return c.Status != corev1.ConditionTrue })
@@ -127,15 +129,16 @@ func setStepsReady(rsp *fnv1.RunFunctionResponse, status fnv1.Status, reason, me
 // before rolled up): an advisory is an event once, when it appears, not at
 // every reconcile of the composite; the standing ones are in
 // status.gateway.warnings.
-func advisories(xr *XIPsecGateway, observed *Observed) []*fnv1.Result {
-	if observed.Gateway == nil {
+func advisories(xr *fieldpath.Paved, observed Observed) []*fnv1.Result {
+	gw, ok := observed[GatewayName]
+	if !ok {
 		return nil
 	}
-	ws := observed.Gateway.Status.AtProvider.Warnings
-	var held []string
-	if g := xr.Status.Gateway; g != nil {
-		held = g.Warnings
+	var ws, held []string
+	if err := gw.GetValueInto("status.atProvider.warnings", &ws); err != nil {
+		return nil
 	}
+	_ = xr.GetValueInto("status.gateway.warnings", &held)
 	out := make([]*fnv1.Result, 0, len(ws))
 	for _, w := range ws {
 		if slices.Contains(held, w) {

@@ -3,6 +3,7 @@ package function
 import (
 	"testing"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/fieldpath"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,8 +102,12 @@ func TestStepsReady(t *testing.T) {
 			for _, n := range tc.composed {
 				objs[n] = nil
 			}
+			observed := Observed{}
+			for n, y := range tc.observed {
+				observed[n] = fieldpath.Pave(obj(t, y))
+			}
 			var got want
-			got.status, got.reason, got.message = stepsReady(objs, observedOf(t, tc.observed), tc.blocked)
+			got.status, got.reason, got.message = stepsReady(objs, observed, tc.blocked)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nstepsReady(...): -want, +got:\n%s", tc.reason, diff)
 			}

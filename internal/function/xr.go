@@ -1,15 +1,12 @@
 package function
 
 import (
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	gwv1alpha1 "github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
 )
 
 // An XIPsecGateway is the composite resource of the IPsecGateway XRD
 // (package/configuration/zz_generated_definition.yaml) as the function reads
-// it: its metadata, spec and status. The XRD's schema stays the one source of the
+// it: its metadata and spec. The XRD's schema stays the one source of the
 // validation; these types only name its fields. Those hack/xrdgen takes from
 // the Gateway CRD (dataPlane, tenantSubnets, tunnels, exposures,
 // reverseExposures, nodeSelector) are the Gateway's own Go types, from which
@@ -18,11 +15,17 @@ import (
 // checked against the generated XRD by TestSpecMatchesXRD, so a field added
 // to one and not the other fails the unit tests.
 type XIPsecGateway struct {
-	// Metadata: the v1 XRD's composite is cluster-scoped, without a
-	// namespace; the namespaced IPsecGateway has one (see owner).
-	Metadata metav1.ObjectMeta   `json:"metadata"`
-	Spec     XIPsecGatewaySpec   `json:"spec"`
-	Status   XIPsecGatewayStatus `json:"status,omitempty"`
+	Metadata Metadata          `json:"metadata"`
+	Spec     XIPsecGatewaySpec `json:"spec"`
+}
+
+// Metadata is the part of the composite's metadata the function reads (the
+// v1 XRD's composite is cluster-scoped: it has no namespace; the
+// namespaced IPsecGateway's has, see owner).
+type Metadata struct {
+	Name      string            `json:"name,omitempty"`
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
 }
 
 // XIPsecGatewaySpec is the spec of an XIPsecGateway.
@@ -120,77 +123,4 @@ type Network struct {
 type Routed struct {
 	RouterID      string   `json:"routerId"`
 	ClientSubnets []string `json:"clientSubnets"`
-}
-
-// XIPsecGatewayStatus is the part of the composite's status the function
-// writes: each step of the runbook, from its composed resource (Status),
-// and the Neutron IDs the composite records (record). A field is left out
-// while its resource does not report it.
-type XIPsecGatewayStatus struct {
-	SecurityGroup *NeutronStepStatus `json:"securityGroup,omitempty"`
-	Port          *PortStepStatus    `json:"port,omitempty"`
-	FloatingIP    *FloatingIPStatus  `json:"floatingIP,omitempty"`
-	Routing       *StepStatus        `json:"routing,omitempty"`
-	NodePorts     *NodePortsStatus   `json:"nodePorts,omitempty"`
-	Gateway       *GatewayStepStatus `json:"gateway,omitempty"`
-	// Tunnels are the Gateway's status.atProvider.tunnels.
-	Tunnels []gwv1alpha1.TunnelStatus `json:"tunnels,omitempty"`
-}
-
-// StepStatus is a step's composed resource's conditions.
-type StepStatus struct {
-	Conditions []xpv2.Condition `json:"conditions,omitempty"`
-}
-
-// NeutronStepStatus is a step whose Neutron object the composite records by
-// ID (adopt.go).
-type NeutronStepStatus struct {
-	// ID is the Neutron ID: the external name of the step's managed
-	// resource, kept while that is away.
-	ID         string           `json:"id,omitempty"`
-	Conditions []xpv2.Condition `json:"conditions,omitempty"`
-}
-
-// PortStepStatus is status.port: the gateway port's facts from Neutron.
-type PortStepStatus struct {
-	ID         string           `json:"id,omitempty"`
-	PrivateIP  string           `json:"privateIP,omitempty"`
-	SubnetCIDR string           `json:"subnetCIDR,omitempty"`
-	GatewayIP  string           `json:"gatewayIP,omitempty"`
-	MACAddress string           `json:"macAddress,omitempty"`
-	Conditions []xpv2.Condition `json:"conditions,omitempty"`
-}
-
-// FloatingIPStatus is status.floatingIP.
-type FloatingIPStatus struct {
-	ID string `json:"id,omitempty"`
-	// Address is the floating IP: Neutron's, else the pinned one.
-	Address string `json:"address,omitempty"`
-	// Attached says it is on the gateway's port; nil until the binding
-	// reports.
-	Attached   *bool            `json:"attached,omitempty"`
-	Conditions []xpv2.Condition `json:"conditions,omitempty"`
-}
-
-// NodePortsStatus is status.nodePorts.
-type NodePortsStatus struct {
-	// Nodes is how many selected nodes' ports hold every pair.
-	Nodes      int              `json:"nodes,omitempty"`
-	Conditions []xpv2.Condition `json:"conditions,omitempty"`
-}
-
-// GatewayStepStatus is status.gateway: the Gateway's name and its
-// status.atProvider but the tunnels (status.tunnels).
-type GatewayStepStatus struct {
-	Name             string `json:"name,omitempty"`
-	ConfigHash       string `json:"configHash,omitempty"`
-	LoadedConfigHash string `json:"loadedConfigHash,omitempty"`
-	Replicas         int32  `json:"replicas,omitempty"`
-	TunnelsUp        string `json:"tunnelsUp,omitempty"`
-	// BytesIn and BytesOut are ESP bytes; nil until the Gateway reports.
-	BytesIn    *int64                   `json:"bytesIn,omitempty"`
-	BytesOut   *int64                   `json:"bytesOut,omitempty"`
-	Warnings   []string                 `json:"warnings,omitempty"`
-	Leader     *gwv1alpha1.LeaderStatus `json:"leader,omitempty"`
-	Conditions []xpv2.Condition         `json:"conditions,omitempty"`
 }

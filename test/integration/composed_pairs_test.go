@@ -160,7 +160,7 @@ func TestComposedNodeAddressPairs(t *testing.T) {
 func composeRouted(t *testing.T, e *openStackEnv, name string, selector map[string]string) map[string]client.Object {
 	t.Helper()
 	xr := &function.XIPsecGateway{
-		Metadata: metav1.ObjectMeta{Name: name},
+		Metadata: function.Metadata{Name: name},
 		Spec: function.XIPsecGatewaySpec{
 			ClaimRef:           &function.ClaimReference{Namespace: "tenant-a", Name: name},
 			ProviderConfigName: e.ProviderConfig,
@@ -171,7 +171,7 @@ func composeRouted(t *testing.T, e *openStackEnv, name string, selector map[stri
 			NodeSelector:       selector,
 		},
 	}
-	objs, warnings := function.Compose(xr, &function.Observed{})
+	objs, warnings := function.Compose(xr, function.Observed{})
 	if len(warnings) > 0 {
 		t.Fatalf("compose: %v", warnings)
 	}

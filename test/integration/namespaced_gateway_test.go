@@ -215,7 +215,7 @@ func TestNamespacedComposedNodeAddressPairs(t *testing.T) {
 	t.Cleanup(func() { _ = kube.Delete(context.Background(), pc) })
 	selector := map[string]string{"itest-ns-composed-" + id: "gateway"}
 	xr := &function.XIPsecGateway{
-		Metadata: metav1.ObjectMeta{Namespace: ns, Name: "cnap-" + id},
+		Metadata: function.Metadata{Namespace: ns, Name: "cnap-" + id},
 		Spec: function.XIPsecGatewaySpec{
 			Endpoint:     function.Endpoint{FloatingNetworkID: e.Fixtures.ExtNet.ID},
 			Network:      function.Network{NetworkID: e.Fixtures.TenantNet.ID, SubnetID: e.Fixtures.TenantSub.ID},
@@ -224,7 +224,7 @@ func TestNamespacedComposedNodeAddressPairs(t *testing.T) {
 			NodeSelector: selector,
 		},
 	}
-	objs, warnings := function.Compose(xr, &function.Observed{})
+	objs, warnings := function.Compose(xr, function.Observed{})
 	if len(warnings) > 0 {
 		t.Fatalf("compose: %v", warnings)
 	}

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
-	"github.com/ipsecgw/provider-ipsec/internal/sparse"
 	"github.com/ipsecgw/provider-ipsec/internal/workload"
 )
 
@@ -58,10 +57,32 @@ func (c typeConverter) ObjectToTyped(o runtime.Object, opts ...typed.ValidationO
 		return nil, err
 	}
 	u = runtime.DeepCopyJSON(u)
-	sparse.Object(u)
+	dropEmpty(u)
 	obj := &unstructured.Unstructured{Object: u}
 	obj.SetGroupVersionKind(gvk)
 	return c.TypeConverter.ObjectToTyped(obj, opts...)
+}
+
+// dropEmpty removes the nulls and empty objects in m, but emptyDir's,
+// depth first.
+func dropEmpty(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropEmpty(v)
+			if len(v) == 0 && k != "emptyDir" {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if e, ok := e.(map[string]any); ok {
+					dropEmpty(e)
+				}
+			}
+		}
+	}
 }
 
 // applyAll applies every object of o to c as manager does.
