@@ -99,9 +99,12 @@ func (l *lanes) take(t *testing.T) {
 		})
 	}
 	l.waiting = append(l.waiting, name)
+	asked := time.Now()
 	for !l.open || l.free == 0 || l.first() != name {
 		l.cond.Wait()
 	}
+	// go test's seconds for t count from here back to t.Parallel.
+	t.Logf("waited %s for a lane", time.Since(asked).Round(time.Second))
 	l.waiting = slices.DeleteFunc(l.waiting, func(w string) bool { return w == name })
 	l.free--
 	// Registered first, so run last.
