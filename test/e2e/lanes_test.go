@@ -28,7 +28,7 @@ var longestFirst = []string{
 // once, and they all ask within milliseconds.
 const arrivals = 200 * time.Millisecond
 
-// stackLanes is the e2e's lanes: E2E_PARALLEL (default 2) stacks at a
+// stackLanes is the e2e's lanes: E2E_PARALLEL (default 1) stacks at a
 // time, each about 3 GiB and a core's minute to bring up. go test's
 // -parallel must let every test ask at once (make test-e2e gives 16): with
 // fewer, go test chooses which tests ask first.
@@ -49,12 +49,12 @@ type lanes struct {
 	started bool
 }
 
-// newLanes returns lanes with n free (a number; 2 when empty or not a
+// newLanes returns lanes with n free (a number; 1 when empty or not a
 // positive number) given out in order.
 func newLanes(n string, order []string) *lanes {
 	free, err := strconv.Atoi(n)
 	if err != nil || free < 1 {
-		free = 2
+		free = 1
 	}
 	l := &lanes{free: free, order: order}
 	l.cond = sync.NewCond(&l.mu)
