@@ -20,12 +20,18 @@
 set -euo pipefail
 CACHE=${KERNEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-ipsec/kernel}
 
-pkg=$(apt-cache depends linux-image-amd64 | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ && !p {print $2; p = 1}')
-version=$(apt-cache policy "$pkg" | awk '$1 == "Candidate:" {print $2}')
-if [ -z "$pkg" ] || [ -z "$version" ] || [ "$version" = "(none)" ]; then
+# lookup sets pkg and version from apt's lists.
+lookup() {
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ && !p {print $2; p = 1}')
+	version=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" {print $2}')
+	[ -n "$pkg" ] && [ -n "$version" ] && [ "$version" != "(none)" ]
+}
+# A fresh machine whose packages are all there may have no lists yet
+# (hack/apt-install.sh refreshes them only when it installs).
+lookup || { [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 && lookup; } || {
 	echo "error: apt knows no kernel package for linux-image-amd64 (apt-get update?)" >&2
 	exit 1
-fi
+}
 dir=$CACHE/${pkg}_$version
 if [ -f "$dir/release" ]; then
 	echo "$dir"
