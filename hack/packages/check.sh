@@ -47,10 +47,11 @@ words() {
 	done
 }
 
-# The Python modules the scripts import: "FILE python3:MODULE".
+# The Python modules the scripts import: "FILE python3:MODULE" (comments
+# left out: a comment's "from apt's lists" imports nothing).
 modules() {
 	for f in $(files '*.py') "${scripts[@]}"; do
-		grep -oE '(^|[;"'\'' ])(import|from) [A-Za-z0-9_]+' "$f" | awk -v f="$f" '{print f, "python3:" $NF}'
+		sed -E 's/(^|[[:space:]])#.*//' "$f" | grep -oE '(^|[;"'\'' ])(import|from) [A-Za-z0-9_]+' | awk -v f="$f" '{print f, "python3:" $NF}'
 	done
 }
 
