@@ -438,6 +438,7 @@ func gateway(xr *XIPsecGateway, pc *xpv2.Reference, observed Observed) (*gwv1alp
 				Active:           ptr.To(attached),
 				Replicas:         s.Replicas,
 				DataPlane:        s.DataPlane,
+				TCPMSS:           s.TCPMSS,
 				Endpoint:         ep,
 				Tunnels:          s.Tunnels,
 				Mode:             s.Mode,

@@ -464,6 +464,20 @@ func TestRunFunction(t *testing.T) {
 				},
 			},
 		},
+		"TCPMSS": {
+			reason: "The composite's tcpMSS reaches the Gateway as it is: the TCP MSS of the tunnels without one of their own.",
+			xr:     xrNAT + "  tcpMSS: 1300\n",
+			observed: map[string]string{
+				"port":        observedPort,
+				"floating-ip": observedBinding(true),
+			},
+			want: want{
+				names: []string{"floating-ip", "gateway", "node-address-pairs", "port", "security-group"},
+				resources: map[string]got{
+					"gateway": {Object: obj(t, wantGateway(true, "203.0.113.10")+"    tcpMSS: 1300\n"), Ready: fnv1.Ready_READY_FALSE},
+				},
+			},
+		},
 		"GatewayKeptWhilePortSilent": {
 			reason: "A Gateway composed before stays composed, with its endpoint, when the port reports no address in a run: dropped, Crossplane would delete it.",
 			xr:     xrNAT,

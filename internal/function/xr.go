@@ -8,9 +8,9 @@ import (
 // (package/configuration/zz_generated_definition.yaml) as the function reads
 // it: its metadata and spec. The XRD's schema stays the one source of the
 // validation; these types only name its fields. Those hack/xrdgen takes from
-// the Gateway CRD (dataPlane, tenantSubnets, tunnels, exposures,
-// reverseExposures, nodeSelector) are the Gateway's own Go types, from which
-// that CRD is generated; the hand-written rest (endpoint, network, mode,
+// the Gateway CRD (dataPlane, replicas, tcpMSS, tenantSubnets, tunnels,
+// exposures, reverseExposures, nodeSelector) are the Gateway's own Go types,
+// from which that CRD is generated; the hand-written rest (endpoint, network, mode,
 // routed, nodePorts) is
 // checked against the generated XRD by TestSpecMatchesXRD, so a field added
 // to one and not the other fails the unit tests.
@@ -54,6 +54,10 @@ type XIPsecGatewaySpec struct {
 	// Replicas is the Gateway's spec.forProvider.replicas: 1, or 2 for
 	// active/standby pods.
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// TCPMSS is the Gateway's spec.forProvider.tcpMSS: the TCP MSS, in
+	// bytes, of the tunnels without one of their own.
+	TCPMSS *int32 `json:"tcpMSS,omitempty"`
 
 	// TenantSubnets are the Gateway's, and each is a security group rule.
 	TenantSubnets []gwv1alpha1.CIDR `json:"tenantSubnets,omitempty"`

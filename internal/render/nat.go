@@ -28,7 +28,9 @@ const clusterInterface = "eth0"
 // reverse exposures, whose own SNAT a connection to a client address
 // through the gateway's port must keep; conntrack translates the replies
 // back. The gateway's own packets (IKE to a peer whose address lies in a
-// remote subnet, say) keep their source: fib saddr type local.
+// remote subnet, say) keep their source: fib saddr type local. TCP MSS
+// clamping: the forward chain lowers the MSS of the SYNs entering and
+// leaving each tunnel (mssRules), in either mode.
 func natRules(in Input, c *checked) []byte {
 	var pre, post bytes.Buffer
 	for _, e := range in.Spec.Exposures {
@@ -64,10 +66,11 @@ func natRules(in Input, c *checked) []byte {
 	}
 
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# NAT rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), contract.NATTable)
+	fmt.Fprintf(&b, "# NAT and TCP MSS rules of the gateway (mode %s), replacing table ip %s atomically.\n", mode(in.Spec.Mode), contract.NATTable)
 	fmt.Fprintf(&b, "table ip %s {\n}\ndelete table ip %s\ntable ip %s {\n", contract.NATTable, contract.NATTable, contract.NATTable)
 	fmt.Fprintf(&b, "\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n%s\t}\n", pre.String())
 	fmt.Fprintf(&b, "\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n%s\t}\n", post.String())
+	fmt.Fprintf(&b, "\tchain forward {\n\t\ttype filter hook forward priority mangle; policy accept;\n%s\t}\n", mssRules(in, c))
 	b.WriteString("}\n")
 	return b.Bytes()
 }

@@ -49,7 +49,8 @@ type Files struct {
 	// Secret.
 	Secrets []byte
 	// NATRules is an nftables script that atomically replaces the table
-	// ipsecgw; in mode routed the table is empty.
+	// ipsecgw: its NAT chains (empty in mode routed) and the forward chain
+	// that clamps the TCP MSS of every tunnel.
 	NATRules []byte
 	// StrongSwanConf is a strongswan.conf fragment for charon, which the
 	// gateway image's strongswan.conf includes after its own settings; it

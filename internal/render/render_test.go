@@ -85,7 +85,7 @@ func TestGolden(t *testing.T) {
 		"ikev1":               "An IKEv1 tunnel with two subnet pairs as two CHILD_SAs.",
 		"nat-exposures":       "Mode nat with exposures (by address and by Service) and reverse exposures.",
 		"hide-nat":            "Mode nat with hide NAT (a presented address for one tenant subnet, a pool for another; a third, unlisted, untranslated) beside an exposure and a reverse exposure, whose SNAT comes first.",
-		"routed":              "Mode routed: tenant subnets as local traffic selectors, an empty NAT table.",
+		"routed":              "Mode routed: tenant subnets as local traffic selectors, empty NAT chains, the tunnel's MSS rules.",
 		"psk-special-chars":   "PSKs with braces, quotes and '#' are hex-encoded (line breaks are refused).",
 		"libipsec":            "Data plane Libipsec: a strongswan.conf fragment loading kernel-libipsec.",
 		"cert-tunnel":         "Certificate tunnels: DN identities (several RDNs, non-ASCII, escaped ',' and '+') rendered as asn1dn DER, FQDN and email identities, the certificate's subject by default, beside a PSK tunnel; the key and certificates only in secrets.conf.",

@@ -100,6 +100,8 @@ func validate(in Input) (*checked, error) { //nolint:gocyclo // one check per pa
 		errs.add(field.NewPath("mode"), "%q is not nat or routed", s.Mode)
 	}
 
+	checkTCPMSS(&errs, field.NewPath("tcpMSS"), s.TCPMSS)
+
 	var tenant []netip.Prefix
 	for i, t := range s.TenantSubnets {
 		if p, ok := cidr(&errs, field.NewPath("tenantSubnets").Index(i), string(t)); ok {
@@ -260,6 +262,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path *field.Path) []
 	if t.StartAction == actionTrap && in.Spec.DataPlane == v1alpha1.DataPlaneLibipsec {
 		errs.add(path.Child("startAction"), "trap never initiates with dataPlane Libipsec (kernel-libipsec raises no acquires, so matching traffic is dropped and no IKE SA starts): use start (or respond), or dataPlane KernelXFRM")
 	}
+	checkTCPMSS(errs, path.Child("tcpMSS"), t.TCPMSS)
 	checkTunnelMode(errs, in, t, path)
 	if t.IKEVersion == 1 && t.ChildSALayout == v1alpha1.ChildSASingle && len(t.TrafficSelectors) > 1 {
 		errs.add(path.Child("childSALayout"), "IKEv1 negotiates one subnet pair per CHILD_SA: use PerSubnetPair")
@@ -287,6 +290,14 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path *field.Path) []
 		checkChildNames(errs, pairs)
 	}
 	return pairs
+}
+
+// checkTCPMSS checks a tcpMSS at path, if given: the schema's bounds, for
+// a spec that did not pass admission.
+func checkTCPMSS(errs *Errors, path *field.Path, mss *int32) {
+	if mss != nil && (*mss < MinTCPMSS || *mss > MaxTCPMSS) {
+		errs.add(path, "%d is not a TCP MSS between %d and %d bytes (below, hosts may refuse it; above, a segment does not fit a %d-byte path even without a tunnel): leave it out for the MSS computed from the tunnel's ESP proposals", *mss, MinTCPMSS, MaxTCPMSS, PathMTU)
+	}
 }
 
 // checkTunnelMode checks a tunnel's mode and the fields of mode route.

@@ -64,6 +64,22 @@ func TestValidate(t *testing.T) {
 			},
 			want: []problem{{"tunnels[a].trafficSelectors[1]", "local 100.64.0.0/24 and remote 192.168.1.0/24 overlap tunnels[a].trafficSelectors[0] (local 100.64.0.0/24, remote 192.168.1.0/24): traffic would match both"}},
 		},
+		"TCPMSSBounds": {
+			reason: "A tcpMSS at either bound, the tunnel's and the gateway's, is no problem.",
+			mod: func(in *Input) {
+				in.Spec.TCPMSS, in.Spec.Tunnels[0].TCPMSS = ptr.To[int32](MaxTCPMSS), ptr.To[int32](MinTCPMSS)
+			},
+		},
+		"TCPMSSOutOfBounds": {
+			reason: "A tcpMSS outside 536..1460, the gateway's or a tunnel's, is refused at its field (the schema's bounds, for a spec that skipped admission).",
+			mod: func(in *Input) {
+				in.Spec.TCPMSS, in.Spec.Tunnels[1].TCPMSS = ptr.To[int32](1461), ptr.To[int32](535)
+			},
+			want: []problem{
+				{"tcpMSS", "1461 is not a TCP MSS between 536 and 1460 bytes (below, hosts may refuse it; above, a segment does not fit a 1500-byte path even without a tunnel): leave it out for the MSS computed from the tunnel's ESP proposals"},
+				{"tunnels[b].tcpMSS", "535 is not a TCP MSS between 536 and 1460 bytes (below, hosts may refuse it; above, a segment does not fit a 1500-byte path even without a tunnel): leave it out for the MSS computed from the tunnel's ESP proposals"},
+			},
+		},
 		"SameRemoteDifferentLocal": {
 			reason: "One remote subnet reached from two distinct inside subnets is no overlap.",
 			mod: func(in *Input) {

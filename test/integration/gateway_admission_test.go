@@ -145,9 +145,9 @@ func TestGatewayAdmissionStartActionDataPlane(t *testing.T) {
 
 // TestGatewayAdmissionValidatorRules proves the API server refuses what the
 // validator refuses where a rule can say it safely (both fields required):
-// a traffic selector whose local and remote subnets overlap, and a localId
-// that is the private address, naming the field and the fix, and admits
-// the neighbouring cases.
+// a traffic selector whose local and remote subnets overlap, a localId
+// that is the private address and a tcpMSS outside 536..1460, naming the
+// field and the fix, and admits the neighbouring cases.
 func TestGatewayAdmissionValidatorRules(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -177,6 +177,22 @@ func TestGatewayAdmissionValidatorRules(t *testing.T) {
 			mod: func(s *gwv1alpha1.GatewayParameters) {
 				s.Tunnels[0].TrafficSelectors[0] = gwv1alpha1.TrafficSelector{Local: "192.168.10.0/25", Remote: "192.168.10.128/25"}
 			},
+		},
+		"TCPMSSBounds": {
+			reason: "A tcpMSS at either bound, the gateway's and a tunnel's, is admitted.",
+			mod: func(s *gwv1alpha1.GatewayParameters) {
+				s.TCPMSS, s.Tunnels[0].TCPMSS = ptr.To[int32](1460), ptr.To[int32](536)
+			},
+		},
+		"TunnelTCPMSSTooSmall": {
+			reason: "A tunnel's tcpMSS below 536 is refused at the field.",
+			mod:    func(s *gwv1alpha1.GatewayParameters) { s.Tunnels[0].TCPMSS = ptr.To[int32](535) },
+			want:   "spec.forProvider.tunnels[0].tcpMSS: Invalid value: 535: spec.forProvider.tunnels[0].tcpMSS in body should be greater than or equal to 536",
+		},
+		"GatewayTCPMSSTooLarge": {
+			reason: "The gateway's tcpMSS above 1460 is refused at the field.",
+			mod:    func(s *gwv1alpha1.GatewayParameters) { s.TCPMSS = ptr.To[int32](1461) },
+			want:   "spec.forProvider.tcpMSS: Invalid value: 1461: spec.forProvider.tcpMSS in body should be less than or equal to 1460",
 		},
 		"LocalIDIsPrivateAddress": {
 			reason: "The private address as localId is refused at .localId.",

@@ -158,6 +158,16 @@ type GatewayConfig struct {
 	// +listMapKey=name
 	ReverseExposures []ReverseExposure `json:"reverseExposures"`
 
+	// TCPMSS is the TCP maximum segment size, in bytes, to which the
+	// gateway clamps the SYNs and SYN-ACKs entering and leaving every
+	// tunnel without a tcpMSS of its own (see the tunnels' tcpMSS). Left
+	// out, each tunnel's is computed from a 1500-byte path and its ESP
+	// proposals. 536 to 1460.
+	// +optional
+	// +kubebuilder:validation:Minimum=536
+	// +kubebuilder:validation:Maximum=1460
+	TCPMSS *int32 `json:"tcpMSS,omitempty"`
+
 	// Resources of the strongswan container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`

@@ -215,6 +215,23 @@ type Tunnel struct {
 	// +kubebuilder:validation:Maximum=65535
 	RouteMetric *int32 `json:"routeMetric,omitempty"`
 
+	// TCPMSS is the largest TCP maximum segment size (MSS), in bytes, that
+	// a TCP SYN or SYN-ACK entering or leaving this tunnel may announce:
+	// the gateway's nftables rules lower (never raise) the MSS option of
+	// those packets as they pass, so that both ends send segments that fit
+	// the path with the tunnel's ESP overhead added, without fragmentation
+	// or a round of path MTU discovery. Left out, the gateway's tcpMSS
+	// applies, or else the MSS computed from a 1500-byte path and the
+	// largest ESP overhead among the tunnel's espProposals, NAT-T's UDP
+	// header included: 1398 for aes256gcm16, 1382 for aes256-sha256
+	// (docs/api.md has the formula). Set it lower when the path to the peer
+	// carries less than 1500 bytes, such as a VXLAN tenant network's 1450.
+	// 536 (the smallest MSS every IPv4 host accepts) to 1460.
+	// +optional
+	// +kubebuilder:validation:Minimum=536
+	// +kubebuilder:validation:Maximum=1460
+	TCPMSS *int32 `json:"tcpMSS,omitempty"`
+
 	// Certificate authenticates the tunnel with X.509 certificates
 	// (swanctl auth pubkey) instead of a pre-shared key: the gateway's
 	// certificate and key, the CAs that sign the peer's certificate and

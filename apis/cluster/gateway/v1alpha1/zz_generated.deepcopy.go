@@ -276,6 +276,11 @@ func (in *GatewayConfig) DeepCopyInto(out *GatewayConfig) {
 		*out = make([]ReverseExposure, len(*in))
 		copy(*out, *in)
 	}
+	if in.TCPMSS != nil {
+		in, out := &in.TCPMSS, &out.TCPMSS
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Resources != nil {
 		in, out := &in.Resources, &out.Resources
 		*out = new(v1.ResourceRequirements)
@@ -651,6 +656,11 @@ func (in *Tunnel) DeepCopyInto(out *Tunnel) {
 	}
 	if in.RouteMetric != nil {
 		in, out := &in.RouteMetric, &out.RouteMetric
+		*out = new(int32)
+		**out = **in
+	}
+	if in.TCPMSS != nil {
+		in, out := &in.TCPMSS, &out.TCPMSS
 		*out = new(int32)
 		**out = **in
 	}
