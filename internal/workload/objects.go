@@ -223,6 +223,11 @@ func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstruc
 		// the host's conf.all (often strict); each interface gets the
 		// higher of conf.all and its own, so 2 is loose either way.
 		sysctl["net.ipv4.conf.default.rp_filter"] = "2"
+		// ECMP between tunnels of equal metric spreads flows by their
+		// ports too, not by source and destination address alone (the
+		// kernel's default, policy 0): a tenant host's connections to one
+		// VPC host take both tunnels.
+		sysctl["net.ipv4.fib_multipath_hash_policy"] = "1"
 	}
 	if pods(gw) > 1 {
 		// Active/standby: the active agent adds the address
