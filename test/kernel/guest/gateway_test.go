@@ -21,6 +21,10 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
+// agentStopTimeout bounds the agent's stop after SIGTERM (the pod's
+// grace period is 30 s; the agent shuts its HTTP servers down within 5 s).
+const agentStopTimeout = 20 * time.Second
+
 // agentBinary is the gateway image's agent, what the pod's agent
 // container runs (hack/images.sh).
 const agentBinary = "/usr/local/bin/gateway-agent"
@@ -137,11 +141,23 @@ func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParame
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		err := cmd.Wait()
+		stopped := make(chan error, 1)
+		go func() { stopped <- cmd.Wait() }()
+		var err error
+		lines := 40
+		select {
+		case err = <-stopped:
+		case <-time.After(agentStopTimeout):
+			// Go's runtime writes every goroutine to the log and exits.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			err = fmt.Errorf("not stopped %v after SIGTERM, SIGQUIT: %w", agentStopTimeout, <-stopped)
+			t.Error("the agent did not stop on SIGTERM; its goroutines are in its log")
+			lines = 400
+		}
 		_ = log.Close()
 		if t.Failed() || err != nil {
 			data, _ := os.ReadFile(log.Name())
-			t.Logf("agent (%v):\n%s", err, tailLines(string(data), 40))
+			t.Logf("agent (%v):\n%s", err, tailLines(string(data), lines))
 		}
 	})
 	return dir
