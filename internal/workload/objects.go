@@ -216,13 +216,22 @@ func networkAttachment(gw *v1alpha1.Gateway, name string) (*unstructured.Unstruc
 	sysctl := map[string]string{"net.ipv4.ip_forward": "1"}
 	if routeMode(gw) {
 		// The route-mode tunnels' XFRM interfaces, which the agent
-		// creates later, take the default: loose reverse-path filtering,
-		// so that a packet the peer sends on the backup tunnel (cloud VPN
-		// peers send on either) is not dropped because the route back
-		// to its source is the active tunnel's. A new namespace inherits
-		// the host's conf.all (often strict); each interface gets the
-		// higher of conf.all and its own, so 2 is loose either way.
+		// creates later, take the default: loose reverse-path filtering
+		// (a new namespace inherits the host's conf.all, often strict;
+		// each interface gets the higher of conf.all and its own, so 2 is
+		// loose either way). What lets a packet the peer sends on the
+		// backup tunnel (cloud VPN peers send on either) in although the
+		// route back to its source is the active tunnel's is the kernel,
+		// not this: it does not filter IPsec-protected packets by reverse
+		// path (fib_validate_source skips a packet with a secpath), and
+		// everything an XFRM interface receives is (the kernel guest's
+		// TestTunnelPairRouteBased: strict filtering on the interface).
 		sysctl["net.ipv4.conf.default.rp_filter"] = "2"
+		// ECMP between tunnels of equal metric spreads flows by their
+		// ports too, not by source and destination address alone (the
+		// kernel's default, policy 0): a tenant host's connections to one
+		// VPC host take both tunnels.
+		sysctl["net.ipv4.fib_multipath_hash_policy"] = "1"
 	}
 	if pods(gw) > 1 {
 		// Active/standby: the active agent adds the address

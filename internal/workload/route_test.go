@@ -13,8 +13,8 @@ import (
 
 // TestRouteMode proves what a route-mode tunnel adds to the gateway's
 // objects, and only then: xfrm.json in the ConfigMap (the agent's input)
-// and loose reverse-path filtering for the interfaces created after the
-// CNI, in the NAD's tuning sysctls.
+// and, in the NAD's tuning sysctls, loose reverse-path filtering for the
+// interfaces created after the CNI and ECMP hashing by ports.
 func TestRouteMode(t *testing.T) {
 	xfrm := []byte(`{"interfaces": [], "routes": []}` + "\n")
 	cases := map[string]struct {
@@ -30,11 +30,11 @@ func TestRouteMode(t *testing.T) {
 			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1"},
 		},
 		"Route": {
-			reason:     "A route-mode tunnel adds xfrm.json and rp_filter 2 for the interfaces to come.",
+			reason:     "A route-mode tunnel adds xfrm.json, rp_filter 2 for the interfaces to come and ECMP by ports.",
 			mode:       v1alpha1.TunnelModeRoute,
 			xfrm:       xfrm,
 			wantKeys:   []string{contract.KeyNATRules, contract.KeySwanctlConf, contract.KeyXFRMInterfaces},
-			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.default.rp_filter": "2"},
+			wantSysctl: map[string]any{"net.ipv4.ip_forward": "1", "net.ipv4.conf.default.rp_filter": "2", "net.ipv4.fib_multipath_hash_policy": "1"},
 		},
 	}
 	for name, tc := range cases {

@@ -50,8 +50,10 @@ type Options struct {
 	// NAT loads the NAT rules; nil leaves nftables alone.
 	NAT *nat.Applier
 	// XFRM creates the XFRM interfaces and routes of the route-mode
-	// tunnels (xfrm.json, absent when there is none); nil leaves links
-	// and routes alone.
+	// tunnels (xfrm.json, absent when there is none), and withdraws the
+	// routes of a tunnel that is down while another routes the same
+	// destination (at each status read); nil leaves links and routes
+	// alone.
 	XFRM *xfrmlink.Applier
 	// Publisher writes the tunnel status; Poll is the status poll
 	// interval (default status.DefaultPoll).
@@ -289,10 +291,27 @@ func (s watchSession) CallStreaming(ctx context.Context, cmd, event string, in *
 	return s.stream.CallStreaming(ctx, cmd, event, in)
 }
 
-// sink hands a status read to the metrics and the publisher.
+// sink hands a status read to the metrics, the XFRM interfaces' routes
+// (a route-mode tunnel that is down gives its routes up to another that
+// routes the same destination: xfrmlink.Usable) and the publisher.
 func (a *Agent) sink(ctx context.Context, ts []v1alpha1.TunnelStatus) (time.Duration, error) {
 	if a.o.Metrics != nil {
 		a.o.Metrics.Update(ts)
+	}
+	if a.o.XFRM != nil {
+		var down []string
+		for _, t := range ts {
+			if !t.Up {
+				down = append(down, t.Name)
+			}
+		}
+		changed, err := a.o.XFRM.SetDown(down)
+		if changed.Changed() {
+			a.o.Log.Info("Changed the routes of the XFRM interfaces to follow the tunnels", "down", down, "routed", changed.Routed, "unrouted", changed.Unrouted)
+		}
+		if err != nil {
+			a.o.Log.Info("Cannot change the routes of the XFRM interfaces to follow the tunnels", "down", down, "error", err)
+		}
 	}
 	// A standby's tunnels are down by design: the active pod publishes.
 	if a.o.Publisher == nil || !a.active.Load() {

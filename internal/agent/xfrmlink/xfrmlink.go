@@ -11,6 +11,11 @@
 // names them (xfrm and eight hex digits) and the main table's routes
 // through them; it leaves every other link and route alone. Removing an
 // interface removes its routes with it (the kernel's doing).
+//
+// Routes follow the tunnels' state (Applier.SetDown, Usable): a route over
+// a tunnel that is down is withdrawn while another tunnel routes the same
+// destination, so that the backup of an active/backup pair takes the
+// traffic and ECMP leaves the dead next hop out.
 package xfrmlink
 
 import (
@@ -19,8 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -251,14 +258,62 @@ func hops(r netlink.Route) []int {
 	return out
 }
 
+// Usable returns conf with the routes that the tunnels named in down
+// cannot carry left out, as far as another tunnel carries them: of the
+// routes to one destination, each drops the next hops over down tunnels'
+// interfaces, and a route left with none is withdrawn, unless no route to
+// that destination has a next hop over a tunnel that is up; then they all
+// stay as configured, so that the destination's packets still enter a
+// tunnel interface and are dropped there (no SA) rather than leave by
+// the default route in the clear. The interfaces stay as they are. A route
+// that names an interface conf does not have is kept as it is (Apply
+// refuses it). conf is not changed.
+func Usable(conf xfrmi.Config, down map[string]bool) xfrmi.Config {
+	if len(down) == 0 {
+		return conf
+	}
+	dead := map[string]bool{}
+	for _, i := range conf.Interfaces {
+		dead[i.Name] = down[i.Tunnel]
+	}
+	live := map[string]bool{}
+	for _, r := range conf.Routes {
+		for _, n := range r.Interfaces {
+			live[r.Destination] = live[r.Destination] || !dead[n]
+		}
+	}
+	out := xfrmi.Config{Interfaces: conf.Interfaces}
+	for _, r := range conf.Routes {
+		if !live[r.Destination] {
+			out.Routes = append(out.Routes, r)
+			continue
+		}
+		keep := slices.DeleteFunc(slices.Clone(r.Interfaces), func(n string) bool { return dead[n] })
+		if len(keep) > 0 {
+			r.Interfaces = keep
+			out.Routes = append(out.Routes, r)
+		}
+	}
+	return out
+}
+
 // An Applier applies the rendered xfrm.json through one Handle, the
-// gateway agent's in its pod's network namespace.
+// gateway agent's in its pod's network namespace, with the routes that
+// tunnels down cannot carry withdrawn (Usable). Safe for concurrent use:
+// the agent applies configurations and tunnel states from two goroutines.
 type Applier struct {
 	// Handle is the namespace's rtnetlink handle.
 	Handle Handle
 	// Parent is the interface the XFRM interfaces are created on: the
 	// pod's interface on the tenant network.
 	Parent string
+
+	mu sync.Mutex
+	// conf is the configuration last parsed, applied once applied is set.
+	conf    xfrmi.Config
+	applied bool
+	// down are the tunnels last said to be down.
+	down map[string]bool
 }
 
 // New returns an Applier for the agent's own network namespace, with
@@ -273,7 +328,8 @@ func New(parent string) (*Applier, error) {
 
 // Apply parses file, the rendered xfrm.json (empty or nil when no tunnel
 // is in mode route, which removes every interface the Applier owns), and
-// applies it (the package's Apply).
+// applies it (the package's Apply) with the routes of the tunnels last
+// given to SetDown withdrawn as Usable says.
 func (a *Applier) Apply(file []byte) (Result, error) {
 	var conf xfrmi.Config
 	if len(bytes.TrimSpace(file)) > 0 {
@@ -281,5 +337,27 @@ func (a *Applier) Apply(file []byte) (Result, error) {
 			return Result{}, fmt.Errorf("cannot parse %s: %w", contract.KeyXFRMInterfaces, err)
 		}
 	}
-	return Apply(a.Handle, a.Parent, conf)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.conf, a.applied = conf, true
+	return Apply(a.Handle, a.Parent, Usable(conf, a.down))
+}
+
+// SetDown says which tunnels are down (tunnels: their names; the others
+// are up) and, when that changes which routes are usable, applies the
+// configuration last given to Apply again, as Usable says. Before the
+// first Apply it only remembers them.
+func (a *Applier) SetDown(tunnels []string) (Result, error) {
+	down := map[string]bool{}
+	for _, n := range tunnels {
+		down[n] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	before := Usable(a.conf, a.down)
+	a.down = down
+	if !a.applied || reflect.DeepEqual(before, Usable(a.conf, down)) {
+		return Result{}, nil
+	}
+	return Apply(a.Handle, a.Parent, Usable(a.conf, down))
 }

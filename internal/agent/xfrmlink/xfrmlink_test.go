@@ -1,6 +1,7 @@
 package xfrmlink
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -412,5 +413,180 @@ func TestApply(t *testing.T) {
 				t.Errorf("%s\nthe namespace after Apply: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+func TestUsable(t *testing.T) {
+	mixed := activeBackup()
+	mixed.Routes = append(mixed.Routes, xfrmi.Route{Destination: "172.16.5.0/24", Metric: 100, Interfaces: []string{if1}})
+	cases := map[string]struct {
+		reason string
+		conf   xfrmi.Config
+		down   map[string]bool
+		want   xfrmi.Config
+	}{
+		"NoneDown": {
+			reason: "With every tunnel up the configuration is used as it is.",
+			conf:   activeBackup(),
+			want:   activeBackup(),
+		},
+		"ActiveDown": {
+			reason: "The active tunnel down: its route is withdrawn, so that the backup's (metric 200) carries the destination.",
+			conf:   activeBackup(),
+			down:   map[string]bool{"cloud-vpn-1": true},
+			want: xfrmi.Config{Interfaces: ifaces(), Routes: []xfrmi.Route{
+				{Destination: "172.31.0.0/16", Metric: 200, Interfaces: []string{if2}},
+			}},
+		},
+		"BackupDown": {
+			reason: "The backup tunnel down: its route is withdrawn, the active's stays.",
+			conf:   activeBackup(),
+			down:   map[string]bool{"cloud-vpn-2": true},
+			want: xfrmi.Config{Interfaces: ifaces(), Routes: []xfrmi.Route{
+				{Destination: "172.31.0.0/16", Metric: 100, Interfaces: []string{if1}},
+			}},
+		},
+		"BothDown": {
+			reason: "No tunnel up for the destination: every route stays, so that its packets are dropped in the interfaces rather than sent by the default route in the clear.",
+			conf:   activeBackup(),
+			down:   map[string]bool{"cloud-vpn-1": true, "cloud-vpn-2": true},
+			want:   activeBackup(),
+		},
+		"ECMPOneDown": {
+			reason: "ECMP with one tunnel down: the multipath route keeps only the next hop that is up.",
+			conf:   ecmp(),
+			down:   map[string]bool{"cloud-vpn-2": true},
+			want: xfrmi.Config{Interfaces: ifaces(), Routes: []xfrmi.Route{
+				{Destination: "172.31.0.0/16", Metric: 100, Interfaces: []string{if1}},
+			}},
+		},
+		"ECMPBothDown": {
+			reason: "ECMP with both down: the route stays as configured.",
+			conf:   ecmp(),
+			down:   map[string]bool{"cloud-vpn-1": true, "cloud-vpn-2": true},
+			want:   ecmp(),
+		},
+		"PerDestination": {
+			reason: "A destination only the down tunnel routes keeps its route; the shared one moves to the backup.",
+			conf:   mixed,
+			down:   map[string]bool{"cloud-vpn-1": true},
+			want: xfrmi.Config{Interfaces: ifaces(), Routes: []xfrmi.Route{
+				{Destination: "172.31.0.0/16", Metric: 200, Interfaces: []string{if2}},
+				{Destination: "172.16.5.0/24", Metric: 100, Interfaces: []string{if1}},
+			}},
+		},
+		"OtherTunnelDown": {
+			reason: "A tunnel that has no interface (a policy-mode tunnel) changes nothing.",
+			conf:   activeBackup(),
+			down:   map[string]bool{"site": true},
+			want:   activeBackup(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			conf := tc.conf
+			want := tc.conf
+			want.Routes = slices.Clone(tc.conf.Routes)
+			got := Usable(conf, tc.down)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nUsable(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(want, conf, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nUsable changed its input: -before, +after:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestApplierFollowsTunnels(t *testing.T) {
+	file, err := json.Marshal(activeBackup())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		reason string
+		down   []string
+		apply  bool // Apply(file) instead of SetDown(down)
+		calls  []string
+		res    Result
+		routes []string
+	}
+	both := []string{"172.31.0.0/16 metric 100 dev " + if1, "172.31.0.0/16 metric 200 dev " + if2}
+	steps := []step{
+		{
+			reason: "Down before the first Apply: only remembered, nothing is touched.",
+			down:   []string{"cloud-vpn-1"},
+		},
+		{
+			reason: "The first Apply already leaves out the route of the tunnel that is down.",
+			apply:  true,
+			calls: []string{
+				fmt.Sprintf("link add %s type xfrm dev net1 if_id %d", if1, id1), "link set " + if1 + " up",
+				fmt.Sprintf("link add %s type xfrm dev net1 if_id %d", if2, id2), "link set " + if2 + " up",
+				"route replace 172.31.0.0/16 metric 200 dev " + if2,
+			},
+			res:    Result{Created: []string{if1, if2}, Routed: []string{"172.31.0.0/16 metric 200"}},
+			routes: both[1:],
+		},
+		{
+			reason: "The active tunnel up: its route comes back.",
+			calls:  []string{"route replace 172.31.0.0/16 metric 100 dev " + if1},
+			res:    Result{Routed: []string{"172.31.0.0/16 metric 100"}},
+			routes: both,
+		},
+		{
+			reason: "The same state again: nothing is touched.",
+			routes: both,
+		},
+		{
+			reason: "The active tunnel down: its route is withdrawn, the backup's carries the destination.",
+			down:   []string{"cloud-vpn-1"},
+			calls:  []string{"route del 172.31.0.0/16 metric 100 dev " + if1},
+			res:    Result{Unrouted: []string{"172.31.0.0/16 metric 100"}},
+			routes: both[1:],
+		},
+		{
+			reason: "Both down: the routes are as configured again (dropped in the interfaces, never sent in the clear).",
+			down:   []string{"cloud-vpn-1", "cloud-vpn-2"},
+			calls:  []string{"route replace 172.31.0.0/16 metric 100 dev " + if1},
+			res:    Result{Routed: []string{"172.31.0.0/16 metric 100"}},
+			routes: both,
+		},
+		{
+			reason: "The backup up again first: the active tunnel's route goes again until it is up too.",
+			down:   []string{"cloud-vpn-1"},
+			calls:  []string{"route del 172.31.0.0/16 metric 100 dev " + if1},
+			res:    Result{Unrouted: []string{"172.31.0.0/16 metric 100"}},
+			routes: both[1:],
+		},
+	}
+	ns := newNS(pod()...)
+	a := &Applier{Handle: ns, Parent: "net1"}
+	for i, s := range steps {
+		ns.calls = nil
+		var res Result
+		var err error
+		if s.apply {
+			res, err = a.Apply(file)
+		} else {
+			res, err = a.SetDown(s.down)
+		}
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", i, s.reason, err)
+		}
+		if diff := cmp.Diff(s.res, res, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d (%s): result -want, +got:\n%s", i, s.reason, diff)
+		}
+		if diff := cmp.Diff(s.calls, ns.calls, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d (%s): netlink calls -want, +got:\n%s", i, s.reason, diff)
+		}
+		var routes []string
+		for _, r := range ns.routes {
+			routes = append(routes, ns.describe(&r))
+		}
+		slices.Sort(routes)
+		if diff := cmp.Diff(s.routes, routes, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d (%s): routes -want, +got:\n%s", i, s.reason, diff)
+		}
 	}
 }

@@ -21,6 +21,10 @@ import (
 	"github.com/ipsecgw/provider-ipsec/test/topology"
 )
 
+// agentStopTimeout bounds the agent's stop after SIGTERM (the pod's
+// grace period is 30 s; the agent shuts its HTTP servers down within 5 s).
+const agentStopTimeout = 20 * time.Second
+
 // agentBinary is the gateway image's agent, what the pod's agent
 // container runs (hack/images.sh).
 const agentBinary = "/usr/local/bin/gateway-agent"
@@ -114,32 +118,15 @@ func loadSheet(t *testing.T, peer *topology.Peer, s topology.ClientSheet) {
 
 // startAgent renders spec with psks (raw PSK by tunnel name) by
 // internal/render, puts the files where the pod mounts its ConfigMap and
-// Secret, and runs the image's agent binary in the gateway's namespace
-// against its charon, as the pod's agent container does (without a status
-// ConfigMap: the guest has no API server), until t ends.
-func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) {
+// Secret (writeAgentFiles), and runs the image's agent binary in the
+// gateway's namespace against its charon, as the pod's agent container does
+// (without a status ConfigMap: the guest has no API server), until t ends.
+// It returns the directory of the files: writeAgentFiles there again is a
+// configuration change, which the agent applies within its --interval.
+func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) string {
 	t.Helper()
-	f, err := render.Render(render.Input{Spec: spec, PSKs: psks})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	config, secrets := filepath.Join(dir, "config"), filepath.Join(dir, "secrets")
-	files := map[string][]byte{
-		filepath.Join(config, contract.KeySwanctlConf): f.SwanctlConf, filepath.Join(config, contract.KeyNATRules): f.NATRules,
-		filepath.Join(secrets, contract.KeySecrets): f.Secrets,
-	}
-	if f.XFRMInterfaces != nil {
-		files[filepath.Join(config, contract.KeyXFRMInterfaces)] = f.XFRMInterfaces
-	}
-	for name, data := range files {
-		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	config, secrets := writeAgentFiles(t, dir, spec, psks)
 	log, err := os.Create(filepath.Join(dir, "agent.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -154,13 +141,59 @@ func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParame
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		err := cmd.Wait()
+		stopped := make(chan error, 1)
+		go func() { stopped <- cmd.Wait() }()
+		var err error
+		lines := 40
+		select {
+		case err = <-stopped:
+		case <-time.After(agentStopTimeout):
+			// Go's runtime writes every goroutine to the log and exits.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			err = fmt.Errorf("not stopped %v after SIGTERM, SIGQUIT: %w", agentStopTimeout, <-stopped)
+			t.Error("the agent did not stop on SIGTERM; its goroutines are in its log")
+			lines = 400
+		}
 		_ = log.Close()
 		if t.Failed() || err != nil {
 			data, _ := os.ReadFile(log.Name())
-			t.Logf("agent (%v):\n%s", err, tailLines(string(data), 40))
+			t.Logf("agent (%v):\n%s", err, tailLines(string(data), lines))
 		}
 	})
+	return dir
+}
+
+// writeAgentFiles renders spec with psks by internal/render into dir as
+// the pod mounts them (config/: swanctl.conf, nat.nft and xfrm.json if
+// any; secrets/: secrets.conf) and returns the two directories. Each file
+// is replaced whole (written beside it, then renamed), as the kubelet
+// swaps a mounted ConfigMap, so that the agent never reads half a file.
+func writeAgentFiles(t *testing.T, dir string, spec v1alpha1.GatewayParameters, psks map[string][]byte) (config, secrets string) {
+	t.Helper()
+	f, err := render.Render(render.Input{Spec: spec, PSKs: psks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, secrets = filepath.Join(dir, "config"), filepath.Join(dir, "secrets")
+	files := map[string][]byte{
+		filepath.Join(config, contract.KeySwanctlConf): f.SwanctlConf, filepath.Join(config, contract.KeyNATRules): f.NATRules,
+		filepath.Join(secrets, contract.KeySecrets): f.Secrets,
+	}
+	if f.XFRMInterfaces != nil {
+		files[filepath.Join(config, contract.KeyXFRMInterfaces)] = f.XFRMInterfaces
+	}
+	for name, data := range files {
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name+".new", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(name+".new", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return config, secrets
 }
 
 // xfrmCounters matches the current lifetime counters of `ip -s xfrm
