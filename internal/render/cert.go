@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -206,7 +207,12 @@ func checkCert(errs *Errors, path *field.Path, t v1alpha1.Tunnel, tc *TunnelCert
 			errs.add(path.Child("localId", "fqdn"), "%q is not a DNS name in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.FQDN, ca.SecretName, tc.Cert.DNSNames)
 		case id.Email != nil && !slices.Contains(tc.Cert.EmailAddresses, *id.Email):
 			errs.add(path.Child("localId", "email"), "%q is not an email address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.Email, ca.SecretName, tc.Cert.EmailAddresses)
+		case id.IP != nil && local != "" && !slices.ContainsFunc(tc.Cert.IPAddresses, func(a net.IP) bool { return a.String() == local }):
+			errs.add(path.Child("localId", "ip"), "%s is not an IP address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it, and the peer would refuse the gateway; issue the certificate with it (cert-manager: spec.ipAddresses)", local, ca.SecretName, tc.Cert.IPAddresses)
 		}
+	}
+	if rs, err := rdns(tc.Cert.RawSubject); ca.LocalID == nil && err == nil && len(rs) == 0 {
+		errs.add(path.Child("localId"), "the certificate in Secret %s has an empty subject, the identity the gateway presents when localId is left out: set localId to one of its subjectAltNames (DNS %v, email %v, IP %v)", ca.SecretName, tc.Cert.DNSNames, tc.Cert.EmailAddresses, tc.Cert.IPAddresses)
 	}
 	remote = identity(errs, path.Child("remoteId"), ca.RemoteID)
 	if t.Peer.ID != "" {
@@ -216,7 +222,8 @@ func checkCert(errs *Errors, path *field.Path, t v1alpha1.Tunnel, tc *TunnelCert
 }
 
 // identity checks id and returns it as swanctl's id takes it: a DN as
-// asn1dn:#<DER in hex>, a DNS name or email address as it is.
+// asn1dn:#<DER in hex>, a DNS name, email address or IPv4 address as it
+// is (charon takes a dotted quad for an IP identity).
 func identity(errs *Errors, path *field.Path, id v1alpha1.Identity) string {
 	n := 0
 	var out string
@@ -243,8 +250,14 @@ func identity(errs *Errors, path *field.Path, id v1alpha1.Identity) string {
 		}
 		out = *id.Email
 	}
+	if id.IP != nil {
+		n++
+		if a := ipv4(errs, path.Child("ip"), string(*id.IP)); a.IsValid() {
+			out = a.String()
+		}
+	}
 	if n != 1 {
-		errs.add(path, "give exactly one of dn, fqdn and email")
+		errs.add(path, "give exactly one of dn, fqdn, email and ip")
 		return ""
 	}
 	return out
