@@ -49,29 +49,8 @@ func advisories(in Input) []string {
 				psks[sum] = t.Name
 			}
 		}
-		for _, f := range []struct {
-			field     string
-			proposals []string
-		}{{"ikeProposals", t.IKEProposals}, {"espProposals", t.ESPProposals}} {
-			for i, p := range f.proposals {
-				var aeadAlg string
-				var integ []string
-				for tok := range strings.SplitSeq(p, "-") {
-					if weakDH[tok] {
-						out = append(out, fmt.Sprintf("%s.%s[%d]: %s is a weak DH group (RFC 8247): offer ecp256, curve25519 or modp3072 once the peer supports one", path, f.field, i, tok))
-					}
-					switch keywords[tok] {
-					case aead:
-						aeadAlg = tok
-					case integrity, integrityESP:
-						integ = append(integ, tok)
-					}
-				}
-				if aeadAlg != "" && len(integ) > 0 {
-					out = append(out, fmt.Sprintf("%s.%s[%d]: %s protects integrity itself, and charon drops %s from the proposal: the peer is offered %s without it; remove %s, or write a non-AEAD proposal of its own if the peer expects one", path, f.field, i, aeadAlg, strings.Join(integ, ", "), aeadAlg, strings.Join(integ, ", ")))
-				}
-			}
-		}
+		out = append(out, proposalAdvisories(path+".ikeProposals", t.IKEProposals)...)
+		out = append(out, proposalAdvisories(path+".espProposals", t.ESPProposals)...)
 		for _, d := range []struct {
 			field string
 			d     *v1alpha1.Duration
@@ -82,6 +61,31 @@ func advisories(in Input) []string {
 			if v, err := d.d.Duration(); err == nil && v > 0 && v < shortChildLife {
 				out = append(out, fmt.Sprintf("%s.%s: %s is under 5m: CHILD_SAs renewed that often load both peers and make rekey collisions likely; 1h is usual", path, d.field, string(*d.d)))
 			}
+		}
+	}
+	return out
+}
+
+// proposalAdvisories returns the advisories of the proposals of the field
+// at path: weak DH groups, and AEAD beside an integrity algorithm, which
+// charon drops from the proposal.
+func proposalAdvisories(path string, proposals []string) []string {
+	var out []string
+	for i, p := range proposals {
+		var aeadAlg string
+		var integ []string
+		for tok := range strings.SplitSeq(p, "-") {
+			if weakDH[tok] {
+				out = append(out, fmt.Sprintf("%s[%d]: %s is a weak DH group (RFC 8247): offer ecp256, curve25519 or modp3072 once the peer supports one", path, i, tok))
+			}
+			if k := keywords[tok]; k == aead {
+				aeadAlg = tok
+			} else if k == integrity || k == integrityESP {
+				integ = append(integ, tok)
+			}
+		}
+		if aeadAlg != "" && len(integ) > 0 {
+			out = append(out, fmt.Sprintf("%s[%d]: %s protects integrity itself, and charon drops %s from the proposal: the peer is offered %s without it; remove %s, or write a non-AEAD proposal of its own if the peer expects one", path, i, aeadAlg, strings.Join(integ, ", "), aeadAlg, strings.Join(integ, ", ")))
 		}
 	}
 	return out
