@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -187,27 +188,7 @@ func checkCert(errs *Errors, path *field.Path, t v1alpha1.Tunnel, tc *TunnelCert
 		errs.add(path, "the certificate, key and CA certificates were not read")
 		return "", ""
 	}
-	if ca.LocalID != nil {
-		local = identity(errs, path.Child("localId"), *ca.LocalID)
-		switch id := *ca.LocalID; {
-		case id.DN != nil && local != "":
-			der, _ := parseDN(*id.DN)
-			switch {
-			case sameDN(der, tc.Cert.RawSubject):
-				// The certificate's own encoding: charon finds it
-				// byte for byte.
-				local = asn1dn(tc.Cert.RawSubject)
-			case reversedDN(der, tc.Cert.RawSubject):
-				errs.add(path.Child("localId", "dn"), "lists the attributes in the reverse order of the certificate's subject %q: write them in that order", dnString(tc.Cert.RawSubject))
-			default:
-				errs.add(path.Child("localId", "dn"), "is not the subject of the certificate in Secret %s (%q): give that subject, or leave localId out to present it", ca.SecretName, dnString(tc.Cert.RawSubject))
-			}
-		case id.FQDN != nil && !slices.Contains(tc.Cert.DNSNames, *id.FQDN):
-			errs.add(path.Child("localId", "fqdn"), "%q is not a DNS name in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.FQDN, ca.SecretName, tc.Cert.DNSNames)
-		case id.Email != nil && !slices.Contains(tc.Cert.EmailAddresses, *id.Email):
-			errs.add(path.Child("localId", "email"), "%q is not an email address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.Email, ca.SecretName, tc.Cert.EmailAddresses)
-		}
-	}
+	local = checkLocalID(errs, path.Child("localId"), ca, tc)
 	remote = identity(errs, path.Child("remoteId"), ca.RemoteID)
 	if t.Peer.ID != "" {
 		errs.add(path, "with certificate the peer's identity is certificate.remoteId: remove peer.id")
@@ -215,8 +196,44 @@ func checkCert(errs *Errors, path *field.Path, t v1alpha1.Tunnel, tc *TunnelCert
 	return local, remote
 }
 
+// checkLocalID checks certificate tunnel ca's local identity (at path)
+// against its certificate tc.Cert, which must hold it (or, when none is
+// given, have a subject to present), and returns it to render: "" for the
+// certificate's subject.
+func checkLocalID(errs *Errors, path *field.Path, ca *v1alpha1.CertificateAuth, tc *TunnelCert) string {
+	if ca.LocalID == nil {
+		if rs, err := rdns(tc.Cert.RawSubject); err == nil && len(rs) == 0 {
+			errs.add(path, "the certificate in Secret %s has an empty subject, the identity the gateway presents when localId is left out: set localId to one of its subjectAltNames (DNS %v, email %v, IP %v)", ca.SecretName, tc.Cert.DNSNames, tc.Cert.EmailAddresses, tc.Cert.IPAddresses)
+		}
+		return ""
+	}
+	local := identity(errs, path, *ca.LocalID)
+	switch id := *ca.LocalID; {
+	case id.DN != nil && local != "":
+		der, _ := parseDN(*id.DN)
+		switch {
+		case sameDN(der, tc.Cert.RawSubject):
+			// The certificate's own encoding: charon finds it byte
+			// for byte.
+			local = asn1dn(tc.Cert.RawSubject)
+		case reversedDN(der, tc.Cert.RawSubject):
+			errs.add(path.Child("dn"), "lists the attributes in the reverse order of the certificate's subject %q: write them in that order", dnString(tc.Cert.RawSubject))
+		default:
+			errs.add(path.Child("dn"), "is not the subject of the certificate in Secret %s (%q): give that subject, or leave localId out to present it", ca.SecretName, dnString(tc.Cert.RawSubject))
+		}
+	case id.FQDN != nil && !slices.Contains(tc.Cert.DNSNames, *id.FQDN):
+		errs.add(path.Child("fqdn"), "%q is not a DNS name in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.FQDN, ca.SecretName, tc.Cert.DNSNames)
+	case id.Email != nil && !slices.Contains(tc.Cert.EmailAddresses, *id.Email):
+		errs.add(path.Child("email"), "%q is not an email address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it", *id.Email, ca.SecretName, tc.Cert.EmailAddresses)
+	case id.IP != nil && local != "" && !slices.ContainsFunc(tc.Cert.IPAddresses, func(a net.IP) bool { return a.String() == local }):
+		errs.add(path.Child("ip"), "%s is not an IP address in the subjectAltName of the certificate in Secret %s (%v): charon could not prove it, and the peer would refuse the gateway; issue the certificate with it (cert-manager: spec.ipAddresses)", local, ca.SecretName, tc.Cert.IPAddresses)
+	}
+	return local
+}
+
 // identity checks id and returns it as swanctl's id takes it: a DN as
-// asn1dn:#<DER in hex>, a DNS name or email address as it is.
+// asn1dn:#<DER in hex>, a DNS name, email address or IPv4 address as it
+// is (charon takes a dotted quad for an IP identity).
 func identity(errs *Errors, path *field.Path, id v1alpha1.Identity) string {
 	n := 0
 	var out string
@@ -243,8 +260,14 @@ func identity(errs *Errors, path *field.Path, id v1alpha1.Identity) string {
 		}
 		out = *id.Email
 	}
+	if id.IP != nil {
+		n++
+		if a := ipv4(errs, path.Child("ip"), string(*id.IP)); a.IsValid() {
+			out = a.String()
+		}
+	}
 	if n != 1 {
-		errs.add(path, "give exactly one of dn, fqdn and email")
+		errs.add(path, "give exactly one of dn, fqdn, email and ip")
 		return ""
 	}
 	return out

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -12,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ var certNow = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 // parent is nil) and returns it, parsed.
 func testCert(t *testing.T, subject pkix.Name, isCA bool, notAfter time.Time, key crypto.Signer, parent *x509.Certificate, parentKey crypto.Signer) *x509.Certificate {
 	t.Helper()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: subject, DNSNames: []string{"gw.example.com"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: subject, DNSNames: []string{"gw.example.com"}, IPAddresses: []net.IP{net.ParseIP("203.0.113.10")},
 		NotBefore: certNow.Add(-time.Hour), NotAfter: notAfter, IsCA: isCA, BasicConstraintsValid: true}
 	if parent == nil {
 		parent, parentKey = tmpl, key
@@ -117,30 +119,37 @@ func TestCheckCertIdentities(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	cert := testCert(t, pkix.Name{Country: []string{"DE"}, Organization: []string{"Example AG"}, CommonName: "gw.example.com"}, false, certNow.Add(time.Hour), key, ca, caKey)
 	tc := &TunnelCert{Cert: cert}
+	noSubject := &TunnelCert{Cert: testCert(t, pkix.Name{}, false, certNow.Add(time.Hour), key, ca, caKey)}
 	remote := v1alpha1.Identity{FQDN: ptr.To("peer.example")}
 	cases := map[string]struct {
-		reason    string
+		reason string
+		// cert replaces tc when given.
+		cert      *TunnelCert
 		local     *v1alpha1.Identity
 		peerID    string
 		wantLocal string
 		wantErr   string
 	}{
-		"Subject":  {reason: "The certificate's subject, typed: rendered as the certificate's own DER.", local: &v1alpha1.Identity{DN: ptr.To("C=DE, O=Example AG, CN=gw.example.com")}, wantLocal: asn1dn(cert.RawSubject)},
-		"Default":  {reason: "No localId: the certificate's subject, rendered by certAuth.", wantLocal: ""},
-		"Reversed": {reason: "An RFC 4514 string (reversed) is refused with the order to use.", local: &v1alpha1.Identity{DN: ptr.To("CN=gw.example.com, O=Example AG, C=DE")}, wantErr: "reverse order"},
-		"OtherDN":  {reason: "Another DN is refused with the certificate's subject.", local: &v1alpha1.Identity{DN: ptr.To("C=DE, CN=gw.example.com")}, wantErr: `is not the subject of the certificate in Secret gw-tls ("C=DE, O=Example AG, CN=gw.example.com")`},
-		"FQDN":     {reason: "A DNS name of the subjectAltName.", local: &v1alpha1.Identity{FQDN: ptr.To("gw.example.com")}, wantLocal: "gw.example.com"},
-		"NoFQDN":   {reason: "A DNS name the certificate lacks.", local: &v1alpha1.Identity{FQDN: ptr.To("vpn.example.com")}, wantErr: "not a DNS name in the subjectAltName"},
-		"NoEmail":  {reason: "An email address the certificate lacks.", local: &v1alpha1.Identity{Email: ptr.To("vpn@example.com")}, wantErr: "not an email address in the subjectAltName"},
-		"Two":      {reason: "Two kinds of identity at once.", local: &v1alpha1.Identity{FQDN: ptr.To("gw.example.com"), Email: ptr.To("a@b.example")}, wantErr: "exactly one of dn, fqdn and email"},
-		"PeerID":   {reason: "peer.id beside certificate.", peerID: "peer.example", wantErr: "remove peer.id"},
+		"Subject":             {reason: "The certificate's subject, typed: rendered as the certificate's own DER.", local: &v1alpha1.Identity{DN: ptr.To("C=DE, O=Example AG, CN=gw.example.com")}, wantLocal: asn1dn(cert.RawSubject)},
+		"Default":             {reason: "No localId: the certificate's subject, rendered by certAuth.", wantLocal: ""},
+		"Reversed":            {reason: "An RFC 4514 string (reversed) is refused with the order to use.", local: &v1alpha1.Identity{DN: ptr.To("CN=gw.example.com, O=Example AG, C=DE")}, wantErr: "reverse order"},
+		"OtherDN":             {reason: "Another DN is refused with the certificate's subject.", local: &v1alpha1.Identity{DN: ptr.To("C=DE, CN=gw.example.com")}, wantErr: `is not the subject of the certificate in Secret gw-tls ("C=DE, O=Example AG, CN=gw.example.com")`},
+		"FQDN":                {reason: "A DNS name of the subjectAltName.", local: &v1alpha1.Identity{FQDN: ptr.To("gw.example.com")}, wantLocal: "gw.example.com"},
+		"NoFQDN":              {reason: "A DNS name the certificate lacks.", local: &v1alpha1.Identity{FQDN: ptr.To("vpn.example.com")}, wantErr: "not a DNS name in the subjectAltName"},
+		"NoEmail":             {reason: "An email address the certificate lacks.", local: &v1alpha1.Identity{Email: ptr.To("vpn@example.com")}, wantErr: "not an email address in the subjectAltName"},
+		"Two":                 {reason: "Two kinds of identity at once.", local: &v1alpha1.Identity{FQDN: ptr.To("gw.example.com"), Email: ptr.To("a@b.example")}, wantErr: "exactly one of dn, fqdn, email and ip"},
+		"IP":                  {reason: "An IP address of the subjectAltName (the floating IP), rendered as the dotted quad charon takes for an IP identity.", local: &v1alpha1.Identity{IP: ptr.To[v1alpha1.IPv4]("203.0.113.10")}, wantLocal: "203.0.113.10"},
+		"NoIP":                {reason: "An IP address the certificate's subjectAltName lacks is refused, not presented for the peer to refuse.", local: &v1alpha1.Identity{IP: ptr.To[v1alpha1.IPv4]("203.0.113.11")}, wantErr: "203.0.113.11 is not an IP address in the subjectAltName of the certificate in Secret gw-tls ([203.0.113.10])"},
+		"EmptySubjectDefault": {reason: "No localId and a certificate with an empty subject (cert-manager's without commonName): the gateway would present an empty DN; refused with the certificate's subjectAltNames to pick from.", cert: noSubject, wantErr: "has an empty subject, the identity the gateway presents when localId is left out: set localId to one of its subjectAltNames (DNS [gw.example.com], email [], IP [203.0.113.10])"},
+		"EmptySubjectFQDN":    {reason: "A certificate with an empty subject serves with a subjectAltName as localId.", cert: noSubject, local: &v1alpha1.Identity{FQDN: ptr.To("gw.example.com")}, wantLocal: "gw.example.com"},
+		"PeerID":              {reason: "peer.id beside certificate.", peerID: "peer.example", wantErr: "remove peer.id"},
 	}
 	for name, tc2 := range cases {
 		t.Run(name, func(t *testing.T) {
 			var errs Errors
 			tn := v1alpha1.Tunnel{Name: "t", Peer: v1alpha1.Peer{Address: "198.51.100.7", ID: tc2.peerID},
 				Certificate: &v1alpha1.CertificateAuth{SecretName: "gw-tls", LocalID: tc2.local, RemoteID: remote}}
-			local, rem := checkCert(&errs, field.NewPath("tunnels").Key("t"), tn, tc)
+			local, rem := checkCert(&errs, field.NewPath("tunnels").Key("t"), tn, cmp.Or(tc2.cert, tc))
 			err := errs.err()
 			if tc2.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc2.wantErr) {

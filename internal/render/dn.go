@@ -31,55 +31,86 @@ var dnAttributes = map[string]asn1.ObjectIdentifier{
 // Errors of parseDN.
 var (
 	errDNEmpty     = errors.New("is empty")
-	errDNMultiRDN  = errors.New("has a multi-valued RDN ('+'): only one attribute per RDN is supported; escape a '+' in a value as \\+")
+	errDNNotDER    = errors.New("is not asn1dn:# and the hex of a DER name (a SEQUENCE of SETs of attribute type and value)")
 	errDNTrailing  = errors.New("ends with a '\\' that escapes nothing")
 	errDNBadEscape = errors.New("has a '\\' followed by neither a special character nor two hex digits")
 	errDNNotUTF8   = errors.New("is not valid UTF-8 once unescaped")
 )
 
+// asn1dnPrefix marks a DN given as the hex of its DER, as strongSwan
+// reads it.
+const asn1dnPrefix = "asn1dn:#"
+
 // parseDN parses a distinguished name written most significant RDN first,
 // as strongSwan and openssl print a certificate's subject ("C=DE, O=Example
-// AG, CN=gw"), with RFC 4514 escapes in values, and returns its DER: an
-// RDNSequence in the written order, each value a PrintableString or, when
-// it holds other characters, a UTF8String. strongSwan matches DNs by
-// attribute order and value bytes, not by string type (identification.c
-// compare_dn), so this DER matches a certificate's subject whatever string
-// types its CA chose.
+// AG, CN=gw"), with RFC 4514 escapes in values and the attributes of a
+// multi-valued RDN joined by '+' ("OU=Net + CN=rtr1"), and returns its
+// DER: an RDNSequence in the written order, each value a PrintableString
+// or, when it holds other characters, a UTF8String, a multi-valued RDN's
+// attributes in DER's order (sorted by their encoding, as openssl and Go
+// encode a certificate's subject, whatever order they were written in).
+// strongSwan matches DNs by attribute order and value bytes, not by
+// string type (identification.c compare_dn), so this DER matches a
+// certificate's subject whatever string types its CA chose. A DN given as
+// asn1dn:#<hex> is that DER, checked to be a name.
 func parseDN(s string) ([]byte, error) {
+	if h, ok := strings.CutPrefix(s, asn1dnPrefix); ok {
+		der, err := hex.DecodeString(h)
+		if err != nil {
+			return nil, errDNNotDER
+		}
+		if rs, err := rdns(der); err != nil || len(rs) == 0 {
+			return nil, errDNNotDER
+		}
+		return der, nil
+	}
 	parts, err := splitUnescaped(s, ',')
 	if err != nil {
 		return nil, err
 	}
 	var seq pkix.RDNSequence
 	for _, part := range parts {
-		part = strings.TrimSpace(part)
-		if part == "" {
+		if strings.TrimSpace(part) == "" {
 			continue
 		}
-		if countUnescaped(part, '+') > 0 {
-			return nil, errDNMultiRDN
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, fmt.Errorf("has %q, not attribute=value", part)
-		}
-		oid, known := dnAttributes[strings.TrimSpace(k)]
-		if !known {
-			return nil, fmt.Errorf("has attribute %q: use C, ST, L, O, OU, CN, SN, DC, UID or E", strings.TrimSpace(k))
-		}
-		val, err := unescapeDN(strings.TrimSpace(v))
+		atvs, err := splitUnescaped(part, '+')
 		if err != nil {
 			return nil, err
 		}
-		if val == "" {
-			return nil, fmt.Errorf("has an empty value for %s", strings.TrimSpace(k))
+		var set pkix.RelativeDistinguishedNameSET
+		for _, atv := range atvs {
+			a, err := parseATV(strings.TrimSpace(atv))
+			if err != nil {
+				return nil, err
+			}
+			set = append(set, a)
 		}
-		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: val}})
+		seq = append(seq, set)
 	}
 	if len(seq) == 0 {
 		return nil, errDNEmpty
 	}
 	return asn1.Marshal(seq)
+}
+
+// parseATV parses one attribute=value of a DN.
+func parseATV(part string) (pkix.AttributeTypeAndValue, error) {
+	k, v, ok := strings.Cut(part, "=")
+	if !ok {
+		return pkix.AttributeTypeAndValue{}, fmt.Errorf("has %q, not attribute=value", part)
+	}
+	oid, known := dnAttributes[strings.TrimSpace(k)]
+	if !known {
+		return pkix.AttributeTypeAndValue{}, fmt.Errorf("has attribute %q: use C, ST, L, O, OU, CN, SN, DC, UID or E", strings.TrimSpace(k))
+	}
+	val, err := unescapeDN(strings.TrimSpace(v))
+	if err != nil {
+		return pkix.AttributeTypeAndValue{}, err
+	}
+	if val == "" {
+		return pkix.AttributeTypeAndValue{}, fmt.Errorf("has an empty value for %s", strings.TrimSpace(k))
+	}
+	return pkix.AttributeTypeAndValue{Type: oid, Value: val}, nil
 }
 
 // splitUnescaped splits s at every sep not escaped by a backslash.
@@ -99,21 +130,6 @@ func splitUnescaped(s string, sep byte) ([]string, error) {
 		}
 	}
 	return append(out, s[start:]), nil
-}
-
-// countUnescaped counts the occurrences of c in s not escaped by a
-// backslash.
-func countUnescaped(s string, c byte) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case c:
-			n++
-		}
-	}
-	return n
 }
 
 // unescapeDN resolves RFC 4514 escapes in a value: '\' before a special

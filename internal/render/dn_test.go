@@ -3,6 +3,7 @@ package render
 import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/hex"
 	"errors"
 	"testing"
 
@@ -38,6 +39,11 @@ func der(t *testing.T, tag int, kv ...string) []byte {
 	}
 	return b
 }
+
+// opensslMultiRDN is the subject DER of a certificate openssl 3 made with
+// req -multivalue-rdn -subj "/C=DE/O=Example AG/OU=Net+CN=rtr1.example.net":
+// its multi-valued RDN holds OU before CN (DER's order of a SET OF).
+var opensslMultiRDN, _ = hex.DecodeString("3049310b300906035504061302444531133011060355040a0c0a4578616d706c652041473125300a060355040b0c034e6574301706035504030c10727472312e6578616d706c652e6e6574")
 
 func TestParseDN(t *testing.T) {
 	utf8, printable := asn1.TagUTF8String, asn1.TagPrintableString
@@ -75,9 +81,29 @@ func TestParseDN(t *testing.T) {
 			match:  der(t, 22, "DC", "com", "DC", "example", "UID", "gw", "SN", "42", "E", "vpn@example.com"),
 		},
 		"MultiValued": {
-			reason:  "A multi-valued RDN is refused rather than read as one value.",
-			dn:      "O=Example, OU=A+CN=b",
-			wantErr: errDNMultiRDN,
+			reason: "A multi-valued RDN ('+') matches the subject openssl req -multivalue-rdn wrote for /C=DE/O=Example AG/OU=Net+CN=rtr1.example.net, its attributes in DER's order whichever order they are written in.",
+			dn:     "C=DE, O=Example AG, CN=rtr1.example.net + OU=Net",
+			match:  opensslMultiRDN,
+		},
+		"MultiValuedEscapedPlus": {
+			reason: "An escaped '+' stays in the value: one attribute, not two.",
+			dn:     `O=Example, OU=A\+CN=b`,
+			match:  der(t, utf8, "O", "Example", "OU", "A+CN=b"),
+		},
+		"DER": {
+			reason: "asn1dn:# with the hex of a DER name is that name, byte for byte.",
+			dn:     "asn1dn:#" + hex.EncodeToString(opensslMultiRDN),
+			match:  opensslMultiRDN,
+		},
+		"DERNotAName": {
+			reason:  "asn1dn:# with hex that is no DER name is refused.",
+			dn:      "asn1dn:#300a",
+			wantErr: errDNNotDER,
+		},
+		"DERNotHex": {
+			reason:  "asn1dn:# with what is not hex is refused.",
+			dn:      "asn1dn:#zz",
+			wantErr: errDNNotDER,
 		},
 		"BadEscape": {
 			reason:  "A backslash before an ordinary character is refused.",

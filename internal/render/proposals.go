@@ -63,7 +63,9 @@ var keywords = func() map[string]kind {
 // checkProposal checks one proposal string such as
 // "aes256-sha256-modp2048". ike says whether it is an IKE proposal, which
 // needs a DH group; an ESP proposal may omit it (no PFS). Non-AEAD
-// encryption needs an integrity algorithm. The error names the keyword.
+// encryption needs an integrity algorithm, and AEAD and non-AEAD
+// encryption algorithms cannot share a proposal (charon refuses to load
+// it: write them as two proposals). The error names the keyword.
 func checkProposal(p string, ike bool) error {
 	var has [esn + 1]bool
 	for tok := range strings.SplitSeq(p, "-") {
@@ -91,6 +93,11 @@ func incomplete(has [esn + 1]bool, ike bool, p string) error {
 	switch {
 	case !has[encryption] && !has[aead]:
 		return fmt.Errorf("no encryption algorithm")
+	case has[encryption] && has[aead]:
+		// charon's proposal check refuses a proposal holding both,
+		// and with it the whole connection (load-conn fails, the
+		// agent keeps the configuration it had).
+		return fmt.Errorf("mixes AEAD encryption (%s) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as %s", aeadOf(p), splitAEAD(p, ike))
 	case has[encryption] && !has[integrity]:
 		return fmt.Errorf("no integrity algorithm for non-AEAD encryption")
 	case ike && !has[dhGroup]:
@@ -111,6 +118,42 @@ func aeadOf(p string) string {
 		}
 	}
 	return ""
+}
+
+// splitAEAD writes mixed proposal p as the two proposals charon loads,
+// for a message: the non-AEAD one, and the AEAD one without integrity
+// algorithms (AEAD does not use them) but, in IKE (ike), with a PRF, the
+// one charon would have derived from the first integrity algorithm when p
+// names none.
+func splitAEAD(p string, ike bool) string {
+	var aeads, rest, without []string
+	hasPRF, derived := false, ""
+	for tok := range strings.SplitSeq(p, "-") {
+		switch k := keywords[tok]; k {
+		case aead:
+			aeads = append(aeads, tok)
+		case encryption, integrity, integrityESP:
+			without = append(without, tok)
+			if k == integrity && derived == "" {
+				derived = prfOf[tok]
+			}
+		default:
+			hasPRF = hasPRF || k == prf
+			rest, without = append(rest, tok), append(without, tok)
+		}
+	}
+	if ike && !hasPRF && derived != "" {
+		aeads = append(aeads, derived)
+	}
+	return strings.Join(without, "-") + "," + strings.Join(append(aeads, rest...), "-")
+}
+
+// prfOf is the PRF charon derives from an IKE proposal's integrity
+// algorithm when the proposal names none.
+var prfOf = map[string]string{
+	"md5": "prfmd5", "md5_128": "prfmd5", "sha1": "prfsha1", "sha": "prfsha1", "sha1_160": "prfsha1",
+	"sha256": "prfsha256", "sha2_256": "prfsha256", "sha384": "prfsha384", "sha2_384": "prfsha384",
+	"sha512": "prfsha512", "sha2_512": "prfsha512", "aesxcbc": "prfaesxcbc", "aescmac": "prfaescmac",
 }
 
 // kindNames name the kinds for Keywords.

@@ -72,6 +72,12 @@ type Files struct {
 	// so that a change of it, and only of it among the files, replaces the
 	// gateway pod; the agent reloads the rest live.
 	StartHash string
+	// Advisories are what the spec holds that is accepted but advised
+	// against, one sentence each naming the field and what to do (weak
+	// DH groups, short CHILD_SA lifetimes, IKEv1, an ECDSA certificate
+	// towards an IKEv1 peer, AEAD with an integrity algorithm, a PSK two
+	// tunnels share): no secret, and no part of the hashes.
+	Advisories []string
 }
 
 // StartHash returns Files.StartHash of the rendered strongswan.conf
@@ -99,5 +105,6 @@ func Render(in Input) (*Files, error) {
 	f.XFRMInterfaces = xfrmConf(in, c)
 	f.Hash = contract.ConfigHash(f.SwanctlConf, f.NATRules, f.StrongSwanConf, f.XFRMInterfaces)
 	f.StartHash = StartHash(f.StrongSwanConf)
+	f.Advisories = advisories(in)
 	return f, nil
 }

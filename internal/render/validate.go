@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -18,6 +19,9 @@ var (
 	validName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	// fqdn is a DNS name usable as a peer address or identity.
 	fqdn = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*$`)
+	// idName is a DNS name as a peer's identity: strongSwan takes any
+	// name for an ID_FQDN, and peers' names carry '_' ("fw_1.example.net").
+	idName = regexp.MustCompile(`^[a-zA-Z0-9_]([-a-zA-Z0-9_]{0,61}[a-zA-Z0-9_])?(\.[a-zA-Z0-9_]([-a-zA-Z0-9_]{0,61}[a-zA-Z0-9_])?)*$`)
 	// email is a user@domain identity (strongSwan ID_RFC822_ADDR).
 	email = regexp.MustCompile(`^[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$`)
 	// mac is a lower-case colon-separated MAC address.
@@ -183,11 +187,7 @@ func checkTunnel(errs *Errors, in Input, t v1alpha1.Tunnel, path *field.Path) []
 	} else if !fqdn.MatchString(t.Peer.Address) {
 		errs.add(path.Child("peer", "address"), "%q is neither an IPv4 address nor a DNS name", t.Peer.Address)
 	}
-	if id := t.Peer.ID; id != "" && !fqdn.MatchString(id) && !email.MatchString(id) {
-		if a, err := netip.ParseAddr(id); err != nil || !a.Is4() {
-			errs.add(path.Child("peer", "id"), "%q is not an IPv4 address, DNS name or user@domain", id)
-		}
-	}
+	checkPeerID(errs, path.Child("peer", "id"), t.Peer.ID)
 	if t.IKEVersion != 1 && t.IKEVersion != 2 {
 		errs.add(path.Child("ikeVersion"), "%d is not 1 or 2", t.IKEVersion)
 	}
@@ -531,11 +531,45 @@ func (c *checked) remoteID(t v1alpha1.Tunnel) string {
 	return peerID(t)
 }
 
+// peerID is the identity tunnel t's peer presents, as swanctl's id takes
+// it: a DN as asn1dn:#<DER in hex> (as a certificate identity's dn; an
+// invalid one as written, which validation reports), any other form as
+// written, the peer's address when none is given.
 func peerID(t v1alpha1.Tunnel) string {
-	if t.Peer.ID != "" {
-		return t.Peer.ID
+	switch id := t.Peer.ID; {
+	case id == "":
+		return t.Peer.Address
+	case isDN(id):
+		if der, err := parseDN(id); err == nil {
+			return asn1dn(der)
+		}
 	}
-	return t.Peer.Address
+	return t.Peer.ID
+}
+
+// isDN says whether peer identity id is a distinguished name: it has an
+// attribute=value (no other form has '='), or is asn1dn:#<hex>.
+func isDN(id string) bool {
+	return strings.Contains(id, "=") || strings.HasPrefix(id, asn1dnPrefix)
+}
+
+// checkPeerID checks a PSK tunnel's peer.id (at path), if given, in the
+// forms charon reads: an IPv4 address; a DNS name, '_' allowed, with or
+// without strongSwan's '@' (an FQDN even when it looks like an address);
+// user@domain; a DN.
+func checkPeerID(errs *Errors, path *field.Path, id string) {
+	switch {
+	case id == "", email.MatchString(id), idName.MatchString(strings.TrimPrefix(id, "@")):
+		// idName also holds every dotted quad; one that is no IPv4
+		// address (300.1.1.1) charon takes for a DNS name, as it
+		// takes any name.
+	case isDN(id):
+		if _, err := parseDN(id); err != nil {
+			errs.add(path, "%q is taken for a distinguished name (it has '=') and %v", id, err)
+		}
+	default:
+		errs.add(path, "%q is not an IPv4 address, DNS name (@name, too), user@domain or distinguished name (C=DE, O=Example AG, CN=fw)", id)
+	}
 }
 
 // ipv4 parses s as an IPv4 address, recording a problem at path if it is

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,6 +119,21 @@ func TestValidate(t *testing.T) {
 			reason: "Non-AEAD encryption needs an integrity algorithm.",
 			mod:    func(in *Input) { in.Spec.Tunnels[0].ESPProposals = []string{"aes256-modp2048"} },
 			want:   []problem{{"tunnels[a].espProposals[0]", `"aes256-modp2048": no integrity algorithm for non-AEAD encryption`}},
+		},
+		"MixedAEADProposals": {
+			reason: "AEAD and non-AEAD encryption in one proposal, in either order, ESP or IKE, is refused (charon refuses to load the connection), naming the two proposals charon loads; with an IKE proposal the AEAD one gets the PRF charon would have derived.",
+			mod: func(in *Input) {
+				in.Spec.Tunnels[0].ESPProposals = []string{"aes256-sha256-aes256gcm16", "aes256-sha256-aes128gmac", "aes128-md5-modp2048s256-aes128gmac", "aes256gcm16-aes256-sha2_256"}
+				in.Spec.Tunnels[1].IKEProposals = []string{"aes256-sha256-aes256gcm16-prfsha256-ecp256", "aes256-sha384-aes128gcm16-ecp256"}
+			},
+			want: []problem{
+				{"tunnels[a].espProposals[0]", `"aes256-sha256-aes256gcm16": mixes AEAD encryption (aes256gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha256,aes256gcm16`},
+				{"tunnels[a].espProposals[1]", `"aes256-sha256-aes128gmac": mixes AEAD encryption (aes128gmac) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha256,aes128gmac`},
+				{"tunnels[a].espProposals[2]", `"aes128-md5-modp2048s256-aes128gmac": mixes AEAD encryption (aes128gmac) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes128-md5-modp2048s256,aes128gmac-modp2048s256`},
+				{"tunnels[a].espProposals[3]", `"aes256gcm16-aes256-sha2_256": mixes AEAD encryption (aes256gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha2_256,aes256gcm16`},
+				{"tunnels[b].ikeProposals[0]", `"aes256-sha256-aes256gcm16-prfsha256-ecp256": mixes AEAD encryption (aes256gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha256-prfsha256-ecp256,aes256gcm16-prfsha256-ecp256`},
+				{"tunnels[b].ikeProposals[1]", `"aes256-sha384-aes128gcm16-ecp256": mixes AEAD encryption (aes128gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha384-ecp256,aes128gcm16-prfsha384-ecp256`},
+			},
 		},
 		"IKEv1SingleChild": {
 			reason: "IKEv1 cannot carry several subnet pairs in one CHILD_SA.",
@@ -534,5 +551,78 @@ func wantErrors(t *testing.T, reason string, in Input, want []problem) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s\nRender() errors: -want, +got:\n%s", reason, diff)
+	}
+}
+
+func TestPeerID(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		id     string
+		// want is swanctl's remote.id as rendered; for a DN, wantDN is
+		// a subject it must match as strongSwan compares them (sameDN).
+		want   string
+		wantDN []byte
+		errs   []problem
+	}{
+		"Default": {
+			reason: "No peer.id: the peer's address.",
+			want:   "198.51.100.1",
+		},
+		"AtFQDN": {
+			reason: "strongSwan's '@' (a DNS name even when it looks like an address) is kept: charon reads it.",
+			id:     "@fw.example.net",
+			want:   "@fw.example.net",
+		},
+		"Underscore": {
+			reason: "A DNS name with '_', as peers' host names carry.",
+			id:     "fw_1.example.net",
+			want:   "fw_1.example.net",
+		},
+		"Email": {
+			reason: "user@domain, '_' in the user part.",
+			id:     "vpn_gw@example.net",
+			want:   "vpn_gw@example.net",
+		},
+		"DN": {
+			reason: "A DN, multi-valued RDN included, is rendered as its DER, as a certificate identity's dn (the subject of openssl's -multivalue-rdn certificate).",
+			id:     "C=DE, O=Example AG, OU=Net + CN=rtr1.example.net",
+			wantDN: opensslMultiRDN,
+		},
+		"DER": {
+			reason: "asn1dn:#<hex> is rendered as given.",
+			id:     "asn1dn:#" + hex.EncodeToString(opensslMultiRDN),
+			want:   "asn1dn:#" + hex.EncodeToString(opensslMultiRDN),
+		},
+		"BadDN": {
+			reason: "A DN with an attribute strongSwan does not know is refused at peer.id, as what it is taken for.",
+			id:     "X=1, CN=fw",
+			errs:   []problem{{"tunnels[a].peer.id", `"X=1, CN=fw" is taken for a distinguished name (it has '=') and has attribute "X": use C, ST, L, O, OU, CN, SN, DC, UID or E`}},
+		},
+		"NoForm": {
+			reason: "What is none of the forms (a space, a path) is refused.",
+			id:     "fw example/net",
+			errs:   []problem{{"tunnels[a].peer.id", `"fw example/net" is not an IPv4 address, DNS name (@name, too), user@domain or distinguished name (C=DE, O=Example AG, CN=fw)`}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := valid()
+			in.Spec.Tunnels[0].Peer.ID = tc.id
+			wantErrors(t, tc.reason, in, tc.errs)
+			if tc.errs != nil {
+				return
+			}
+			got := peerID(in.Spec.Tunnels[0])
+			if tc.wantDN != nil {
+				der, err := hex.DecodeString(strings.TrimPrefix(got, "asn1dn:#"))
+				if err != nil || !sameDN(der, tc.wantDN) {
+					t.Errorf("%s\npeerID() = %s, not the DER of a name that matches %x", tc.reason, got, tc.wantDN)
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\npeerID(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -240,6 +240,20 @@ func TestValidatorAgreesWithCharonOnProposals(t *testing.T) {
 		"ESPWithPRF":            {esp: "aes256-sha256-prfsha256", why: "charon drops a PRF from an ESP proposal; the spec asked for something that cannot happen"},
 		"ESPWithoutIntegrity":   {esp: "aes256-modp2048", why: "ESP with confidentiality and no integrity is open to active attacks (RFC 8221)"},
 		"ESPTruncatedSHA256":    {esp: "aes128-sha256_96"},
+		// What VMs' files hold (issue 32): AEAD mixed with non-AEAD
+		// encryption, refused by both; the two proposals the
+		// validator's message suggests instead, loaded; '_' keywords;
+		// GCM with an integrity algorithm (loaded, an advisory).
+		"ESPMixedGCM":            {esp: "aes256-sha256-aes256gcm16"},
+		"ESPMixedGMAC":           {esp: "aes256-sha256-aes128gmac"},
+		"ESPMixedGMACDH":         {esp: "aes128-md5-modp2048s256-aes128gmac"},
+		"IKEMixedGCM":            {ike: "aes256-sha256-aes256gcm16-prfsha256-ecp256"},
+		"IKEMixedSplitClassic":   {ike: "aes256-sha256-prfsha256-ecp256"},
+		"IKEMixedSplitAEAD":      {ike: "aes256gcm16-prfsha256-ecp256"},
+		"ESPMixedSplitAEADDH":    {esp: "aes128gmac-modp2048s256"},
+		"IKEUnderscoreKeyword":   {ike: "aes256-sha2_256-modp2048"},
+		"ESPUnderscoreTruncated": {esp: "aes128-sha2_256_96-modp2048"},
+		"ESPGCMWithIntegrity":    {esp: "aes256gcm16-sha256"},
 	}
 	c := topology.StartValidator(t)
 	for name, tc := range cases {

@@ -77,12 +77,12 @@ func TestGatewayAdmissionCertificate(t *testing.T) {
 		"TwoIdentities": {
 			reason:  "A DN and an FQDN in one identity.",
 			mod:     func(tn *gwv1alpha1.Tunnel) { cert(tn); tn.Certificate.RemoteID.FQDN = ptr.To("vpn.peer.example") },
-			wantErr: "spec.forProvider.tunnels[0].certificate.remoteId: Invalid value: give exactly one of dn, fqdn and email",
+			wantErr: "spec.forProvider.tunnels[0].certificate.remoteId: Invalid value: give exactly one of dn, fqdn, email and ip",
 		},
 		"EmptyIdentity": {
 			reason:  "An empty localId.",
 			mod:     func(tn *gwv1alpha1.Tunnel) { cert(tn); tn.Certificate.LocalID = &gwv1alpha1.Identity{} },
-			wantErr: "spec.forProvider.tunnels[0].certificate.localId: Invalid value: give exactly one of dn, fqdn and email",
+			wantErr: "spec.forProvider.tunnels[0].certificate.localId: Invalid value: give exactly one of dn, fqdn, email and ip",
 		},
 		"DNWithoutAttributes": {
 			reason:  "A DN that is no attribute=value list.",

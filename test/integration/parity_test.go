@@ -31,7 +31,7 @@ import (
 // Parity runs: PARITY_N specs (parityDefault in make test; hack/parity.sh
 // runs thousands) from PARITY_SEED (random when unset; logged, so that a
 // failure can be run again).
-const parityDefault = 300
+const parityDefault = 2000
 
 // TestValidatorCharonParity generates random Gateway specs, some of them
 // wrong, renders each, and loads every one the validator accepts into a
@@ -60,6 +60,7 @@ func TestValidatorCharonParity(t *testing.T) {
 	c := topology.StartValidator(t)
 	ctx := context.Background()
 	accepted, certTunnels, nat, routeMode, reasons := 0, 0, 0, 0, map[string]int{}
+	forms := map[string]int{}
 	for i := range n {
 		in := g.input()
 		files, err := render.Render(in)
@@ -68,6 +69,11 @@ func TestValidatorCharonParity(t *testing.T) {
 			continue
 		}
 		accepted++
+		for _, tn := range in.Spec.Tunnels {
+			for _, f := range vmForms(tn) {
+				forms[f]++
+			}
+		}
 		if files.XFRMInterfaces != nil {
 			routeMode++
 		}
@@ -117,13 +123,54 @@ func TestValidatorCharonParity(t *testing.T) {
 		}
 	}
 	t.Logf("validator accepted %d of %d specs (%d with a route-mode tunnel), all loaded by charon, the NAT rules of the %d with hide NAT by nft; refusals by first field: %v", accepted, n, routeMode, nat, reasons)
-	t.Logf("%d certificate tunnels among the accepted specs", certTunnels)
+	t.Logf("%d certificate tunnels among the accepted specs; tunnels with the forms of VMs' files: %v", certTunnels, forms)
+	for _, f := range allVMForms {
+		if forms[f] == 0 {
+			t.Errorf("no accepted spec has a tunnel with %s: the generator tests none", f)
+		}
+	}
 	if certTunnels == 0 {
 		t.Errorf("no accepted spec has a certificate tunnel: the generator tests none")
 	}
 	if accepted < n/10 {
 		t.Errorf("the validator accepted only %d of %d specs: the generator tests too little of what is accepted", accepted, n)
 	}
+}
+
+// The forms of VMs' files (issue 32) the parity test must see accepted
+// and loaded, as vmForms names them.
+var allVMForms = []string{"a keyword with '_'", "peer.id @name", "peer.id with '_'", "peer.id DN", "a multi-valued RDN", "a DN as asn1dn:#", "certificate.remoteId ip"}
+
+// vmForms names the forms of allVMForms tunnel tn has.
+func vmForms(tn gwv1alpha1.Tunnel) []string {
+	var out []string
+	if slices.ContainsFunc(slices.Concat(tn.IKEProposals, tn.ESPProposals), func(p string) bool { return strings.Contains(p, "_") }) {
+		out = append(out, allVMForms[0])
+	}
+	id := tn.Peer.ID
+	var dn string
+	if c := tn.Certificate; c != nil && c.RemoteID.DN != nil {
+		dn = *c.RemoteID.DN
+	}
+	switch {
+	case strings.HasPrefix(id, "@"):
+		out = append(out, allVMForms[1])
+	case strings.Contains(id, "="), strings.HasPrefix(id, "asn1dn:#"):
+		out = append(out, allVMForms[3])
+		dn = id
+	case strings.Contains(id, "_"):
+		out = append(out, allVMForms[2])
+	}
+	if strings.Contains(strings.ReplaceAll(dn, `\+`, ""), "+") {
+		out = append(out, allVMForms[4])
+	}
+	if strings.HasPrefix(dn, "asn1dn:#") {
+		out = append(out, allVMForms[5])
+	}
+	if c := tn.Certificate; c != nil && c.RemoteID.IP != nil {
+		out = append(out, allVMForms[6])
+	}
+	return out
 }
 
 // loadNAT loads an nftables script with a real nft in a network namespace
@@ -231,6 +278,15 @@ func (g specGen) proposal(ike bool) string {
 	if ike && g.chance(0.95) || !ike && g.chance(0.4) {
 		parts = append(parts, g.kw("dh"))
 	}
+	if g.chance(0.02) {
+		// What VMs' files hold: AEAD and non-AEAD encryption in one
+		// proposal, the other kind inserted anywhere.
+		other := g.kw("encryption")
+		if !slices.Contains(g.keywords["aead"], parts[0]) {
+			other = g.kw("aead")
+		}
+		parts = slices.Insert(parts, g.r.IntN(len(parts)+1), other)
+	}
 	if !ike && g.chance(0.2) {
 		parts = append(parts, g.kw("esn"))
 	}
@@ -254,6 +310,10 @@ func (g specGen) prefix(base netip.Prefix, minBits int) string {
 	return p.Masked().String()
 }
 
+// peerDER is a DN as asn1dn:# and its DER: the subject of openssl req
+// -multivalue-rdn -subj "/C=DE/O=Example AG/OU=Net+CN=rtr1.example.net".
+const peerDER = "asn1dn:#3049310b300906035504061302444531133011060355040a0c0a4578616d706c652041473125300a060355040b0c034e6574301706035504030c10727472312e6578616d706c652e6e6574"
+
 var (
 	presented = netip.MustParsePrefix("100.64.0.0/16")
 	clients   = netip.MustParsePrefix("192.168.0.0/16")
@@ -270,11 +330,15 @@ func (g specGen) tunnel(i int) (gwv1alpha1.Tunnel, []byte) {
 		t.IKEVersion = 1
 	}
 	t.MOBIKE = t.IKEVersion == 2 && g.chance(0.5) || g.chance(0.05)
-	switch g.r.IntN(4) {
+	switch g.r.IntN(6) {
 	case 0:
 		t.Peer.ID = fmt.Sprintf("peer%d.example.com", i)
 	case 1:
 		t.Peer.ID = fmt.Sprintf("vpn%d@example.com", i)
+	case 2, 3:
+		// The forms VMs' files hold: strongSwan's '@', '_', DNs.
+		t.Peer.ID = g.pick(fmt.Sprintf("@fw%d.example.net", i), fmt.Sprintf("fw_%d.example.net", i), fmt.Sprintf("_vpn_%d", i),
+			fmt.Sprintf("C=DE, O=Example\\, Inc, OU=Net + CN=rtr%d.example.net", i), fmt.Sprintf("CN=rtr%d + OU=Net + O=Example", i), peerDER, "X=1, CN=bad")
 	}
 	for range 1 + g.r.IntN(3) {
 		t.IKEProposals = append(t.IKEProposals, g.proposal(true))
@@ -333,15 +397,22 @@ func (g specGen) certificate() *gwv1alpha1.CertificateAuth {
 	ids := []gwv1alpha1.Identity{
 		{DN: ptr.To(`C=CH, O=Zürich Peer AG, OU=Net\, Ops, CN=vpn.peer.example`)},
 		{DN: ptr.To(`DC=example, DC=com, UID=peer\+1, E=vpn@peer.example`)},
+		{DN: ptr.To(`C=DE, O=Example AG, OU=Net + CN=rtr1.example.net`)},
+		{DN: ptr.To(peerDER)},
 		{FQDN: ptr.To("vpn.peer.example")},
 		{Email: ptr.To("vpn@peer.example")},
+		{IP: ptr.To[gwv1alpha1.IPv4]("198.51.100.200")},
 	}
 	c := &gwv1alpha1.CertificateAuth{SecretName: "gw-tls", PeerCA: gwv1alpha1.CARef{SecretName: ptr.To("peer-ca")}, RemoteID: ids[g.r.IntN(len(ids))]}
-	switch g.r.IntN(3) {
+	switch g.r.IntN(4) {
 	case 0:
 		c.LocalID = &gwv1alpha1.Identity{DN: ptr.To(`C=DE, L=Köln, O=Example AG, OU=VPN\, Site A, CN=gw.example.com`)}
 	case 1:
 		c.LocalID = &gwv1alpha1.Identity{FQDN: ptr.To("gw.example.com")}
+	case 2:
+		// Not in the certificate's subjectAltName (DNS only): the
+		// validator refuses it.
+		c.LocalID = &gwv1alpha1.Identity{IP: ptr.To[gwv1alpha1.IPv4]("203.0.113.10")}
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,8 +75,9 @@ func NewCA(t testing.TB, subject pkix.Name) *CA {
 	return &CA{Cert: pemBlock("CERTIFICATE", der), cert: cert, key: key}
 }
 
-// Issue signs a certificate for subject, with dnsNames as subjectAltNames,
-// valid from notBefore to notAfter, its key written in form.
+// Issue signs a certificate for subject, with dnsNames as subjectAltNames
+// (an entry that is an IP address as an iPAddress), valid from notBefore
+// to notAfter, its key written in form.
 func (ca *CA) Issue(t testing.TB, subject pkix.Name, dnsNames []string, notBefore, notAfter time.Time, form KeyForm) Issued {
 	t.Helper()
 	var key crypto.Signer
@@ -88,9 +90,18 @@ func (ca *CA) Issue(t testing.TB, subject pkix.Name, dnsNames []string, notBefor
 	if err != nil {
 		t.Fatal(err)
 	}
+	var dns []string
+	var ips []net.IP
+	for _, n := range dnsNames {
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, n)
+		}
+	}
 	serial++
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: subject, DNSNames: dnsNames,
+		SerialNumber: big.NewInt(serial), Subject: subject, DNSNames: dns, IPAddresses: ips,
 		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
@@ -120,7 +131,8 @@ func pemBlock(typ string, der []byte) []byte {
 // OpenSSLSite makes a client site's PKI with the openssl command, as a
 // site's administrator would, independently of Go's encoding: a CA named
 // caSubj and a certificate for subj signed by it (openssl's -subj syntax,
-// "/C=CH/O=Peer AG/CN=vpn"; values UTF-8, encoded as UTF8Strings), an
+// "/C=CH/O=Peer AG/CN=vpn"; values UTF-8, encoded as UTF8Strings; '+'
+// joins the attributes of a multi-valued RDN, "\+" is a '+' in a value), an
 // ECDSA P-256 key each, valid for a day. It writes them into the peer's
 // swanctl directories (see Charon.LoadFile) as x509/site.pem (certificate),
 // private/site.pem (key) and x509ca/site-ca.pem, and returns the CA's
@@ -145,7 +157,7 @@ func (p *Peer) OpenSSLSite(t testing.TB, caSubj, subj string) []byte {
 		"-subj", caSubj, "-keyout", caKey, "-out", ca,
 		"-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
 	key, csr := filepath.Join(dir, "private", "site.pem"), filepath.Join(tmp, "site.csr")
-	run("req", "-new", "-utf8", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+	run("req", "-new", "-utf8", "-multivalue-rdn", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
 		"-subj", subj, "-keyout", key, "-out", csr)
 	ext := filepath.Join(tmp, "ext.cnf")
 	if err := os.WriteFile(ext, []byte("basicConstraints = CA:FALSE\nkeyUsage = digitalSignature\n"), 0o600); err != nil {

@@ -98,7 +98,7 @@ func (e *external) Observe(ctx context.Context, gw *v1alpha1.Gateway) (managed.E
 		return managed.ExternalObservation{}, err
 	}
 	gw.Status.AtProvider.ConfigHash = files.Hash
-	advise(e.recorder, gw, render.Advisories(gw.Spec.ForProvider))
+	advise(e.recorder, gw, files.Advisories)
 	gw.Status.AtProvider.Replicas = replicas
 	if kerrors.IsNotFound(depErr) {
 		gw.SetConditions(v1alpha1.DeploymentNotReady(v1alpha1.ReasonNoDeployment, "the Deployment does not exist yet"))

@@ -644,3 +644,54 @@ func TestObserveStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestObserveRefusesWhatCharonRefuses: a live Gateway (ConfigRendered
+// True) whose stored spec holds a proposal charon refuses to load, as one
+// stored before admission refused it, reports ConfigRendered False naming
+// the tunnel, field and fix, and writes nothing: the agent's configuration
+// stays as it was, and the status no longer says it was rendered.
+func TestObserveRefusesWhatCharonRefuses(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		mod    func(*v1alpha1.Tunnel)
+		want   xpv2.Condition
+	}{
+		"MixedESP": {
+			reason: "GCM beside a non-AEAD cipher in an ESP proposal.",
+			mod:    func(tn *v1alpha1.Tunnel) { tn.ESPProposals = []string{"aes256-sha256-aes256gcm16"} },
+			want: v1alpha1.ConfigNotRendered(v1alpha1.ReasonInvalidSpec,
+				`cannot render the gateway configuration: tunnels[branch-a].espProposals[0]: "aes256-sha256-aes256gcm16": mixes AEAD encryption (aes256gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha256,aes256gcm16`),
+		},
+		"MixedIKE": {
+			reason: "GCM beside a non-AEAD cipher in an IKE proposal.",
+			mod:    func(tn *v1alpha1.Tunnel) { tn.IKEProposals = []string{"aes256-sha256-aes256gcm16-prfsha256-ecp256"} },
+			want: v1alpha1.ConfigNotRendered(v1alpha1.ReasonInvalidSpec,
+				`cannot render the gateway configuration: tunnels[branch-a].ikeProposals[0]: "aes256-sha256-aes256gcm16-prfsha256-ecp256": mixes AEAD encryption (aes256gcm16) with non-AEAD encryption: charon refuses to load such a proposal; write them as two proposals, such as aes256-sha256-prfsha256-ecp256,aes256gcm16-prfsha256-ecp256`),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gw := testGateway()
+			kube, target := created(t, gw)
+			gw.SetConditions(v1alpha1.ConfigRendered())
+			tc.mod(&gw.Spec.ForProvider.Tunnels[0])
+			before := &corev1.ConfigMap{}
+			if err := target.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: workload.NamesOf("vpn").Config}, before); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := newExternal(kube, target).Observe(context.Background(), gw); err == nil {
+				t.Errorf("%s\nObserve(): no error, want the spec's problem (Synced False)", tc.reason)
+			}
+			if diff := cmp.Diff(tc.want, gw.Status.GetCondition(v1alpha1.TypeConfigRendered), cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("%s\nConfigRendered: -want, +got:\n%s", tc.reason, diff)
+			}
+			after := &corev1.ConfigMap{}
+			if err := target.Get(context.Background(), client.ObjectKey{Namespace: testNS, Name: workload.NamesOf("vpn").Config}, after); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(before.Data, after.Data); diff != "" {
+				t.Errorf("%s\nthe configuration ConfigMap changed: -before, +after:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

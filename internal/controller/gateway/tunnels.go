@@ -121,7 +121,7 @@ func orNone(s string) string {
 const reasonConfigAdvisory event.Reason = "ConfigAdvisory"
 
 // advise sets the Gateway's status warnings to advisories (see
-// render.Advisories) and emits a Warning event for each one that was not
+// render.Files.Advisories) and emits a Warning event for each one that was not
 // there before, so that an advisory is said once, not at every poll.
 func advise(r event.Recorder, gw *v1alpha1.Gateway, advisories []string) {
 	for _, a := range advisories {

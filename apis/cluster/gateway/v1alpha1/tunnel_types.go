@@ -50,20 +50,26 @@ type Tunnel struct {
 
 	// IKEProposals for the IKE SA, most preferred first, in strongSwan's
 	// syntax (encryption-integrity-prf-dhgroup), such as
-	// "aes256-sha256-modp2048" or "aes256gcm16-prfsha384-ecp384".
+	// "aes256-sha256-modp2048" or "aes256gcm16-prfsha384-ecp384";
+	// strongSwan's keywords with '_' (sha2_256) too. A proposal holds AEAD
+	// (aes256gcm16) or non-AEAD (aes256-sha256) encryption, not both:
+	// charon refuses a connection with such a proposal.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=128
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9_]+(-[a-z0-9_]+)*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !p.matches('(^|-)(aes(128|192|256)(gcm|ccm)(8|12|16|64|96|128)|aes(128|192|256)gmac|chacha20poly1305)(-|$)') || !p.matches('(^|-)(3des|cast128|blowfish(128|192|256)|aes(128|192|256)?(ctr)?|camellia(128|192|256)?|null)(-|$)'))",message="a proposal mixes AEAD encryption (such as aes256gcm16 or aes128gmac) with non-AEAD encryption (such as aes256): charon refuses to load it; write them as two proposals, such as aes256-sha256-modp2048,aes256gcm16-prfsha256-modp2048"
 	IKEProposals []string `json:"ikeProposals"`
 
 	// ESPProposals for the CHILD_SAs, most preferred first, in strongSwan's
 	// syntax, such as "aes256-sha256-modp2048" (with PFS) or
-	// "aes256gcm16".
+	// "aes256gcm16"; keywords with '_' (sha2_256, sha256_96) too. AEAD and
+	// non-AEAD encryption go into separate proposals, as for IKEProposals.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=128
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+(-[a-z0-9]+)*$`
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9_]+(-[a-z0-9_]+)*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !p.matches('(^|-)(aes(128|192|256)(gcm|ccm)(8|12|16|64|96|128)|aes(128|192|256)gmac|chacha20poly1305)(-|$)') || !p.matches('(^|-)(3des|cast128|blowfish(128|192|256)|aes(128|192|256)?(ctr)?|camellia(128|192|256)?|null)(-|$)'))",message="a proposal mixes AEAD encryption (such as aes256gcm16 or aes128gmac) with non-AEAD encryption (such as aes256): charon refuses to load it; write them as two proposals, such as aes256-sha256,aes256gcm16"
 	ESPProposals []string `json:"espProposals"`
 
 	// IKELifetime of the IKE SA.
@@ -265,8 +271,10 @@ type CertificateAuth struct {
 
 	// LocalID is the identity the gateway presents (swanctl local.id). It
 	// must be in the gateway's certificate: its subject (a DN) or a
-	// subjectAltName (DNS name or email). Defaults to the certificate's
-	// subject DN.
+	// subjectAltName (DNS name, email or IP address, such as the floating
+	// IP, which many peers expect as the gateway's identity); a
+	// certificate without it is refused, as charon could not prove it.
+	// Defaults to the certificate's subject DN.
 	// +optional
 	LocalID *Identity `json:"localId,omitempty"`
 
@@ -307,8 +315,8 @@ type CARef struct {
 const DefaultCAKey = "ca.crt"
 
 // An Identity is an IKE identity of a certificate: exactly one of a
-// distinguished name, a DNS name or an email address.
-// +kubebuilder:validation:XValidation:rule="(has(self.dn) ? 1 : 0) + (has(self.fqdn) ? 1 : 0) + (has(self.email) ? 1 : 0) == 1",message="give exactly one of dn, fqdn and email"
+// distinguished name, a DNS name, an email address or an IPv4 address.
+// +kubebuilder:validation:XValidation:rule="(has(self.dn) ? 1 : 0) + (has(self.fqdn) ? 1 : 0) + (has(self.email) ? 1 : 0) + (has(self.ip) ? 1 : 0) == 1",message="give exactly one of dn, fqdn, email and ip"
 type Identity struct {
 	// DN is a distinguished name in the order of the certificate's
 	// subject, as strongSwan and openssl x509 -noout -subject print it,
@@ -316,7 +324,12 @@ type Identity struct {
 	// Attributes: C, ST, L, O, OU, CN, SN (serialNumber), DC, UID, E
 	// (emailAddress); a value may hold any UTF-8 text, with ',', '+', '"',
 	// '\', '<', '>', ';' and '=' escaped by '\' (RFC 4514), or a byte as
-	// \XX. It matches a certificate whose subject has the same attributes
+	// \XX. A multi-valued RDN joins its attributes with '+'
+	// ("OU=Net + CN=rtr1"). Or the DER of the name, as strongSwan's
+	// asn1dn:#<hex> (openssl x509 -noout -subject -nameopt multiline
+	// does not print it; openssl asn1parse -i -strparse does): for a
+	// subject whose attributes or string types the text form cannot
+	// write. It matches a certificate whose subject has the same attributes
 	// in the same order with the same values, whatever string type the CA
 	// encoded them in (strongSwan's asn1dn semantics: it is rendered as
 	// the DER of the name, asn1dn:#...). A certificate whose subject lists
@@ -325,7 +338,7 @@ type Identity struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.contains('=')",message="a DN is a list of attribute=value, such as C=DE, O=Example AG, CN=vpn.example.com"
+	// +kubebuilder:validation:XValidation:rule="self.contains('=') || self.matches('^asn1dn:#([0-9a-fA-F]{2})+$')",message="a DN is a list of attribute=value, such as C=DE, O=Example AG, CN=vpn.example.com, or asn1dn:# and the hex of its DER"
 	DN *string `json:"dn,omitempty"`
 
 	// FQDN is a DNS name of the certificate's subjectAltName.
@@ -340,6 +353,12 @@ type Identity struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$`
 	Email *string `json:"email,omitempty"`
+
+	// IP is an IPv4 address of the certificate's subjectAltName
+	// (iPAddress), such as the gateway's floating IP (spec.endpoint.localId
+	// of a PSK tunnel).
+	// +optional
+	IP *IPv4 `json:"ip,omitempty"`
 }
 
 // TunnelMode says whether a tunnel's traffic selectors (policy) or routes
@@ -375,11 +394,16 @@ type Peer struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*)$`
 	Address string `json:"address"`
 
-	// ID is the identity the peer presents (swanctl remote.id): an IPv4
-	// address, a DNS name, or user@domain. Defaults to Address.
+	// ID is the identity the peer presents (swanctl remote.id), in the
+	// forms charon reads: an IPv4 address; a DNS name, '_' allowed
+	// ("fw_1.example.net"), with or without strongSwan's '@' that keeps it
+	// from being taken for an address ("@fw.example.net"); user@domain;
+	// or a distinguished name, written and matched as certificate
+	// identities' dn ("C=DE, O=Example AG, CN=fw", "OU=Net + CN=rtr1",
+	// or asn1dn:#<hex of the DER>). Defaults to Address.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?|[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?)$`
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}(\.[0-9]{1,3}){3}|@?[a-zA-Z0-9_]([-a-zA-Z0-9_.]*[a-zA-Z0-9_])?|[a-zA-Z0-9._+-]+@[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?|[^=]+=.*|asn1dn:#([0-9a-fA-F]{2})+)$`
 	ID string `json:"id,omitempty"`
 }
 
