@@ -21,9 +21,9 @@ const (
 )
 
 // Errors of an import.
-const ( //nolint:gosec // G101: error messages about secrets, holding none
+const (
 	errReadConf    = "cannot read ipsec.conf %s"
-	errReadSecrets = "cannot read ipsec.secrets %s"
+	errReadSecrets = "cannot read ipsec.secrets %s" //nolint:gosec // G101: an error message, no credential
 	errFloatingIP  = "--floating-ip %q is not an IPv4 address: give the VM's floating IP, the address its peers know"
 )
 

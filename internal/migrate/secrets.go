@@ -14,12 +14,12 @@ import (
 
 // Errors of reading ipsec.secrets. They name the file, line and the
 // entry's identities, never a secret.
-const ( //nolint:gosec // G101: error messages about secrets, holding none
-	errSecretsSeparator = "%s:%d: want '[IDS] : TYPE SECRET' (missing ':')"
-	errSecretsType      = "%s:%d: want a secret type (PSK, RSA, ECDSA, ...) after ':'"
-	errSecretsQuote     = "%s:%d: the secret's closing quote is missing"
-	errSecretsEncoding  = "%s:%d: the secret's 0x/0s encoding does not decode"
-	errSecretsInclude   = "%s:%d: include %q"
+const (
+	errSecretsSeparator = "%s:%d: want '[IDS] : TYPE SECRET' (missing ':')"            //nolint:gosec // G101: an error message, no credential
+	errSecretsType      = "%s:%d: want a secret type (PSK, RSA, ECDSA, ...) after ':'" //nolint:gosec // G101: an error message, no credential
+	errSecretsQuote     = "%s:%d: the secret's closing quote is missing"               //nolint:gosec // G101: an error message, no credential
+	errSecretsEncoding  = "%s:%d: the secret's 0x/0s encoding does not decode"         //nolint:gosec // G101: an error message, no credential
+	errSecretsInclude   = "%s:%d: include %q"                                          //nolint:gosec // G101: an error message, no credential
 )
 
 // A Secret is one entry of ipsec.secrets: the identities it is for (none:
