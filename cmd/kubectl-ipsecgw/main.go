@@ -92,19 +92,12 @@ func importFiles(conf, secrets, reportFile, format string, o migrate.Options, st
 		fmt.Fprintln(stderr, "import:", err)
 		return exitError
 	}
-	gw, err := migrate.GatewayManifest(res, o)
-	if err != nil {
-		fmt.Fprintln(stderr, "import: cannot write the IPsecGateway:", err)
-		return exitError
-	}
-	sec, err := migrate.SecretManifests(res, o)
-	if err != nil {
-		fmt.Fprintln(stderr, "import: cannot write the Secrets")
-		return exitError
-	}
-	fmt.Fprintf(stdout, "%s", gw)
-	if len(sec) > 0 {
-		fmt.Fprintf(stdout, "---\n%s", sec)
+	if len(res.Tunnels) > 0 {
+		if code := writeManifests(res, o, stdout, stderr); code != 0 {
+			return code
+		}
+	} else {
+		fmt.Fprintln(stderr, "import: no conn could be imported, so there is no IPsecGateway: the report says why")
 	}
 	out := stderr
 	if reportFile != "" {
@@ -124,8 +117,27 @@ func importFiles(conf, secrets, reportFile, format string, o migrate.Options, st
 		fmt.Fprintln(stderr, "import: cannot write the report:", err)
 		return exitError
 	}
-	if res.Report.Refusals() > 0 {
+	if res.Report.Refusals() > 0 || len(res.Tunnels) == 0 {
 		return exitRefused
+	}
+	return 0
+}
+
+// writeManifests writes the IPsecGateway and its Secrets to stdout.
+func writeManifests(res *migrate.Result, o migrate.Options, stdout, stderr io.Writer) int {
+	gw, err := migrate.GatewayManifest(res, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "import: cannot write the IPsecGateway:", err)
+		return exitError
+	}
+	sec, err := migrate.SecretManifests(res, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "import: cannot write the Secrets")
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s", gw)
+	if len(sec) > 0 {
+		fmt.Fprintf(stdout, "---\n%s", sec)
 	}
 	return 0
 }
