@@ -25,7 +25,7 @@ const (
 
 const usage = `usage: kubectl ipsecgw import [flags] IPSEC.CONF
 
-Imports a VM gateway's strongSwan ipsec.conf (with ipsec.secrets and
+Imports a VM gateway's ipsec.conf (strongSwan or libreswan; with ipsec.secrets and
 ipsec.d beside it) into an IPsecGateway and its Secrets (stdout) and a
 report of every setting, converted, approximated or refused (stderr or
 --report). Exits 3 when a setting is refused.

@@ -63,6 +63,7 @@ type Result struct {
 type importer struct {
 	fsys    fs.FS
 	dir     string
+	dialect Dialect
 	opts    Options
 	conf    *IPsecConf
 	secrets []Secret
@@ -72,7 +73,8 @@ type importer struct {
 	ca      []byte
 }
 
-// ImportIPsecConf imports conf (strongSwan's ipsec.conf) and secrets
+// ImportIPsecConf imports conf (strongSwan's or libreswan's ipsec.conf, told
+// apart by their keywords) and secrets
 // (ipsec.secrets; empty for none) from fsys; certificates and keys come from
 // ipsec.d beside conf. Errors name the file and line, never a secret.
 func ImportIPsecConf(fsys fs.FS, conf, secrets string, opts Options) (*Result, error) {
@@ -90,6 +92,8 @@ func ImportIPsecConf(fsys fs.FS, conf, secrets string, opts Options) (*Result, e
 			return nil, fmt.Errorf(errReadSecrets+": %w", secrets, err)
 		}
 	}
+	im.dialect = detectDialect(im.conf)
+	im.report.Dialect = im.dialect
 	for _, k := range sortedKeys(im.conf.Setup) {
 		if k != "uniqueids" {
 			im.report.add(Finding{Setting: k, Value: im.conf.Setup[k].Value, Outcome: Converted, From: im.conf.Setup[k].From,
@@ -98,6 +102,9 @@ func ImportIPsecConf(fsys fs.FS, conf, secrets string, opts Options) (*Result, e
 	}
 	res := &Result{PSKs: im.psks, TLS: im.tls}
 	for _, c := range im.conf.Conns {
+		if im.dialect == Libreswan {
+			c = im.fromLibreswan(c)
+		}
 		if t := im.strokeTunnel(c); t != nil {
 			res.Tunnels = append(res.Tunnels, *t)
 		}

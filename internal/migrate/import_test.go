@@ -66,6 +66,12 @@ func TestImportIPsecConf(t *testing.T) {
 			reason: "road warrior with virtual IPs, aggressive mode, transport, XAUTH, passthrough, marks with an " +
 				"updown script and a DN peer identity: every conn is refused with its reason",
 		},
+		"libreswan": {
+			reason: "libreswan 4 syntax: ike=enc-integ;dh and phase2alg= with PFS from the IKE group, leftsubnets={a b} as a CHILD_SA per pair, " +
+				"ikev2=no for IKEv1, salifetime, pluto's defaults (keyingtries for ever, no MOBIKE, rekey not reauthentication)",
+			tunnels: []string{"hq", "legacy-branch"},
+			psks:    []string{"hq-libreswan-key", "legacy-libreswan-key"},
+		},
 		"certificates": {
 			reason:  "a certificate from ipsec.d/certs, its ECDSA key named in ipsec.secrets, the CAs of ipsec.d/cacerts; a peer known by its address only is refused",
 			tunnels: []string{"dc-east"},

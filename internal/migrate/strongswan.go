@@ -306,6 +306,9 @@ func (im *importer) strokeSelectors(c Conn, t *gwv1alpha1.Tunnel, add func(Findi
 	}
 	switch {
 	case len(t.TrafficSelectors) == 1:
+	case im.dialect == Libreswan:
+		add(Finding{Setting: "leftsubnets/rightsubnets", Value: strings.Join(local, ",") + " / " + strings.Join(remote, ","), Outcome: Converted,
+			Detail: "libreswan makes a connection per subnet pair: a CHILD_SA per pair (childSALayout PerSubnetPair)"})
 	case t.IKEVersion == 2:
 		t.ChildSALayout = gwv1alpha1.ChildSASingle
 		add(Finding{Setting: "leftsubnet/rightsubnet", Value: strings.Join(local, ",") + " / " + strings.Join(remote, ","), Outcome: Converted,
