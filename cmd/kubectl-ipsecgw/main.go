@@ -1,8 +1,8 @@
 // Command kubectl-ipsecgw is the IPsecGateway plugin of kubectl (krew's
 // conventions: kubectl ipsecgw ...), also run on its own. Subcommand import
-// reads a VM gateway's ipsec.conf and ipsec.secrets and writes the
-// IPsecGateway and its Secrets to stdout and a report of every setting to
-// stderr (or --report FILE).
+// reads a VM gateway's ipsec.conf and ipsec.secrets (or swanctl.conf) and
+// writes the IPsecGateway and its Secrets to stdout and a report of every
+// setting to stderr (or --report FILE).
 package main
 
 import (
@@ -23,12 +23,13 @@ const (
 	exitRefused = 3
 )
 
-const usage = `usage: kubectl ipsecgw import [flags] IPSEC.CONF
+const usage = `usage: kubectl ipsecgw import [flags] IPSEC.CONF|SWANCTL.CONF
 
-Imports a VM gateway's ipsec.conf (strongSwan or libreswan; with ipsec.secrets and
-ipsec.d beside it) into an IPsecGateway and its Secrets (stdout) and a
-report of every setting, converted, approximated or refused (stderr or
---report). Exits 3 when a setting is refused.
+Imports a VM gateway's ipsec.conf (strongSwan or libreswan, with
+ipsec.secrets and ipsec.d beside it) or swanctl.conf (a file named
+*swanctl.conf, its secrets section included) into an IPsecGateway and its
+Secrets (stdout) and a report of every setting, converted, approximated or
+refused (stderr or --report). Exits 3 when a setting is refused.
 `
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -87,7 +88,7 @@ func importFiles(conf, secrets, reportFile, format string, o migrate.Options, st
 	if secrets != "" {
 		secrets = rel(secrets)
 	}
-	res, err := migrate.ImportIPsecConf(os.DirFS("/"), rel(conf), secrets, o)
+	res, err := migrate.Import(os.DirFS("/"), rel(conf), secrets, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "import:", err)
 		return exitError

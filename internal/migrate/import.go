@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"path"
+	"strings"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -111,6 +112,16 @@ func ImportIPsecConf(fsys fs.FS, conf, secrets string, opts Options) (*Result, e
 	}
 	res.CA, res.Report = im.ca, im.report
 	return res, nil
+}
+
+// Import imports conf from fsys: a swanctl.conf (a file named *swanctl.conf)
+// with ImportSwanctlConf, else an ipsec.conf with ImportIPsecConf (secrets
+// is then its ipsec.secrets).
+func Import(fsys fs.FS, conf, secrets string, opts Options) (*Result, error) {
+	if strings.HasSuffix(conf, "swanctl.conf") {
+		return ImportSwanctlConf(fsys, conf, opts)
+	}
+	return ImportIPsecConf(fsys, conf, secrets, opts)
 }
 
 // setup returns config setup's value of key, or def.

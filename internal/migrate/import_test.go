@@ -72,6 +72,12 @@ func TestImportIPsecConf(t *testing.T) {
 			tunnels: []string{"hq", "legacy-branch"},
 			psks:    []string{"hq-libreswan-key", "legacy-libreswan-key"},
 		},
+		"swanctl": {
+			reason: "swanctl.conf: same-named sections merged (mobike = no added later), proposals with the default keyword, " +
+				"two children as a CHILD_SA per pair, a quoted secret with escapes picked by the peer's identity, a road warrior refused",
+			tunnels: []string{"dc-north"},
+			psks:    []string{`north "quoted" key`},
+		},
 		"certificates": {
 			reason:  "a certificate from ipsec.d/certs, its ECDSA key named in ipsec.secrets, the CAs of ipsec.d/cacerts; a peer known by its address only is refused",
 			tunnels: []string{"dc-east"},
@@ -80,8 +86,11 @@ func TestImportIPsecConf(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", name)
-			secrets := "ipsec.secrets"
-			res, err := ImportIPsecConf(os.DirFS(dir), "ipsec.conf", secrets, testOptions())
+			conf := "ipsec.conf"
+			if _, err := os.Stat(filepath.Join(dir, "swanctl.conf")); err == nil {
+				conf = "swanctl.conf"
+			}
+			res, err := Import(os.DirFS(dir), conf, "ipsec.secrets", testOptions())
 			if err != nil {
 				t.Fatalf("%s\nImportIPsecConf: %v", tc.reason, err)
 			}

@@ -223,7 +223,7 @@ func (im *importer) strokeDPD(c Conn, t *gwv1alpha1.Tunnel, add func(Finding)) {
 		return
 	case "clear", "restart":
 		t.DPD = gwv1alpha1.DPD{Delay: apiDuration(delay), Action: action}
-	case "hold", "trap":
+	case "hold", actTrap:
 		t.DPD = gwv1alpha1.DPD{Delay: apiDuration(delay), Action: "trap"}
 	default:
 		add(Finding{Setting: "dpdaction", Value: action, Outcome: Refused, From: from, Detail: "not a dpdaction of strongSwan: DPD off"})

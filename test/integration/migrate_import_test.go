@@ -39,7 +39,11 @@ func TestImportAdmitted(t *testing.T) {
 				opts := migrate.Options{Name: "imported", Namespace: "default", FloatingIP: "203.0.113.10", VMAddress: "10.20.0.5",
 					NetworkID: "00000000-0000-4000-8000-00000000aaaa", SubnetID: "00000000-0000-4000-8000-00000000bbbb",
 					FixedIP: "10.20.0.10", RouterID: "00000000-0000-4000-8000-00000000cccc", LegacyClaim: legacy}
-				res, err := migrate.ImportIPsecConf(os.DirFS(filepath.Join(dir, e.Name())), "ipsec.conf", "ipsec.secrets", opts)
+				conf := "ipsec.conf"
+				if _, err := os.Stat(filepath.Join(dir, e.Name(), "swanctl.conf")); err == nil {
+					conf = "swanctl.conf"
+				}
+				res, err := migrate.Import(os.DirFS(filepath.Join(dir, e.Name())), conf, "ipsec.secrets", opts)
 				if err != nil {
 					t.Fatal(err)
 				}
