@@ -17,7 +17,7 @@ import (
 func TestImportKeepsSecretsInSecrets(t *testing.T) {
 	conf := filepath.Join("..", "..", "internal", "migrate", "testdata", "stroke-fleet", "ipsec.conf")
 	report := filepath.Join(t.TempDir(), "report.json")
-	psks := []string{`branch-a \`, "branch-b-key", "branch-c-key", "catch-all-not-picked", "branch-c-second-never-picked"}
+	psks := []string{`branch-a \`, "branch-b-key", "branch-c-key", "catch-all-not-picked", "branch-c-later-entry-wins"}
 	cases := map[string]struct {
 		reason string
 		args   []string

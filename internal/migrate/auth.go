@@ -82,7 +82,7 @@ func (im *importer) strokePSK(c Conn, t *gwv1alpha1.Tunnel, add func(Finding)) b
 	}
 	s := im.secrets[i]
 	add(Finding{Setting: "ipsec.secrets", Value: "PSK for " + strings.Join(s.IDs, " "), Outcome: Converted, From: s.From,
-		Detail: "the PSK charon picks for " + local + " and " + remote + " (best match of the peer's identity, then the local one, then the first in the file), into Secret " + im.pskSecretName() + " key " + t.Name})
+		Detail: "the PSK charon picks for " + local + " and " + remote + " (best match of the peer's identity, then the local one, then the later in the file), into Secret " + im.pskSecretName() + " key " + t.Name})
 	im.psks[t.Name] = s.Value
 	t.PreSharedKeySecretRef = pskRef(im.pskSecretName(), t.Name)
 	return true

@@ -52,10 +52,10 @@ func TestImportIPsecConf(t *testing.T) {
 	}{
 		"stroke-fleet": {
 			reason: "%default and also= inheritance, an include glob, three peers with auto start, route and add; " +
-				"PSKs in quotes (no escapes), hex and base64, picked by the best identity match; the local identity " +
+				"PSKs in quotes (no escapes), hex and base64, picked by the best identity match, of two equal entries the later; the local identity " +
 				"of left=%defaultroute is the VM's address, refused rather than silently the floating IP",
 			tunnels: []string{"branch-a", "branch-b", "branch-c"},
-			psks:    []string{`branch-a \`, "branch-b-key", "branch-c-key"},
+			psks:    []string{`branch-a \`, "branch-b-key", "branch-c-later-entry-wins"},
 		},
 		"ikev1-subnets": {
 			reason:  "IKEv1 with two local subnets: a CHILD_SA per pair, strict proposals, dpdtimeout, lifetimes in seconds",

@@ -150,11 +150,13 @@ const (
 // for an IKE SA between the identities local and remote, or -1: among the
 // PSK entries that match local or remote (an entry without identities
 // matches both as "any"), the best match of remote wins, then the best
-// match of local, then the first in the file (charon's credential manager,
-// get_shared).
+// match of local (charon's credential manager, get_shared), then the last
+// in the file: charon's in-memory credential set inserts each key it loads
+// first (mem_cred's add_shared_unique), so it enumerates them last to first.
 func SelectPSK(secrets []Secret, local, remote string) int {
 	best, bestMe, bestOther := -1, matchNone, matchNone
-	for i, s := range secrets {
+	for i := len(secrets) - 1; i >= 0; i-- {
+		s := secrets[i]
 		if s.Type != "PSK" {
 			continue
 		}
