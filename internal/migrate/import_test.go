@@ -52,6 +52,7 @@ func TestImportIPsecConf(t *testing.T) {
 	}{
 		"stroke-fleet": {
 			reason: "%default and also= inheritance, an include glob, three peers with auto start, route and add; " +
+				"rightsubnet={a,b} carrying b alone, as charon read it, and two IKEv2 leftsubnets in one CHILD_SA; " +
 				"PSKs in quotes (no escapes), hex and base64, picked by the best identity match, of two equal entries the later; the local identity " +
 				"of left=%defaultroute is the VM's address, refused rather than silently the floating IP",
 			tunnels: []string{"branch-a", "branch-b", "branch-c"},

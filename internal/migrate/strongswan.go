@@ -322,14 +322,22 @@ func (im *importer) strokeSelectors(c Conn, t *gwv1alpha1.Tunnel, add func(Findi
 
 // subnets reads a leftsubnet/rightsubnet list ("a,b", "{a b}", "{a,b}").
 func (im *importer) subnets(c Conn, key string, add func(Finding)) ([]string, bool) {
-	v := strings.Trim(c.Get(key, ""), "{} ")
-	if v == "" {
-		add(Finding{Setting: key, Outcome: Refused, Drops: true,
-			Detail: "no " + key + ": a host-to-host conn carries the VM's own address, which the gateway does not have"})
+	raw := c.Get(key, "")
+	tokens, skipped := strokeSubnets(raw)
+	if im.dialect == Libreswan {
+		tokens, skipped = strings.FieldsFunc(strings.Trim(raw, "{} "), func(r rune) bool { return r == ',' || r == ' ' }), nil
+	}
+	if len(skipped) > 0 {
+		add(Finding{Setting: key, Value: strings.Join(skipped, " "), Outcome: Converted, From: c.Settings[key].From,
+			Detail: "charon skipped it (its log: invalid subnet, skipped): the VM never carried it, so neither does the gateway; braces are libreswan's syntax"})
+	}
+	if len(tokens) == 0 {
+		add(Finding{Setting: key, Value: raw, Outcome: Refused, Drops: true, From: c.Settings[key].From,
+			Detail: "no valid " + key + ": a host-to-host conn (charon's dynamic selector) carries the VM's own address, which the gateway does not have"})
 		return nil, false
 	}
 	var out []string
-	for s := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+	for _, s := range tokens {
 		p, err := netip.ParsePrefix(s)
 		if err != nil && !strings.Contains(s, "/") {
 			if a, e := netip.ParseAddr(s); e == nil {
@@ -343,8 +351,39 @@ func (im *importer) subnets(c Conn, key string, add func(Finding)) ([]string, bo
 		}
 		out = append(out, p.String())
 	}
-	add(Finding{Setting: key, Value: c.Get(key, ""), Outcome: Converted, From: c.Settings[key].From})
+	add(Finding{Setting: key, Value: strings.Join(out, ","), Outcome: Converted, From: c.Settings[key].From})
 	return out, true
+}
+
+// strokeSubnets splits a leftsubnet/rightsubnet value as charon's stroke
+// plugin does: at commas, spaces trimmed; a token whose address does not
+// parse (such as "{10.1.0.0/24" of libreswan's brace syntax) is skipped,
+// and the prefix length is read up to its first non-digit ("24}" is 24).
+// Measured with Debian's starter and charon 5.9.8: rightsubnet={a,b}
+// carries b alone, {a b} nothing (a dynamic selector).
+func strokeSubnets(v string) (valid, skipped []string) {
+	for tok := range strings.SplitSeq(v, ",") {
+		if tok = strings.TrimSpace(tok); tok == "" {
+			continue
+		}
+		addr, bits, hasBits := strings.Cut(tok, "/")
+		if hasBits {
+			n := 0
+			for n < len(bits) && bits[n] >= '0' && bits[n] <= '9' {
+				n++
+			}
+			bits = bits[:n]
+		}
+		if _, err := netip.ParseAddr(addr); err != nil || (hasBits && bits == "") {
+			skipped = append(skipped, tok)
+			continue
+		}
+		if hasBits {
+			addr += "/" + bits
+		}
+		valid = append(valid, addr)
+	}
+	return valid, skipped
 }
 
 // sortedKeys returns m's keys in order.
