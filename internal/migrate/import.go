@@ -50,6 +50,9 @@ type Options struct {
 // A Result is an import's output.
 type Result struct {
 	Tunnels []gwv1alpha1.Tunnel
+	// Sources maps each tunnel's name to the conn (or swanctl
+	// connection) it was imported from.
+	Sources map[string]string
 	// PSKs maps each PSK tunnel's name to its key, for the Secret
 	// manifest only.
 	PSKs map[string][]byte
@@ -101,13 +104,14 @@ func ImportIPsecConf(fsys fs.FS, conf, secrets string, opts Options) (*Result, e
 				Detail: "config setup: the daemon's own behaviour (logging, CRLs); the peer sees no difference: not carried"})
 		}
 	}
-	res := &Result{PSKs: im.psks, TLS: im.tls}
+	res := &Result{PSKs: im.psks, TLS: im.tls, Sources: map[string]string{}}
 	for _, c := range im.conf.Conns {
 		if im.dialect == Libreswan {
 			c = im.fromLibreswan(c)
 		}
 		if t := im.strokeTunnel(c); t != nil {
 			res.Tunnels = append(res.Tunnels, *t)
+			res.Sources[t.Name] = c.Name
 		}
 	}
 	res.CA, res.Report = im.ca, im.report

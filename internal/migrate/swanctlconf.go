@@ -48,11 +48,12 @@ func ImportSwanctlConf(fsys fs.FS, name string, opts Options) (*Result, error) {
 			im.secrets = append(im.secrets, swanctlSecret(sec))
 		}
 	}
-	res := &Result{PSKs: im.psks, TLS: im.tls}
+	res := &Result{PSKs: im.psks, TLS: im.tls, Sources: map[string]string{}}
 	if conns := doc.Lookup("connections"); conns != nil {
 		for _, c := range conns.Sections {
 			if t := im.swanctlTunnel(c); t != nil {
 				res.Tunnels = append(res.Tunnels, *t)
+				res.Sources[t.Name] = c.Name
 			}
 		}
 	}
