@@ -41,28 +41,38 @@ func TestImportMatchesStarter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &topology.Charon{Dir: t.TempDir(), Conf: topology.StrokeConf(filepath.Join(dir, "ipsec.secrets")), IPsecConf: filepath.Join(dir, "ipsec.conf")}
-			t.Cleanup(func() { c.Stop(syscall.SIGTERM) })
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			var conns map[string]topology.Conn
-			eventually(t, 10*time.Second, "starter has added every imported conn", func() error {
-				if conns, err = c.ListConns(context.Background()); err != nil {
-					return err
-				}
-				for _, tn := range res.Tunnels {
-					if _, ok := conns[res.Sources[tn.Name]]; !ok {
-						return fmt.Errorf("conn %s not loaded yet (%d loaded)", res.Sources[tn.Name], len(conns))
-					}
-				}
-				return nil
-			})
+			conns := vmConns(t, dir, res)
 			for _, tn := range res.Tunnels {
 				compareConn(t, tn, conns[res.Sources[tn.Name]])
 			}
 		})
 	}
+}
+
+// vmConns has strongSwan's starter load dir's ipsec.conf and ipsec.secrets
+// into a charon, as the VM's ipsec service does, and returns what charon
+// loaded once every conn res imported is there.
+func vmConns(t *testing.T, dir string, res *migrate.Result) map[string]topology.Conn {
+	t.Helper()
+	c := &topology.Charon{Dir: t.TempDir(), Conf: topology.StrokeConf(filepath.Join(dir, "ipsec.secrets")), IPsecConf: filepath.Join(dir, "ipsec.conf")}
+	t.Cleanup(func() { c.Stop(syscall.SIGTERM) })
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var conns map[string]topology.Conn
+	eventually(t, 10*time.Second, "starter has added every imported conn", func() error {
+		var err error
+		if conns, err = c.ListConns(context.Background()); err != nil {
+			return err
+		}
+		for _, tn := range res.Tunnels {
+			if _, ok := conns[res.Sources[tn.Name]]; !ok {
+				return fmt.Errorf("conn %s not loaded yet (%d loaded)", res.Sources[tn.Name], len(conns))
+			}
+		}
+		return nil
+	})
+	return conns
 }
 
 // compareConn fails t where the imported tunnel differs from the conn the
