@@ -238,6 +238,9 @@ func (im *importer) strokeDPD(c Conn, t *gwv1alpha1.Tunnel, add func(Finding)) {
 			t.DPD.Timeout = apiDuration(timeout)
 			add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Converted, From: c.Settings["dpdtimeout"].From, Detail: "dpd.timeout " + timeout.String()})
 		}
+	} else if c.Has("dpdtimeout") && im.dialect == Libreswan {
+		add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Approximated, From: c.Settings["dpdtimeout"].From,
+			Detail: "pluto declared an IKEv2 peer dead after dpdtimeout; charon does when its retransmissions of a check run out (165 s by strongSwan's defaults): the gateway acts later on a dead peer"})
 	} else if c.Has("dpdtimeout") {
 		add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Converted, From: c.Settings["dpdtimeout"].From,
 			Detail: "charon ignores dpdtimeout with IKEv2 (retransmissions decide): not carried"})
