@@ -232,16 +232,17 @@ func (im *importer) strokeDPD(c Conn, t *gwv1alpha1.Tunnel, add func(Finding)) {
 	}
 	add(Finding{Setting: "dpdaction/dpddelay", Value: action + "/" + delay.String(), Outcome: Converted, From: from,
 		Detail: fmt.Sprintf("dpd action %s every %s", t.DPD.Action, delay)})
-	if t.IKEVersion == 1 {
+	switch {
+	case t.IKEVersion == 1:
 		timeout, err := confDuration(c.Get("dpdtimeout", "150s"))
 		if err == nil {
 			t.DPD.Timeout = apiDuration(timeout)
 			add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Converted, From: c.Settings["dpdtimeout"].From, Detail: "dpd.timeout " + timeout.String()})
 		}
-	} else if c.Has("dpdtimeout") && im.dialect == Libreswan {
+	case c.Has("dpdtimeout") && im.dialect == Libreswan:
 		add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Approximated, From: c.Settings["dpdtimeout"].From,
 			Detail: "pluto declared an IKEv2 peer dead after dpdtimeout; charon does when its retransmissions of a check run out (165 s by strongSwan's defaults): the gateway acts later on a dead peer"})
-	} else if c.Has("dpdtimeout") {
+	case c.Has("dpdtimeout"):
 		add(Finding{Setting: "dpdtimeout", Value: c.Get("dpdtimeout", ""), Outcome: Converted, From: c.Settings["dpdtimeout"].From,
 			Detail: "charon ignores dpdtimeout with IKEv2 (retransmissions decide): not carried"})
 	}
