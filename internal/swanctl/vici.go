@@ -117,7 +117,7 @@ func LoadShared(doc *Section) ([]Shared, error) {
 				owners = append(owners, kv.Value)
 			case kv.Key == "secret":
 				var err error
-				if data, err = decodeSecret(kv.Value); err != nil {
+				if data, err = DecodeSecret(kv.Value); err != nil {
 					return nil, fmt.Errorf("secret %s: %w", s.Name, err)
 				}
 			default:
@@ -141,9 +141,9 @@ func LoadShared(doc *Section) ([]Shared, error) {
 	return out, nil
 }
 
-// decodeSecret decodes a swanctl secret value: 0x-prefixed hex, 0s-prefixed
+// DecodeSecret decodes a swanctl secret value: 0x-prefixed hex, 0s-prefixed
 // base64, or the value itself.
-func decodeSecret(v string) ([]byte, error) {
+func DecodeSecret(v string) ([]byte, error) {
 	switch {
 	case strings.HasPrefix(v, "0x"):
 		b, err := hex.DecodeString(v[2:])
@@ -189,7 +189,7 @@ func LoadKeys(doc *Section) ([]Key, error) {
 			return nil, fmt.Errorf("secret %s: type %q is not rsa or ecdsa", s.Name, typ)
 		}
 		v, _ := s.Get("data")
-		data, err := decodeSecret(v)
+		data, err := DecodeSecret(v)
 		if err != nil || len(data) == 0 {
 			return nil, fmt.Errorf("secret %s: no key data", s.Name)
 		}
@@ -216,7 +216,7 @@ func Certs(doc *Section) (map[string][]byte, error) {
 	}
 	out := make(map[string][]byte, len(sec.Settings))
 	for _, kv := range sec.Settings {
-		data, err := decodeSecret(kv.Value)
+		data, err := DecodeSecret(kv.Value)
 		if err != nil || len(data) == 0 {
 			return nil, fmt.Errorf("certificate %s: no data", kv.Key)
 		}

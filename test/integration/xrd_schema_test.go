@@ -110,26 +110,20 @@ func onlyCause(t *testing.T, err error, reason, field, msg string) {
 	}
 }
 
-// TestXRDAdmissionMalformedCIDR installs the namespaced IPsecGateway's CRD
-// as Crossplane makes it of the XRD and offers variants of
-// examples/xr/pinned-fip.yaml with a malformed CIDR (a /33, words) in each
-// field that a rule across fields parses (dry run): each is refused with
-// its field's own message alone. Before the rules tested isCIDR first, a
-// malformed tenant subnet was refused first with "network address parse
-// error … evaluating rule: a tunnel's remote traffic selector overlaps a
-// tenantSubnets entry" (issue 29).
-func TestXRDAdmissionMalformedCIDR(t *testing.T) {
+// installXRDCRD installs crd, one of xrdCRDs, waits until it is established
+// and served, and deletes it when t ends.
+func installXRDCRD(t *testing.T, crd *extv1.CustomResourceDefinition) {
+	t.Helper()
 	ctx := context.Background()
-	crd := xrdCRDs(t, "zz_generated_definition_namespaced.yaml")[0]
 	if err := kube.Create(ctx, crd); err != nil {
-		t.Fatalf("install the IPsecGateway CRD: %v", err)
+		t.Fatalf("install the CRD %s: %v", crd.Name, err)
 	}
 	t.Cleanup(func() {
 		if err := kube.Delete(context.Background(), crd); err != nil {
-			t.Errorf("delete the IPsecGateway CRD: %v", err)
+			t.Errorf("delete the CRD %s: %v", crd.Name, err)
 		}
 	})
-	eventually(t, 30*time.Second, "the IPsecGateway CRD is established and served", func() error {
+	eventually(t, 30*time.Second, "the CRD "+crd.Name+" is established and served", func() error {
 		got := &extv1.CustomResourceDefinition{}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
 			return err
@@ -142,6 +136,19 @@ func TestXRDAdmissionMalformedCIDR(t *testing.T) {
 		l.SetKind(crd.Spec.Names.Kind + "List")
 		return kube.List(ctx, l, client.InNamespace("default"))
 	})
+}
+
+// TestXRDAdmissionMalformedCIDR installs the namespaced IPsecGateway's CRD
+// as Crossplane makes it of the XRD and offers variants of
+// examples/xr/pinned-fip.yaml with a malformed CIDR (a /33, words) in each
+// field that a rule across fields parses (dry run): each is refused with
+// its field's own message alone. Before the rules tested isCIDR first, a
+// malformed tenant subnet was refused first with "network address parse
+// error … evaluating rule: a tunnel's remote traffic selector overlaps a
+// tenantSubnets entry" (issue 29).
+func TestXRDAdmissionMalformedCIDR(t *testing.T) {
+	ctx := context.Background()
+	installXRDCRD(t, xrdCRDs(t, "zz_generated_definition_namespaced.yaml")[0])
 	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "xr", "pinned-fip.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,11 @@ type Charon struct {
 	// Conf returns the strongswan.conf for the charon's directory and VICI
 	// socket; NetworkConf when nil.
 	Conf func(dir, socket string) string
+	// IPsecConf, when set, is a legacy ipsec.conf that Start has
+	// strongSwan's starter load, as a VM's ipsec service does: starter
+	// starts charon and adds the conns over stroke (Conf then loads the
+	// stroke plugin: StrokeConf).
+	IPsecConf string
 
 	cmd    *exec.Cmd
 	out    *os.File
@@ -97,6 +102,16 @@ func KernelConf(dir, socket string) string {
 // that long wait hides (an IKE SA the peer dropped, still ESTABLISHED here).
 func DefaultRetransmissionConf(dir, socket string) string {
 	return strongswanConf(Plugins, "", dir, socket)
+}
+
+// StrokeConf is ValidationConf with the stroke plugin, which reads its
+// pre-shared keys and private keys from secrets (an ipsec.secrets), for a
+// charon that starter starts (Charon.IPsecConf).
+func StrokeConf(secrets string) func(dir, socket string) string {
+	return func(dir, socket string) string {
+		return strongswanConf(validationPlugins+" stroke", "install_routes = no\n  plugins {\n    stroke {\n      secrets_file = "+secrets+"\n    }\n  }", dir, socket) +
+			"starter {\n  load_warning = no\n}\n"
+	}
 }
 
 // ValidationConf is the strongswan.conf of a validation charon.
@@ -173,7 +188,12 @@ func (c *Charon) Start() error {
 	// parent-death signal: Go delivers it when the forking OS thread ends,
 	// not the process; Start reaps charons of killed test binaries instead.
 	args := []string{"unshare", "--mount", "--propagation", "private", "--",
-		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec "$0"`, CharonBinary}
+		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec "$@"`, "sh", CharonBinary}
+	if c.IPsecConf != "" {
+		// starter forks charon and strokes the conns to it; Stop signals
+		// the process group, both.
+		args = append(args[:len(args)-1], StarterBinary, "--nofork", "--conf", c.IPsecConf)
+	}
 	if c.NS == "" {
 		args = append([]string{"unshare", "--net", "--"}, args...)
 	} else {

@@ -46,10 +46,11 @@ import (
 )
 
 // Programs the topology runs, from Debian's strongswan-charon,
-// strongswan-swanctl, iproute2, nftables and util-linux.
+// strongswan-swanctl, strongswan-starter, iproute2, nftables and util-linux.
 const (
 	CharonBinary  = "/usr/lib/ipsec/charon"
 	SwanctlBinary = "/usr/sbin/swanctl"
+	StarterBinary = "/usr/lib/ipsec/starter"
 )
 
 // Addresses of the topology. They are the same in every topology: each has
