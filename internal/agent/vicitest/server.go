@@ -168,19 +168,7 @@ func (s *Server) serve(c net.Conn) {
 		switch typ {
 		case pktEventRegister, pktEventUnregister:
 			registered[name] = typ == pktEventRegister
-			s.mu.Lock()
-			raise := s.raise
-			s.mu.Unlock()
-			if raise != nil && typ == pktEventRegister {
-				for _, e := range raise(name) {
-					if err == nil {
-						err = writePacket(c, pktEvent, name, e)
-					}
-				}
-			}
-			if err == nil {
-				err = writePacket(c, pktEventConfirm, "", nil)
-			}
+			err = s.confirm(c, typ == pktEventRegister, name)
 		case pktCmdRequest:
 			in, derr := decode(body)
 			if derr != nil {
@@ -210,6 +198,23 @@ func (s *Server) serve(c net.Conn) {
 			return // the connection was dropped
 		}
 	}
+}
+
+// confirm confirms a registration (register) or unregistration for event
+// on c, after the events RaiseOnRegister's function gives for a
+// registration.
+func (s *Server) confirm(c net.Conn, register bool, event string) error {
+	s.mu.Lock()
+	raise := s.raise
+	s.mu.Unlock()
+	if raise != nil && register {
+		for _, e := range raise(event) {
+			if err := writePacket(c, pktEvent, event, e); err != nil {
+				return err
+			}
+		}
+	}
+	return writePacket(c, pktEventConfirm, "", nil)
 }
 
 // readPacket reads one packet: its type, its name (for the named types)
