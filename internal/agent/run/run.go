@@ -217,7 +217,7 @@ func (a *Agent) session(ctx context.Context) error {
 	}
 	// Subscribed before the first load: a tunnel that starts at once can
 	// fail within milliseconds, and the reason is only in charon's log.
-	if err := w.Subscribe(); err != nil {
+	if err := w.Subscribe(ctx); err != nil {
 		return err
 	}
 	var last []byte

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,6 +111,9 @@ type fixture struct {
 	kube   client.Client
 	m      *metrics.Collector
 	agent  *Agent
+	// stop ends the agent's context (SIGTERM) and fails the test unless
+	// Run returns within within; the test's cleanup calls it too.
+	stop func()
 }
 
 const (
@@ -120,8 +124,15 @@ const (
 // start runs an agent with o on a new charon and f until the test ends.
 func start(t *testing.T, f source.Files, o Options) *fixture {
 	t.Helper()
+	return startWith(t, nil, f, o)
+}
+
+// startWith runs an agent with o on a new charon that answers with handle
+// (vicitest.Server.Handle) and f until the test ends or stop.
+func startWith(t *testing.T, handle func(cmd string, in *vici.Message) vicitest.Reply, f source.Files, o Options) *fixture {
+	t.Helper()
 	x := &fixture{
-		charon: vicitest.Serve(t, nil),
+		charon: vicitest.Serve(t, handle),
 		src:    newSource(f),
 		kube:   fake.NewClientBuilder().WithObjects(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: statusCM}}).Build(),
 		m:      metrics.New(),
@@ -132,7 +143,7 @@ func start(t *testing.T, f source.Files, o Options) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- x.agent.Run(ctx) }()
-	t.Cleanup(func() {
+	x.stop = sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -143,6 +154,7 @@ func start(t *testing.T, f source.Files, o Options) *fixture {
 			t.Errorf("Run() did not return within %s of its context's end", within)
 		}
 	})
+	t.Cleanup(x.stop)
 	return x
 }
 
@@ -294,4 +306,42 @@ func TestRunStandby(t *testing.T) {
 	if diff := cmp.Diff(want, x.actions()); diff != "" {
 		t.Errorf("made a standby again: -want, +got:\n%s", diff)
 	}
+}
+
+// TestRunStopsWhileCharonLists proves that the agent stops on SIGTERM while
+// charon is still busy with the list-sas of the watcher and of the
+// watchdog, and sends their SAs only afterwards, as a loaded charon does
+// (the kernel tier's guest): Run returns within within. It did not return
+// at all when the watchdog's VICI session deadlocked (see status.Streamer).
+func TestRunStopsWhileCharonLists(t *testing.T) {
+	var armed atomic.Bool
+	listing := make(chan struct{}, 2)
+	release := make(chan struct{})
+	x := startWith(t, func(cmd string, _ *vici.Message) vicitest.Reply {
+		if cmd != "list-sas" || !armed.Load() {
+			return vicitest.Reply{}
+		}
+		select {
+		case listing <- struct{}{}:
+		default: // a later list-sas, after the two the test waits for
+		}
+		<-release
+		return vicitest.Reply{Event: "list-sa", Events: []*vici.Message{vicitest.Msg("a", vicitest.Msg("uniqueid", "1", "state", "ESTABLISHED"))}}
+	}, files("a"), Options{Poll: 50 * time.Millisecond, ReinitiateAfter: 100 * time.Millisecond})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // before the charon's cleanup, which waits for its handlers
+	waitUntil(t, "ready", x.agent.Ready)
+	armed.Store(true)
+	// Each of the two sessions that list (the watcher's poll, the
+	// watchdog's look at tunnel a, down) waits in its own handler.
+	for i := range 2 {
+		select {
+		case <-listing:
+		case <-time.After(within):
+			t.Fatalf("charon got %d list-sas within %s, want 2 (the watcher's and the watchdog's)", i, within)
+		}
+	}
+	// charon sends the SAs while the agent stops.
+	time.AfterFunc(100*time.Millisecond, releaseOnce)
+	x.stop()
 }

@@ -29,10 +29,23 @@ const StreamBuffer = 4096
 //
 // The session must not be subscribed to other events, and must not be used
 // for anything else while a Streamer call runs.
+//
+// A call that ctx ends while charon still lists (SIGTERM, the watchdog's
+// bound) leaves its event registered: govici's Unsubscribe holds the
+// session's event lock while it waits, without a context, for charon's
+// confirmation, and its reader needs that lock for each of the command's
+// events still on their way, so it would never read the confirmation and
+// both would wait forever (the agent that did not stop on SIGTERM). The
+// next call first waits for the answer to a version command, which charon
+// sends after the abandoned command's events; then no event is on its way
+// and that call may register and unregister as usual.
 type Streamer struct {
 	Session *vici.Session
 
 	mu sync.Mutex
+	// abandoned names the event of a call that ended before charon's
+	// response; empty when no command's events may still arrive.
+	abandoned string
 }
 
 // CallStreaming implements Caller: it runs cmd, collecting the events named
@@ -55,14 +68,31 @@ func (s *Streamer) CallStreaming(ctx context.Context, cmd, event string, in *vic
 func (s *Streamer) call(ctx context.Context, cmd, event string, in *vici.Message) ([]*vici.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.abandoned != "" {
+		if _, err := s.Session.Call(ctx, "version", nil); err != nil {
+			return nil, fmt.Errorf("cannot wait for the end of an abandoned %s stream: %w", s.abandoned, err)
+		}
+		// The abandoned command's events came before this answer.
+		if err := s.Session.Unsubscribe(s.abandoned); err != nil {
+			return nil, fmt.Errorf("cannot unregister from %s events: %w", s.abandoned, err)
+		}
+		s.abandoned = ""
+	}
 	if err := s.Session.Subscribe(event); err != nil {
 		return nil, fmt.Errorf("cannot register for %s events: %w", event, err)
 	}
-	defer func() { _ = s.Session.Unsubscribe(event) }()
 	ch := make(chan vici.Event, StreamBuffer)
 	s.Session.NotifyEvents(ch)
 	defer s.Session.StopEvents(ch)
-	if _, err := s.Session.Call(ctx, cmd, in); err != nil {
+	_, err := s.Session.Call(ctx, cmd, in)
+	if err != nil && ctx.Err() != nil {
+		// charon may still be sending the command's events: see Streamer
+		// for why they must not meet an Unsubscribe.
+		s.abandoned = event
+		return nil, err
+	}
+	_ = s.Session.Unsubscribe(event)
+	if err != nil {
 		return nil, err
 	}
 	if len(ch) == cap(ch) {

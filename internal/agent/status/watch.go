@@ -22,10 +22,23 @@ const (
 	// DefaultSettle is how long a burst of events is gathered before the
 	// status is read once for all of them.
 	DefaultSettle = 100 * time.Millisecond
+	// DefaultSubscribeTimeout is how long Subscribe waits for charon to
+	// confirm the subscription: govici's own bound on an unanswered
+	// request (5 s) and as long again.
+	DefaultSubscribeTimeout = 10 * time.Second
 )
 
 // unnamed is charon's name of an IKE SA whose peer config is not known yet.
 const unnamed = "(unnamed)"
+
+// ErrSubscribeStuck is returned by Watcher.Subscribe when charon has not
+// confirmed the subscription within its timeout. govici v0.8.0 holds the
+// session's event lock while it waits, without a context, for charon's
+// confirmation, and its reader needs that lock for an event charon sends
+// before the confirmation (charon may: another thread raises the event
+// between the registration and its confirmation), so neither would ever
+// move again: close the session and connect a new one.
+var ErrSubscribeStuck = errors.New("charon did not confirm the subscription; the VICI session is stuck")
 
 // ErrEventsClosed is returned by Watcher.Run when the VICI session stops
 // delivering events (charon stopped or restarted): connect a new session
@@ -66,6 +79,8 @@ type Watcher struct {
 	Sink Sink
 	// Poll and Settle default to DefaultPoll and DefaultSettle.
 	Poll, Settle time.Duration
+	// SubscribeTimeout defaults to DefaultSubscribeTimeout.
+	SubscribeTimeout time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
 	// OnError, if set, is told of errors Run survives (a failed list-sas
@@ -114,17 +129,35 @@ func (w *Watcher) LastErrors() map[string]string {
 // log); up to 1024 of them wait for Run. Call it before loading connections
 // that start at once, so that the log of their first attempt (such as an
 // authentication failure within milliseconds) is not missed; Run calls it
-// if it was not called. Its error is charon's refusal.
-func (w *Watcher) Subscribe() error {
+// if it was not called. Its error is charon's refusal, or ctx's end or
+// SubscribeTimeout passing before charon confirmed: then the session may
+// never deliver an event again and must be closed (see ErrSubscribeStuck).
+func (w *Watcher) Subscribe(ctx context.Context) error {
 	if w.events != nil {
 		return nil
 	}
 	events := make(chan vici.Event, 1024)
 	// Notify first: charon sends events as soon as it has the subscription.
 	w.Events.NotifyEvents(events)
-	if err := w.Events.Subscribe("ike-updown", "child-updown", "log"); err != nil {
-		w.Events.StopEvents(events)
-		return fmt.Errorf("cannot subscribe to charon's events: %w", err)
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- w.Events.Subscribe("ike-updown", "child-updown", "log") }()
+	timeout := w.SubscribeTimeout
+	if timeout <= 0 {
+		timeout = DefaultSubscribeTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err := <-subscribed:
+		if err != nil {
+			w.Events.StopEvents(events)
+			return fmt.Errorf("cannot subscribe to charon's events: %w", err)
+		}
+	case <-ctx.Done():
+		// Not StopEvents: it waits for the lock a stuck Subscribe holds.
+		return fmt.Errorf("cannot subscribe to charon's events: %w", ctx.Err())
+	case <-timer.C:
+		return fmt.Errorf("cannot subscribe to charon's events within %s: %w", timeout, ErrSubscribeStuck)
 	}
 	w.events = events
 	return nil
@@ -142,7 +175,7 @@ func (w *Watcher) Run(ctx context.Context) error { //nolint:gocyclo // the event
 	if settle <= 0 {
 		settle = DefaultSettle
 	}
-	if err := w.Subscribe(); err != nil {
+	if err := w.Subscribe(ctx); err != nil {
 		return err
 	}
 	events := w.events

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/strongswan/govici/vici"
 
 	"github.com/ipsecgw/provider-ipsec/apis/cluster/gateway/v1alpha1"
+	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
 )
 
 // fakeSession is a fakeCaller that also delivers events.
@@ -209,7 +211,7 @@ func TestWatcherSubscribeFirst(t *testing.T) {
 			return 0, nil
 		},
 	}
-	if err := w.Subscribe(); err != nil {
+	if err := w.Subscribe(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
@@ -297,5 +299,73 @@ func TestWatcherObserveRefresh(t *testing.T) {
 		if i == 0 {
 			refresh <- struct{}{}
 		}
+	}
+}
+
+// TestWatcherSubscribeStuck proves that Subscribe returns, with an error
+// that tells to close the session, when charon sends an event before it
+// confirms the subscription (as charon may: see ErrSubscribeStuck), which
+// leaves govici's Subscribe waiting forever; and that it returns nil when
+// charon confirms.
+func TestWatcherSubscribeStuck(t *testing.T) {
+	// Subscribe returns within this bound or never.
+	const bound = 10 * time.Second
+	cases := map[string]struct {
+		reason  string
+		raise   bool
+		timeout time.Duration
+		cancel  time.Duration
+		want    error
+	}{
+		"Confirmed": {
+			reason: "charon confirms each registration before it sends any event: subscribed.",
+			want:   nil,
+		},
+		"TimedOut": {
+			reason:  "charon sends an ike-updown before it confirms that registration: Subscribe gives up after SubscribeTimeout, and says the session is stuck.",
+			raise:   true,
+			timeout: 200 * time.Millisecond,
+			want:    ErrSubscribeStuck,
+		},
+		"Cancelled": {
+			reason: "charon sends an ike-updown before it confirms that registration and the agent gets SIGTERM: Subscribe returns at once with ctx's error.",
+			raise:  true,
+			cancel: 200 * time.Millisecond,
+			want:   context.Canceled,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv := vicitest.Serve(t, nil)
+			if tc.raise {
+				srv.RaiseOnRegister(func(event string) []*vici.Message {
+					if event != "ike-updown" {
+						return nil
+					}
+					return []*vici.Message{vicitest.Msg("peer1", ike("1", "ESTABLISHED", "0"))}
+				})
+			}
+			sess, err := vici.NewSession(vici.WithSocketPath(srv.Socket()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sess.Close() })
+			w := &Watcher{Events: sess, SubscribeTimeout: tc.timeout}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel > 0 {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			done := make(chan error, 1)
+			go func() { done <- w.Subscribe(ctx) }()
+			select {
+			case err := <-done:
+				if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+					t.Errorf("\n%s\nw.Subscribe(...): -want error, +got error:\n%s", tc.reason, diff)
+				}
+			case <-time.After(bound):
+				t.Fatalf("\n%s\nw.Subscribe(...) did not return within %s", tc.reason, bound)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/strongswan/govici/vici"
@@ -68,7 +69,19 @@ type Server struct {
 	mu       sync.Mutex
 	commands []Command
 	conns    map[net.Conn]bool
+	raise    func(event string) []*vici.Message
 	wg       sync.WaitGroup
+}
+
+// RaiseOnRegister makes the server send the events raise returns for an
+// event to a connection that registers for it, after taking the
+// registration and before confirming it. charon does so when another
+// thread raises the event in between: its register_event adds the client,
+// unlocks, and only then sends the confirmation. nil sends none.
+func (s *Server) RaiseOnRegister(raise func(event string) []*vici.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raise = raise
 }
 
 // Serve starts a Server with handle on a socket in a directory of its own,
@@ -145,7 +158,9 @@ func (s *Server) serve(c net.Conn) {
 	for {
 		typ, name, body, err := readPacket(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// A client that closes with packets unread resets the
+			// connection: an end, as for charon.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				s.t.Errorf("vicitest: cannot read a packet: %v", err)
 			}
 			return
@@ -153,7 +168,7 @@ func (s *Server) serve(c net.Conn) {
 		switch typ {
 		case pktEventRegister, pktEventUnregister:
 			registered[name] = typ == pktEventRegister
-			err = writePacket(c, pktEventConfirm, "", nil)
+			err = s.confirm(c, typ == pktEventRegister, name)
 		case pktCmdRequest:
 			in, derr := decode(body)
 			if derr != nil {
@@ -183,6 +198,23 @@ func (s *Server) serve(c net.Conn) {
 			return // the connection was dropped
 		}
 	}
+}
+
+// confirm confirms a registration (register) or unregistration for event
+// on c, after the events RaiseOnRegister's function gives for a
+// registration.
+func (s *Server) confirm(c net.Conn, register bool, event string) error {
+	s.mu.Lock()
+	raise := s.raise
+	s.mu.Unlock()
+	if raise != nil && register {
+		for _, e := range raise(event) {
+			if err := writePacket(c, pktEvent, event, e); err != nil {
+				return err
+			}
+		}
+	}
+	return writePacket(c, pktEventConfirm, "", nil)
 }
 
 // readPacket reads one packet: its type, its name (for the named types)
