@@ -151,6 +151,17 @@ sv_failed() {
 # of NAME; otherwise the first bring-up of a state directory finds free
 # ones (choose_ports) and records them in a file there, which the scripts
 # after it read (read_ports).
+#
+# A port is free when nothing listens on it and no other state directory
+# has claimed it: between choosing a port and listening on it a server
+# takes seconds (Keystone about 20), and two bring-ups at the same moment
+# (the e2e's lanes) both found 5000 free and started two Keystones on it.
+# A claim is the file $PORT_CLAIMS/PORT naming the ports file that
+# recorded PORT; it lapses when that file no longer records it (its state
+# directory removed or its ports chosen again). Claims are made under one
+# lock, so that choosing is one at a time; they are per user (the
+# directory's files are the user's).
+PORT_CLAIMS=${PORT_CLAIMS:-${TMPDIR:-/tmp}/provider-ipsec-ports-$(id -u)}
 
 # listening PORT succeeds when something accepts connections on PORT.
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -161,6 +172,14 @@ need_free() {
 	for n in "$@"; do
 		! listening "${!n}" || die "127.0.0.1:${!n} ($n) is in use by another process; stop it or set $n to another port"
 	done
+}
+
+# claimed_elsewhere FILE PORT succeeds when a ports file other than FILE
+# claims PORT and still records it.
+claimed_elsewhere() {
+	local owner
+	owner=$(cat "$PORT_CLAIMS/$2" 2>/dev/null) || return 1
+	[ "$owner" != "$1" ] && grep -qs "=$2\$" "$owner"
 }
 
 # from_env NAME succeeds when the environment sets NAME.
@@ -179,26 +198,39 @@ read_ports() {
 
 # choose_ports FILE FIRST COUNT STEP NAME=PORT...: each NAME the environment
 # does not set becomes PORT + k*STEP for the first k of FIRST, FIRST+1, ...
-# (COUNT of them, wrapping at COUNT to 0) at which all of those are free;
-# those it sets must be free. Exports every NAME and records them in FILE.
+# (COUNT of them, wrapping at COUNT to 0) at which all of those are free
+# and claimed by no other state directory; those it sets must be free.
+# Exports every NAME, records them in FILE and claims the chosen ones.
 choose_ports() {
-	local file=$1 first=$2 count=$3 step=$4 spec n i found=() fixed=()
+	local file=$1 first=$2 count=$3 step=$4 spec n i lock found=() fixed=()
 	shift 4
+	file=$(realpath -m "$file")
 	for spec in "$@"; do
 		if from_env "${spec%%=*}"; then fixed+=("${spec%%=*}"); else found+=("$spec"); fi
 	done
 	need_free "${fixed[@]}"
+	mkdir -p "$PORT_CLAIMS" "$(dirname "$file")"
+	exec {lock}>"$PORT_CLAIMS/lock"
+	flock "$lock"
 	for ((i = 0; i <= count; i++)); do
 		[ "$i" -lt "$count" ] || die "no free ports for ${found[*]%%=*} (tried $count ranges)"
 		for spec in "${found[@]}"; do
 			printf -v "${spec%%=*}" %s $((${spec#*=} + (first + i) % count * step))
 		done
+		for spec in "${found[@]}"; do
+			n=${spec%%=*}
+			! claimed_elsewhere "$file" "${!n}" || continue 2
+		done
 		(need_free "${found[@]%%=*}") 2>/dev/null && break
 	done
-	mkdir -p "$(dirname "$file")"
 	for spec in "$@"; do
 		n=${spec%%=*}
 		export "${n?}"
 		echo "$n=${!n}"
 	done >"$file"
+	for spec in "${found[@]}"; do
+		n=${spec%%=*}
+		echo "$file" >"$PORT_CLAIMS/${!n}"
+	done
+	exec {lock}>&-
 }
