@@ -28,10 +28,10 @@ var longestFirst = []string{
 // once, and they all ask within milliseconds.
 const arrivals = 200 * time.Millisecond
 
-// stackLanes is the e2e's lanes: E2E_PARALLEL (default 1) stacks at a
-// time, each about 3 GiB and a core's minute to bring up. go test's
-// -parallel must let every test ask at once (make test-e2e gives 16): with
-// fewer, go test chooses which tests ask first.
+// stackLanes is the e2e's lanes: E2E_PARALLEL stacks at a time (1 when
+// unset; make test-e2e gives 2), each about 3 GiB and a core's minute to
+// bring up. go test's -parallel must let every test ask at once (make
+// test-e2e gives 16): with fewer, go test chooses which tests ask first.
 var stackLanes = newLanes(os.Getenv("E2E_PARALLEL"), longestFirst)
 
 // lanes lets a fixed number of tests run at a time, the waiting test
