@@ -119,7 +119,14 @@ func loadSheet(t *testing.T, peer *topology.Peer, s topology.ClientSheet) {
 // ConfigMap: the guest has no API server), until t ends.
 func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) {
 	t.Helper()
-	f, err := render.Render(render.Input{Spec: spec, PSKs: psks})
+	startAgentInput(t, tp, render.Input{Spec: spec, PSKs: psks})
+}
+
+// startAgentInput is startAgent with every input of the renderer, such
+// as a certificate tunnel's material.
+func startAgentInput(t *testing.T, tp *topology.Topology, in render.Input) {
+	t.Helper()
+	f, err := render.Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
