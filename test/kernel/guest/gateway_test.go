@@ -161,14 +161,32 @@ func startAgentInput(t *testing.T, tp *topology.Topology, in render.Input) {
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		err := cmd.Wait()
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		var err error
+		lines := 40
+		select {
+		case err = <-waited:
+		case <-time.After(agentStopTimeout):
+			// Go's runtime writes every goroutine's stack to the log.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			err, lines = <-waited, 1000
+			t.Errorf("the agent did not stop within %v of SIGTERM", agentStopTimeout)
+		}
 		_ = log.Close()
 		if t.Failed() || err != nil {
 			data, _ := os.ReadFile(log.Name())
-			t.Logf("agent (%v):\n%s", err, tailLines(string(data), 40))
+			t.Logf("agent (%v):\n%s", err, tailLines(string(data), lines))
 		}
 	})
 }
+
+// agentStopTimeout bounds the agent's stop after SIGTERM: the kubelet kills
+// the pod's containers 30 s after (terminationGracePeriodSeconds, which the
+// Deployment leaves at Kubernetes' default), and the agent has nothing to
+// wait for but its own goroutines and a shutdown of its HTTP servers (5 s
+// at most).
+const agentStopTimeout = 15 * time.Second
 
 // xfrmCounters matches the current lifetime counters of `ip -s xfrm
 // state`: "<bytes>(bytes), <packets>(packets)".
