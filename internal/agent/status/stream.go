@@ -28,11 +28,22 @@ const StreamBuffer = 4096
 // response, so when Call returns all events are in the channel.
 //
 // The session must not be subscribed to other events, and must not be used
-// for anything else while a Streamer call runs.
+// for anything else while a Streamer call runs. A Streamer stays
+// subscribed to the events of its commands once it made one: govici v0.8.0
+// holds its event lock while it waits for charon to confirm an Unsubscribe,
+// and its reader needs that lock for every event, so an event still on its
+// way (the rest of a list-sas whose call ended with its context, as a
+// SIGTERM or a timeout ends it) stopped the reader, the confirmation was
+// never read and both waited for ever: the agent did not stop on SIGTERM
+// (kernel tier, a list-sas of 100 tunnels) and its watchdog would have
+// stopped for good.
 type Streamer struct {
 	Session *vici.Session
 
 	mu sync.Mutex
+	// interrupted is set when a call ended before charon's answer: the
+	// rest of its events may still come.
+	interrupted bool
 }
 
 // CallStreaming implements Caller: it runs cmd, collecting the events named
@@ -55,14 +66,25 @@ func (s *Streamer) CallStreaming(ctx context.Context, cmd, event string, in *vic
 func (s *Streamer) call(ctx context.Context, cmd, event string, in *vici.Message) ([]*vici.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.interrupted {
+		// charon sends a command's events before its answer and answers a
+		// session's commands in order: once version is answered, the
+		// interrupted command's last events have come, and with no channel
+		// notified they went nowhere.
+		if _, err := s.Session.Call(ctx, "version", nil); err != nil {
+			return nil, err
+		}
+		s.interrupted = false
+	}
+	// No request when the session is subscribed already (govici).
 	if err := s.Session.Subscribe(event); err != nil {
 		return nil, fmt.Errorf("cannot register for %s events: %w", event, err)
 	}
-	defer func() { _ = s.Session.Unsubscribe(event) }()
 	ch := make(chan vici.Event, StreamBuffer)
 	s.Session.NotifyEvents(ch)
 	defer s.Session.StopEvents(ch)
 	if _, err := s.Session.Call(ctx, cmd, in); err != nil {
+		s.interrupted = true
 		return nil, err
 	}
 	if len(ch) == cap(ch) {
