@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/strongswan/govici/vici"
 
 	"github.com/ipsecgw/provider-ipsec/internal/agent/vicitest"
@@ -80,7 +81,7 @@ func TestStreamerInterrupted(t *testing.T) {
 		t.Errorf("the interrupted list-sas: got %v, %v; want context.Canceled", r.names, r.err)
 	}
 	r := list(context.Background())
-	if diff := cmp.Diff(result{names: []string{"new-0", "new-1"}}, r, cmp.AllowUnexported(result{}), cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) })); diff != "" {
+	if diff := cmp.Diff(result{names: []string{"new-0", "new-1"}}, r, cmp.AllowUnexported(result{}), cmpopts.EquateErrors()); diff != "" {
 		t.Errorf("the list-sas after the interrupted one: -want, +got:\n%s", diff)
 	}
 }
