@@ -125,8 +125,15 @@ func loadSheet(t *testing.T, peer *topology.Peer, s topology.ClientSheet) {
 // configuration change, which the agent applies within its --interval.
 func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParameters, psks map[string][]byte) string {
 	t.Helper()
+	return startAgentInput(t, tp, render.Input{Spec: spec, PSKs: psks})
+}
+
+// startAgentInput is startAgent with every input of the renderer, such
+// as a certificate tunnel's material.
+func startAgentInput(t *testing.T, tp *topology.Topology, in render.Input) string {
+	t.Helper()
 	dir := t.TempDir()
-	config, secrets := writeAgentFiles(t, dir, spec, psks)
+	config, secrets := writeAgentFiles(t, dir, in)
 	log, err := os.Create(filepath.Join(dir, "agent.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -163,14 +170,14 @@ func startAgent(t *testing.T, tp *topology.Topology, spec v1alpha1.GatewayParame
 	return dir
 }
 
-// writeAgentFiles renders spec with psks by internal/render into dir as
+// writeAgentFiles renders in by internal/render into dir as
 // the pod mounts them (config/: swanctl.conf, nat.nft and xfrm.json if
 // any; secrets/: secrets.conf) and returns the two directories. Each file
 // is replaced whole (written beside it, then renamed), as the kubelet
 // swaps a mounted ConfigMap, so that the agent never reads half a file.
-func writeAgentFiles(t *testing.T, dir string, spec v1alpha1.GatewayParameters, psks map[string][]byte) (config, secrets string) {
+func writeAgentFiles(t *testing.T, dir string, in render.Input) (config, secrets string) {
 	t.Helper()
-	f, err := render.Render(render.Input{Spec: spec, PSKs: psks})
+	f, err := render.Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}

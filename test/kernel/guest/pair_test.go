@@ -236,7 +236,7 @@ func TestTunnelPairRouteBased(t *testing.T) {
 
 	t.Run("ECMP", func(t *testing.T) {
 		spec.Tunnels[1].RouteMetric = ptr.To(int32(100))
-		writeAgentFiles(t, dir, spec, psks)
+		writeAgentFiles(t, dir, render.Input{Spec: spec, PSKs: psks})
 		awaitRoutes(t, tp, "ECMP", 10*time.Second, "metric 100", "nexthop dev "+links[0]+" ", "nexthop dev "+links[1]+" ")
 		c0 := linkTX(t, tp, links)
 		for i := range 16 {
