@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -58,12 +57,7 @@ func TestImportRenderedMatchesVM(t *testing.T) {
 		"CHILD_SAs": "leftsubnet/rightsubnet"}
 	for _, name := range []string{"stroke-fleet", "ikev1-subnets"} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(repoRoot, "internal", "migrate", "testdata", name)
-			opts := migrate.Options{Name: "imported", Namespace: "default", FloatingIP: "203.0.113.10", VMAddress: "10.20.0.5"}
-			res, err := migrate.ImportIPsecConf(os.DirFS(dir), "ipsec.conf", "ipsec.secrets", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, res, opts := importCase(t, name)
 			vm := vmConns(t, dir, res)
 			spec := gwv1alpha1.GatewayParameters{Namespace: "vpn-imported", GatewayConfig: gwv1alpha1.GatewayConfig{
 				Endpoint: gwv1alpha1.Endpoint{PrivateAddress: "10.20.0.10", PrefixLength: 24, Gateway: "10.20.0.1",

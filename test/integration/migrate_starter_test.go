@@ -35,18 +35,28 @@ func TestImportMatchesStarter(t *testing.T) {
 	}
 	for _, name := range []string{"stroke-fleet", "ikev1-subnets"} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(repoRoot, "internal", "migrate", "testdata", name)
-			opts := migrate.Options{Name: "imported", Namespace: "default", FloatingIP: "203.0.113.10", VMAddress: "10.20.0.5"}
-			res, err := migrate.ImportIPsecConf(os.DirFS(dir), "ipsec.conf", "ipsec.secrets", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, res, _ := importCase(t, name)
 			conns := vmConns(t, dir, res)
 			for _, tn := range res.Tunnels {
 				compareConn(t, tn, conns[res.Sources[tn.Name]])
 			}
 		})
 	}
+}
+
+// importCase imports the ipsec.conf and ipsec.secrets of the test case
+// name of internal/migrate's testdata as the VM at 10.20.0.5 behind the
+// floating IP 203.0.113.10, and returns the case's directory, the import
+// and its options.
+func importCase(t *testing.T, name string) (string, *migrate.Result, migrate.Options) {
+	t.Helper()
+	dir := filepath.Join(repoRoot, "internal", "migrate", "testdata", name)
+	opts := migrate.Options{Name: "imported", Namespace: "default", FloatingIP: "203.0.113.10", VMAddress: "10.20.0.5"}
+	res, err := migrate.ImportIPsecConf(os.DirFS(dir), "ipsec.conf", "ipsec.secrets", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, res, opts
 }
 
 // vmConns has strongSwan's starter load dir's ipsec.conf and ipsec.secrets

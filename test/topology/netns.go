@@ -80,14 +80,9 @@ type PingResult struct {
 // replies were missing.
 func (tp *Topology) Ping(ns string, dst netip.Addr, count int, timeout time.Duration) (PingResult, error) {
 	var res PingResult
-	var conn net.PacketConn
-	err := tp.Do(ns, func() error {
-		var err error
-		conn, err = net.ListenPacket("ip4:icmp", "0.0.0.0")
-		return err
-	})
+	conn, err := tp.icmpSocket(ns)
 	if err != nil {
-		return res, fmt.Errorf("cannot open an ICMP socket in %s: %w", ns, err)
+		return res, err
 	}
 	defer conn.Close()                                 //nolint:errcheck // the exchange is over: nothing to report
 	id := uint16(os.Getpid()) ^ uint16(pingSeq.Add(1)) //nolint:gosec // G115: the ICMP identifier is the pid's low 16 bits
@@ -153,4 +148,18 @@ func checksum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// icmpSocket opens a raw ICMP socket in namespace ns.
+func (tp *Topology) icmpSocket(ns string) (*net.IPConn, error) {
+	var conn net.PacketConn
+	err := tp.Do(ns, func() error {
+		var err error
+		conn, err = net.ListenPacket("ip4:icmp", "0.0.0.0")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open an ICMP socket in %s: %w", ns, err)
+	}
+	return conn.(*net.IPConn), nil
 }

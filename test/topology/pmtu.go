@@ -64,16 +64,10 @@ func (tp *Topology) PingDF(ns string, dst netip.Addr, size int, timeout time.Dur
 // dfSocket opens a raw ICMP socket in namespace ns whose packets carry
 // Don't Fragment.
 func (tp *Topology) dfSocket(ns string) (*net.IPConn, error) {
-	var conn net.PacketConn
-	err := tp.Do(ns, func() error {
-		var err error
-		conn, err = net.ListenPacket("ip4:icmp", "0.0.0.0")
-		return err
-	})
+	ip, err := tp.icmpSocket(ns)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open an ICMP socket in %s: %w", ns, err)
+		return nil, err
 	}
-	ip := conn.(*net.IPConn)
 	raw, err := ip.SyscallConn()
 	var serr error
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ var (
 )
 
 // Ports of the VPC's UDP services: vpcPort answers with the sender's
-// address (topology.ServeWhoAmI), echoPort with the datagram (serveEcho).
+// address (topology.ServeWhoAmI), echoPort with the datagram (serveUDP).
 const (
 	vpcPort  = 7000
 	echoPort = 7001
@@ -107,7 +108,7 @@ func TestTunnelPairRouteBased(t *testing.T) {
 		loadSheet(t, p, clientSheet(p, psks[name], topology.ClientChild{Name: "vpc", LocalTS: []string{anyNet.String()}, RemoteTS: []string{anyNet.String()}}))
 		tp.MustExec(p.NS, "ip", "addr", "add", netip.PrefixFrom(vpcAddress, 32).String(), "dev", "lo")
 		tp.ServeWhoAmI(t, p.NS, "udp", fmt.Sprintf("%s:%d", vpcAddress, vpcPort))
-		serveEcho(t, tp, p.NS, fmt.Sprintf("%s:%d", vpcAddress, echoPort))
+		serveUDP(t, tp, p.NS, fmt.Sprintf("%s:%d", vpcAddress, echoPort), true)
 		tn := siteTunnel(name, p, [2]netip.Prefix{anyNet, anyNet})
 		tn.Mode = v1alpha1.TunnelModeRoute
 		tn.Routes = []v1alpha1.CIDR{v1alpha1.CIDR(vpcSubnet.String())}
@@ -177,7 +178,7 @@ func TestTunnelPairRouteBased(t *testing.T) {
 		// a packet with a secpath, as everything an XFRM interface
 		// receives in its own namespace), so every datagram arrives.
 		tp.MustExec(tp.Gateway.NS, "sysctl", "-qw", "net.ipv4.conf."+links[1]+".rp_filter=1")
-		got := countUDP(t, tp, tp.Gateway.ServiceNS, fmt.Sprintf("%s:%d", topology.Service, vpcPort))
+		got := serveUDP(t, tp, tp.Gateway.ServiceNS, fmt.Sprintf("%s:%d", topology.Service, vpcPort), false)
 		sendUDP(t, tp, tp.Peers[1].NS, vpcAddress, fmt.Sprintf("%s:%d", topology.Service, vpcPort), 5)
 		deadline := time.Now().Add(5 * time.Second)
 		for got() < 5 && time.Now().Before(deadline) {
@@ -394,35 +395,8 @@ func restorePeer(t *testing.T, tp *topology.Topology) {
 	tp.MustExec(tp.Router, "nft", "delete table ip lost")
 }
 
-// serveEcho answers every UDP datagram to addr in namespace ns with its
-// own payload, until t ends.
-func serveEcho(t *testing.T, tp *topology.Topology, ns, addr string) {
-	t.Helper()
-	var pc net.PacketConn
-	if err := tp.Do(ns, func() error {
-		var err error
-		pc, err = net.ListenPacket("udp4", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo(buf[:n], from)
-		}
-	}()
-	t.Cleanup(func() { _ = pc.Close(); <-done })
-}
-
-// A stream sends a numbered datagram from a namespace to a serveEcho
-// listener every interval on one UDP socket (one flow), and records when
+// A stream sends a numbered datagram from a namespace to a serveUDP
+// echo listener every interval on one UDP socket (one flow), and records when
 // each was sent and when its echo came back.
 type stream struct {
 	conn net.Conn
@@ -537,9 +511,10 @@ func (s *stream) stop() {
 	s.reading.Wait()
 }
 
-// countUDP listens on UDP addr in namespace ns until t ends and returns a
+// serveUDP listens on UDP addr in namespace ns until t ends, answers
+// every datagram with its own payload when echo is set, and returns a
 // function counting the datagrams received.
-func countUDP(t *testing.T, tp *topology.Topology, ns, addr string) func() int {
+func serveUDP(t *testing.T, tp *topology.Topology, ns, addr string, echo bool) func() int {
 	t.Helper()
 	var pc net.PacketConn
 	if err := tp.Do(ns, func() error {
@@ -549,27 +524,24 @@ func countUDP(t *testing.T, tp *topology.Topology, ns, addr string) func() int {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	n := 0
+	var n atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		buf := make([]byte, 1500)
 		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
+			size, from, err := pc.ReadFrom(buf)
+			if err != nil {
 				return
 			}
-			mu.Lock()
-			n++
-			mu.Unlock()
+			n.Add(1)
+			if echo {
+				_, _ = pc.WriteTo(buf[:size], from)
+			}
 		}
 	}()
 	t.Cleanup(func() { _ = pc.Close(); <-done })
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
+	return func() int { return int(n.Load()) }
 }
 
 // sendUDP sends count datagrams from src in namespace ns to addr.
