@@ -39,9 +39,12 @@ var (
 	webHost      = netip.MustParseAddr("10.20.0.80")
 	cloudPeers   = []netip.Addr{netip.MustParseAddr("198.51.100.101"), netip.MustParseAddr("198.51.100.102")}
 	cloudEnd     = topology.Endpoint{PrivateAddress: netip.MustParseAddr("10.20.0.11"), MACAddress: "fa:16:3e:00:00:0b", FloatingIP: netip.MustParseAddr("203.0.113.11")}
-	webPort      = 8443
 	branchInside = netip.MustParsePrefix("100.64.0.0/24")
 )
+
+// webPort is the tenant web service's port (the exposure's target.port),
+// and the branch host's service the hide NAT's connection reaches.
+const webPort = 8443
 
 // What the other side configured, as its administrators would from the
 // examples' comments, written here and not read from the examples: the
@@ -72,7 +75,7 @@ func example(t *testing.T, name string, secrets ...string) (v1alpha1.GatewayPara
 			switch o.GetKind() {
 			case "Gateway":
 				if f != name || gw != nil {
-					t.Fatalf("%s: a Gateway %s more than the one of %s", f, o.GetName(), name)
+					t.Fatalf("%s: Gateway %s: want one Gateway, in %s only", f, o.GetName(), name)
 				}
 				defaulting.Default(o.Object, gatewaySchema(t))
 				gw = &v1alpha1.Gateway{}
