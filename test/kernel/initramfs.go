@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/ipsecgw/provider-ipsec/test/kernel/guest"
 )
 
 // Mode bits of a newc entry's type (the kernel's initramfs unpacker reads
@@ -111,6 +114,28 @@ func (c *cpioWriter) file(name, src string, perm uint32) error {
 		return err
 	}
 	return c.entry(name, modeRegular|perm, 0, 0, st.Size(), f)
+}
+
+// repo writes every regular file under guest.RepoPaths of the repository
+// at root below guest.RepoDir, at its path in the repository (root's,
+// 0644).
+func (c *cpioWriter) repo(root string) error {
+	for _, dir := range guest.RepoPaths {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			return c.file(path.Join(strings.TrimPrefix(guest.RepoDir, "/"), filepath.ToSlash(rel)), p, 0o644)
+		})
+		if err != nil {
+			return fmt.Errorf("cannot write the repository's %s into the initramfs: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // symlink writes a symbolic link name to target.

@@ -110,7 +110,7 @@ func build(t *testing.T) Image {
 	if out, err := gotest.CombinedOutput(); err != nil {
 		t.Fatalf("cannot build the guest's tests: %v\n%s", err, out)
 	}
-	img, what, err := Build(Inputs{KernelDir: kernelDir, GatewayImage: image, Init: init, Out: filepath.Join(dir, "initramfs.cpio")})
+	img, what, err := Build(Inputs{KernelDir: kernelDir, GatewayImage: image, Init: init, Repo: root, Out: filepath.Join(dir, "initramfs.cpio")})
 	if err != nil {
 		t.Fatal(err)
 	}

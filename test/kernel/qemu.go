@@ -45,6 +45,14 @@ type Inputs struct {
 	GatewayImage string
 	// Init is the static test binary of package guest, the guest's /init.
 	Init string
+	// Repo is the repository's root: the guest gets its directories
+	// guest.RepoPaths below guest.RepoDir, every file as it is in the
+	// tree, so that the guest's tests decode the manifests users apply
+	// (the examples, and the CRDs whose defaults the API server gives
+	// them). Neither a copy in package guest (go:embed reaches no further
+	// than its directory) nor a generated file, which could drift from
+	// them.
+	Repo string
 	// Out is the initramfs to write.
 	Out string
 }
@@ -75,6 +83,7 @@ func Build(in Inputs) (Image, string, error) {
 		c.file("usr/local/sbin/busybox", Busybox, 0o755),
 		c.symlink("usr/local/sbin/sysctl", "busybox"),
 		c.symlink("usr/sbin/modprobe", "/usr/local/sbin/busybox"),
+		c.repo(in.Repo),
 		c.file("init", in.Init, 0o755),
 		c.close(),
 	}

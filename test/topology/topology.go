@@ -118,6 +118,35 @@ type Options struct {
 	// floating IPs answer on that network), and tenant hosts are plugged
 	// into Neutron's ports by the caller (AddNamespace).
 	Uplink *Uplink
+	// PeerAddresses are the client sites' public addresses on the
+	// external network (198.51.100.0/24), in index order, as a manifest
+	// names its peers; 198.51.100.7+i when nil.
+	PeerAddresses []netip.Addr
+	// Endpoint is Start's gateway's endpoint, as a manifest names it;
+	// PrivateAddress, MACAddress and FloatingIP when zero.
+	Endpoint Endpoint
+}
+
+// An Endpoint is where Start puts its gateway: its fixed IP on the tenant
+// network, its MAC there and the floating IP the router maps 1:1 to it.
+type Endpoint struct {
+	PrivateAddress netip.Addr
+	MACAddress     string
+	FloatingIP     netip.Addr
+}
+
+// orDefault returns e with every zero field the package's default.
+func (e Endpoint) orDefault() Endpoint {
+	if !e.PrivateAddress.IsValid() {
+		e.PrivateAddress = PrivateAddress
+	}
+	if e.MACAddress == "" {
+		e.MACAddress = MACAddress
+	}
+	if !e.FloatingIP.IsValid() {
+		e.FloatingIP = FloatingIP
+	}
+	return e
 }
 
 // An Uplink is a real Neutron's external network, as the lab's agents
@@ -203,13 +232,20 @@ func Build(o Options) (*Topology, error) {
 	if o.Peers > 8 {
 		return nil, fmt.Errorf("at most 8 client sites, not %d", o.Peers)
 	}
+	if o.PeerAddresses != nil && len(o.PeerAddresses) != o.Peers {
+		return nil, fmt.Errorf("%d peer addresses for %d client sites: give one per site, or none", len(o.PeerAddresses), o.Peers)
+	}
 	tp := Open(o.Prefix, o.Dir)
 	tp.uplink = o.Uplink
 	for i := range o.Peers {
 		site, host := PeerRoles(i)
+		addr := netip.AddrFrom4([4]byte{198, 51, 100, byte(7 + i)})
+		if o.PeerAddresses != nil {
+			addr = o.PeerAddresses[i]
+		}
 		tp.Peers = append(tp.Peers, &Peer{
 			Charon:        &Charon{NS: tp.NS(site), Dir: filepath.Join(o.Dir, site), Conf: o.Conf},
-			Address:       netip.AddrFrom4([4]byte{198, 51, 100, byte(7 + i)}),
+			Address:       addr,
 			Subnet:        netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 168, byte(10 + i), 0}), 24),
 			SubnetAddress: netip.AddrFrom4([4]byte{192, 168, byte(10 + i), 1}),
 			HostNS:        tp.NS(host),
@@ -423,7 +459,8 @@ var seq atomic.Int32
 var nsPattern = regexp.MustCompile(`^ipt([0-9]+)-[0-9]+-[a-z0-9]+$`)
 
 // Start builds, for t, the topology with a gateway at PrivateAddress (MAC
-// MACAddress, interface net1) that FloatingIP maps to, the tenant service
+// MACAddress, interface net1) that FloatingIP maps to (o.Endpoint's, when
+// set), the tenant service
 // Service behind it (interface TenantInterface) and a charon on the gateway
 // and each client site, and removes it when t ends. It skips t with the
 // reason when not run as root or when a program it needs is missing. Setup
@@ -438,7 +475,8 @@ func Start(t testing.TB, o Options) *Topology {
 	}
 	began := time.Now()
 	tp := StartBare(t, o)
-	gw, err := tp.AddHost("gw", PrivateAddress, "net1", MACAddress)
+	ep := o.Endpoint.orDefault()
+	gw, err := tp.AddHost("gw", ep.PrivateAddress, "net1", ep.MACAddress)
 	if err != nil {
 		t.Fatalf("cannot add the gateway: %v", err)
 	}
@@ -455,7 +493,7 @@ func Start(t testing.TB, o Options) *Topology {
 		t.Fatalf("cannot add the tenant service: %v", err)
 	}
 	nat := tp.Command(context.Background(), tp.Router, "nft", "-f", "-")
-	nat.Stdin = strings.NewReader(natRuleset(FloatingIP, PrivateAddress, TenantBridge, ExternalBridge))
+	nat.Stdin = strings.NewReader(natRuleset(ep.FloatingIP, ep.PrivateAddress, TenantBridge, ExternalBridge))
 	if out, err := nat.CombinedOutput(); err != nil {
 		t.Fatalf("cannot map the floating IP: %v: %s", err, out)
 	}

@@ -12,3 +12,12 @@ package guest
 // serial port: the test binary's exit code follows, which package kernel
 // reads.
 const ExitPrefix = "GUEST-EXIT "
+
+// RepoDir is where the guest has the repository's RepoPaths, every file as
+// in the tree (package kernel writes them into the initramfs): the
+// examples the guest's tests decode as users apply them, and the CRDs
+// whose defaults the API server gives them.
+const RepoDir = "/repo"
+
+// RepoPaths are the repository's directories the guest has below RepoDir.
+var RepoPaths = []string{"examples", "package/crds"}
